@@ -255,7 +255,7 @@ def test_whole_float_size_and_larger_than_buffer(model, data):
 
 
 @needs_gl
-def test_fast_mode_leaves_callers_model_alone(data):
+def test_fast_mode_leaves_callers_model_alone():
     spec = mujoco.MjSpec.from_file(bench_arm_path())
     spec.visual.quality.offsamples = 4
     m = spec.compile()
@@ -374,3 +374,19 @@ def test_failure_message_names_packages():
     for package in ('libegl1', 'libegl-mesa0', 'libgl1-mesa-dri', 'osmesa', 'libosmesa6'):
         assert package in text
     assert isinstance(gl.ConfigError('x'), DeviceError)
+
+
+def test_context_failure_becomes_config_error(model, monkeypatch):
+    from mujoco.rendering.classic import gl_context
+
+    class NoGL:
+        def __init__(self, *args):
+            raise RuntimeError('Cannot initialize a EGL device display')
+
+    monkeypatch.setattr(gl_context, 'GLContext', NoGL)
+    monkeypatch.setenv('MUJOCO_GL', 'egl')
+    before = threading.active_count()
+    with pytest.raises(gl.ConfigError) as err:
+        CameraRenderer(model, 'overhead', 64, 48)
+    assert 'libegl1' in str(err.value) and 'overhead' in str(err.value)
+    assert threading.active_count() == before, 'GL thread left running'
