@@ -1,0 +1,217 @@
+"""The device file: YAML that names the model, its channels, limits and actions.
+
+Parsing is strict on purpose: an unknown or misspelt key is an error naming its path
+(``write.pan_goal.max_chnage_per_s``), since a silently ignored limit is a safety bug.
+The result is plain dicts of checked values; resolving names against the model is
+``channels.py``'s job.
+"""
+
+import math
+import os
+
+import yaml
+
+from .errors import ConfigError
+
+TOP_KEYS = {'device', 'id', 'connect', 'read', 'write', 'actions', 'safe_state', 'hazard',
+            'description'}
+CONNECT_KEYS = {'mujoco', 'model', 'keyframe', 'timestep', 'action_wait', 'tolerance',
+                'aim_tolerance', 'real_time_factor'}
+READ_KEYS = {'unit', 'every', 'map', 'type', 'description', 'min', 'max'}
+READ_MAP_KEYS = {'joint', 'site', 'body', 'axis', 'camera', 'width', 'height', 'depth',
+                 'sensor', 'unit'}
+WRITE_KEYS = {'unit', 'min', 'max', 'max_change_per_s', 'map', 'description'}
+WRITE_MAP_KEYS = {'actuator', 'joint', 'unit'}
+ACTION_KEYS = {'args', 'map', 'effects', 'description'}
+ARG_KEYS = {'unit', 'min', 'max', 'description'}
+ACTION_MAP_KEYS = {'command', 'site', 'body', 'axes', 'at', 'aim', 'joints', 'then', 'speed',
+                   'path', 'path_tolerance'}
+AIM_KEYS = {'axis', 'toward'}
+COMMANDS = ('move_to', 'hold')
+HAZARDS = ('none', 'low', 'medium', 'high')
+AXES = ('x', 'y', 'z')
+
+
+def _keys(section, allowed, where):
+    if not isinstance(section, dict):
+        raise ConfigError(f'expected a mapping, got {type(section).__name__}', where=where)
+    for key in section:
+        if key not in allowed:
+            raise ConfigError(f'unknown key {key!r}', where=where,
+                              allowed=', '.join(sorted(allowed)))
+    return section
+
+
+def _name(value, where):
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f'expected a non-empty name, got {value!r}', where=where)
+    return value
+
+
+def number(value, where):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value):
+        raise ConfigError(f'expected a finite number, got {value!r}', where=where)
+    return float(value)
+
+
+def vector3(value, where):
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise ConfigError(f'expected 3 numbers, got {value!r}', where=where)
+    out = [number(v, f'{where}[{i}]') for i, v in enumerate(value)]
+    if not any(out):
+        raise ConfigError('a direction cannot be all zeros', where=where)
+    return out
+
+
+def _limits(entry, where):
+    lo = number(entry['min'], f'{where}.min') if 'min' in entry else None
+    hi = number(entry['max'], f'{where}.max') if 'max' in entry else None
+    if lo is not None and hi is not None and lo > hi:
+        raise ConfigError(f'min {lo} is above max {hi}', where=where)
+    return lo, hi
+
+
+def _channels(section, keys, map_keys, where):
+    out = {}
+    for name, entry in (section or {}).items():
+        here = f'{where}.{name}'
+        _name(name, here)
+        entry = _keys(entry if entry is not None else {}, keys, here)
+        if 'map' in entry:
+            _keys(entry['map'], map_keys, f'{here}.map')
+        _limits(entry, here)
+        if 'unit' in entry and not isinstance(entry['unit'], str):
+            raise ConfigError(f'expected a unit name, got {entry["unit"]!r}', where=here)
+        if 'max_change_per_s' in entry:
+            rate = number(entry['max_change_per_s'], f'{here}.max_change_per_s')
+            if rate <= 0:
+                raise ConfigError('must be above zero (leave it out to jump in one step)',
+                                  where=f'{here}.max_change_per_s')
+        axis = entry.get('map', {}).get('axis')
+        if axis is not None and axis not in AXES:
+            raise ConfigError(f'unknown axis {axis!r}', where=f'{here}.map.axis',
+                              allowed='x, y, z')
+        if entry.get('type', 'scalar') not in ('scalar', 'image'):
+            raise ConfigError(f'unknown channel type {entry["type"]!r}', where=f'{here}.type',
+                              allowed='scalar, image')
+        out[name] = entry
+    return out
+
+
+def _action(name, entry, write, where):
+    entry = _keys(entry if entry is not None else {}, ACTION_KEYS, where)
+    amap = _keys(entry.get('map', {}) or {}, ACTION_MAP_KEYS, f'{where}.map')
+    command = amap.get('command', name if name in COMMANDS else None)
+    if command not in COMMANDS:
+        raise ConfigError(f'no known command for action {name!r}', where=f'{where}.map.command',
+                          allowed=', '.join(COMMANDS))
+    args = {}
+    for arg, spec in (entry.get('args') or {}).items():
+        here = f'{where}.args.{arg}'
+        spec = _keys(spec if spec is not None else {}, ARG_KEYS, here)
+        _limits(spec, here)
+        args[arg] = spec
+    if 'aim' in amap:
+        aim = _keys(amap['aim'], AIM_KEYS, f'{where}.map.aim')
+        for key in AIM_KEYS:
+            if key not in aim:
+                raise ConfigError(f'aim needs {key!r}', where=f'{where}.map.aim')
+            vector3(aim[key], f'{where}.map.aim.{key}')
+    effects = entry.get('effects', [])
+    if not isinstance(effects, list) or not all(isinstance(e, str) for e in effects):
+        raise ConfigError('expected a list of goal channel names', where=f'{where}.effects')
+    for effect in effects:
+        if effect not in write:
+            raise ConfigError(f'{effect!r} is not a goal channel', where=f'{where}.effects',
+                              allowed=', '.join(write) or 'none')
+    then = amap.get('then', {}) or {}
+    if not isinstance(then, dict):
+        raise ConfigError('expected channel: value pairs', where=f'{where}.map.then')
+    for channel, value in then.items():
+        number(value, f'{where}.map.then.{channel}')
+        if channel not in effects:
+            raise ConfigError(f'action {name!r} sets {channel!r} in `then` but does not list '
+                              'it in effects; add it to effects', where=f'{where}.effects')
+    if command == 'move_to':
+        for key in ('axes', 'at'):
+            if not isinstance(amap.get(key, {}), dict):
+                raise ConfigError('expected a mapping', where=f'{where}.map.{key}')
+        for arg, axis in amap.get('axes', {}).items():
+            if arg not in args or axis not in AXES:
+                raise ConfigError(f'axes maps argument {arg!r} to {axis!r}',
+                                  where=f'{where}.map.axes',
+                                  allowed=f'arguments {sorted(args)} to x, y or z')
+        if amap.get('path', 'joint') not in ('joint', 'cartesian'):
+            raise ConfigError(f'unknown path {amap["path"]!r}', where=f'{where}.map.path',
+                              allowed='joint, cartesian')
+        speed = amap.get('speed')
+        if speed is not None:
+            if speed not in args:
+                raise ConfigError(f'speed names {speed!r}, which is not an argument',
+                                  where=f'{where}.map.speed', allowed=', '.join(args))
+            lo = args[speed].get('min')
+            if lo is None or lo <= 0:
+                raise ConfigError('a speed argument needs a min above zero',
+                                  where=f'{where}.args.{speed}.min')
+    return {'name': name, 'command': command, 'args': args, 'map': amap, 'effects': effects}
+
+
+def parse(doc, source='device file'):
+    """Check a loaded device-file mapping; return it with channels and actions normalised."""
+    if doc is None:
+        doc = {}
+    _keys(doc, TOP_KEYS, source)
+    connect = _keys(doc.get('connect', {}) or {}, CONNECT_KEYS, 'connect')
+    read = _channels(doc.get('read'), READ_KEYS, READ_MAP_KEYS, 'read')
+    write = _channels(doc.get('write'), WRITE_KEYS, WRITE_MAP_KEYS, 'write')
+    actions = {}
+    for name, entry in (doc.get('actions') or {}).items():
+        actions[_name(name, 'actions')] = _action(name, entry, write, f'actions.{name}')
+    safe = doc.get('safe_state', {'action': 'hold'}) or {'action': 'hold'}
+    _keys(safe, {'action'}, 'safe_state')
+    if safe['action'] != 'hold' and safe['action'] not in actions:
+        raise ConfigError(f'safe_state names unknown action {safe["action"]!r}',
+                          where='safe_state.action', allowed=', '.join(actions) or 'hold')
+    hazard = doc.get('hazard', 'none')
+    if hazard not in HAZARDS:
+        raise ConfigError(f'unknown hazard {hazard!r}', where='hazard',
+                          allowed=', '.join(HAZARDS))
+    return {'device': str(doc.get('device', '')), 'id': str(doc.get('id', '')),
+            'connect': connect, 'read': read, 'write': write, 'actions': actions,
+            'safe_state': safe, 'hazard': hazard}
+
+
+def load(path):
+    """Read and check a device file; errors name the file and the key."""
+    try:
+        with open(path, encoding='utf-8') as handle:
+            doc = yaml.safe_load(handle)
+    except OSError as exc:
+        raise ConfigError(f'cannot read device file: {exc.strerror}', where=str(path)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'not valid YAML: {exc}', where=str(path)) from None
+    spec = parse(doc, source=str(path))
+    spec['path'] = os.path.abspath(path)
+    return spec
+
+
+def model_path(spec, override=None, environ=os.environ):
+    """The MJCF path: an explicit override, else the variable named by connect.mujoco."""
+    if override:
+        return override
+    connect = spec['connect']
+    if 'model' in connect:
+        path = connect['model']
+        base = os.path.dirname(spec.get('path', '.'))
+        return path if os.path.isabs(path) else os.path.join(base, path)
+    var = connect.get('mujoco')
+    if not var:
+        raise ConfigError('no model: set connect.mujoco to an environment variable that '
+                          'holds the MJCF path, or pass a model path', where='connect')
+    value = environ.get(var)
+    if not value:
+        raise ConfigError(f'environment variable {var} is not set; export {var}=/path/to/'
+                          'model.xml or pass the model path explicitly',
+                          where='connect.mujoco')
+    return value

@@ -1,0 +1,91 @@
+"""Minimum-jerk paths for goal setpoints, vectorised over actuators and time samples.
+
+A min-jerk segment of length D and duration T peaks at 1.875 D / T at mid-time, so a
+channel's ``max_change_per_s`` fixes the shortest T; a synchronised move takes the longest
+T of its joints so that they all arrive together.
+"""
+
+import numpy as np
+
+PEAK = 1.875  # peak speed of s(tau) = 10 tau^3 - 15 tau^4 + 6 tau^5, in D / T
+
+
+def min_jerk(tau):
+    tau = np.clip(tau, 0.0, 1.0)
+    t3 = tau * tau * tau
+    return t3 * (10.0 + tau * (-15.0 + 6.0 * tau))
+
+
+def duration(delta, rate):
+    """Shortest T that keeps each |delta_i| within ``rate_i`` (None or inf = no limit)."""
+    delta = np.abs(np.asarray(delta, dtype=float))
+    rate = np.asarray([np.inf if r is None else r for r in rate], dtype=float)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        each = np.where(np.isfinite(rate), PEAK * delta / rate, 0.0)
+    return float(each.max()) if each.size else 0.0
+
+
+class Plan:
+    """A path for some actuators: sample(t) gives their setpoints at simulated time t."""
+
+    def __init__(self, actuators, t0, t_end):
+        self.actuators = np.asarray(actuators, dtype=int)
+        self.t0 = t0
+        self.t_end = t_end
+
+    def release(self, actuators):
+        """Give up actuators that a newer goal takes over; False when none are left."""
+        keep = ~np.isin(self.actuators, list(actuators))
+        self._keep(keep)
+        self.actuators = self.actuators[keep]
+        return self.actuators.size > 0
+
+    def _keep(self, mask):
+        raise NotImplementedError
+
+    def sample(self, times):
+        raise NotImplementedError
+
+
+class MinJerkPlan(Plan):
+    def __init__(self, actuators, start, end, t0, T):
+        super().__init__(actuators, t0, t0 + T)
+        self.start = np.asarray(start, dtype=float)
+        self.delta = np.asarray(end, dtype=float) - self.start
+        self.T = T
+
+    @property
+    def end(self):
+        return self.start + self.delta
+
+    def _keep(self, mask):
+        self.start, self.delta = self.start[mask], self.delta[mask]
+
+    def sample(self, times):
+        """(len(times), n) setpoints."""
+        if self.T <= 0.0:
+            return np.broadcast_to(self.end, (len(times), self.start.size))
+        s = min_jerk((np.asarray(times) - self.t0) / self.T)
+        return self.start + s[:, None] * self.delta
+
+
+class WaypointPlan(Plan):
+    """A dense joint path (e.g. a Cartesian straight line) sampled by linear interpolation."""
+
+    def __init__(self, actuators, times, qpos, t0):
+        times = np.asarray(times, dtype=float)
+        super().__init__(actuators, t0, t0 + float(times[-1]))
+        self.times = times
+        self.qpos = np.asarray(qpos, dtype=float)
+
+    @property
+    def end(self):
+        return self.qpos[-1]
+
+    def _keep(self, mask):
+        self.qpos = self.qpos[:, mask]
+
+    def sample(self, times):
+        rel = np.asarray(times) - self.t0
+        return np.stack([np.interp(rel, self.times, self.qpos[:, j])
+                         for j in range(self.qpos.shape[1])], axis=1)
