@@ -21,7 +21,7 @@ test: setup
 	@$(ENV) colcon --log-base log test --base-paths . --packages-select mujoco_hal_ros \
 	  --build-base build --install-base install \
 	  --event-handlers console_direct+ --pytest-args -q || true
-	@$(ENV) bash scripts/test_summary.sh build
+	@$(ENV) python scripts/test_summary.py build
 
 bench: setup
 	@$(ENV) for b in bench/bench_*.py; do echo "== $$b"; python $$b --quick || exit 1; done
