@@ -1,0 +1,156 @@
+"""Per-environment model patches without a model copy per environment.
+
+Why not one MjModel per randomized environment: a Menagerie Panda MjModel holds ~40 MB
+(``model.nbuffer``, mostly collision meshes), so 1024 copies need ~40 GB and ran out of a
+24 GiB machine. The randomizable fields are tiny by comparison (``body_mass`` is 12 doubles on
+Panda), so the pool stores only those values per environment, in one dense
+``(nbatch, *field shape)`` array per field, plus the derived constants ``mj_setConst``
+recomputes from them (``dof_M0``, ``actuator_acc0``, ``body_invweight0``...). Each worker
+thread owns one scratch copy of each model variant and writes an environment's patch into it
+just before stepping that environment, restoring the previous environment's fields to nominal
+first. Memory is therefore ``(1 + nthread) * nvariant`` models plus about 1 KB per randomized
+Panda environment (measured: randomizing 1024 Panda envs adds a few MB of resident memory,
+see ``test_pool_randomization.py``), and environments that were never randomized step on the
+shared nominal model with no patching cost at all.
+
+A reset without randomization drops the environment's patch, which is how nominal values come
+back; nothing is ever written into the shared nominal model.
+"""
+
+import mujoco
+import numpy as np
+
+from ..errors import InvalidArgument, UnknownName
+from .validate import float_array
+
+# field -> (needs mj_setConst, lower bound). Only fields whose effect is fully captured by the
+# field itself plus mj_setConst's outputs are listed; geometry (sizes, positions) would also
+# need bounding volumes recomputed, so it is left to model variants instead.
+FIELDS = {
+    'body_mass': (True, 0.0),
+    'body_inertia': (True, 0.0),
+    'dof_armature': (True, 0.0),
+    'dof_damping': (False, 0.0),
+    'dof_frictionloss': (False, 0.0),
+    'jnt_stiffness': (False, 0.0),
+    'geom_friction': (False, 0.0),
+    'actuator_gainprm': (False, None),
+    'actuator_biasprm': (False, None),
+    'opt.gravity': (False, None),
+    'opt.wind': (False, None),
+}
+
+# What mj_setConst rewrites from mass and armature (found by diffing every MjModel array
+# before and after it; ``test_pool_randomization`` re-checks that nothing else changes).
+DERIVED = ('body_subtreemass', 'body_invweight0', 'dof_invweight0', 'dof_M0',
+           'tendon_invweight0', 'tendon_length0', 'actuator_acc0', 'actuator_length0',
+           'cam_pos0', 'cam_poscom0', 'cam_mat0', 'light_pos0', 'light_poscom0',
+           'light_dir0')
+
+
+def view(model, key):
+    """Writable array view of a model field given as 'body_mass' or 'opt.gravity'."""
+    if key.startswith('opt.'):
+        return getattr(model.opt, key[4:])
+    return getattr(model, key)
+
+
+def _derived_keys(model):
+    return tuple(k for k in DERIVED if hasattr(model, k) and view(model, k).size)
+
+
+class PatchStore:
+    """Per-environment overrides of model fields, stored densely per field."""
+
+    def __init__(self, variants, nbatch):
+        self.variants = variants
+        self.nbatch = nbatch
+        self.derived = _derived_keys(variants[0])
+        self.values = {}  # key -> (nbatch, *shape) float64, allocated on first use
+        self.keys_of = [frozenset()] * nbatch
+
+    def shape(self, key):
+        return view(self.variants[0], key).shape
+
+    def check(self, randomization, n):
+        """Validate a ``{field: values}`` dict for ``n`` environments; returns float arrays.
+
+        Values may be per environment ``(n, *shape)`` or one ``shape`` for all of them.
+        """
+        if not isinstance(randomization, dict):
+            raise InvalidArgument(f'expected a dict of field -> values, got '
+                                  f'{type(randomization).__name__}', where='randomization',
+                                  allowed=', '.join(FIELDS))
+        out = {}
+        for key, values in randomization.items():
+            if key not in FIELDS:
+                raise UnknownName('randomizable field', key, list(FIELDS),
+                                  where='randomization')
+            shape = tuple(self.shape(key))
+            arr, which = float_array(values, [(n,) + shape, shape], f'randomization[{key!r}]',
+                                     low=FIELDS[key][1])
+            out[key] = np.broadcast_to(arr, (n,) + shape) if which == 1 else arr
+        return out
+
+    def needs_const(self, keys):
+        return any(FIELDS[k][0] for k in keys)
+
+    def compute(self, slot, variant, env, patch):
+        """Effective field values for one env: its patch plus mj_setConst outputs if needed.
+
+        Runs on the worker's scratch model, which is left holding exactly this patch.
+        """
+        keys = frozenset(patch)
+        model = slot.scratch_model(variant)
+        self._restore(slot, variant, keys)
+        for key, values in patch.items():
+            view(model, key)[...] = values
+        out = dict(patch)
+        if self.needs_const(keys):
+            mujoco.mj_setConst(model, slot.data(variant))
+            for key in self.derived:
+                out[key] = view(model, key).copy()
+        slot.applied[variant] = frozenset(out)
+        return out
+
+    def commit(self, env, values):
+        """Store a computed patch for ``env`` (``None`` or empty drops it)."""
+        if not values:
+            self.keys_of[env] = frozenset()
+            return
+        for key, val in values.items():
+            dense = self.values.get(key)
+            if dense is None:
+                shape = self.shape(key)
+                dense = np.empty((self.nbatch,) + tuple(shape), dtype=np.float64)
+                self.values[key] = dense
+            dense[env] = val
+        self.keys_of[env] = frozenset(values)
+
+    def _restore(self, slot, variant, keep):
+        model = slot.scratch_model(variant)
+        nominal = self.variants[variant]
+        for key in slot.applied[variant] - keep:
+            view(model, key)[...] = view(nominal, key)
+        slot.applied[variant] = slot.applied[variant] & keep
+
+    def model_for(self, slot, variant, env):
+        """The model env ``env`` must run on: nominal, or the slot's scratch with its patch."""
+        keys = self.keys_of[env]
+        if not keys:
+            return self.variants[variant]
+        model = slot.scratch_model(variant)
+        self._restore(slot, variant, keys)
+        for key in keys:
+            view(model, key)[...] = self.values[key][env]
+        slot.applied[variant] = keys
+        return model
+
+    def effective(self, variant, env, key):
+        """Current value of ``key`` for ``env`` (patched or nominal), as a copy."""
+        if key in self.keys_of[env]:
+            return self.values[key][env].copy()
+        return np.array(view(self.variants[variant], key), dtype=np.float64, copy=True)
+
+    def nbytes(self):
+        return sum(v.nbytes for v in self.values.values())
