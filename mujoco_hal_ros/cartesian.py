@@ -18,9 +18,9 @@ import math
 
 import numpy as np
 
-from .checks import finite_number, finite_vector
+from .checks import finite_number
 from .errors import InvalidArgument
-from .ik import IKSolver, check_aim, check_int, check_positive, vector3
+from .ik import IKSolver, bound_vector, check_aim, check_int, check_positive, vector3
 
 __all__ = ['CartesianPath', 'straight_line', 'min_jerk', 'min_jerk_inverse']
 
@@ -134,11 +134,13 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
                   aim_tolerance=np.deg2rad(3.0), max_speed=None, max_waypoints=2000):
     """Plan the tool (a site or body origin) along the straight segment to ``target``.
 
-    ``data`` is scratch, as for ``ik.solve``; ``q_start`` (the chosen joints, default their
-    values in ``data``) is where the segment starts. With ``aim=(local_axis, direction)``
-    the axis turns steadily from where it points at the start to ``direction``, and is held
-    within ``aim_tolerance`` of that schedule. ``max_rates`` (rad/s or m/s per chosen joint,
-    or one number for all) and ``max_speed`` (m/s of the tool, optional) set the duration.
+    ``data`` is scratch, as for ``ik.solve``, and is left at the last waypoint; ``q_start``
+    (the chosen joints, default their values in ``data``) is where the segment starts. With
+    ``aim=(local_axis, direction)`` the axis turns steadily from where it points at the start
+    to ``direction``, and is held within ``aim_tolerance`` of that schedule.
+    ``max_rates`` (rad/s or m/s per chosen joint, or one number for all; +inf for a joint
+    without a limit) and ``max_speed`` (m/s of the tool, optional) set the duration, which is
+    0 when nothing limits it. ``tolerance`` bounds the distance from the segment (m).
     """
     solver = IKSolver(model, data, site=site, body=body, joints=joints, lower=lower,
                       upper=upper)
@@ -149,8 +151,11 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
     tolerance = check_positive(tolerance, 'tolerance')
     aim_tolerance = check_positive(aim_tolerance, 'aim_tolerance')
     max_waypoints = check_int(max_waypoints, 'max_waypoints', 2)
+    # +inf: that joint has no rate limit (the duration then comes from the others).
     if isinstance(max_rates, (list, tuple, np.ndarray)):
-        rates = finite_vector(max_rates, n, 'max_rates')
+        rates = bound_vector(max_rates, n, 'max_rates', allow=(math.inf,))
+    elif isinstance(max_rates, float) and max_rates == math.inf:
+        rates = np.full(n, math.inf)
     else:
         rates = np.full(n, finite_number(max_rates, 'max_rates'))
     if np.any(rates <= 0.0):
@@ -242,6 +247,7 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
 
     u = np.array(out_u)
     q = np.array(out_q)
+    solver.fk(q[-1])
     times, duration, v = _time(u, q, rates, np.array(progress), speed)
     return CartesianPath(success=not message, times=times, qpos=q,
                          joint_names=solver.joint_names, u=u, max_deviation=max_dev,

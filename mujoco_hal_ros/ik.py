@@ -94,6 +94,29 @@ def vector3(value, where):
     return finite_vector(value, 3, where)
 
 
+def bound_vector(values, length, where, *, allow=(-math.inf, math.inf)):
+    """Like ``finite_vector`` but an infinity in ``allow`` passes: it means "no bound" (a
+    joint without a goal limit, a joint without a rate limit). NaN and bools are refused."""
+    items = None
+    if isinstance(values, np.ndarray):
+        if values.ndim == 1 and values.dtype.kind == 'f':
+            items = list(values)
+    elif not isinstance(values, (str, bytes)):
+        try:
+            items = list(values)
+        except TypeError:
+            pass
+    if items is None:
+        return finite_vector(values, length, where)
+    infinite = {i: float(v) for i, v in enumerate(items)
+                if isinstance(v, (float, np.floating)) and math.isinf(v) and float(v) in allow}
+    out = finite_vector([0.0 if i in infinite else v for i, v in enumerate(items)], length,
+                        where)
+    for i, v in infinite.items():
+        out[i] = v
+    return out
+
+
 def _unit(vector, where):
     v = vector3(vector, where)
     norm = float(np.linalg.norm(v))
@@ -281,10 +304,11 @@ class IKSolver:
         if lower is None and upper is None:
             return lo, hi
         # The caller's limits only tighten the model's: a servo cannot pass its range.
+        # Infinite entries add no bound (the ROS layer passes them for unlimited goals).
         if lower is not None:
-            lo = np.maximum(lo, finite_vector(lower, n, 'lower'))
+            lo = np.maximum(lo, bound_vector(lower, n, 'lower'))
         if upper is not None:
-            hi = np.minimum(hi, finite_vector(upper, n, 'upper'))
+            hi = np.minimum(hi, bound_vector(upper, n, 'upper'))
         if (lo > hi).any():
             i = int(np.argmax(lo > hi))
             raise InvalidArgument(f'empty range [{lo[i]:.6g}, {hi[i]:.6g}] after intersecting '
@@ -507,7 +531,8 @@ def solve(model, data, target, *, site=None, body=None, aim=None, joints=None, q
     ``aim=(local_axis, world_direction)`` also turns the point's frame so that its local axis
     points along the world direction (``aim_error`` is the angle left; 0 without an aim).
     ``joints`` names the hinge/slide joints allowed to move (default: all on the point's
-    kinematic chain); ``lower``/``upper`` tighten their ranges, and the answer stays inside.
+    kinematic chain); ``lower``/``upper`` tighten their ranges (an infinite entry adds no
+    bound), and the answer stays inside.
     ``max_iter`` bounds each descent; ``max_restarts`` seeded random restarts follow a stall.
     """
     solver = IKSolver(model, data, site=site, body=body, joints=joints, lower=lower,

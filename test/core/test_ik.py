@@ -257,6 +257,13 @@ def test_goal_limits_only_tighten_the_range(bench):
                          upper=[9] * 4)
     lo, hi = _bounds(model, solver.joint_names)
     assert np.array_equal(solver.lower, lo) and np.array_equal(solver.upper, hi)
+    # Infinity means "no goal limit on this joint"; NaN is still refused.
+    solver = ik.IKSolver(model, mujoco.MjData(model), site='tip',
+                         lower=[-np.inf, 0.1, -np.inf, -np.inf], upper=np.full(4, np.inf))
+    assert solver.lower[1] == 0.1 and solver.lower[0] == lo[0]
+    assert np.array_equal(solver.upper, hi)
+    with pytest.raises(InvalidArgument):
+        ik.IKSolver(model, mujoco.MjData(model), site='tip', lower=[np.nan, 0, 0, 0])
 
 
 def test_restricted_joints_only_move(bench, panda):
@@ -491,6 +498,23 @@ def test_straight_line_into_unreachable_stops_short(bench):
     assert np.isfinite(path.duration)
 
 
+def test_straight_line_unlimited_joints_take_no_part_in_timing(bench):
+    """A joint without a rate limit (+inf) leaves the duration to the limited ones."""
+    model, data = bench
+    scratch = mujoco.MjData(model)
+    target = (0.16, 0.06, 0.12)
+    q_start = data.qpos[:4]   # data is scratch: say where to start each time
+    limited = cartesian.straight_line(model, scratch, target, site='tip', q_start=q_start,
+                                      max_rates=[0.5, 0.5, 0.5, 0.5])
+    free_pan = cartesian.straight_line(model, scratch, target, site='tip', q_start=q_start,
+                                       max_rates=[np.inf, 0.5, 0.5, 0.5])
+    assert limited.success and free_pan.success
+    assert 0.0 < free_pan.duration <= limited.duration
+    unlimited = cartesian.straight_line(model, scratch, target, site='tip', q_start=q_start,
+                                        max_rates=float('inf'), max_speed=0.1)
+    assert unlimited.success and unlimited.duration > 0.0
+
+
 def test_straight_line_already_there(bench):
     model, data = bench
     scratch = mujoco.MjData(model)
@@ -514,6 +538,9 @@ def test_straight_line_bad_input(bench):
         with pytest.raises(InvalidArgument):
             cartesian.straight_line(model, scratch, (0.15, 0.0, 0.1), site='tip', **kwargs)
         assert np.array_equal(scratch.qpos, qpos)
+    with pytest.raises(InvalidArgument):   # -inf is no rate at all, not "unlimited"
+        cartesian.straight_line(model, scratch, (0.15, 0.0, 0.1), site='tip',
+                                max_rates=[1.0, -np.inf, 1.0, 1.0])
     with pytest.raises(UnknownName):
         cartesian.straight_line(model, scratch, (0.15, 0.0, 0.1), site='nose',
                                 max_rates=1.0)
