@@ -94,9 +94,7 @@ mkdir -p "$ROOT/install"
 for pkg_dir in "$ROOT"/standins/*/; do
   pkg=$(basename "$pkg_dir")
   [ -f "$pkg_dir/package.xml" ] || continue
-  probe=$(sed -n 's/^# probe: //p' "$pkg_dir/PROBE" 2>/dev/null || echo "import $pkg.msg")
-  if python -c "$probe" 2>/dev/null \
-      && [ ! -f "$ROOT/install/$pkg/share/$pkg/STANDIN" ]; then
+  if ! python scripts/standins.py | grep -qx "${pkg_dir%/}"; then
     log "$pkg: real package found, no stand-in built"
     continue
   fi
@@ -111,6 +109,7 @@ for pkg_dir in "$ROOT"/standins/*/; do
     || { echo "[setup] building stand-in $pkg failed; see log/latest_build" >&2; exit 1; }
   rm -f "$STAMPS/standin-$pkg".*
   touch "$stamp"
+  set +u; . "$ROOT/install/setup.bash"; set -u   # later stand-ins may depend on this one
 done
 
 # --- 6. Build the package itself. ----------------------------------------------------------
