@@ -156,6 +156,8 @@ class Layout:
             where = f'read.{name}'
             cmap = entry.get('map', {})
             every = units.parse_quantity(entry.get('every', 0), 'time', f'{where}.every')
+            if every < 0:
+                raise ConfigError('cannot be negative', where=f'{where}.every')
             if entry.get('type') == 'image' or 'camera' in cmap:
                 cam = cmap.get('camera', name)
                 self._find(self.cameras, cam, 'camera', f'{where}.map.camera')
@@ -170,7 +172,10 @@ class Layout:
                 self.images.append(ImageChannel(name, cam, size['width'], size['height'],
                                                 bool(cmap.get('depth', False)), every))
                 continue
-            unit = entry.get('unit')
+            unit = entry.get('unit') or cmap.get('unit')
+            if unit is not None and not isinstance(unit, str):
+                raise ConfigError(f'expected a unit name, got {unit!r}', where=f'{where}.unit')
+            lim = {k: number(entry[k], f'{where}.{k}') for k in ('min', 'max') if k in entry}
             if 'site' in cmap or 'body' in cmap:
                 kind = 'site' if 'site' in cmap else 'body'
                 names = self.sites if kind == 'site' else self.bodies
@@ -181,7 +186,7 @@ class Layout:
                 unit = unit or 'm'
                 factor = units.scale(unit, 'length', f'{where}.unit')
                 self.reads.append(ReadChannel(name, kind, cmap[kind], idx, cmap['axis'], unit,
-                                              factor, 0.0, every))
+                                              factor, 0.0, every, **lim))
                 continue
             if 'sensor' in cmap:
                 sid = self._find(self.sensors, cmap['sensor'], 'sensor', f'{where}.map.sensor')
@@ -190,7 +195,7 @@ class Layout:
                                       where=f'{where}.map.sensor')
                 self.reads.append(ReadChannel(name, 'sensor', cmap['sensor'],
                                               int(model.sensor_adr[sid]), '', unit or '',
-                                              1.0, 0.0, every))
+                                              1.0, 0.0, every, **lim))
                 continue
             joint = cmap.get('joint', name)
             jid = self._find(self.joints, joint, 'joint', f'{where}.map.joint')
@@ -201,48 +206,87 @@ class Layout:
             lo, hi = self.joint_range(jid)
             factor, offset = units.linear_map(unit, kind, lo, hi, f'{where}.unit')
             self.reads.append(ReadChannel(name, 'joint', joint, int(model.jnt_qposadr[jid]),
-                                          '', unit, factor, offset, every))
+                                          '', unit, factor, offset, every, **lim))
 
     # --- goals ----------------------------------------------------------------------------
     def drive_of(self, aid):
-        """How the stepper turns a goal into ctrl for this actuator."""
+        """How the stepper turns a goal into ctrl for this actuator.
+
+        ``position``: a servo whose ctrl is the joint position (kp with bias -kp);
+        ``velocity``: ctrl is the joint velocity (velocity, intvelocity servos);
+        ``motor_impedance``: a torque motor on a joint, closed by the stepper's
+        gravity-compensated joint loop so that it still takes joint-position goals;
+        ``direct``: anything else (tendons, sites, muscles...): the goal is the raw ctrl.
+        """
         m = self.model
         trn_joint = m.actuator_trntype[aid] == mujoco.mjtTrn.mjTRN_JOINT
-        gain = m.actuator_gainprm[aid]
-        bias = m.actuator_biasprm[aid]
-        affine = m.actuator_biastype[aid] == mujoco.mjtBias.mjBIAS_AFFINE
-        fixed = m.actuator_gaintype[aid] == mujoco.mjtGain.mjGAIN_FIXED
         if not trn_joint:
             return 'direct'
+        jid = int(m.actuator_trnid[aid, 0])
+        if self.joint_kind(jid) is None:
+            return 'direct'
+        gain = m.actuator_gainprm[aid]
+        bias = m.actuator_biasprm[aid]
+        gear = m.actuator_gear[aid, 0]
+        affine = m.actuator_biastype[aid] == mujoco.mjtBias.mjBIAS_AFFINE
+        fixed = m.actuator_gaintype[aid] == mujoco.mjtGain.mjGAIN_FIXED
+        integrator = m.actuator_dyntype[aid] == mujoco.mjtDyn.mjDYN_INTEGRATOR
         if fixed and affine and gain[0] > 0 and np.isclose(bias[1], -gain[0]):
-            return 'position'
-        if fixed and affine and bias[1] == 0 and bias[2] < 0 and np.isclose(bias[2], -gain[0]):
-            return 'velocity'
-        if fixed and m.actuator_biastype[aid] == mujoco.mjtBias.mjBIAS_NONE and m.nu:
+            if integrator:      # intvelocity: ctrl is a velocity, act integrates it
+                return 'velocity' if np.isclose(gear, 1.0) else 'direct'
+            return 'position' if np.isclose(gear, 1.0) else 'direct'
+        if fixed and affine and bias[1] == 0 and bias[2] < 0 \
+                and np.isclose(bias[2], -gain[0]) and not integrator:
+            return 'velocity' if np.isclose(gear, 1.0) else 'direct'
+        if fixed and m.actuator_biastype[aid] == mujoco.mjtBias.mjBIAS_NONE \
+                and m.actuator_dyntype[aid] == mujoco.mjtDyn.mjDYN_NONE \
+                and gain[0] * gear != 0:
             return 'motor_impedance'
         return 'direct'
+
+    def _actuator_for(self, cmap, name, where):
+        """A write map names the actuator, or the joint it drives, or neither (by name)."""
+        if 'actuator' in cmap:
+            return self._find(self.actuators, cmap['actuator'], 'actuator',
+                              f'{where}.map.actuator')
+        if 'joint' in cmap:
+            jid = self._find(self.joints, cmap['joint'], 'joint', f'{where}.map.joint')
+            m = self.model
+            found = [a for a in range(m.nu)
+                     if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT
+                     and m.actuator_trnid[a, 0] == jid]
+            if not found:
+                raise ConfigError(f'no actuator drives joint {cmap["joint"]!r}',
+                                  where=f'{where}.map.joint', allowed=', '.join(
+                                      self.joints[int(m.actuator_trnid[a, 0])]
+                                      for a in range(m.nu)
+                                      if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT))
+            if len(found) > 1:   # prefer a servo that takes positions
+                servo = [a for a in found if self.drive_of(a) == 'position']
+                found = servo or found
+            return found[0]
+        default = name[:-5] if name.endswith('_goal') else name
+        return self._find(self.actuators, default, 'actuator', f'{where}.map.actuator')
 
     def _build_goals(self, section):
         m = self.model
         if section is None:
             section = {f'{a}_goal': {'map': {'actuator': a}} for a in self.actuators if a}
+        used = {}
         for name, entry in section.items():
             where = f'write.{name}'
-            cmap = entry.get('map', {})
-            default = name[:-5] if name.endswith('_goal') else name
-            aname = cmap.get('actuator', default)
-            aid = self._find(self.actuators, aname, 'actuator', f'{where}.map.actuator')
+            cmap = entry.get('map', {}) or {}
+            aid = self._actuator_for(cmap, name, where)
+            aname = self.actuators[aid]
+            if aid in used:
+                raise ConfigError(f'actuator {aname!r} is already driven by {used[aid]!r}',
+                                  where=where)
+            used[aid] = name
             drive = self.drive_of(aid)
             jid = int(m.actuator_trnid[aid, 0]) if drive != 'direct' else -1
             ctrl_lo, ctrl_hi = ((float(m.actuator_ctrlrange[aid, 0]),
                                  float(m.actuator_ctrlrange[aid, 1]))
                                 if m.actuator_ctrllimited[aid] else (None, None))
-            if drive in ('position', 'motor_impedance'):
-                kind = self.joint_kind(jid)
-                if kind is None:
-                    drive, jid, kind = 'direct', -1, None
-            else:
-                kind = None
             if drive == 'position':
                 lo, hi = self.joint_range(jid)
                 if ctrl_lo is not None:
@@ -252,8 +296,8 @@ class Layout:
                 lo, hi = self.joint_range(jid)
             else:
                 lo, hi = ctrl_lo, ctrl_hi
-            unit = entry.get('unit') or cmap.get('unit') or (NATIVE_UNIT[kind] if kind else '')
-            factor, offset = units.linear_map(unit, kind, lo, hi, f'{where}.unit')
+            unit, factor, offset = self._goal_unit(entry, cmap, drive, jid, lo, hi, aname,
+                                                   where)
             goal = GoalChannel(name, aid, aname, jid, drive, unit, factor, offset,
                                native_lo=-math.inf if lo is None else lo,
                                native_hi=math.inf if hi is None else hi)
@@ -261,14 +305,19 @@ class Layout:
                 goal.min = number(entry['min'], f'{where}.min')
             if 'max' in entry:
                 goal.max = number(entry['max'], f'{where}.max')
-            if self.zero_config or ('min' not in entry and 'max' not in entry):
-                if lo is not None:
-                    ends = sorted((goal.to_unit(lo), goal.to_unit(hi)))
-                    goal.min = ends[0] if goal.min is None else goal.min
-                    goal.max = ends[1] if goal.max is None else goal.max
+            # A side the device file leaves out is what the actuator (or joint) can reach.
+            if lo is not None and goal.min is None:
+                goal.min = min(goal.to_unit(lo), goal.to_unit(hi))
+            if hi is not None and goal.max is None:
+                goal.max = max(goal.to_unit(lo), goal.to_unit(hi))
+            if goal.min is not None and goal.max is not None and goal.min > goal.max:
+                raise ConfigError(f'min {goal.min:g} is above max {goal.max:g} {unit}',
+                                  where=where)
             if 'max_change_per_s' in entry:
                 goal.max_change_per_s = number(entry['max_change_per_s'],
                                                f'{where}.max_change_per_s')
+                if goal.max_change_per_s <= 0:
+                    raise ConfigError('must be above zero', where=f'{where}.max_change_per_s')
             for key in ('min', 'max'):
                 value = getattr(goal, key)
                 if value is None:
@@ -276,10 +325,49 @@ class Layout:
                 native = goal.to_native(value)
                 if not goal.native_lo - 1e-9 <= native <= goal.native_hi + 1e-9:
                     raise ConfigError(
-                        f'{key} {value} {unit} is outside what actuator {aname!r} can reach '
+                        f'{key} {value:g} {unit} is outside what actuator {aname!r} can reach '
                         f'({goal.to_unit(goal.native_lo):g}..{goal.to_unit(goal.native_hi):g}'
                         f' {unit}); tighten the limit', where=f'{where}.{key}')
             self.goals[name] = goal
+
+    def _goal_unit(self, entry, cmap, drive, jid, lo, hi, aname, where):
+        """(unit, scale, offset) of a goal channel, native = scale * value + offset.
+
+        Joint servos and torque motors take joint positions (rad or m); velocity servos
+        joint speeds (rad/s or m/s); an actuator without a joint takes whatever
+        ``map.unit`` says its ctrl is in, and converts from the channel's unit when both
+        are units of one kind. ``percent`` spans the joint range or ctrlrange.
+        """
+        unit = entry.get('unit')
+        if unit is not None and not isinstance(unit, str):
+            raise ConfigError(f'expected a unit name, got {unit!r}', where=f'{where}.unit')
+        if drive in ('position', 'motor_impedance'):
+            kind = self.joint_kind(jid)
+            unit = unit or cmap.get('unit') or NATIVE_UNIT[kind]
+            factor, offset = units.linear_map(unit, kind, lo, hi, f'{where}.unit')
+            return unit, factor, offset
+        if drive == 'velocity':
+            kind = self.joint_kind(jid)
+            unit = unit or cmap.get('unit') or f'{NATIVE_UNIT[kind]}/s'
+            if units.kind_of(unit) == units.PERCENT:
+                factor, offset = units.linear_map(unit, kind, lo, hi, f'{where}.unit')
+                return unit, factor, offset
+            return unit, units.rate_scale(unit, kind, f'{where}.unit'), 0.0
+        native_unit = cmap.get('unit')
+        if native_unit is not None and not isinstance(native_unit, str):
+            raise ConfigError(f'expected a unit name, got {native_unit!r}',
+                              where=f'{where}.map.unit')
+        unit = unit or native_unit or ''
+        if units.kind_of(unit) == units.PERCENT:
+            factor, offset = units.linear_map(unit, None, lo, hi, f'{where}.unit')
+            return unit, factor, offset
+        if native_unit is None or unit == native_unit:
+            if native_unit is None and units.kind_of(unit) is not None:
+                raise ConfigError(f'actuator {aname!r} drives no joint, so its ctrl has no '
+                                  f'known unit to convert {unit!r} to; say what it is with '
+                                  'map.unit', where=f'{where}.map.unit')
+            return unit, 1.0, 0.0
+        return unit, units.conversion(unit, native_unit, f'{where}.unit'), 0.0
 
     # --- actions --------------------------------------------------------------------------
     def _build_actions(self, section):
@@ -321,7 +409,8 @@ class Layout:
             if axis not in AXIS_INDEX:
                 raise ConfigError(f'unknown axis {axis!r}', where=f'{where}.map.at',
                                   allowed='x, y, z')
-            act.at[AXIS_INDEX[axis]] = number(value, f'{where}.map.at.{axis}')
+            act.at[AXIS_INDEX[axis]] = units.parse_quantity(value, 'length',
+                                                            f'{where}.map.at.{axis}')
         if 'aim' in amap:
             act.aim = (np.array(vector3(amap['aim']['axis'], f'{where}.map.aim.axis')),
                        np.array(vector3(amap['aim']['toward'], f'{where}.map.aim.toward')))
@@ -331,13 +420,20 @@ class Layout:
             act.path_tolerance = units.parse_quantity(amap['path_tolerance'], 'length',
                                                       f'{where}.map.path_tolerance')
         act.then = dict(amap.get('then', {}) or {})
-        for goal in act.then:
+        for goal, value in act.then.items():
             if goal not in self.goals:
                 raise ConfigError(f'then sets unknown goal channel {goal!r}',
                                   where=f'{where}.map.then', allowed=', '.join(self.goals))
+            g = self.goals[goal]
+            value = number(value, f'{where}.map.then.{goal}')
+            if (g.min is not None and value < g.min) or (g.max is not None and value > g.max):
+                raise ConfigError(f'then sets {goal} to {value:g} {g.unit}, outside its limit '
+                                  f'{g.min}..{g.max}', where=f'{where}.map.then.{goal}')
         joints = amap.get('joints')
         if joints is None:
             joints = self._chain_actuated(act)
+        elif not isinstance(joints, list) or not joints:
+            raise ConfigError('expected a list of joint names', where=f'{where}.map.joints')
         for j in joints:
             self._find(self.joints, j, 'joint', f'{where}.map.joints')
         act.joints = list(joints)

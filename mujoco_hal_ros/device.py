@@ -19,11 +19,13 @@ from .channels import Action, Layout
 from .checks import finite_number, known_name
 from .errors import ConfigError, DeviceError, ModelError
 from .stepper import Stepper
-from .trajectory import MinJerkPlan, WaypointPlan, duration
+from .trajectory import PEAK, MinJerkPlan, WaypointPlan, duration
 from .units import parse_quantity
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
 IMPEDANCE_HZ = 4.0   # bandwidth of the joint loop that makes torque motors hold a goal
+IK_SHARE = 0.2       # IK solves to this share of the tolerance; the servos get the rest
+SETTLE_LIMIT = 2.0   # simulated seconds after its path a move may take to settle
 
 
 def load_model(path):
@@ -37,6 +39,26 @@ def load_model(path):
         return mujoco.MjModel.from_xml_path(path)
     except Exception as exc:  # noqa: BLE001 - MuJoCo raises ValueError and others
         raise ModelError(f'MuJoCo could not load {path}: {exc}', where='model') from None
+
+
+class Log(collections.deque):
+    """A bounded record (audit, events) that also answers when called: ``device.audit()``
+    returns a list copy (optionally only entries of one ``kind``), ``device.audit`` iterates."""
+
+    def __init__(self, maxlen):
+        super().__init__(maxlen=maxlen)
+        self._lock = threading.Lock()
+
+    def add(self, entry):
+        with self._lock:
+            self.append(entry)
+
+    def __call__(self, kind=None, last=None):
+        with self._lock:
+            items = list(self)
+        if kind is not None:
+            items = [e for e in items if e.get('kind', e.get('code')) == kind]
+        return items[-last:] if last else items
 
 
 class Move:
@@ -69,7 +91,18 @@ class Device:
     def __init__(self, device_file=None, *, model=None, keyframe=None, real_time_factor=None,
                  start_paused=False, environ=None, spec=None):
         environ = os.environ if environ is None else environ
-        if spec is None and device_file:
+        if not hasattr(environ, 'get'):
+            raise errors.InvalidArgument(f'environ must be a mapping, got {environ!r}',
+                                         where='environ')
+        if not isinstance(start_paused, (bool, np.bool_)):
+            raise errors.InvalidArgument(f'start_paused takes true or false, got '
+                                         f'{start_paused!r}', where='start_paused')
+        if model is not None and (not isinstance(model, (str, os.PathLike)) or not str(model)):
+            raise ModelError(f'expected an MJCF path, got {model!r}', where='model')
+        model = os.fspath(model) if model is not None else None
+        if spec is None and isinstance(device_file, dict):
+            spec = devfile.parse(device_file)
+        elif spec is None and device_file is not None:
             spec = device_file_load(device_file)
         self.spec = spec
         connect = spec['connect'] if spec else {}
@@ -82,14 +115,17 @@ class Device:
                           ('aim_tolerance', 'angle')):
             if key in connect:
                 self.params[key] = parse_quantity(connect[key], kind, f'connect.{key}')
+                if not self.params[key] > 0:
+                    raise ConfigError('must be above zero', where=f'connect.{key}')
         if 'timestep' in connect:
             dt = parse_quantity(connect['timestep'], 'time', 'connect.timestep')
-            if dt <= 0:
+            if not dt > 0:
                 raise ConfigError('must be above zero', where='connect.timestep')
             self.model.opt.timestep = dt
         self.layout = Layout(self.model, spec)
         keyframe = keyframe if keyframe is not None else connect.get('keyframe')
         self.keyframe = self._keyframe_id(keyframe)
+        self.keyframe_name = keyframe if self.keyframe is not None else None
         rtf = connect.get('real_time_factor', 1.0) if real_time_factor is None \
             else real_time_factor
         rtf = kernel.real_time_factor(rtf)
@@ -97,25 +133,41 @@ class Device:
         if self.keyframe is not None:
             mujoco.mj_resetDataKeyframe(self.model, self.data, self.keyframe)
         mujoco.mj_forward(self.model, self.data)
+        if not (np.isfinite(self.data.qpos).all() and np.isfinite(self.data.qacc).all()):
+            raise ModelError('the model is not finite at its start pose', where='model')
         self._scratch = mujoco.MjData(self.model)     # IK's private state
         self._ik_lock = threading.Lock()
-        self.audit = collections.deque(maxlen=2000)
-        self._audit_lock = threading.Lock()
+        self.audit = Log(2000)
+        self.events = Log(200)
         self.move = None
-        self.events = collections.deque(maxlen=200)
-        drives = [(self.layout.drive_of(a), int(self.model.jnt_qposadr[
-            self.model.actuator_trnid[a, 0]]) if self.model.actuator_trntype[a] == 0 else -1)
-            for a in range(self.model.nu)]
+        m = self.model
+        drives = [(self.layout.drive_of(a), int(m.jnt_qposadr[m.actuator_trnid[a, 0]])
+                   if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT else -1)
+                  for a in range(m.nu)]
         self.stepper = Stepper(self.model, self.data, drives=drives,
                                impedance=self._impedance_loop(),
-                               real_time_factor=rtf, start_paused=start_paused,
+                               real_time_factor=rtf, start_paused=bool(start_paused),
                                keyframe=self.keyframe, on_chunk=self._after_chunk,
-                               on_unstable=self._on_unstable)
-        self.stepper.post(lambda s: setattr(s, 'setpoint', s.initial_setpoint()), wait=True)
+                               on_unstable=self._on_unstable, on_error=self._on_error)
+        try:
+            sp = self.stepper.post(self._start_setpoint, wait=True)
+        except BaseException:
+            self.stepper.close()
+            raise
         self._renderers = {}
         self._render_data = None
         self._render_lock = threading.Lock()
-        self._record('connect', {'model': self.model_path, 'keyframe': keyframe}, {})
+        self._record('connect', {'model': self.model_path, 'keyframe': keyframe},
+                     self._native_all(sp))
+
+    @staticmethod
+    def _start_setpoint(s):
+        s.setpoint = s.initial_setpoint()
+        s.snapshot = s._snap()
+        return s.setpoint.copy()
+
+    def _native_all(self, setpoint):
+        return {self.layout.actuators[a] or str(a): float(v) for a, v in enumerate(setpoint)}
 
     # --- set-up helpers ---------------------------------------------------------------------
     def _keyframe_id(self, name):
@@ -143,9 +195,9 @@ class Device:
         inertia = np.array([d.qM[m.dof_Madr[v]] for v in dofs]) + m.dof_armature[dofs]
         w = 2 * np.pi * IMPEDANCE_HZ
         kp = inertia * w * w
-        kd = 2.0 * inertia * w + m.dof_damping[dofs] * 0.0
-        gear = m.actuator_gear[acts, 0]
-        return (np.array(acts), dofs, kp, kd, gear, qadrs)
+        kd = 2.0 * inertia * w
+        gain = m.actuator_gear[acts, 0] * m.actuator_gainprm[acts, 0]   # torque per ctrl
+        return (np.array(acts), dofs, kp, kd, gain, qadrs)
 
     # --- reading ----------------------------------------------------------------------------
     @property
@@ -155,12 +207,24 @@ class Device:
     def describe(self):
         desc = self.layout.describe()
         stem = os.path.splitext(os.path.basename(self.model_path))[0]
-        desc.update({'device': self.spec['device'] if self.spec else f'{stem} (simulated)',
-                     'id': self.spec['id'] if self.spec else stem,
+        m = self.model
+        actuators = []
+        for a in range(m.nu):
+            g = self.layout.goal_by_actuator.get(a)
+            drive = self.layout.drive_of(a)
+            joint = (self.layout.joints[int(m.actuator_trnid[a, 0])]
+                     if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT else None)
+            actuators.append({'name': self.layout.actuators[a], 'drive': drive,
+                              'joint': joint, 'goal': g.name if g else None})
+        desc.update({'device': self.spec['device'] if self.spec and self.spec['device']
+                     else f'{stem} (simulated)',
+                     'id': self.spec['id'] if self.spec and self.spec['id'] else stem,
                      'model': self.model_path, 'timestep': self.model.opt.timestep,
-                     'keyframe': self.keyframe, 'hazard': self.spec['hazard'] if self.spec
-                     else 'none', 'safe_state': (self.spec or {}).get(
-                         'safe_state', {'action': 'hold'}), 'params': dict(self.params)})
+                     'keyframe': self.keyframe_name, 'hazard': self.spec['hazard']
+                     if self.spec else 'none', 'safe_state': (self.spec or {}).get(
+                         'safe_state', {'action': 'hold'}), 'params': dict(self.params),
+                     'zero_config': self.layout.zero_config, 'actuators': actuators,
+                     'real_time_factor': self.stepper.real_time_factor})
         return desc
 
     def read(self, names=None, snapshot=None):
@@ -168,6 +232,11 @@ class Device:
         snap = snapshot or self.snapshot
         chans = self.layout.reads
         if names is not None:
+            if isinstance(names, str):
+                names = [names]
+            if not isinstance(names, (list, tuple, set, frozenset)):
+                raise errors.InvalidArgument(f'expected channel names, got {names!r}',
+                                             where='read')
             known = {c.name: c for c in chans}
             chans = [known[known_name(n, known, 'read channel')] for n in names]
         out = {}
@@ -195,7 +264,12 @@ class Device:
 
     # --- goals ------------------------------------------------------------------------------
     def set_goals(self, goals):
-        """Start min-jerk paths to several goals at once; all-or-nothing."""
+        """Start min-jerk paths to several goals at once; all-or-nothing.
+
+        Each channel's path peaks at its ``max_change_per_s`` (no rate: it jumps in one
+        step). Only the named actuators change hands: a running move keeps the rest, though
+        it is reported PREEMPTED since it can no longer arrive as planned.
+        """
         targets = kernel.check_goals(self.layout, goals)
         native = {self.layout.goals[n].actuator_name: v for n, v in targets.items()}
         acts = [self.layout.goals[n].actuator for n in targets]
@@ -205,22 +279,12 @@ class Device:
         def apply(s):
             now = s.data.time
             start = s.setpoint[acts].copy()
-            for plan in s.plans:
-                hit = np.isin(plan.actuators, acts)
-                if hit.any():
-                    cur = plan.sample([now])[0]
-                    for a, v in zip(plan.actuators[hit], cur[hit]):
-                        start[acts.index(a)] = v
-            plans = []
             for a, st, en, r in zip(acts, start, values, rates):
-                T = duration([en - st], [r])
-                plans.append(MinJerkPlan([a], [st], [en], now, T))
-            for p in plans:
-                s.add_plan(p)
+                s.add_plan(MinJerkPlan([a], [st], [en], now, duration([en - st], [r])))
             self._preempt_if_touched(acts)
         self.stepper.post(apply, wait=True)
         self._record('goals', dict(goals), native)
-        return {'code': errors.STARTED, 'targets': targets}
+        return {'success': True, 'code': errors.STARTED, 'targets': targets}
 
     def _preempt_if_touched(self, acts):
         move = self.move
@@ -228,7 +292,9 @@ class Device:
             touched = set(acts) & set(move.actuators)
             if touched:
                 move.finish(self._move_result(move, errors.PREEMPTED, False,
-                                              'a newer goal took over its joints'))
+                                              'a newer goal took over '
+                                              + ', '.join(self.layout.actuators[a]
+                                                          for a in sorted(touched))))
 
     # --- move_to ----------------------------------------------------------------------------
     def action(self, name):
@@ -237,30 +303,41 @@ class Device:
     def move_action(self, site=None):
         """The device file's move_to action, or one built for ``site`` (a site or body)."""
         base = next((a for a in self.layout.actions.values() if a.command == 'move_to'), None)
+        if site is not None and not isinstance(site, str):
+            raise errors.InvalidArgument(f'expected a site or body name, got {site!r}',
+                                         where='site')
         if site in (None, '') and base is not None:
             return base
         if site in (None, ''):
             raise DeviceError(errors.INVALID_ARGUMENT,
                               'this device has no move_to action; name a site or body',
-                              allowed=', '.join(n for n in self.layout.sites if n) or 'none')
+                              where='site', allowed=', '.join(
+                                  n for n in self.layout.sites + self.layout.bodies[1:] if n)
+                              or 'none')
+        if base is not None and site in (base.site, base.body):
+            return base
         if site in self.layout.sites:
             amap = {'site': site}
-        elif site in self.layout.bodies:
+        elif site in self.layout.bodies and site != self.layout.bodies[0]:
             amap = {'body': site}
         else:
             raise errors.UnknownName('site or body', site,
-                                     [n for n in self.layout.sites + self.layout.bodies if n])
-        if base is not None:
-            spec = {'command': 'move_to', 'effects': base.effects,
-                    'args': {n: {'unit': a.unit, 'min': a.min, 'max': a.max}
-                             for n, a in base.args.items()},
-                    'map': dict(amap, axes={a: 'xyz'[i] for a, i in base.axes.items()},
-                                speed=base.speed, path=base.path)}
-            act = self.layout._action(base.name, spec, f'actions.{base.name}')
-            act.aim, act.at, act.then = base.aim, base.at, {}
-            return act
-        spec = {'command': 'move_to', 'effects': [], 'args': {}, 'map': amap}
-        return self.layout._action('move_to', spec, 'move_to')
+                                     [n for n in self.layout.sites + self.layout.bodies[1:]
+                                      if n])
+        try:
+            if base is not None:
+                spec = {'command': 'move_to', 'effects': base.effects,
+                        'args': {n: {'unit': a.unit, 'min': a.min, 'max': a.max}
+                                 for n, a in base.args.items()},
+                        'map': dict(amap, axes={a: 'xyz'[i] for a, i in base.axes.items()},
+                                    speed=base.speed, path=base.path)}
+                act = self.layout._action(base.name, spec, f'actions.{base.name}')
+                act.aim, act.at, act.then = base.aim, dict(base.at), {}
+                return act
+            spec = {'command': 'move_to', 'effects': [], 'args': {}, 'map': amap}
+            return self.layout._action('move_to', spec, 'move_to')
+        except ConfigError as exc:
+            raise errors.InvalidArgument(f'cannot move {site!r}: {exc}', where='site') from None
 
     def move_to(self, args=None, *, point=None, site=None, speed=None, aim=None, wait=True,
                 timeout=None, path=None):
@@ -268,58 +345,91 @@ class Device:
 
         ``args`` are the action's arguments in their own units (x, y, z in mm...);
         ``point`` is a target in metres in the world frame, checked against the same limits.
+        Returns the result dict (DONE, or STARTED when still moving after ``action_wait``
+        or ``timeout`` seconds), or the ``Move`` itself with ``wait=False``.
         """
-        act = self.move_action(site)
+        return self._move(self.move_action(site), args, point=point, speed=speed, aim=aim,
+                          wait=wait, timeout=timeout, path=path)
+
+    def _move(self, act, args=None, *, point=None, speed=None, aim=None, wait=True,
+              timeout=None, path=None):
+        if not isinstance(wait, (bool, np.bool_)):
+            raise errors.InvalidArgument(f'wait takes true or false, got {wait!r}',
+                                         where='wait')
+        if timeout is not None:
+            timeout = finite_number(timeout, 'timeout')
+            if timeout < 0:
+                raise errors.InvalidArgument('cannot be negative', where='timeout')
+        if path not in (None, 'joint', 'cartesian'):
+            raise errors.InvalidArgument(f'unknown path {path!r}', where='path',
+                                         allowed='joint, cartesian')
         target, speed_ms = kernel.check_move(act, args, point, speed)
         aim = act.aim if aim is None else kernel.check_aim(aim)
         snap = self.snapshot
         goals = [self._goal_for_joint(j, act) for j in act.joints]
-        lower = np.array([g.to_native(min(g.min, g.max)) if g.min is not None
-                          else g.native_lo for g in goals])
-        upper = np.array([g.to_native(max(g.min, g.max)) if g.max is not None
-                          else g.native_hi for g in goals])
-        lower, upper = np.minimum(lower, upper), np.maximum(lower, upper)
-        jq = [int(self.model.jnt_qposadr[self.layout.joints.index(j)]) for j in act.joints]
-        q_now = snap.qpos[jq]
+        lower, upper = [], []
+        for g in goals:
+            ends = [g.to_native(v) for v in (g.min, g.max) if v is not None]
+            lo = max([g.native_lo] + ([min(ends)] if g.min is not None else []))
+            hi = min([g.native_hi] + ([max(ends)] if g.max is not None else []))
+            lower.append(lo)
+            upper.append(hi)
+        lower, upper = np.array(lower, dtype=float), np.array(upper, dtype=float)
+        jids = [self.layout.joints.index(j) for j in act.joints]
+        jq = [int(self.model.jnt_qposadr[j]) for j in jids]
+        jdof = [int(self.model.jnt_dofadr[j]) for j in jids]
         q_start = np.clip(snap.setpoint[[g.actuator for g in goals]], lower, upper)
         rates = [g.native_rate for g in goals]
         use_path = path or act.path
+        tol, aim_tol = self.params['tolerance'], self.params['aim_tolerance']
         with self._ik_lock:
             self._scratch.qpos[:] = snap.qpos
             self._scratch.mocap_pos[:] = snap.mocap_pos
             self._scratch.mocap_quat[:] = snap.mocap_quat
-            common = dict(site=act.site, body=act.body, aim=None if aim is None else aim,
-                          joints=act.joints, lower=lower, upper=upper,
-                          tolerance=self.params['tolerance'],
-                          aim_tolerance=self.params['aim_tolerance'])
-            sol = ik.solve(self.model, self._scratch, target, q_init=q_start, **common)
-            if not sol.success:
+            # Solve tighter than the tolerance, so the servos' own error still fits in it.
+            common = dict(site=act.site, body=act.body, aim=aim, joints=act.joints,
+                          lower=lower, upper=upper)
+            sol = ik.solve(self.model, self._scratch, target, q_init=q_start,
+                           tolerance=IK_SHARE * tol, aim_tolerance=IK_SHARE * aim_tol, **common)
+            ok = sol.pos_error <= tol and (aim is None or sol.aim_error <= aim_tol)
+            if not ok:
+                what = act.site or act.body
+                if sol.pos_error > tol:
+                    text = (f'closest miss {sol.pos_error * 1000:.1f} mm, at '
+                            f'{np.round(sol.reached, 4).tolist()} m')
+                else:
+                    text = (f'the position is reachable but the aim misses by '
+                            f'{np.rad2deg(sol.aim_error):.1f} deg (tolerance '
+                            f'{np.rad2deg(aim_tol):g} deg)')
                 raise DeviceError(errors.UNREACHABLE,
-                                  f'no joint configuration within limits puts '
-                                  f'{act.site or act.body} at {np.round(target, 4).tolist()} m;'
-                                  f' closest miss {sol.pos_error * 1000:.1f} mm at '
-                                  f'{np.round(sol.reached, 4).tolist()}',
-                                  miss=float(sol.pos_error), reached=sol.reached.tolist(),
+                                  f'no joint configuration within limits puts {what} at '
+                                  f'{np.round(target, 4).tolist()} m; {text}',
+                                  where=act.name, miss=float(sol.pos_error),
+                                  reached=sol.reached.tolist(), target=target.tolist(),
                                   aim_error=float(sol.aim_error))
             cart = None
             if use_path == 'cartesian':
                 self._scratch.qpos[:] = snap.qpos
-                self._scratch.qpos[jq] = q_start
                 cart = cartesian.straight_line(
                     self.model, self._scratch, target, max_rates=[
                         np.inf if r is None else r for r in rates],
-                    q_start=q_start, max_speed=speed_ms,
-                    **{k: v for k, v in common.items()})
+                    q_start=q_start, max_speed=speed_ms, tolerance=act.path_tolerance,
+                    aim_tolerance=aim_tol, **common)
                 if not cart.success:
                     raise DeviceError(errors.UNREACHABLE, f'no straight line to the target: '
-                                      f'{cart.message}', reached_fraction=cart.reached_fraction)
+                                      f'{cart.message}', where=act.name,
+                                      reached_fraction=float(cart.reached_fraction),
+                                      target=target.tolist())
         acts = [g.actuator for g in goals]
-        q_goal = sol.qpos
+        q_goal = np.clip(sol.qpos, lower, upper)
         move = Move(target, ('site', act.site) if act.site else ('body', act.body), act)
         move.actuators = acts
         move.joints_qadr = jq
+        move.joints_dof = jdof
+        move.aim = aim
         move.then = kernel.check_goals(self.layout, act.then) if act.then else {}
         move.q_goal = q_goal
+        move.path = use_path
         self._record('move_to', {'action': act.name, 'target_m': target.tolist(),
                                  'speed_m_s': speed_ms, 'path': use_path},
                      {self.layout.actuators[a]: float(v) for a, v in zip(acts, q_goal)})
@@ -327,21 +437,17 @@ class Device:
         def apply(s):
             now = s.data.time
             start = s.setpoint[acts].copy()
-            for plan in s.plans:
-                hit = np.isin(plan.actuators, acts)
-                if hit.any():
-                    cur = plan.sample([now])[0]
-                    for a, v in zip(plan.actuators[hit], cur[hit]):
-                        start[acts.index(a)] = v
             if cart is not None:
-                times = np.arange(0.0, cart.duration + 0.004, 0.004)
+                step = self.model.opt.timestep
+                times = np.append(np.arange(0.0, cart.duration, step), cart.duration)
                 qs = np.array([cart.sample(t) for t in times])
+                qs[0] = start     # from where the setpoints are now (q_start is clipped)
                 plan = WaypointPlan(acts, times, qs, now)
             else:
                 T = duration(q_goal - start, rates)
                 if speed_ms:
-                    T = max(T, 1.875 * float(np.linalg.norm(
-                        target - self._point_pos(snap, move.point))) / speed_ms)
+                    dist = float(np.linalg.norm(target - self._point_pos(snap, move.point)))
+                    T = max(T, PEAK * dist / speed_ms)
                 plan = MinJerkPlan(acts, start, q_goal, now, T)
             old = self.move
             if old is not None and not old.done():
@@ -349,16 +455,18 @@ class Device:
                                              'a newer move_to took over'))
             s.add_plan(plan)
             move.plan_end = plan.t_end
-            move.start_pos = self._point_pos(s.snapshot, move.point)
+            move.duration = plan.t_end - now
             self.move = move
         self.stepper.post(apply, wait=True)
         if not wait:
             return move
-        move.wait(self.params['action_wait'] if timeout is None else timeout)
+        limit = self.params['action_wait'] if timeout is None else timeout
+        move.wait(limit)
         if move.done():
             return move.result
         return self._move_result(move, errors.STARTED, True,
-                                 f'still moving after {self.params["action_wait"]:g} s')
+                                 f'still moving after {limit:g} s; '
+                                 f'{self.distance_to_go(move) * 1000:.1f} mm to go')
 
     def _goal_for_joint(self, joint, act):
         jid = self.layout.joints.index(joint)
@@ -373,13 +481,33 @@ class Device:
             return snap.site_xpos[self.layout.sites.index(name)].copy()
         return snap.xpos[self.layout.bodies.index(name)].copy()
 
-    def _move_result(self, move, code, success, message):
-        snap = self.snapshot
+    def _point_mat(self, snap, point):
+        kind, name = point
+        if kind == 'site':
+            return snap.site_xmat[self.layout.sites.index(name)].reshape(3, 3)
+        mat = np.empty(9)
+        mujoco.mju_quat2Mat(mat, snap.xquat[self.layout.bodies.index(name)])
+        return mat.reshape(3, 3)
+
+    def _aim_error(self, snap, move):
+        if move.aim is None:
+            return None
+        axis, toward = (np.asarray(v, dtype=float) for v in move.aim)
+        world = self._point_mat(snap, move.point) @ (axis / np.linalg.norm(axis))
+        toward = toward / np.linalg.norm(toward)
+        return float(np.arctan2(np.linalg.norm(np.cross(world, toward)), world @ toward))
+
+    def _move_result(self, move, code, success, message, snap=None):
+        snap = snap or self.snapshot
         reached = self._point_pos(snap, move.point)
-        return {'success': success, 'code': code, 'message': message,
-                'reached': reached.tolist(),
-                'miss': float(np.linalg.norm(reached - move.target)),
-                'target': move.target.tolist()}
+        out = {'success': bool(success), 'code': code, 'message': message,
+               'reached': reached.tolist(),
+               'miss': float(np.linalg.norm(reached - move.target)),
+               'target': move.target.tolist()}
+        aim_error = self._aim_error(snap, move)
+        if aim_error is not None:
+            out['aim_error'] = aim_error
+        return out
 
     def distance_to_go(self, move=None):
         move = move or self.move
@@ -388,25 +516,32 @@ class Device:
         return float(np.linalg.norm(self._point_pos(self.snapshot, move.point) - move.target))
 
     def _after_chunk(self, stepper):
-        """Stepper thread: finish the move once its path ended and the site settled."""
+        """Stepper thread: finish the move once its path ended and the point settled."""
         move = self.move
         if move is None or move.done() or move.plan_end is None:
             return
         snap = stepper.snapshot
         if snap.time < move.plan_end:
             return
+        tol, aim_tol = self.params['tolerance'], self.params['aim_tolerance']
         miss = float(np.linalg.norm(self._point_pos(snap, move.point) - move.target))
-        speed = float(np.abs(snap.qvel).max()) if snap.qvel.size else 0.0
-        settled = snap.time > move.plan_end + 2.0
-        if miss <= self.params['tolerance'] or settled or (speed < 1e-3 and
-                                                          snap.time > move.plan_end + 0.2):
-            if move.then:
-                self._apply_then(stepper, move)
-            ok = miss <= self.params['tolerance']
-            move.finish(self._move_result(
-                move, errors.DONE, ok, 'arrived' if ok else
-                f'path ended {miss * 1000:.2f} mm from the target (tolerance '
-                f'{self.params["tolerance"] * 1000:g} mm)'))
+        aim_error = self._aim_error(snap, move)
+        arrived = miss <= tol and (aim_error is None or aim_error <= aim_tol)
+        speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
+        late = snap.time - move.plan_end
+        if not (arrived or late > SETTLE_LIMIT or (speed < 1e-3 and late > 0.2)):
+            return
+        if move.then:
+            self._apply_then(stepper, move)
+        if arrived:
+            message = 'arrived'
+        elif miss > tol:
+            message = (f'path ended {miss * 1000:.2f} mm from the target (tolerance '
+                       f'{tol * 1000:g} mm)')
+        else:
+            message = (f'arrived, but aimed {np.rad2deg(aim_error):.1f} deg off (tolerance '
+                       f'{np.rad2deg(aim_tol):g} deg)')
+        move.finish(self._move_result(move, errors.DONE, arrived, message, snap))
 
     def _apply_then(self, stepper, move):
         now = stepper.data.time
@@ -415,17 +550,22 @@ class Device:
             start = stepper.setpoint[g.actuator]
             stepper.add_plan(MinJerkPlan([g.actuator], [start], [native], now,
                                          duration([native - start], [g.native_rate])))
+        self._record('then', {'action': move.action.name, 'then': dict(move.action.then)},
+                     {self.layout.goals[n].actuator_name: float(v)
+                      for n, v in move.then.items()}, sim_time=now)
 
     # --- actions ----------------------------------------------------------------------------
     def run_action(self, name, args=None, **kw):
+        """Run a device-file action by name: ``hold``, or a move_to with its arguments."""
         act = self.action(name)
         if act.command == 'hold':
+            if args:
+                raise errors.InvalidArgument('hold takes no arguments', where=name)
             return self.hold()
-        return self.move_to(args or {}, site=None if act is self.move_action() else act.site,
-                            **kw)
+        return self._move(act, args, **kw)
 
     def hold(self):
-        """End every move and freeze every setpoint; always accepted."""
+        """End every move and freeze every setpoint (velocity servos stop); always accepted."""
         def apply(s):
             s.hold_now()
             move = self.move
@@ -433,44 +573,77 @@ class Device:
                 move.finish(self._move_result(move, errors.STOPPED, False, 'held'))
             return s.setpoint.copy()
         sp = self.stepper.post(apply, wait=True)
-        self._record('hold', {}, {self.layout.actuators[a]: float(v) for a, v in enumerate(sp)})
+        self._record('hold', {}, self._native_all(sp))
         return {'success': True, 'code': errors.DONE, 'message': 'holding'}
 
     def stop(self):
-        """What the device file's safe_state names (hold unless it says otherwise)."""
+        """What the device file's safe_state names (hold unless it says otherwise).
+
+        Everything is held first; a safe-state move then starts (not waited for). If that
+        move cannot start, the device stays held and the result says why.
+        """
         action = (self.spec or {}).get('safe_state', {}).get('action', 'hold')
-        return self.hold() if action == 'hold' else self.run_action(action)
+        held = self.hold()
+        if action == 'hold':
+            return held
+        try:
+            self._move(self.action(action), {}, wait=False)
+        except DeviceError as exc:
+            return dict(held, message=f'holding: safe-state action {action!r} could not '
+                        f'start ({exc})')
+        return {'success': True, 'code': errors.STARTED,
+                'message': f'safe-state action {action!r} started'}
 
     def _on_unstable(self, stepper):
         move = self.move
         if move is not None and not move.done():
             move.finish(self._move_result(move, errors.UNSTABLE, False,
-                                          'the simulation went unstable; reset and held'))
-        self.events.append({'time': time.time(), 'code': errors.UNSTABLE,
-                            'message': 'simulation unstable (NaN or divergence): reset to '
-                            'the keyframe and holding'})
-        self._record('unstable', {}, {})
+                                          'the simulation went unstable; reset and held',
+                                          stepper.snapshot))
+        self.events.add({'time': time.time(), 'sim_time': float(stepper.data.time),
+                         'code': errors.UNSTABLE,
+                         'message': 'simulation unstable (NaN or divergence): reset to '
+                         'the keyframe and holding'})
+        self._record('unstable', {}, self._native_all(stepper.setpoint),
+                     sim_time=stepper.data.time)
+
+    def _on_error(self, stepper, exc):
+        move = self.move
+        if move is not None and not move.done():
+            move.finish(self._move_result(move, errors.INTERNAL_ERROR, False,
+                                          f'stepper error: {exc}; holding'))
+        self.events.add({'time': time.time(), 'sim_time': float(stepper.data.time),
+                         'code': errors.INTERNAL_ERROR,
+                         'message': f'stepper error {type(exc).__name__}: {exc}; holding'})
 
     # --- run-time control -------------------------------------------------------------------
     def pause(self, paused=True):
         if not isinstance(paused, (bool, np.bool_)):
-            raise errors.InvalidArgument(f'pause takes true or false, got {paused!r}')
+            raise errors.InvalidArgument(f'pause takes true or false, got {paused!r}',
+                                         where='pause')
         self.stepper.pause(bool(paused))
+        self._record('pause', {'paused': bool(paused)}, {})
 
     def step(self, n=1):
+        """Advance ``n`` steps while paused (NOT_PAUSED otherwise); returns the sim time."""
         n = kernel.step_count(n)
         return self.stepper.step(n)
 
     def reset(self):
+        """Back to the keyframe and hold there; simulated time keeps running forward."""
         def on_reset(s):
             move = self.move
             if move is not None and not move.done():
-                move.finish(self._move_result(move, errors.STOPPED, False, 'reset'))
-        self.stepper.reset(on_reset)
-        self._record('reset', {}, {})
+                move.finish(self._move_result(move, errors.STOPPED, False, 'reset',
+                                              s._snap()))
+            return s.setpoint.copy()
+        sp = self.stepper.reset(on_reset)
+        self._record('reset', {'keyframe': self.keyframe_name}, self._native_all(sp))
 
     def set_real_time_factor(self, rtf):
-        self.stepper.set_real_time_factor(kernel.real_time_factor(rtf))
+        rtf = kernel.real_time_factor(rtf)
+        self.stepper.set_real_time_factor(rtf)
+        self._record('real_time_factor', {'real_time_factor': rtf}, {})
 
     # --- cameras ----------------------------------------------------------------------------
     def renderer(self, camera, width=640, height=480, depth=False):
@@ -502,10 +675,13 @@ class Device:
             return r.render_png(d) if png else r.render_rgb(d)
 
     # --- audit ------------------------------------------------------------------------------
-    def _record(self, kind, request, native):
-        with self._audit_lock:
-            self.audit.append({'wall': time.time(), 'sim_time': float(self.data.time),
-                               'kind': kind, 'request': request, 'native': native})
+    def _record(self, kind, request, native, sim_time=None):
+        if sim_time is None:
+            snap = getattr(self.stepper, 'snapshot', None) if hasattr(self, 'stepper') \
+                else None
+            sim_time = snap.time if snap is not None else self.data.time
+        self.audit.add({'wall': time.time(), 'sim_time': float(sim_time), 'kind': kind,
+                        'request': request, 'native': native})
 
     # --- lifetime ---------------------------------------------------------------------------
     def close(self):

@@ -12,6 +12,7 @@ import os
 import yaml
 
 from .errors import ConfigError
+from .units import parse_quantity
 
 TOP_KEYS = {'device', 'id', 'connect', 'read', 'write', 'actions', 'safe_state', 'hazard',
             'description'}
@@ -39,6 +40,15 @@ def _keys(section, allowed, where):
         if key not in allowed:
             raise ConfigError(f'unknown key {key!r}', where=where,
                               allowed=', '.join(sorted(allowed)))
+    return section
+
+
+def _mapping(section, where):
+    """A section that may be left out (None) or must be a mapping."""
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise ConfigError(f'expected a mapping, got {type(section).__name__}', where=where)
     return section
 
 
@@ -74,7 +84,7 @@ def _limits(entry, where):
 
 def _channels(section, keys, map_keys, where):
     out = {}
-    for name, entry in (section or {}).items():
+    for name, entry in _mapping(section, where).items():
         here = f'{where}.{name}'
         _name(name, here)
         entry = _keys(entry if entry is not None else {}, keys, here)
@@ -88,7 +98,7 @@ def _channels(section, keys, map_keys, where):
             if rate <= 0:
                 raise ConfigError('must be above zero (leave it out to jump in one step)',
                                   where=f'{here}.max_change_per_s')
-        axis = entry.get('map', {}).get('axis')
+        axis = (entry.get('map') or {}).get('axis')
         if axis is not None and axis not in AXES:
             raise ConfigError(f'unknown axis {axis!r}', where=f'{here}.map.axis',
                               allowed='x, y, z')
@@ -107,10 +117,13 @@ def _action(name, entry, write, where):
         raise ConfigError(f'no known command for action {name!r}', where=f'{where}.map.command',
                           allowed=', '.join(COMMANDS))
     args = {}
-    for arg, spec in (entry.get('args') or {}).items():
+    for arg, spec in _mapping(entry.get('args'), f'{where}.args').items():
         here = f'{where}.args.{arg}'
+        _name(arg, here)
         spec = _keys(spec if spec is not None else {}, ARG_KEYS, here)
         _limits(spec, here)
+        if 'unit' in spec and not isinstance(spec['unit'], str):
+            raise ConfigError(f'expected a unit name, got {spec["unit"]!r}', where=here)
         args[arg] = spec
     if 'aim' in amap:
         aim = _keys(amap['aim'], AIM_KEYS, f'{where}.map.aim')
@@ -128,6 +141,9 @@ def _action(name, entry, write, where):
     then = amap.get('then', {}) or {}
     if not isinstance(then, dict):
         raise ConfigError('expected channel: value pairs', where=f'{where}.map.then')
+    for key in ('site', 'body'):
+        if key in amap:
+            _name(amap[key], f'{where}.map.{key}')
     for channel, value in then.items():
         number(value, f'{where}.map.then.{channel}')
         if channel not in effects:
@@ -157,24 +173,46 @@ def _action(name, entry, write, where):
     return {'name': name, 'command': command, 'args': args, 'map': amap, 'effects': effects}
 
 
+def _connect(section):
+    """connect: the model (an environment variable or a path), keyframe and parameters."""
+    connect = _keys(_mapping(section, 'connect'), CONNECT_KEYS, 'connect')
+    for key in ('mujoco', 'model', 'keyframe'):
+        if key in connect and connect[key] is not None:
+            _name(connect[key], f'connect.{key}')
+    for key, kind in (('timestep', 'time'), ('action_wait', 'time'), ('tolerance', 'length'),
+                      ('aim_tolerance', 'angle')):
+        if key in connect:
+            value = parse_quantity(connect[key], kind, f'connect.{key}')
+            if not value > 0:
+                raise ConfigError(f'must be above zero, got {connect[key]!r}',
+                                  where=f'connect.{key}')
+    if 'real_time_factor' in connect:
+        rtf = number(connect['real_time_factor'], 'connect.real_time_factor')
+        if rtf < 0:
+            raise ConfigError('must be 0 (as fast as possible) or above',
+                              where='connect.real_time_factor')
+    return connect
+
+
 def parse(doc, source='device file'):
     """Check a loaded device-file mapping; return it with channels and actions normalised."""
     if doc is None:
         doc = {}
     _keys(doc, TOP_KEYS, source)
-    connect = _keys(doc.get('connect', {}) or {}, CONNECT_KEYS, 'connect')
+    connect = _connect(doc.get('connect'))
     read = _channels(doc.get('read'), READ_KEYS, READ_MAP_KEYS, 'read')
     write = _channels(doc.get('write'), WRITE_KEYS, WRITE_MAP_KEYS, 'write')
     actions = {}
-    for name, entry in (doc.get('actions') or {}).items():
+    for name, entry in _mapping(doc.get('actions'), 'actions').items():
         actions[_name(name, 'actions')] = _action(name, entry, write, f'actions.{name}')
     safe = doc.get('safe_state', {'action': 'hold'}) or {'action': 'hold'}
     _keys(safe, {'action'}, 'safe_state')
+    safe = {'action': safe.get('action', 'hold')}
     if safe['action'] != 'hold' and safe['action'] not in actions:
         raise ConfigError(f'safe_state names unknown action {safe["action"]!r}',
                           where='safe_state.action', allowed=', '.join(actions) or 'hold')
     hazard = doc.get('hazard', 'none')
-    if hazard not in HAZARDS:
+    if not isinstance(hazard, str) or hazard not in HAZARDS:
         raise ConfigError(f'unknown hazard {hazard!r}', where='hazard',
                           allowed=', '.join(HAZARDS))
     return {'device': str(doc.get('device', '')), 'id': str(doc.get('id', '')),
@@ -182,13 +220,42 @@ def parse(doc, source='device file'):
             'safe_state': safe, 'hazard': hazard}
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice (YAML would keep the last silently)."""
+
+
+def _no_duplicates(loader, node, deep=False):
+    seen = set()
+    for key_node, _value in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+        except TypeError:
+            duplicate = False
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                None, None, f'key {key!r} is given twice', key_node.start_mark)
+        try:
+            seen.add(key)
+        except TypeError:
+            pass
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
 def load(path):
     """Read and check a device file; errors name the file and the key."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise ConfigError(f'expected a device file path, got {path!r}', where='device_file')
     try:
         with open(path, encoding='utf-8') as handle:
-            doc = yaml.safe_load(handle)
+            doc = yaml.load(handle, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
     except OSError as exc:
         raise ConfigError(f'cannot read device file: {exc.strerror}', where=str(path)) from None
+    except UnicodeDecodeError:
+        raise ConfigError('not a text (UTF-8) file', where=str(path)) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f'not valid YAML: {exc}', where=str(path)) from None
     spec = parse(doc, source=str(path))

@@ -7,7 +7,7 @@ raises; nothing here touches the simulation, which is what makes requests all-or
 import numpy as np
 
 from .checks import finite_number, finite_vector, is_bool, known_name
-from .errors import InvalidArgument, LimitExceeded
+from .errors import InvalidArgument, LimitExceeded, UnknownName
 
 MAX_STEPS = 1_000_000
 
@@ -54,7 +54,12 @@ def check_move(act, args, point, speed):
         target[axis] = value
     speed_ms = None
     if point is not None:
-        p = finite_vector(point, 3, 'target')
+        p = finite_vector(point, 3, 'point')
+        for axis, value in act.at.items():
+            if abs(p[axis] - value) > 1e-6:
+                raise LimitExceeded(f'{"xyz"[axis]} = {p[axis]:g} m, but {act.name} keeps '
+                                    f'{"xyz"[axis]} at {value:g} m', where=f'point.{"xyz"[axis]}',
+                                    allowed=f'{value:g} m')
         for i in range(3):
             target[i] = p[i]
         by_axis = {i: a for a, i in act.axes.items()}

@@ -44,16 +44,23 @@ class Snapshot:
     moving: bool
 
 
+class _Closed:
+    """Stands in for the stepper in requests that arrive while it closes."""
+
+    def __getattr__(self, name):
+        raise ClosedError('the device stepper')
+
+
 class Stepper:
     """Real-time stepping with chunked setpoint paths, pause/step/reset and health."""
 
     def __init__(self, model, data, *, drives, impedance=None, real_time_factor=1.0,
                  start_paused=False, keyframe=None, chunk_time=0.004, on_chunk=None,
-                 on_unstable=None):
+                 on_unstable=None, on_error=None, fast_chunk_wall=0.002):
         self.model, self.data = model, data
         self.keyframe = keyframe
         self._drives = drives                    # per actuator: position/motor_impedance/...
-        self._impedance = impedance              # (actuator ids, dof ids, kp, kd, gear)
+        self._impedance = impedance              # (actuator ids, dof ids, kp, kd, gain, qadr)
         self.setpoint = np.array(data.ctrl, dtype=float)
         self.plans = []
         self._lock = threading.Lock()
@@ -63,12 +70,20 @@ class Stepper:
         self._paused = bool(start_paused)
         self._rtf = float(real_time_factor)
         self._chunk_steps = max(1, int(round(chunk_time / model.opt.timestep)))
+        # At rtf 0 a chunk is sized by wall time (``fast_chunk_wall``), so the per-chunk
+        # costs (mailbox, snapshot, checks, callbacks) stay a few % of the stepping itself.
+        self._fast_wall = float(fast_chunk_wall)
+        self._step_cost = None                   # wall seconds per step, smoothed
         self._on_chunk = on_chunk
         self._on_unstable = on_unstable
+        self._on_error = on_error
         self.nstep = 0
         self.overruns = 0
         self.worst_lag = 0.0
         self.unstable_events = 0
+        self.errors = 0
+        self.last_error = None
+        self._bad_idx = np.array([int(w) for w in BAD_WARNINGS])
         self._warn0 = self._bad_warnings()
         self._rebase()
         self._rate_window = []
@@ -80,8 +95,9 @@ class Stepper:
     # --- the hand-off -------------------------------------------------------------------
     def post(self, fn, wait=False, timeout=10.0):
         """Run ``fn(stepper)`` on the stepper thread before the next chunk."""
-        if self._closed:
-            raise ClosedError('the device stepper')
+        if not self._thread.is_alive() and not self._closed:
+            raise DeviceError('STEPPER_DEAD', 'the stepping thread has stopped '
+                              f'({self.last_error}); close the device and open a new one')
         done = threading.Event() if wait else None
         box = {}
 
@@ -94,11 +110,15 @@ class Stepper:
                 if done is not None:
                     done.set()
         with self._lock:
+            if self._closed:
+                raise ClosedError('the device stepper')
             self._mail.append(call)
         self._wake.set()
         if done is None:
             return None
         if not done.wait(timeout):
+            if self._closed:
+                raise ClosedError('the device stepper')
             raise DeviceError('TIMEOUT', f'the stepper did not answer within {timeout} s')
         if 'error' in box:
             raise box['error']
@@ -129,8 +149,14 @@ class Stepper:
         def apply(s):
             if not s._paused:
                 raise DeviceError(NOT_PAUSED, 'step(n) runs only while paused; pause first')
-            s._advance(n)
-            s.snapshot = s._snap()
+            left = n
+            while left > 0:
+                k = min(left, s._chunk_steps)
+                s._advance(k)
+                left -= k
+                s.snapshot = s._snap()
+                if s._on_chunk is not None:
+                    s._on_chunk(s)
             return s.snapshot.time
         return self.post(apply, wait=True, timeout=timeout)
 
@@ -147,30 +173,37 @@ class Stepper:
             s.setpoint = s.initial_setpoint()
             s.plans = []
             s._warn0 = s._bad_warnings()
-            if on_reset:
-                on_reset(s)
+            out = on_reset(s) if on_reset else None
             s._rebase()
             s.snapshot = s._snap()
-        self.post(apply, wait=True)
+            return out
+        return self.post(apply, wait=True)
 
     def initial_setpoint(self):
-        """Setpoints that hold the current pose: joint positions for servos, else ctrl."""
+        """Setpoints that hold the current pose: joint positions for servos and torque
+        motors, zero for velocity servos, the (keyframe's) ctrl for everything else."""
         sp = np.array(self.data.ctrl, dtype=float)
-        if self.keyframe is None:
-            for a, (drive, qadr) in enumerate(self._drives):
-                if drive in ('position', 'motor_impedance') and qadr >= 0:
-                    sp[a] = self.data.qpos[qadr]
-        if self._impedance is not None:
-            acts, _dofs, _kp, _kd, _gear, qadrs = self._impedance
-            sp[acts] = self.data.qpos[qadrs]
+        m = self.model
+        for a, (drive, qadr) in enumerate(self._drives):
+            if drive in ('position', 'motor_impedance') and qadr >= 0:
+                q = float(self.data.qpos[qadr])
+                if drive == 'position' and m.actuator_ctrllimited[a]:
+                    q = min(max(q, m.actuator_ctrlrange[a, 0]), m.actuator_ctrlrange[a, 1])
+                sp[a] = q
+            elif drive == 'velocity':
+                sp[a] = 0.0
         return sp
 
     def hold_now(self):
-        """Freeze every setpoint where its path is now (stepper thread only)."""
+        """Freeze every setpoint where its path is now and stop velocity servos
+        (stepper thread only): holding means not moving."""
         now = self.data.time
         for plan in self.plans:
             self.setpoint[plan.actuators] = plan.sample([now])[0]
         self.plans = []
+        for a, (drive, _qadr) in enumerate(self._drives):
+            if drive == 'velocity':
+                self.setpoint[a] = 0.0
 
     def add_plan(self, plan):
         """Take over the plan's actuators from older plans (stepper thread only)."""
@@ -183,7 +216,7 @@ class Stepper:
         self._sim0 = self.data.time
 
     def _bad_warnings(self):
-        return sum(int(self.data.warning[w].number) for w in BAD_WARNINGS)
+        return int(self.data.warning.number[self._bad_idx].sum())
 
     def _drain(self):
         with self._lock:
@@ -195,79 +228,120 @@ class Stepper:
         dt = self.model.opt.timestep
         while not self._closed:
             self._wake.clear()
-            self._drain()
-            if self._closed:
-                break
-            if self._paused:
-                self._wake.wait(0.05)
-                continue
-            if self._rtf <= 0:
-                n = self._chunk_steps
-            else:
-                wall = time.monotonic()
-                due = self._sim0 + (wall - self._wall0) * self._rtf
-                lag = due - self.data.time
-                n = int(lag / dt + 1e-9)
-                if n <= 0:
-                    self._wake.wait(min(dt, (dt - lag) / self._rtf))
+            try:
+                self._drain()
+                if self._closed:
+                    break
+                if self._paused:
+                    self._wake.wait(0.05)
                     continue
-                if lag > 2 * dt * self._chunk_steps:
-                    self.overruns += 1
-                self.worst_lag = max(self.worst_lag, lag)
-                n = min(n, self._chunk_steps * 4)
-            self._advance(n)
-            self.snapshot = self._snap()
-            if self._on_chunk is not None:
-                self._on_chunk(self)
+                if self._rtf <= 0:
+                    n = self._fast_chunk()
+                else:
+                    wall = time.monotonic()
+                    due = self._sim0 + (wall - self._wall0) * self._rtf
+                    lag = due - self.data.time
+                    n = int(lag / dt + 1e-9)
+                    if n <= 0:
+                        self._wake.wait(min(dt, (dt - lag) / self._rtf))
+                        continue
+                    if lag > 2 * dt * self._chunk_steps:
+                        self.overruns += 1
+                    self.worst_lag = max(self.worst_lag, lag)
+                    n = min(n, self._chunk_steps * 4)
+                self._advance(n)
+                self.snapshot = self._snap()
+                if self._on_chunk is not None:
+                    self._on_chunk(self)
+            except Exception as exc:  # noqa: BLE001 - the thread must survive a bad callback
+                self._failed(exc)
+
+    def _fast_chunk(self):
+        """Steps per chunk at rtf 0: about ``fast_chunk_wall`` of wall time."""
+        if self._step_cost is None:
+            return self._chunk_steps
+        n = int(self._fast_wall / max(self._step_cost, 1e-7))
+        return max(self._chunk_steps, min(n, 5000))
+
+    def _failed(self, exc):
+        """An exception in the loop: hold every setpoint, record it, keep stepping."""
+        self.errors += 1
+        self.last_error = f'{type(exc).__name__}: {exc}'
+        try:
+            self.hold_now()
+        except Exception:  # noqa: BLE001
+            self.plans = []
+        if self._on_error is not None:
+            try:
+                self._on_error(self, exc)
+            except Exception:  # noqa: BLE001
+                pass
+        self._rebase()
+        self.snapshot = self._snap()
 
     def _advance(self, n):
         model, data = self.model, self.data
         dt = model.opt.timestep
+        t_start = data.time
+        w_start = time.perf_counter()
+        ctrl = data.ctrl
         if self.plans:
-            times = data.time + dt * np.arange(1, n + 1)
+            times = t_start + dt * np.arange(1, n + 1)
             rows = np.empty((n, model.nu))
             rows[:] = self.setpoint
             for plan in self.plans:
                 rows[:, plan.actuators] = plan.sample(times)
             self.setpoint[:] = rows[-1]
-            self.plans = [p for p in self.plans if p.t_end > data.time + n * dt]
+            self.plans = [p for p in self.plans if p.t_end > times[-1]]
         else:
             rows = None
         imp = self._impedance
+        step = mujoco.mj_step
         if imp is None:
             if rows is None:
-                data.ctrl[:] = self.setpoint
+                ctrl[:] = self.setpoint
                 for _ in range(n):
-                    mujoco.mj_step(model, data)
+                    step(model, data)
             else:
-                for i in range(n):
-                    data.ctrl[:] = rows[i]
-                    mujoco.mj_step(model, data)
+                for row in rows:
+                    ctrl[:] = row
+                    step(model, data)
         else:
-            acts, dofs, kp, kd, gear, qadrs = imp
+            acts, dofs, kp, kd, gain, qadrs = imp
+            qpos, qvel, bias = data.qpos, data.qvel, data.qfrc_bias
             for i in range(n):
                 target = rows[i] if rows is not None else self.setpoint
-                data.ctrl[:] = target
-                torque = (kp * (target[acts] - data.qpos[qadrs]) - kd * data.qvel[dofs]
-                          + data.qfrc_bias[dofs])
-                data.ctrl[acts] = torque / gear
-                mujoco.mj_step(model, data)
+                ctrl[:] = target
+                # qfrc_bias is from the previous step's forward pass: gravity + Coriolis.
+                torque = kp * (target[acts] - qpos[qadrs]) - kd * qvel[dofs] + bias[dofs]
+                ctrl[acts] = torque / gain
+                step(model, data)
         self.nstep += n
+        wall = time.perf_counter() - w_start
+        cost = wall / n
+        self._step_cost = cost if self._step_cost is None else \
+            0.8 * self._step_cost + 0.2 * cost
         self._rate_window.append((time.monotonic(), data.time))
         if len(self._rate_window) > 400:
             del self._rate_window[:200]
-        if self._bad_warnings() != self._warn0 or not np.isfinite(data.qpos).all():
-            self._unstable()
+        if self._bad_warnings() != self._warn0 or data.time < t_start \
+                or not np.isfinite(data.qpos).all() or not np.isfinite(data.qvel).all():
+            self._unstable(t_start + n * dt)
 
-    def _unstable(self):
-        """NaN or a divergence MuJoCo caught: back to the keyframe and hold there."""
+    def _unstable(self, t_expected=None):
+        """NaN or a divergence MuJoCo caught: back to the keyframe and hold there.
+
+        MuJoCo resets MjData itself on a bad acceleration (time back to 0); simulated time
+        is put back where the chunk should have ended, so it never runs backwards.
+        """
         self.unstable_events += 1
         t = self.data.time
+        t = max(t if np.isfinite(t) else 0.0, t_expected or 0.0)
         if self.keyframe is not None:
             mujoco.mj_resetDataKeyframe(self.model, self.data, self.keyframe)
         else:
             mujoco.mj_resetData(self.model, self.data)
-        self.data.time = t if np.isfinite(t) else 0.0
+        self.data.time = t
         mujoco.mj_forward(self.model, self.data)
         self.setpoint = self.initial_setpoint()
         self.plans = []
@@ -299,16 +373,22 @@ class Stepper:
         return {'sim_time': self.data.time, 'steps': self.nstep, 'measured_rtf': rtf,
                 'target_rtf': self._rtf, 'lag_s': max(lag, 0.0), 'worst_lag_s': self.worst_lag,
                 'overruns': self.overruns, 'paused': self._paused,
-                'unstable_events': self.unstable_events}
+                'unstable_events': self.unstable_events, 'errors': self.errors,
+                'last_error': self.last_error, 'alive': self._thread.is_alive()}
 
     # --- lifetime -------------------------------------------------------------------------
     def close(self):
-        if self._closed:
-            return
-        self._closed = True
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
         self._wake.set()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=5.0)
+        with self._lock:
+            mail, self._mail = self._mail, []
+        for call in mail:   # requests that raced with close: answer them, do nothing
+            call(_Closed())
 
     @property
     def closed(self):

@@ -49,6 +49,28 @@ def rate_scale(unit, kind, where):
     return factor
 
 
+def _split(unit):
+    """'mm/s' -> ('length', 1e-3 / 1.0); None when not a (rate of a) known unit."""
+    base, _, per = unit.partition('/')
+    kind = kind_of(base)
+    if kind in (None, PERCENT) or (per and kind_of(per) != 'time'):
+        return None
+    factor = KINDS[kind][base] / (TIME[per] if per else 1.0)
+    return (kind, bool(per)), factor
+
+
+def conversion(unit, native_unit, where):
+    """Factor from ``unit`` to ``native_unit`` (same kind: 'deg' to 'rad', 'mm/s' to 'm/s')."""
+    if unit == native_unit:
+        return 1.0
+    a, b = _split(unit), _split(native_unit)
+    if a is None or b is None or a[0] != b[0]:
+        raise ConfigError(f'cannot convert {unit!r} to {native_unit!r}', where=where,
+                          allowed='units of one kind: ' + ', '.join(ANGLE) + ' or '
+                          + ', '.join(LENGTH) + ' (optionally per s, ms, min)')
+    return a[1] / b[1]
+
+
 def linear_map(unit, kind, lo, hi, where):
     """(scale, offset) with native = scale * value + offset for a channel's unit.
 
