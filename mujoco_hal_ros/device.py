@@ -190,9 +190,14 @@ class Device:
         jids = m.actuator_trnid[acts, 0]
         dofs = m.jnt_dofadr[jids]
         qadrs = m.jnt_qposadr[jids]
+        # Joint-space inertia (armature included) at the start pose: the loop's gains.
         d = mujoco.MjData(m)
+        if self.keyframe is not None:
+            mujoco.mj_resetDataKeyframe(m, d, self.keyframe)
         mujoco.mj_forward(m, d)
-        inertia = np.array([d.qM[m.dof_Madr[v]] for v in dofs]) + m.dof_armature[dofs]
+        full = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, full)
+        inertia = np.maximum(np.diag(full)[dofs], m.dof_M0[dofs])
         w = 2 * np.pi * IMPEDANCE_HZ
         kp = inertia * w * w
         kd = 2.0 * inertia * w
