@@ -18,6 +18,7 @@ import numpy as np
 from ..checks import is_bool
 from ..errors import ClosedError, InvalidArgument, ModelError, UnknownName
 from . import hfield as hf
+from . import jacobian as jac
 from .engine import Workers
 from .layout import INTEGRATION, StateLayout
 from .randomization import FIELDS, PatchStore, view
@@ -342,7 +343,7 @@ class EnvPool:
                     one = {k: v[p] for k, v in patch.items()}
                     computed[p] = self._patches.compute(slot, self._variant_of[env], env, one)
 
-            self._workers.run(work, np.arange(len(ids)), parallel=heavy)
+            self._workers.run(work, len(ids), parallel=heavy)
         for p, env in enumerate(ids):
             self._patches.commit(env, computed[p] if patch else None)
         self._state[ids] = rows
@@ -375,35 +376,41 @@ class EnvPool:
         n = len(ids)
         sens = np.empty((n, self.model.nsensordata)) if sensors else None
         unstable = np.zeros(n, dtype=bool)
-        variant_of = self._variant_of
-        patches = self._patches
+        # plain Python lists: the per-environment loop below is the pool's only overhead
+        envs = ids.tolist()
+        variant = self._variant_of[ids].tolist()
+        patched = [bool(self._patches.keys_of[e]) for e in envs]
+        models = self._variants
+        model_for = self._patches.model_for
+        bad0, bad1, bad2 = _BAD
+        step, set_state, get_state = mujoco.mj_step, mujoco.mj_setState, mujoco.mj_getState
 
         def work(slot, chunk):
+            datas, warnings = slot.datas, slot.warnings
             for p in chunk:
-                env = ids[p]
-                v = variant_of[env]
-                m = patches.model_for(slot, v, env)
-                d = slot.data(v)
+                v = variant[p]
+                m = model_for(slot, v, envs[p]) if patched[p] else models[v]
+                d = datas[v]
+                warn = warnings[v]
                 row = rows[p]
-                mujoco.mj_setState(m, d, row, INTEGRATION)
-                warn = d.warning.number
+                set_state(m, d, row, INTEGRATION)
                 warn[:] = 0
                 if per_step is None:
-                    mujoco.mj_step(m, d, nstep)
+                    step(m, d, nstep)
                 else:
                     c = per_step[p]
                     ctrl = d.ctrl
                     for t in range(nstep):
                         ctrl[:] = c[t]
-                        mujoco.mj_step(m, d)
-                mujoco.mj_getState(m, d, row, INTEGRATION)
-                if warn[_BAD].any():
+                        step(m, d)
+                get_state(m, d, row, INTEGRATION)
+                if warn[bad0] or warn[bad1] or warn[bad2]:
                     unstable[p] = True
                 if sens is not None:
                     mujoco.mj_forward(m, d)
                     sens[p] = d.sensordata
 
-        self._workers.run(work, np.arange(n))
+        self._workers.run(work, n)
         return rows, sens, unstable
 
     def _result(self, ids, rows, sens, unstable):
@@ -416,65 +423,77 @@ class EnvPool:
                           sensordata=sens, unstable=unstable)
 
     # ------------------------------------------------------------------ queries
-    def _kinematics(self, ids, per_env):
-        """Run mj_kinematics + mj_comPos per env on scratch data and call ``per_env``.
+    def _gather(self, ids, fields, stage):
+        """Copy MjData ``fields`` of every listed env after ``stage`` at its current state.
 
-        Runs on the calling thread: this is microseconds per environment, less than the cost
-        of handing chunks to threads under the GIL.
+        ``stage`` is 'kinematics', 'com' (kinematics + mj_comPos) or 'forward'. Runs on the
+        calling thread: a few microseconds per environment, less than handing chunks to
+        threads under the GIL costs. Array views of the scratch data are made once per call
+        (each attribute access builds a new view, about a microsecond).
         """
         slot = self._workers.slots[0]
-        for p, env in enumerate(ids):
-            v = self._variant_of[env]
-            m = self._patches.model_for(slot, v, env)
-            d = slot.data(v)
-            mujoco.mj_setState(m, d, self._state[env], INTEGRATION)
-            mujoco.mj_kinematics(m, d)
-            mujoco.mj_comPos(m, d)
-            per_env(p, m, d)
+        n = len(ids)
+        out = {f: np.empty((n,) + getattr(slot.datas[0], f).shape) for f in fields}
+        views = [[getattr(d, f) for f in fields] for d in slot.datas]
+        targets = [out[f] for f in fields]
+        variant = self._variant_of[ids].tolist()
+        state = self._state
+        models, model_for = self._variants, self._patches.model_for
+        keys_of = self._patches.keys_of
+        set_state = mujoco.mj_setState
+        first = mujoco.mj_forward if stage == 'forward' else mujoco.mj_kinematics
+        com_pos = mujoco.mj_comPos if stage == 'com' else None
+        for p, env in enumerate(ids.tolist()):
+            v = variant[p]
+            m = model_for(slot, v, env) if keys_of[env] else models[v]
+            d = slot.datas[v]
+            set_state(m, d, state[env], INTEGRATION)
+            first(m, d)
+            if com_pos is not None:
+                com_pos(m, d)
+            for target, source in zip(targets, views[v]):
+                target[p] = source
+        return out
 
     def forward(self, env_ids=None):
         """Sensors and kinematics at the current state (mj_forward); no time advances."""
         with self._lock:
             self._check_open()
             ids = check_ids(env_ids, self._nbatch)
-            m0 = self.model
-            n = len(ids)
-            out = ForwardResult(ids.copy(), np.empty((n, m0.nsensordata)),
-                                np.empty((n, m0.nbody, 3)), np.empty((n, m0.nbody, 4)),
-                                np.empty((n, m0.nsite, 3)), np.empty((n, m0.nsite, 9)))
-            slot = self._workers.slots[0]
-            for p, env in enumerate(ids):
-                v = self._variant_of[env]
-                m = self._patches.model_for(slot, v, env)
-                d = slot.data(v)
-                mujoco.mj_setState(m, d, self._state[env], INTEGRATION)
-                mujoco.mj_forward(m, d)
-                out.sensordata[p] = d.sensordata
-                out.xpos[p] = d.xpos
-                out.xquat[p] = d.xquat
-                out.site_xpos[p] = d.site_xpos
-                out.site_xmat[p] = d.site_xmat
-            return out
+            got = self._gather(ids, ('sensordata', 'xpos', 'xquat', 'site_xpos', 'site_xmat'),
+                               'forward')
+            return ForwardResult(ids.copy(), **got)
 
     def site_jacobians(self, sites, env_ids=None):
         """Translational and rotational site Jacobians, each ``(n, nsite, 3, nv)``.
 
-        Same numbers as ``mj_jacSite`` after ``mj_forward`` on each environment's state.
+        Same numbers as ``mj_jacSite`` after ``mj_forward`` on each environment's state (to
+        rounding: evaluated in NumPy for all sites at once, see ``jacobian``).
         """
         with self._lock:
             self._check_open()
             sids = self._check_sites(sites)
             ids = check_ids(env_ids, self._nbatch)
-            nv = self.model.nv
-            jacp = np.zeros((len(ids), len(sids), 3, nv))
-            jacr = np.zeros((len(ids), len(sids), 3, nv))
-
-            def per_env(p, m, d):
-                for k, sid in enumerate(sids):
-                    mujoco.mj_jacSite(m, d, jacp[p, k], jacr[p, k], sid)
-
-            self._kinematics(ids, per_env)
+            n, m0 = len(ids), self.model
+            got = self._gather(ids, ('cdof', 'subtree_com', 'site_xpos'), 'com')
+            jacp = np.empty((n, len(sids), 3, m0.nv))
+            jacr = np.empty_like(jacp)
+            for v, model in enumerate(self._variants):
+                sel = self._select(ids, v)
+                if sel is None:
+                    continue
+                roots = jac.site_roots(model, sids)
+                jacp[sel], jacr[sel] = jac.jacobians(
+                    got['cdof'][sel], got['subtree_com'][sel][:, roots],
+                    got['site_xpos'][sel][:, sids], jac.chain_mask(model, sids))
             return jacp, jacr
+
+    def _select(self, ids, variant):
+        """Rows of ``ids`` on ``variant``: a full slice when there is one variant (no copy)."""
+        if len(self._variants) == 1:
+            return slice(None)
+        sel = np.nonzero(self._variant_of[ids] == variant)[0]
+        return sel if sel.size else None
 
     def hfield_heights(self, hfield, points, frame='world', body=None, env_ids=None):
         """World z of a height field under points given in a world, body or yaw frame.
@@ -513,26 +532,19 @@ class EnvPool:
                                           where='hfield', allowed='an hfield with a geom')
                 geoms.append(g)
             n = len(ids)
-            body_pos, body_mat = np.zeros((n, 3)), np.zeros((n, 9))
-            geom_pos, geom_mat = np.zeros((n, 3)), np.zeros((n, 9))
-
-            def per_env(p, m, d):
-                g = geoms[self._variant_of[ids[p]]]
-                geom_pos[p] = d.geom_xpos[g]
-                geom_mat[p] = d.geom_xmat[g]
-                if bid is not None:
-                    body_pos[p] = d.xpos[bid]
-                    body_mat[p] = d.xmat[bid]
-
-            self._kinematics(ids, per_env)
+            got = self._gather(ids, ('geom_xpos', 'geom_xmat', 'xpos', 'xmat'), 'kinematics')
             out = np.empty((n, len(pts)))
             for v in range(len(self._variants)):
-                sel = np.nonzero(self._variant_of[ids] == v)[0]
-                if not sel.size:
+                sel = self._select(ids, v)
+                if sel is None:
                     continue
+                g = geoms[v]
+                body_pos = got['xpos'][sel][:, bid if bid is not None else 0]
+                body_mat = got['xmat'][sel][:, bid if bid is not None else 0]
                 heights, half = hf.grid(self._variants[v], hid)
-                xy = hf.to_world_xy(pts, frame, body_pos[sel], body_mat[sel])
-                out[sel] = hf.sample(heights, half, xy, geom_pos[sel], geom_mat[sel])
+                xy = hf.to_world_xy(pts, frame, body_pos, body_mat)
+                out[sel] = hf.sample(heights, half, xy, got['geom_xpos'][sel][:, g],
+                                     got['geom_xmat'][sel][:, g])
             return out
 
     # ------------------------------------------------------------------ evaluate

@@ -329,6 +329,57 @@ def test_site_jacobians_match_mj_jacSite(go1):
         assert np.abs(jacp).max() > 0.05
 
 
+TREE_XML = """
+<mujoco>
+  <worldbody>
+    <site name="fixed" pos="0.3 0 0"/>
+    <body name="free" pos="0 0 1">
+      <freejoint/>
+      <geom type="box" size=".1 .05 .02"/>
+      <body name="ball" pos="0.2 0 0">
+        <joint type="ball"/>
+        <geom type="capsule" size=".02" fromto="0 0 0 0.2 0 0"/>
+        <body name="slide" pos="0.2 0 0">
+          <joint type="slide" axis="0 1 0"/>
+          <joint type="hinge" axis="0 0 1"/>
+          <geom type="sphere" size=".03"/>
+          <site name="tip" pos="0.05 0.01 0"/>
+        </body>
+      </body>
+    </body>
+    <body name="other" pos="1 0 0">
+      <joint type="hinge" axis="1 0 0"/>
+      <geom type="sphere" size=".05"/>
+      <site name="side" pos="0 0.1 0"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_jacobians_on_every_joint_type_and_a_world_site():
+    model = mujoco.MjModel.from_xml_string(TREE_XML)
+    with EnvPool(model, 3) as pool:
+        state = pool.get_state()
+        rng = np.random.default_rng(3)
+        state[:, 1 + 7:1 + model.nq] = rng.uniform(-0.5, 0.5, (3, model.nq - 7))
+        state[:, 4:8] = [0.9, 0.1, -0.3, 0.2]
+        state[:, 8:12] = [0.8, -0.2, 0.4, 0.1]
+        pool.set_state(state)
+        jacp, jacr = pool.site_jacobians(['tip', 'fixed', 'side'])
+        d = mujoco.MjData(model)
+        for p in range(3):
+            mujoco.mj_setState(model, d, pool.get_state([p])[0], FULL)
+            mujoco.mj_forward(model, d)
+            for k, name in enumerate(['tip', 'fixed', 'side']):
+                ref_p, ref_r = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+                mujoco.mj_jacSite(model, d, ref_p, ref_r, model.site(name).id)
+                np.testing.assert_allclose(jacp[p, k], ref_p, rtol=0, atol=1e-12)
+                np.testing.assert_allclose(jacr[p, k], ref_r, rtol=0, atol=1e-12)
+        assert not jacp[:, 1].any() and not jacr[:, 1].any()   # world site: no dofs
+        assert np.count_nonzero(jacr[0, 2]) == 1                # one hinge moves 'side'
+
+
 # ---------------------------------------------------------------------- variants
 def test_model_variants_each_env_runs_its_own_variant():
     variants = [go1_spec(1.0).compile(), go1_spec(1.15).compile()]
