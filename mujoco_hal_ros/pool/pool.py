@@ -36,7 +36,7 @@ _BAD = [int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQ
 # Sizes that must agree across model variants so that one state layout, one control width and
 # one scratch-data shape serve every environment.
 _SIGNATURE = ('nq', 'nv', 'nu', 'na', 'nbody', 'njnt', 'ngeom', 'nsite', 'nsensordata',
-              'nmocap', 'neq', 'nhfield', 'nuserdata')
+              'nmocap', 'neq', 'nhfield', 'nuserdata', 'ntendon', 'ncam', 'nlight')
 
 
 def _names(model, objtype, count):
@@ -93,12 +93,12 @@ class EnvPool:
         self._body_names = _names(m0, mujoco.mjtObj.mjOBJ_BODY, m0.nbody)
         self._hfield_names = _names(m0, mujoco.mjtObj.mjOBJ_HFIELD, m0.nhfield)
         self._ctrl_cols = self.layout.columns('ctrl')
+        key = None if keyframe is None else self._check_keyframe(keyframe, range(nvar))
         self._base_rows = {}  # (variant, keyframe or None) -> integration row after reset
         self._patches = PatchStore(self._variants, self._nbatch)
-        self._workers = Workers(self._variants, self._nthread)
         self._lock = threading.RLock()
         self._closed = False
-        key = None if keyframe is None else self._check_keyframe(keyframe, range(nvar))
+        self._workers = Workers(self._variants, self._nthread)
         self._state = self._base_row_table(key)[self._variant_of].copy()
 
     # ------------------------------------------------------------------ description
@@ -171,10 +171,8 @@ class EnvPool:
         self.close()
 
     def __del__(self):
-        try:
+        if hasattr(self, '_workers'):  # a refused constructor never started threads
             self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
 
     def _check_open(self):
         if self._closed:
