@@ -1,0 +1,169 @@
+"""Camera streams: <camera>/image_raw + camera_info (and depth), rendered on one thread.
+
+Rendering costs tens of milliseconds a frame on a software rasteriser, so it never runs in
+an executor callback: one thread walks the cameras, renders those that are due *and* have
+a subscriber (an idle camera costs a subscriber count ten times a second and creates no GL
+context), and publishes image and camera_info with the same stamp, the simulated time of
+the snapshot the frame shows. Frames are posed on the device's private render MjData,
+never on the stepper's.
+"""
+
+from dataclasses import dataclass, field
+import sys
+import threading
+import time
+
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import CameraInfo, Image
+from tf2_msgs.msg import TFMessage
+
+from . import conversions as cv
+from .streams import RateMeter
+
+IMAGE_QOS = QoSProfile(depth=2)
+IDLE_POLL_S = 0.1
+
+
+@dataclass
+class CameraConfig:
+    channel: str          # topic namespace (the device file's image channel name)
+    camera: str           # MuJoCo camera name
+    width: int
+    height: int
+    rate: float
+    depth: bool = False
+
+
+@dataclass
+class _Stream:
+    cfg: CameraConfig
+    frame: str
+    image_pub: object
+    info_pub: object
+    depth_pub: object = None
+    depth_info_pub: object = None
+    info: CameraInfo = None
+    due: float = 0.0
+    meter: RateMeter = field(default_factory=lambda: RateMeter(100))
+    frames: int = 0
+    failed: str = ''
+
+
+class CameraPublisher:
+    """Renders subscribed cameras on one thread at their rates."""
+
+    def __init__(self, node, device, frames, configs, tf_pub, logger):
+        self.device = device
+        self.frames = frames
+        self.tf_pub = tf_pub
+        self.logger = logger
+        self.streams = []
+        for cfg in configs:
+            ns = cfg.channel
+            s = _Stream(cfg, frames.optical_frame(cfg.camera),
+                        node.create_publisher(Image, f'{ns}/image_raw', IMAGE_QOS),
+                        node.create_publisher(CameraInfo, f'{ns}/camera_info', IMAGE_QOS))
+            if cfg.depth:
+                s.depth_pub = node.create_publisher(Image, f'{ns}/depth/image_raw', IMAGE_QOS)
+                s.depth_info_pub = node.create_publisher(CameraInfo, f'{ns}/depth/camera_info',
+                                                         IMAGE_QOS)
+            self.streams.append(s)
+        self._lock = threading.Lock()      # the render MjData is shared by all cameras
+        self._stop = threading.Event()
+        self._thread = None
+
+    def start(self):
+        if not self.streams:
+            return
+        self._thread = threading.Thread(target=self._run, name='sim_node-cameras', daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
+
+    def describe(self):
+        out = []
+        for s in self.streams:
+            c = s.cfg
+            out.append(f'{c.channel}/image_raw + camera_info ({c.width}x{c.height} @ '
+                       f'{c.rate:g} Hz, on subscription)')
+            if c.depth:
+                out.append(f'{c.channel}/depth/image_raw + camera_info')
+        return out
+
+    def rates(self):
+        return {s.cfg.channel: s.meter.rate(5.0) for s in self.streams}
+
+    # --- the loop ---------------------------------------------------------------------------
+    @staticmethod
+    def _wanted(s):
+        pubs = [s.image_pub, s.info_pub, s.depth_pub, s.depth_info_pub]
+        return any(p is not None and p.get_subscription_count() > 0 for p in pubs)
+
+    def _run(self):
+        while not self._stop.is_set():
+            now = time.monotonic()
+            wake = now + IDLE_POLL_S
+            for s in self.streams:
+                if s.failed or not self._wanted(s):
+                    continue
+                if now >= s.due:
+                    s.due = max(s.due + 1.0 / s.cfg.rate, now)
+                    try:
+                        self._publish(s)
+                    except Exception as err:  # noqa: BLE001 - reported once, stream stopped
+                        if self._stop.is_set():
+                            return
+                        s.failed = f'{type(err).__name__}: {err}'
+                        self.logger.error(f'camera {s.cfg.channel}: {s.failed}; not '
+                                          'publishing it any more')
+                        continue
+                wake = min(wake, s.due)
+            delay = wake - time.monotonic()
+            if delay > 0:
+                self._stop.wait(delay)
+
+    def _publish(self, s):
+        c = s.cfg
+        renderer = self.device.renderer(c.camera, c.width, c.height, depth=c.depth)
+        if s.info is None:
+            try:
+                s.info = CameraInfo(**renderer.camera_info_fields())
+            except Exception as err:  # noqa: BLE001 - orthographic cameras have no pinhole
+                self.logger.warning(f'camera {c.channel}: no camera_info ({err})')
+                s.info = CameraInfo(width=c.width, height=c.height)
+            s.info.header.frame_id = s.frame
+        snap = self.device.snapshot
+        with self._lock:
+            data = self.device.render_data(snap)
+            if c.depth:
+                rgb, depth = renderer.render_rgbd(data)
+            else:
+                rgb, depth = renderer.render_rgb(data), None
+            camera_tf = (None if self.frames.cameras[c.camera]['fixed'] else
+                         self.frames.camera_transform(c.camera, data, cv.stamp(snap.time)))
+        st = cv.stamp(snap.time)
+        if camera_tf is not None:
+            self.tf_pub.publish(TFMessage(transforms=[camera_tf]))
+        s.info.header.stamp = st
+        s.image_pub.publish(image_msg(rgb, 'rgb8', 3, st, s.frame))
+        s.info_pub.publish(s.info)
+        if depth is not None and s.depth_pub is not None:
+            s.depth_pub.publish(image_msg(depth, '32FC1', 4, st, s.frame))
+            s.depth_info_pub.publish(s.info)
+        s.meter.tick()
+        s.frames += 1
+
+
+def image_msg(pixels, encoding, bytes_per_pixel, stamp, frame):
+    msg = Image()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame
+    msg.height, msg.width = int(pixels.shape[0]), int(pixels.shape[1])
+    msg.encoding = encoding
+    msg.is_bigendian = 1 if sys.byteorder == 'big' else 0
+    msg.step = msg.width * bytes_per_pixel
+    msg.data = pixels.tobytes()
+    return msg

@@ -1,0 +1,163 @@
+"""Core values <-> ROS messages: stamps, quaternions, results and the device description.
+
+MuJoCo stores quaternions (w, x, y, z) and ROS (x, y, z, w); every crossing goes through
+here so the order is decided once.
+"""
+
+import array
+import json
+import math
+
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Point, Quaternion, Vector3
+import mujoco
+import numpy as np
+
+from ..errors import DeviceError
+from ..msg import ActionInfo, ChannelInfo
+
+# Codes of SetGoals parts that were fine but not applied because another part was refused.
+NOT_APPLIED = 'NOT_APPLIED'
+
+
+def stamp(seconds):
+    """Simulated seconds -> builtin_interfaces/Time (never negative, nanoseconds exact)."""
+    ns = max(0, int(round(seconds * 1e9)))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def stamp_seconds(t):
+    return t.sec + t.nanosec * 1e-9
+
+
+def doubles(values):
+    """A float64 array as the array('d') rclpy accepts without a per-element check."""
+    return array.array('d', np.ascontiguousarray(values, dtype=np.float64).tobytes())
+
+
+def quat_ros(wxyz):
+    w, x, y, z = (float(v) for v in wxyz)
+    return Quaternion(x=x, y=y, z=z, w=w)
+
+
+def quat_from_mat(mat):
+    """3x3 (or flat 9) rotation -> MuJoCo (w, x, y, z)."""
+    q = np.zeros(4)
+    mujoco.mju_mat2Quat(q, np.ascontiguousarray(mat, dtype=np.float64).reshape(9))
+    return q
+
+
+def quat_mul(a, b):
+    out = np.zeros(4)
+    mujoco.mju_mulQuat(out, np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    return out
+
+
+def point(xyz):
+    x, y, z = (float(v) for v in xyz)
+    return Point(x=x, y=y, z=z)
+
+
+def vec(v):
+    return np.array([v.x, v.y, v.z], dtype=np.float64)
+
+
+def point_or_nan(xyz):
+    if xyz is None:
+        return Point(x=math.nan, y=math.nan, z=math.nan)
+    return point(xyz)
+
+
+def move_request(req):
+    """MoveTo goal/request -> keyword arguments of ``Device.move_to`` (no checks here)."""
+    kw = {'point': [req.target.x, req.target.y, req.target.z], 'site': req.site or None,
+          'speed': req.speed if req.speed != 0.0 else None}
+    if req.use_aim:
+        kw['aim'] = (vec(req.aim_axis).tolist(), vec(req.aim_toward).tolist())
+    return kw
+
+
+def fill_move_result(res, result):
+    """A core move result dict -> MoveTo result/response fields."""
+    res.success = bool(result.get('success', False))
+    res.code = str(result.get('code', ''))
+    res.message = str(result.get('message', ''))
+    res.reached = point_or_nan(result.get('reached'))
+    res.miss = float(result.get('miss', math.nan))
+    return res
+
+
+def fill_error(res, err):
+    """A refusal -> result fields; UNREACHABLE carries where the IK got to and the miss."""
+    res.success = False
+    res.code = err.code
+    res.message = str(err)
+    if hasattr(res, 'reached'):
+        res.reached = point_or_nan(err.details.get('reached'))
+        res.miss = float(err.details.get('miss', math.nan))
+    return res
+
+
+def error_line(err):
+    """One line for a refused request in a log."""
+    if isinstance(err, DeviceError):
+        return f'{err.code}: {err}'
+    return f'{type(err).__name__}: {err}'
+
+
+def _opt(value):
+    return (value is not None, float(value) if value is not None else 0.0)
+
+
+def channel_infos(desc):
+    out = []
+    for c in desc['channels']:
+        has_min, lo = _opt(c.get('min'))
+        has_max, hi = _opt(c.get('max'))
+        out.append(ChannelInfo(
+            name=c['name'], direction=c['direction'], kind=c['kind'],
+            target=str(c.get('target') or ''), axis=str(c.get('axis') or ''),
+            unit=str(c.get('unit') or ''), has_min=has_min, min=lo, has_max=has_max, max=hi,
+            max_change_per_s=float(c.get('max_change_per_s') or 0.0),
+            every=float(c.get('every') or 0.0), drive=str(c.get('drive') or '')))
+    return out
+
+
+def action_infos(desc):
+    out = []
+    for a in desc['actions']:
+        args = a.get('args', {})
+        out.append(ActionInfo(
+            name=a['name'], command=a['command'], arg_names=list(args),
+            arg_units=[str(v.get('unit') or '') for v in args.values()],
+            arg_min=[math.nan if v.get('min') is None else float(v['min'])
+                     for v in args.values()],
+            arg_max=[math.nan if v.get('max') is None else float(v['max'])
+                     for v in args.values()],
+            effects=list(a.get('effects', []))))
+    return out
+
+
+def describe_json(desc):
+    """The whole description as JSON; numpy values and infinities made JSON-safe."""
+    def clean(v):
+        if isinstance(v, dict):
+            return {str(k): clean(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        if isinstance(v, np.ndarray):
+            return clean(v.tolist())
+        if isinstance(v, (np.floating, float)):
+            v = float(v)
+            return v if math.isfinite(v) else None
+        if isinstance(v, np.integer):
+            return int(v)
+        if isinstance(v, (str, int, bool)) or v is None:
+            return v
+        return str(v)
+    return json.dumps(clean(desc), sort_keys=True)
+
+
+def vector3(xyz):
+    x, y, z = (float(v) for v in xyz)
+    return Vector3(x=x, y=y, z=z)

@@ -1,0 +1,214 @@
+"""The state publisher: joint_states, /clock, /tf, poses and read channels from snapshots.
+
+It runs on its own thread with absolute deadlines rather than as an executor timer: at
+1 kHz an rclpy timer costs a thread-pool hand-off per tick and its jitter grows with every
+service call the executor handles, while a thread that sleeps to the next deadline keeps
+the interval tight and never delays a service. It only reads ``device.snapshot`` (a
+consistent copy the stepper swaps in after each chunk), so it never touches MjData.
+
+Rates: ``publish_rate`` and ``tf_rate`` are wall-clock, like a real driver's. A read
+channel's ``every`` is simulated time (the device samples that often in its own time),
+checked at each joint_states tick.
+"""
+
+import collections
+import threading
+import time
+
+from geometry_msgs.msg import PoseStamped
+import mujoco
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
+from tf2_msgs.msg import TFMessage
+
+from . import conversions as cv
+
+TF_QOS = QoSProfile(depth=100)
+TF_STATIC_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                           reliability=ReliabilityPolicy.RELIABLE)
+STATE_QOS = QoSProfile(depth=10)
+SUBSCRIBER_POLL_S = 0.1
+
+
+def moving_joints(model):
+    """(names, qpos addresses, dof addresses) of every named hinge and slide joint."""
+    names, qadr, dadr = [], [], []
+    kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    for j in range(model.njnt):
+        if int(model.jnt_type[j]) in kinds:
+            names.append(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or f'joint{j}')
+            qadr.append(int(model.jnt_qposadr[j]))
+            dadr.append(int(model.jnt_dofadr[j]))
+    return names, qadr, dadr
+
+
+class RateMeter:
+    """Messages per second and worst gaps over a sliding window, for diagnostics and bench."""
+
+    def __init__(self, window=2000):
+        self._times = collections.deque(maxlen=window)
+
+    def tick(self, now=None):
+        self._times.append(time.monotonic() if now is None else now)
+
+    def rate(self, span=2.0):
+        now = time.monotonic()
+        times = [t for t in list(self._times) if now - t <= span]
+        if len(times) < 2:
+            return 0.0
+        return (len(times) - 1) / max(times[-1] - times[0], 1e-9)
+
+    def intervals(self):
+        times = list(self._times)
+        return [b - a for a, b in zip(times, times[1:])]
+
+
+class StatePublisher:
+    """Publishes the device state on its own thread at the configured rates."""
+
+    def __init__(self, node, device, frames, params, logger):
+        self.device = device
+        self.frames = frames
+        self.params = params
+        self.logger = logger
+        model = device.model
+        self.joint_names, self._qadr, self._dadr = moving_joints(model)
+        self.js_pub = node.create_publisher(JointState, 'joint_states', STATE_QOS)
+        self.tf_pub = node.create_publisher(TFMessage, '/tf', TF_QOS)
+        self.clock_pub = (node.create_publisher(Clock, '/clock', STATE_QOS)
+                          if params.publish_clock else None)
+        # poses/<site or body>: one PoseStamped per site/body the device file reads.
+        self.poses = {}
+        for r in device.layout.reads:
+            if r.kind in ('site', 'body') and r.target not in self.poses:
+                self.poses[r.target] = {
+                    'kind': r.kind, 'index': r.index, 'every': r.every, 'last': None,
+                    'pub': node.create_publisher(PoseStamped, f'poses/{r.target}',
+                                                 STATE_QOS)}
+            elif r.kind in ('site', 'body'):
+                self.poses[r.target]['every'] = min(self.poses[r.target]['every'], r.every)
+        self.channels = {r.name: {'every': r.every, 'last': None,
+                                  'pub': node.create_publisher(Float64, f'channels/{r.name}',
+                                                               STATE_QOS)}
+                         for r in device.layout.reads}
+        self.joint_meter = RateMeter()
+        self.tf_meter = RateMeter(200)
+        self._js = JointState(name=list(self.joint_names))
+        self._stop = threading.Event()
+        self._thread = None
+        self._last_clock = None
+        self.errors = 0
+
+    def start(self):
+        self._thread = threading.Thread(target=self._run, name='sim_node-state', daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+
+    def describe(self):
+        """What this publishes, for the start-up summary."""
+        out = [f'joint_states ({len(self.joint_names)} joints @ {self.params.publish_rate:g} Hz)',
+               f'/tf ({len(self.frames.dynamic_bodies)} moving bodies @ '
+               f'{self.params.tf_rate:g} Hz)']
+        if self.clock_pub is not None:
+            out.append('/clock')
+        out += [f'poses/{n}' for n in self.poses]
+        out += [f'channels/{n}' for n in self.channels]
+        return out
+
+    # --- the loop ---------------------------------------------------------------------------
+    def _run(self):
+        period = 1.0 / self.params.publish_rate
+        tf_every = max(1, int(round(self.params.publish_rate / self.params.tf_rate)))
+        tick = 0
+        deadline = time.monotonic()
+        next_count = 0.0
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if deadline > now:
+                if self._stop.wait(deadline - now):
+                    break
+            deadline += period
+            if deadline < time.monotonic() - 4 * period:   # fell far behind: do not burst
+                deadline = time.monotonic() + period
+            try:
+                if deadline >= next_count:     # who listens changes rarely; ask 10x a second
+                    next_count = deadline + SUBSCRIBER_POLL_S
+                    self._count_subscribers()
+                self._publish(self.device.snapshot, tick % tf_every == 0)
+            except Exception as err:  # noqa: BLE001 - a shut-down context ends the loop
+                if self._stop.is_set() or not _context_ok(self.js_pub):
+                    break
+                self.errors += 1
+                if self.errors <= 3:
+                    self.logger.error(f'state publisher: {type(err).__name__}: {err}')
+            tick += 1
+
+    def _publish(self, snap, with_tf):
+        st = cv.stamp(snap.time)
+        js = self._js
+        js.header.stamp = st
+        js.position = cv.doubles(snap.qpos[self._qadr])
+        js.velocity = cv.doubles(snap.qvel[self._dadr])
+        js.effort = cv.doubles(snap.qfrc_actuator[self._dadr])
+        self.js_pub.publish(js)
+        self.joint_meter.tick()
+        if self.clock_pub is not None and snap.time != self._last_clock:
+            self._last_clock = snap.time
+            self.clock_pub.publish(Clock(clock=st))
+        if with_tf and self.frames.dynamic_bodies:
+            self.tf_pub.publish(TFMessage(transforms=self.frames.dynamic_transforms(snap, st)))
+            self.tf_meter.tick()
+        self._publish_poses(snap, st)
+        self._publish_channels(snap)
+
+    def _count_subscribers(self):
+        """Poses and channels are only built for topics someone listens to."""
+        for entry in list(self.poses.values()) + list(self.channels.values()):
+            entry['wanted'] = entry['pub'].get_subscription_count() > 0
+
+    @staticmethod
+    def _due(entry, t):
+        if not entry.get('wanted'):
+            return False
+        last = entry['last']
+        return last is None or entry['every'] <= 0 or t - last >= entry['every'] - 1e-9
+
+    def _publish_poses(self, snap, st):
+        for entry in self.poses.values():
+            if not self._due(entry, snap.time):
+                continue
+            entry['last'] = snap.time
+            i = entry['index']
+            msg = PoseStamped()
+            msg.header.stamp = st
+            msg.header.frame_id = self.frames.world
+            if entry['kind'] == 'site':
+                pos, quat = snap.site_xpos[i], cv.quat_from_mat(snap.site_xmat[i])
+            else:
+                pos, quat = snap.xpos[i], snap.xquat[i]
+            msg.pose.position = cv.point(pos)
+            msg.pose.orientation = cv.quat_ros(quat)
+            entry['pub'].publish(msg)
+
+    def _publish_channels(self, snap):
+        due = [n for n, e in self.channels.items() if self._due(e, snap.time)]
+        if not due:
+            return
+        values = self.device.read(due, snapshot=snap)
+        for name in due:
+            entry = self.channels[name]
+            entry['last'] = snap.time
+            entry['pub'].publish(Float64(data=values[name]))
+
+
+def _context_ok(pub):
+    try:
+        return pub.handle is not None and pub.get_subscription_count() >= 0
+    except Exception:  # noqa: BLE001 - InvalidHandle once the node is gone
+        return False

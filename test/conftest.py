@@ -1,0 +1,154 @@
+"""Shared test set-up: a private ROS domain, the generated interfaces, and child processes.
+
+Import path. Every sourced ament prefix's site-packages is put on ``sys.path``. ``colcon test`` runs pytest from the build directory with the installed
+package on PYTHONPATH. Run by hand from the repository root, ``python -m pytest`` puts the
+source tree first, whose ``mujoco_hal_ros`` has no generated ``msg``/``srv``/``action``;
+then the installed package's directory is appended to ``mujoco_hal_ros.__path__`` so those
+resolve from the install while the Python sources under test stay the checked-out ones.
+
+ROS domain. Every test process picks its own ``ROS_DOMAIN_ID`` (100..200) and keeps
+discovery on this host, so parallel runs and other engineers' nodes stay invisible; child
+processes inherit it.
+"""
+
+import contextlib
+import importlib.util
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+if 'MUJOCO_HAL_ROS_TEST_DOMAIN' not in os.environ:
+    os.environ['MUJOCO_HAL_ROS_TEST_DOMAIN'] = str(random.Random(os.getpid()).randint(100, 200))
+os.environ['ROS_DOMAIN_ID'] = os.environ['MUJOCO_HAL_ROS_TEST_DOMAIN']
+os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+
+
+def _site_packages(prefix):
+    return os.path.join(prefix, 'lib', f'python{sys.version_info[0]}.{sys.version_info[1]}',
+                        'site-packages')
+
+
+def _add_ament_prefixes():
+    """Python packages of every sourced prefix (stand-ins like tf2_msgs live in their own),
+    even when PYTHONPATH was overridden on the command line."""
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        path = _site_packages(prefix) if prefix else ''
+        if path and os.path.isdir(path) and path not in sys.path:
+            sys.path.append(path)
+
+
+def _installed_package_dirs():
+    """mujoco_hal_ros directories that carry generated interfaces (msg/), from the env."""
+    roots = os.environ.get('PYTHONPATH', '').split(os.pathsep)
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        if prefix:
+            roots.append(_site_packages(prefix))
+    out = []
+    for root in roots:
+        pkg = os.path.join(root, 'mujoco_hal_ros') if root else ''
+        if pkg and os.path.isdir(os.path.join(pkg, 'msg')) and pkg not in out:
+            out.append(os.path.abspath(pkg))
+    return out
+
+
+def _expose_generated_interfaces():
+    try:
+        import mujoco_hal_ros
+    except ImportError:
+        return
+    if importlib.util.find_spec('mujoco_hal_ros.msg') is not None:
+        return
+    for pkg in _installed_package_dirs():
+        if pkg not in mujoco_hal_ros.__path__:
+            mujoco_hal_ros.__path__.append(pkg)
+
+
+_add_ament_prefixes()
+_expose_generated_interfaces()
+
+
+def _installed_executable(name):
+    """<prefix>/lib/mujoco_hal_ros/<name> from AMENT_PREFIX_PATH, or None."""
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        path = os.path.join(prefix, 'lib', 'mujoco_hal_ros', name)
+        if prefix and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def stop_process(proc, grace=5.0):
+    """SIGINT the process group, wait, then SIGKILL it; returns the exit code."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(5.0)
+    return proc.returncode
+
+
+@pytest.fixture
+def spawn(tmp_path):
+    """Start commands in their own process group; every one is stopped at teardown.
+
+    ``spawn(cmd, env=None, name=None)`` returns the Popen with stdout+stderr going to a
+    file; ``spawn.output(proc)`` reads it so far.
+    """
+    procs = []
+
+    def start(cmd, env=None, name=None):
+        log = tmp_path / f'{name or "proc"}-{len(procs)}.log'
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        handle = open(log, 'wb')
+        proc = subprocess.Popen(cmd, stdout=handle, stderr=subprocess.STDOUT, env=full_env,
+                                start_new_session=True)
+        proc.log_path = log
+        proc.log_handle = handle
+        procs.append(proc)
+        return proc
+
+    def output(proc):
+        proc.log_handle.flush()
+        return proc.log_path.read_text(errors='replace')
+
+    start.output = output
+    start.stop = stop_process
+    try:
+        yield start
+    finally:
+        for proc in procs:
+            stop_process(proc)
+            proc.log_handle.close()
+
+
+def _wait_for(predicate, timeout, period=0.05):
+    """Poll ``predicate`` until it is truthy or ``timeout`` seconds pass; returns its value."""
+    end = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > end:
+            return value
+        time.sleep(period)
+
+
+@pytest.fixture(scope='session')
+def wait_for():
+    """``wait_for(predicate, timeout, period=0.05)``: poll until truthy; returns the value."""
+    return _wait_for
+
+
+@pytest.fixture(scope='session')
+def installed_executable():
+    """``installed_executable(name)``: lib/mujoco_hal_ros/<name> of the sourced install."""
+    return _installed_executable
