@@ -452,6 +452,36 @@ def test_unstable_env_is_flagged(go1):
         np.testing.assert_array_equal(res.unstable, [False, True])
 
 
+def test_calls_from_several_threads_are_serialised(panda):
+    """A ROS node may call from several callback threads; each call must stay atomic."""
+    with EnvPool(panda, 8, nthread=2, keyframe='home') as pool:
+        ctrl = ctrl_batch(panda, 4, 21)
+        errors = []
+
+        def drive(ids):
+            try:
+                for _ in range(5):
+                    pool.step(4, ctrl=ctrl, env_ids=ids)
+                    pool.forward(ids)
+                    pool.get_state(ids, full=True)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=drive, args=(ids,))
+                   for ids in ([0, 1, 2, 3], [4, 5, 6, 7])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        state = pool.get_state()
+        np.testing.assert_array_equal(state[:4], state[4:])
+        d = serial(panda, 1)[0]
+        d.ctrl[:] = ctrl[0]
+        mujoco.mj_step(panda, d, 20)
+        np.testing.assert_array_equal(state[0], physics(panda, d))
+
+
 # ---------------------------------------------------------------------- bad input
 def _bad_calls(m):
     n = 4
