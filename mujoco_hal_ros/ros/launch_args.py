@@ -1,0 +1,171 @@
+"""Launch arguments -> node descriptions, in plain Python so tests cover it without launch.
+
+``launch/sim.launch.py`` and ``launch/bringup.launch.py`` only declare the arguments listed
+here and turn the dicts returned below into ``launch_ros.actions.Node``: every decision
+(types, defaults, which node, namespaced rviz topics) lives here, where a test can reach
+it on a machine without ``launch``/``launch_ros``.
+"""
+
+import math
+import os
+import re
+import tempfile
+
+from ..errors import ConfigError
+
+PACKAGE = 'mujoco_hal_ros'
+
+# name: (default as launch passes it, a string; description)
+SIM_ARGS = {
+    'device_file': ('', 'Device file (YAML); empty with an empty model: the built-in bench arm.'),
+    'model': ('', 'MJCF path; overrides the device file\'s model, or alone: zero-config.'),
+    'namespace': ('', 'Namespace for every relative topic, service and action.'),
+    'real_time_factor': ('1.0', 'Simulated seconds per wall second; 0 = as fast as possible.'),
+    'rviz': ('false', 'Also start rviz2 with config/sim.rviz.'),
+    'frame_prefix': ('auto', 'TF frame prefix; "auto": "<namespace>/" when namespaced, else '
+                     'none.'),
+    'publish_clock': ('true', 'Publish /clock (true on exactly one instance).'),
+    'publish_rate': ('100.0', 'joint_states rate in Hz.'),
+    'log_summary': ('true', 'Log what is served and a periodic health line.'),
+}
+
+BRINGUP_ARGS = dict(SIM_ARGS, **{
+    'use_sim': ('true', 'true: the simulated device (sim_node); false: the real driver.'),
+    'driver_package': ('', 'Package of the real driver (use_sim:=false).'),
+    'driver_executable': ('', 'Executable of the real driver (use_sim:=false).'),
+    'driver_params': ('', 'Parameter file (YAML) for the real driver; optional.'),
+})
+
+_TRUE = {'true', '1', 'yes', 'on'}
+_FALSE = {'false', '0', 'no', 'off'}
+_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
+
+
+def as_bool(name, text):
+    value = str(text).strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f'expected true or false, got {text!r}', where=f'launch argument {name}')
+
+
+def as_float(name, text, minimum=None):
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise ConfigError(f'expected a number, got {text!r}',
+                          where=f'launch argument {name}') from None
+    if not math.isfinite(value) or (minimum is not None and value < minimum):
+        raise ConfigError(f'expected a finite number of at least {minimum:g}, got {text!r}',
+                          where=f'launch argument {name}')
+    return value
+
+
+def namespace(text):
+    """'' or '/a/b': each part a ROS name (letters, digits, underscores; no leading digit)."""
+    text = str(text).strip().strip('/')
+    if not text:
+        return ''
+    for part in text.split('/'):
+        if not _NAME.match(part):
+            raise ConfigError(f'{part!r} is not a valid ROS name part',
+                              where='launch argument namespace',
+                              allowed='letters, digits and underscores, not starting with a '
+                              'digit')
+    return '/' + text
+
+
+def _with_defaults(args, table=None):
+    """Strings for every argument of ``table`` (default: all), refusing unknown names."""
+    table = table or BRINGUP_ARGS
+    unknown = sorted(set(args) - set(table))
+    if unknown:
+        raise ConfigError(f'unknown launch argument {", ".join(unknown)}',
+                          where='launch arguments', allowed=', '.join(sorted(table)))
+    return {k: str(args.get(k, default)) for k, (default, _text) in table.items()}
+
+
+def sim_parameters(args):
+    """Launch arguments (strings) -> typed sim_node parameters."""
+    a = _with_defaults(args)
+    ns = namespace(a['namespace'])
+    prefix = a['frame_prefix'].strip()
+    if prefix == 'auto':
+        prefix = f'{ns.strip("/")}/' if ns else ''
+    params = {'real_time_factor': as_float('real_time_factor', a['real_time_factor'], 0.0),
+              'publish_rate': as_float('publish_rate', a['publish_rate'], 0.0),
+              'publish_clock': as_bool('publish_clock', a['publish_clock']),
+              'log_summary': as_bool('log_summary', a['log_summary']),
+              'frame_prefix': prefix}
+    if params['publish_rate'] <= 0:
+        raise ConfigError('must be above 0', where='launch argument publish_rate')
+    for key in ('device_file', 'model'):
+        if a[key].strip():
+            params[key] = os.path.expanduser(a[key].strip())
+    return params
+
+
+def sim_node(args):
+    """Keyword arguments of launch_ros.actions.Node for sim_node."""
+    a = _with_defaults(args)
+    return {'package': PACKAGE, 'executable': 'sim_node', 'name': 'sim_node',
+            'namespace': namespace(a['namespace']), 'output': 'screen',
+            'parameters': [sim_parameters(args)]}
+
+
+def driver_node(args):
+    """Keyword arguments of launch_ros.actions.Node for the real driver (use_sim:=false)."""
+    a = _with_defaults(args)
+    for key in ('driver_package', 'driver_executable'):
+        if not a[key].strip():
+            raise ConfigError('needed with use_sim:=false', where=f'launch argument {key}')
+    params = []
+    if a['driver_params'].strip():
+        path = os.path.expanduser(a['driver_params'].strip())
+        if not os.path.isfile(path):
+            raise ConfigError(f'file not found: {path}', where='launch argument driver_params')
+        params.append(path)
+    return {'package': a['driver_package'].strip(),
+            'executable': a['driver_executable'].strip(),
+            'namespace': namespace(a['namespace']), 'output': 'screen', 'parameters': params}
+
+
+def rviz_config(ns, share_dir, out_dir=None):
+    """config/sim.rviz, with its topics moved under ``ns`` when namespaced (a temp copy)."""
+    base = os.path.join(share_dir, 'config', 'sim.rviz')
+    if not ns:
+        return base
+    with open(base, encoding='utf-8') as f:
+        text = f.read()
+    text = re.sub(r'(Value|Topic): /(?!tf\b|tf_static\b|clock\b)([A-Za-z_])',
+                  lambda m: f'{m.group(1)}: {ns}/{m.group(2)}', text)
+    out_dir = out_dir or tempfile.mkdtemp(prefix='mujoco_hal_ros_rviz_')
+    path = os.path.join(out_dir, f'sim{ns.replace("/", "_")}.rviz')
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write(text)
+    return path
+
+
+def rviz_node(args, share_dir):
+    a = _with_defaults(args)
+    if not as_bool('rviz', a['rviz']):
+        return None
+    ns = namespace(a['namespace'])
+    return {'package': 'rviz2', 'executable': 'rviz2', 'name': 'rviz2', 'output': 'screen',
+            'arguments': ['-d', rviz_config(ns, share_dir)]}
+
+
+def sim_launch(args, share_dir):
+    """Everything sim.launch.py starts, as Node keyword-argument dicts."""
+    nodes = [sim_node(args)]
+    rviz = rviz_node(args, share_dir)
+    return nodes + ([rviz] if rviz else [])
+
+
+def bringup_launch(args, share_dir):
+    """Everything bringup.launch.py starts: the simulated or the real device, same names."""
+    a = _with_defaults(args)
+    device = sim_node(args) if as_bool('use_sim', a['use_sim']) else driver_node(args)
+    rviz = rviz_node(args, share_dir)
+    return [device] + ([rviz] if rviz else [])

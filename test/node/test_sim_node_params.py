@@ -1,0 +1,174 @@
+"""sim_node parameters: each bad one stops the node with one line; the others take effect."""
+
+import math
+import threading
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from mujoco_hal_ros.ros import sim_node  # noqa: E402  (sets headless GL first)
+from mujoco_hal_ros.ros.sim_node import SimNode  # noqa: E402
+
+from rclpy.action import ActionClient  # noqa: E402
+from rclpy.exceptions import InvalidHandle  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
+from sensor_msgs.msg import Image, JointState  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
+from mujoco_hal_ros.errors import DeviceError  # noqa: E402
+from mujoco_hal_ros.menagerie import bench_arm_path  # noqa: E402
+
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+@pytest.fixture
+def ctx():
+    c = rclpy.Context()
+    rclpy.init(context=c, args=[])
+    yield c
+    rclpy.shutdown(context=c)
+
+
+def make(ctx, **overrides):
+    return SimNode(context=ctx, parameter_overrides=[
+        Parameter(k, value=v) for k, v in overrides.items()])
+
+
+@pytest.mark.parametrize('overrides, expected', [
+    ({'publish_rate': -5.0}, 'parameter publish_rate: must be above 0'),
+    ({'publish_rate': 'fast'}, 'parameter publish_rate: expected a double'),
+    ({'real_time_factor': -1.0}, 'parameter real_time_factor'),
+    ({'device_file': '/no/such/device.yaml'}, 'parameter device_file: file not found'),
+    ({'model': '/no/such/scene.xml'}, 'parameter model: file not found'),
+    ({'publsh_rate': 5.0}, 'unknown parameter publsh_rate'),
+    ({'depth': ['nocam']}, 'parameter depth: no camera nocam (allowed: overhead)'),
+    ({'keyframe': 'nope'}, "no keyframe 'nope'"),
+    ({'cameras.overhead.width': 5000}, 'parameter cameras.overhead.width'),
+    ({'frame_prefix': 'a b/'}, 'parameter frame_prefix'),
+], ids=['negative-rate', 'rate-string', 'negative-rtf', 'device-file', 'model', 'unknown',
+        'depth-camera', 'keyframe', 'camera-width', 'prefix-space'])
+def test_bad_parameter_is_one_clear_error(ctx, overrides, expected):
+    with pytest.raises(DeviceError) as info:
+        make(ctx, **overrides)
+    text = str(info.value)
+    assert expected in text
+    assert '\n' not in text
+
+
+def test_main_prints_one_line_and_exits_non_zero(capsys):
+    code = sim_node.main(['sim_node', '--ros-args', '-p', 'publish_rate:=-1.0'])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0
+    assert len(err) == 1 and err[0].startswith('sim_node: parameter publish_rate')
+
+
+def test_zero_config_prefix_no_clock_depth_and_1khz(ctx):
+    """The model alone, fast, namespaced frames, no /clock, depth, joint_states at 1 kHz."""
+    node = make(ctx, model=bench_arm_path(), frame_prefix='arm1/', publish_clock=False,
+                publish_rate=1000, real_time_factor=0.0, depth='overhead', tf_rate=50)
+    client = rclpy.create_node('params_test_client', context=ctx)
+    # The client gets its own executor: rclpy rebuilds a wait set over every entity of its
+    # nodes for each message, and the sim node has dozens.
+    ex = MultiThreadedExecutor(num_threads=3, context=ctx)
+    ex.add_node(node)
+    client_ex = rclpy.executors.SingleThreadedExecutor(context=ctx)
+    client_ex.add_node(client)
+    stop = threading.Event()
+
+    def spin(executor):
+        end = time.monotonic() + 60.0
+        while not stop.is_set() and time.monotonic() < end:
+            try:
+                executor.spin_once(timeout_sec=0.1)
+            except InvalidHandle:
+                pass
+    spinners = [threading.Thread(target=spin, args=(e,), daemon=True) for e in (ex, client_ex)]
+    for t in spinners:
+        t.start()
+    got = {'js': [], 'tf': [], 'static': [], 'depth': []}
+    # raw: the test's own deserialisation must not be what limits the 1 kHz check
+    subs = [client.create_subscription(JointState, 'joint_states',
+                                       lambda m: got['js'].append(time.monotonic()), 100,
+                                       raw=True),
+            client.create_subscription(TFMessage, '/tf', got['tf'].append, 10),
+            client.create_subscription(TFMessage, '/tf_static', got['static'].append, LATCHED)]
+    try:
+        assert node.p.publish_rate == 1000.0            # an integer was taken as a double
+        assert node.p.depth == ['overhead']             # a string was taken as a list
+        assert node.state.clock_pub is None
+        assert sorted(node.device.layout.goals) == ['elbow_goal', 'lift_goal', 'pan_goal',
+                                                    'wrist_goal']
+        time.sleep(1.0)
+        n0 = len(got['js'])
+        time.sleep(1.0)
+        received = len(got['js']) - n0
+        assert node.state.joint_meter.rate() > 700
+        assert received > 400, f'{received} joint_states in 1 s at 1 kHz'
+        assert client.count_publishers('/clock') == 0
+        client.destroy_subscription(subs.pop(0))
+        subs.append(client.create_subscription(Image, 'overhead/depth/image_raw',
+                                               got['depth'].append, 2))
+        end = time.monotonic() + 30.0
+        while not got['depth'] and time.monotonic() < end:
+            time.sleep(0.1)
+        frames = {t.child_frame_id: t.header.frame_id for m in got['tf'] for t in m.transforms}
+        assert frames['arm1/hand'] == 'world' and 'hand' not in frames
+        static = {t.child_frame_id: t.header.frame_id
+                  for m in got['static'] for t in m.transforms}
+        assert static['arm1/overhead_optical_frame'] == 'world'
+        depth = got['depth'][-1]
+        assert depth.encoding == '32FC1' and depth.header.frame_id == 'arm1/overhead_optical_frame'
+        metres = np.frombuffer(bytes(depth.data), np.float32).reshape(depth.height, depth.width)
+        assert np.median(metres) == pytest.approx(0.55, abs=0.03)   # the table, seen from above
+        # zero-config move_to: no device-file action, so a site or body must be named
+        mover = ActionClient(client, MoveToAction, 'move_to')
+        assert mover.wait_for_server(timeout_sec=5.0)
+        hand = node.device.snapshot.xpos[node.device.layout.bodies.index('hand')]
+        goal = MoveToAction.Goal()
+        goal.target.x, goal.target.y, goal.target.z = hand + np.array([0.02, 0.02, -0.02])
+        results = []
+        for site in ('', 'hand'):
+            goal.site = site
+            done = threading.Event()
+            fut = mover.send_goal_async(goal)
+            fut.add_done_callback(lambda f: done.set())
+            assert done.wait(10.0)
+            res_fut = fut.result().get_result_async()
+            done2 = threading.Event()
+            res_fut.add_done_callback(lambda f: done2.set())
+            assert done2.wait(15.0)
+            results.append(res_fut.result().result)
+        mover.destroy()
+        assert results[0].code == 'INVALID_ARGUMENT' and 'name a site' in results[0].message
+        assert results[1].success and results[1].code == 'DONE', results[1].message
+        assert results[1].miss < 0.002
+    finally:
+        stop.set()
+        for t in spinners:
+            t.join(5.0)
+        ex.shutdown(timeout_sec=2.0)
+        client_ex.shutdown(timeout_sec=2.0)
+        client.destroy_node()
+        node.destroy_node()
+
+
+def test_real_time_factor_changes_at_run_time_other_parameters_are_read_only(ctx):
+    node = make(ctx, real_time_factor=1.0, camera_rate=5)
+    try:
+        res = node.set_parameters([Parameter('real_time_factor', value=0.5)])
+        assert res[0].successful
+        assert node.device.health()['target_rtf'] == 0.5
+        res = node.set_parameters([Parameter('real_time_factor', value=-2.0)])
+        assert not res[0].successful and node.device.health()['target_rtf'] == 0.5
+        res = node.set_parameters([Parameter('publish_rate', value=5.0)])
+        assert not res[0].successful
+        assert node.cameras.streams[0].cfg.rate == 5.0
+        assert not math.isnan(node.device.snapshot.time)
+    finally:
+        node.destroy_node()
