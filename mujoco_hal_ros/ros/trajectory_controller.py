@@ -485,7 +485,9 @@ class TrajectoryController:
 
     def destroy(self):
         with self._lock:
-            self._preempt('the controller is shutting down')
+            old, self._active = self._active, None
+        if old is not None:
+            old.finish('aborted', Result.INVALID_GOAL, 'the controller is shutting down')
         self.node.destroy_timer(self._timer)
         self.node.destroy_subscription(self._sub)
         self.node.destroy_publisher(self._state_pub)
