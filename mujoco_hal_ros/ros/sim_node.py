@@ -50,6 +50,7 @@ class SimNode(Node):
     def __init__(self, node_name='sim_node', **kwargs):
         super().__init__(node_name, **kwargs)
         self.device = None
+        self.swap = None
         self._threads_started = False
         self.p = self._declare_all()
         device_file, model = P.device_arguments(self.p)
@@ -59,6 +60,9 @@ class SimNode(Node):
         try:
             self._build()
         except BaseException:
+            if self.swap is not None:
+                self.swap.destroy()
+                self.swap = None
             self.device.close()
             raise
 
@@ -156,7 +160,6 @@ class SimNode(Node):
         device, p = self.device, self.p
         self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame)
         camera_configs = self._declare_cameras()
-        self._check_unknown_overrides()
         log = self.get_logger()
         self.state = StatePublisher(self, device, self.frames, p, log)
         self.cameras = CameraPublisher(self, device, self.frames, camera_configs,
@@ -165,6 +168,8 @@ class SimNode(Node):
         self.markers_pub = self.create_publisher(MarkerArray, 'scene_markers', TF_STATIC_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
         self.control = Control(self, device)
+        self._attach_swap(log)
+        self._check_unknown_overrides()     # after every part declared its parameters
         snap = device.snapshot
         self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
             snap, cv.stamp(snap.time))))
@@ -184,6 +189,15 @@ class SimNode(Node):
         self._threads_started = True
         if p.log_summary:
             self._log_start()
+
+    def _attach_swap(self, log):
+        """The real arm's controller interfaces (trajectory controller, ...), where present."""
+        try:
+            from .swap import attach_swap_interfaces
+        except ImportError as err:
+            log.warning(f'real-arm controller interfaces not served: {err}')
+            return
+        self.swap = attach_swap_interfaces(self, self.device, self.p)
 
     def _publish_markers(self):
         try:
@@ -206,7 +220,8 @@ class SimNode(Node):
                                                                       'scene_markers',
                                                                       'diagnostics']
                                              + self.cameras.describe()))
-        log.info('serving: ' + ', '.join(self.control.describe()))
+        log.info('serving: ' + ', '.join(self.control.describe() + (
+            self.swap.describe() if self.swap is not None else [])))
 
     def health_line(self):
         h = self.device.health()
@@ -258,6 +273,9 @@ class SimNode(Node):
             self.cameras.stop()
             self.control.destroy()
             self._threads_started = False
+        if self.swap is not None:
+            self.swap.destroy()
+            self.swap = None
         if self.device is not None:
             self.device.close()
         return super().destroy_node()
