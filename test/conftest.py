@@ -6,24 +6,48 @@ source tree first, whose ``mujoco_hal_ros`` has no generated ``msg``/``srv``/``a
 then the installed package's directory is appended to ``mujoco_hal_ros.__path__`` so those
 resolve from the install while the Python sources under test stay the checked-out ones.
 
-ROS domain. Every test process picks its own ``ROS_DOMAIN_ID`` (100..200) and keeps
-discovery on this host, so parallel runs and other engineers' nodes stay invisible; child
-processes inherit it.
+ROS domain. Every test process claims its own ``ROS_DOMAIN_ID`` (100..200, a file lock
+under the temp dir so two test processes on this machine never share one) and keeps
+discovery on this host, so parallel runs stay invisible to each other; children inherit it.
 """
 
 import contextlib
+import fcntl
 import importlib.util
 import os
 import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 
-if 'MUJOCO_HAL_ROS_TEST_DOMAIN' not in os.environ:
-    os.environ['MUJOCO_HAL_ROS_TEST_DOMAIN'] = str(random.Random(os.getpid()).randint(100, 200))
+_DOMAIN_LOCK = None
+
+
+def _claim_domain():
+    """A random domain in 100..200 that no other test process here holds (a file lock)."""
+    global _DOMAIN_LOCK
+    folder = os.path.join(tempfile.gettempdir(), 'mujoco_hal_ros_test_domains')
+    os.makedirs(folder, exist_ok=True)
+    candidates = list(range(100, 201))
+    random.Random(os.getpid() ^ time.time_ns()).shuffle(candidates)
+    for domain in candidates:
+        handle = open(os.path.join(folder, f'{domain}.lock'), 'w')
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        _DOMAIN_LOCK = handle         # held until this process exits
+        return domain
+    return candidates[0]
+
+
+if 'MUJOCO_HAL_ROS_TEST_DOMAIN' not in os.environ:    # a nested pytest keeps its parent's
+    os.environ['MUJOCO_HAL_ROS_TEST_DOMAIN'] = str(_claim_domain())
 os.environ['ROS_DOMAIN_ID'] = os.environ['MUJOCO_HAL_ROS_TEST_DOMAIN']
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 
@@ -101,18 +125,18 @@ def stop_process(proc, grace=5.0):
 def spawn(tmp_path):
     """Start commands in their own process group; every one is stopped at teardown.
 
-    ``spawn(cmd, env=None, name=None)`` returns the Popen with stdout+stderr going to a
-    file; ``spawn.output(proc)`` reads it so far.
+    ``spawn(cmd, env=None, name=None, cwd=None)`` returns the Popen with stdout+stderr going
+    to a file (cwd: the test's tmp_path unless given); ``spawn.output(proc)`` reads it so far.
     """
     procs = []
 
-    def start(cmd, env=None, name=None):
+    def start(cmd, env=None, name=None, cwd=None):
         log = tmp_path / f'{name or "proc"}-{len(procs)}.log'
         full_env = dict(os.environ)
         full_env.update(env or {})
         handle = open(log, 'wb')
         proc = subprocess.Popen(cmd, stdout=handle, stderr=subprocess.STDOUT, env=full_env,
-                                start_new_session=True)
+                                cwd=cwd or tmp_path, start_new_session=True)
         proc.log_path = log
         proc.log_handle = handle
         procs.append(proc)

@@ -21,6 +21,7 @@ from rcl_interfaces.msg import (  # noqa: E402
 import rclpy  # noqa: E402
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup  # noqa: E402
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor  # noqa: E402
+from rclpy.logging import LoggingSeverity  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
@@ -168,8 +169,15 @@ class SimNode(Node):
         self.markers_pub = self.create_publisher(MarkerArray, 'scene_markers', TF_STATIC_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
         self.control = Control(self, device)
-        self._attach_swap(log)
-        self._check_unknown_overrides()     # after every part declared its parameters
+        # Parts log as they come up; a typo found by the check below must still be the one
+        # line the user sees, so their start-up info waits for the check to pass.
+        level = log.get_effective_level()
+        log.set_level(max(level, LoggingSeverity.WARN))
+        try:
+            self._attach_swap(log)
+            self._check_unknown_overrides()     # after every part declared its parameters
+        finally:
+            log.set_level(level)
         snap = device.snapshot
         self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
             snap, cv.stamp(snap.time))))
