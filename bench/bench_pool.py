@@ -38,6 +38,7 @@ from mujoco_hal_ros.pool import EnvPool  # noqa: E402
 INTEG = mujoco.mjtState.mjSTATE_INTEGRATION
 FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 NSTEP = 10
+BUSY = []  # CPU share the single-threaded baseline got, per measurement
 
 
 def load(name):
@@ -130,6 +131,7 @@ def bench_model(name, args):
 
         wall, cpu = interleaved({'bare': bare, 'pool': pooled, 'rollout': rolled}, 3)
         work = 3 * calls * n * NSTEP
+        BUSY.append(cpu['bare'] / wall['bare'])
         rows.append((name, n, work / wall['bare'], work / wall['pool'],
                      cpu['pool'] / wall['pool'], work / wall['rollout'],
                      cpu['rollout'] / wall['rollout'], cpu['bare'] / cpu['pool']))
@@ -221,6 +223,10 @@ def main():
           'pool/rollout >= 1.0')
     print('cpu-eff: bare CPU seconds / pool CPU seconds for the same work (1.0 = no '
           'threading or bookkeeping overhead; independent of how busy the machine is)')
+    if BUSY and min(BUSY) < 0.9:
+        print(f'WARNING: other processes held the CPUs (the 1-thread baseline got as little '
+              f'as {min(BUSY):.2f} of a core, load average now {os.getloadavg()[0]:.2f}); '
+              f'the throughput ratios above measure that load, cpu-eff does not')
     print()
     print(f'{"model":6} {"operation":40} {"pool ms":>9} {"loop ms":>9} {"speed-up":>9}')
     for name, label, t_pool, t_loop in other_rows:

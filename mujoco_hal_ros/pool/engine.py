@@ -6,10 +6,12 @@ inputs, so chunked calls drift from an uninterrupted ``mj_step`` loop (measured 
 qpos after 30 calls of 10 steps, where contacts make the warm start matter). Restoring the full
 ``mjSTATE_INTEGRATION`` row per environment is bit-identical instead. mj_step releases the GIL,
 and at 10 steps per call the three Python-level calls per environment (set state, step, get
-state) cost about 2-3% of a Panda/Go1 environment's work (measured single-threaded: pool
-44.9k vs bare loop 44.0k vs rollout 40.8k Panda steps/s). Scratch MjData are per thread and
-per model variant (~0.75 MB each on Panda), never per environment, so memory does not grow
-with nbatch beyond the state rows.
+state) cost about 2-3% of a Panda/Go1 environment's work: ``bench/bench_pool.py`` shows
+the pool spending the same CPU time as a single-threaded loop doing the same steps
+(cpu-eff 1.00-1.03 at N=256/1024), and on a lightly loaded 2-vCPU VM pool/bare was 1.87-1.97 with
+pool/rollout 0.95-0.99 at N=256 and 1024 (rollout pays for copying out every step's state
+instead). Scratch MjData are per thread and per model variant (~0.75 MB each on Panda), never
+per environment, so memory does not grow with nbatch beyond the state rows.
 """
 
 import copy
