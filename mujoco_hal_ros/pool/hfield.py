@@ -7,6 +7,7 @@ against ``mj_ray`` on the real hfield geom). Points outside the field come back 
 than a clamped edge height so a caller cannot mistake "off the map" for flat ground.
 """
 
+import mujoco
 import numpy as np
 
 from ..errors import InvalidArgument
@@ -26,7 +27,6 @@ def grid(model, hfield_id):
 
 def geom_of(model, hfield_id):
     """The first geom that instantiates the height field (it carries the world pose)."""
-    import mujoco
     for g in range(model.ngeom):
         if (model.geom_type[g] == mujoco.mjtGeom.mjGEOM_HFIELD
                 and model.geom_dataid[g] == hfield_id):
