@@ -12,12 +12,13 @@ steady-clock timer completes, so the node keeps serving while a trajectory runs,
 the simulation paused (a timer on simulated time would stop with it).
 """
 
+import array
 import threading
 import time
 
-from action_msgs.msg import GoalStatus  # noqa: F401  (documents the statuses used)
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTrajectoryControllerState
+import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -31,6 +32,7 @@ from ..errors import ConfigError, DeviceError
 
 Result = FollowJointTrajectory.Result
 CHECK_HZ = 100.0                 # tolerance checks, steady clock
+RESULT_TIMEOUT_S = 5             # a finished goal stays in every status message this long
 PREEMPTED = 'Current goal cancelled due to new incoming action.'   # as ros2_controllers says
 
 
@@ -45,13 +47,17 @@ def _duration_msg(t):
     return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
+def _doubles(values):
+    return array.array('d', np.ascontiguousarray(values, dtype=np.float64).tobytes())
+
+
 def _point(positions, velocities=None, accelerations=None, t=None):
     p = JointTrajectoryPoint()
-    p.positions = [float(v) for v in positions]
+    p.positions = _doubles(positions)
     if velocities is not None:
-        p.velocities = [float(v) for v in velocities]
+        p.velocities = _doubles(velocities)
     if accelerations is not None:
-        p.accelerations = [float(v) for v in accelerations]
+        p.accelerations = _doubles(accelerations)
     if t is not None:
         p.time_from_start = _duration_msg(t)
     return p
@@ -149,8 +155,9 @@ def points_of(trajectory):
 class _Active:
     """The trajectory that owns the controller's joints now, and who asked for it."""
 
-    def __init__(self, execution, tolerances, handle=None):
+    def __init__(self, execution, tolerances, handle=None, joints=None):
         self.execution = execution
+        self.columns = [joints.index(j) for j in execution.checked.joints] if joints else []
         self.tolerances = tolerances
         self.handle = handle                 # None for a trajectory from the topic
         self.future = Future() if handle is not None else None
@@ -233,6 +240,11 @@ class TrajectoryController:
                 raise ConfigError(f'must be 0 or more, got {value!r}',
                                   where=f'parameter {p}{key}')
         self._accept_no_effect(node, p, given)
+        goals = jt.trajectory_joints(device.layout)
+        jids = [goals[j].joint for j in self.joints]
+        self._acts = np.array([goals[j].actuator for j in self.joints])
+        self._qadr = np.asarray(device.model.jnt_qposadr[jids])
+        self._dadr = np.asarray(device.model.jnt_dofadr[jids])
         self.defaults = jt.Tolerances.defaults(len(self.joints), trajectory=path_tol,
                                                goal=goal_tol, stopped_velocity=stopped,
                                                goal_time=goal_time)
@@ -243,7 +255,8 @@ class TrajectoryController:
         self._server = ActionServer(
             node, FollowJointTrajectory, f'{name}/follow_joint_trajectory',
             execute_callback=self._execute, goal_callback=self._on_goal,
-            cancel_callback=self._on_cancel, callback_group=requests)
+            cancel_callback=self._on_cancel, callback_group=requests,
+            result_timeout=RESULT_TIMEOUT_S)
         self._sub = node.create_subscription(JointTrajectory, f'{name}/joint_trajectory',
                                              self._on_topic, 10, callback_group=requests)
         self._state_pub = node.create_publisher(JointTrajectoryControllerState,
@@ -338,7 +351,7 @@ class TrajectoryController:
                 handle.abort()
                 return Result(error_code=Result.INVALID_GOAL, error_string=str(exc))
             self._preempt(PREEMPTED)
-            active = _Active(execution, tol, handle)
+            active = _Active(execution, tol, handle, self.joints)
             self._active = active
             self.counts['accepted'] += 1
         outcome, result = await active.future
@@ -375,7 +388,7 @@ class TrajectoryController:
                 execution = jt.follow(self.device, checked, delay=self._delay(msg.header.stamp),
                                       smooth_positions=self.smooth_positions)
                 self._preempt('preempted by a trajectory on the joint_trajectory topic')
-                self._active = _Active(execution, None)
+                self._active = _Active(execution, None, None, self.joints)
         except DeviceError as exc:
             self._reject('joint_trajectory message', exc)
 
@@ -452,30 +465,23 @@ class TrajectoryController:
             return
         self._last_state = now
         snap = self.device.snapshot
-        goals = jt.trajectory_joints(self.device.layout)
-        gs = [goals[j] for j in self.joints]
-        model = self.device.model
-        qadr = [int(model.jnt_qposadr[g.joint]) for g in gs]
-        dadr = [int(model.jnt_dofadr[g.joint]) for g in gs]
-        ref_p = [float(snap.setpoint[g.actuator]) for g in gs]
-        ref_v = [0.0] * len(gs)
-        ref_a = [0.0] * len(gs)
+        ref_p = snap.setpoint[self._acts]
+        ref_v = np.zeros(len(self.joints))
+        ref_a = np.zeros(len(self.joints))
         a = self._active
         if a is not None:
             dp, dv, da = a.execution.desired(snap.time)
-            for k, j in enumerate(a.execution.checked.joints):
-                i = self.joints.index(j)
-                ref_p[i], ref_v[i], ref_a[i] = float(dp[k]), float(dv[k]), float(da[k])
-        act_p = [float(snap.qpos[i]) for i in qadr]
-        act_v = [float(snap.qvel[i]) for i in dadr]
+            cols = a.columns
+            ref_p[cols], ref_v[cols], ref_a[cols] = dp, dv, da
+        act_p = snap.qpos[self._qadr]
+        act_v = snap.qvel[self._dadr]
         msg = JointTrajectoryControllerState()
         msg.header.stamp = self.node.get_clock().now().to_msg()
-        msg.joint_names = list(self.joints)
+        msg.joint_names = self.joints
         msg.reference = _point(ref_p, ref_v, ref_a)
         msg.feedback = _point(act_p, act_v)
-        msg.error = _point([r - q for r, q in zip(ref_p, act_p)],
-                           [r - q for r, q in zip(ref_v, act_v)])
-        msg.output = _point([float(snap.setpoint[g.actuator]) for g in gs])
+        msg.error = _point(ref_p - act_p, ref_v - act_v)
+        msg.output = _point(snap.setpoint[self._acts])
         self._state_pub.publish(msg)
 
     # --- lifetime -------------------------------------------------------------------------
