@@ -1,10 +1,12 @@
 """Shared test set-up: a private ROS domain, the generated interfaces, and child processes.
 
-Import path. Every sourced ament prefix's site-packages is put on ``sys.path``. ``colcon test`` runs pytest from the build directory with the installed
-package on PYTHONPATH. Run by hand from the repository root, ``python -m pytest`` puts the
-source tree first, whose ``mujoco_hal_ros`` has no generated ``msg``/``srv``/``action``;
-then the installed package's directory is appended to ``mujoco_hal_ros.__path__`` so those
-resolve from the install while the Python sources under test stay the checked-out ones.
+Import path. Every sourced ament prefix's site-packages is put on ``sys.path`` (stand-ins
+such as tf2_msgs live in their own prefix). ``colcon test`` runs pytest from the build
+directory with the installed package on PYTHONPATH. Run by hand from the repository root,
+``python -m pytest`` puts the source tree first, whose ``mujoco_hal_ros`` has no generated
+``msg``/``srv``/``action``; then the installed package's directory is appended to
+``mujoco_hal_ros.__path__`` so those resolve from the install while the Python sources
+under test stay the checked-out ones.
 
 ROS domain. Every test process claims its own ``ROS_DOMAIN_ID`` (100..200, a file lock
 under the temp dir so two test processes on this machine never share one) and keeps

@@ -189,6 +189,7 @@ class SimNode(Node):
             self.create_timer(p.summary_period, self._log_health, callback_group=self._slow)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._last_unstable = 0
+        self._hardware_id = str(device.describe()['id'])
         # Meshes can hold 10^5 triangles: build the markers off the start-up path.
         threading.Thread(target=self._publish_markers, name='sim_node-markers',
                          daemon=True).start()
@@ -224,10 +225,8 @@ class SimNode(Node):
         log.info(f'{d["device"]} ({d["id"]}): {d["model"]}, timestep {d["timestep"]:g} s, '
                  f'real_time_factor {self.p.real_time_factor:g}'
                  f'{", paused" if self.p.start_paused else ""}, namespace {ns}')
-        log.info('publishing: ' + ', '.join(self.state.describe() + ['/tf_static',
-                                                                      'scene_markers',
-                                                                      'diagnostics']
-                                             + self.cameras.describe()))
+        published = self.state.describe() + ['/tf_static', 'scene_markers', 'diagnostics']
+        log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
         log.info('serving: ' + ', '.join(self.control.describe() + (
             self.swap.describe() if self.swap is not None else [])))
 
@@ -267,7 +266,7 @@ class SimNode(Node):
             values[f'camera {name} fps'] = fps
         status = DiagnosticStatus(level=level, name=f'{self.get_fully_qualified_name()}: '
                                   'simulation', message=message,
-                                  hardware_id=str(self.device.describe()['id']),
+                                  hardware_id=self._hardware_id,
                                   values=[KeyValue(key=k, value=_text(v))
                                           for k, v in values.items()])
         msg = DiagnosticArray(status=[status])

@@ -1,0 +1,357 @@
+"""sim_node against bare MuJoCo, all measured in this one run.
+
+    . .venv/bin/activate && . install/setup.bash && python bench/bench_node.py [--quick]
+
+The node runs as users run it (the installed executable, its own process, real DDS); this
+process measures as a client would. Ratios:
+
+- node overhead: physics steps/s of sim_node at real_time_factor 0 while it publishes
+  joint_states and /tf at 1 kHz, divided by a bare ``mj_step`` loop on the same model
+  (goal >= 0.85). Also divided by the core ``Device`` alone, which isolates what the ROS
+  layer costs from what the core's chunked stepping costs.
+- real time: measured real-time factor at 1.0 with joint_states at 500 Hz and the
+  640x480 camera subscribed, from message stamps against arrival times; and the p99
+  interval between joint_states arrivals in publish periods (1.0 is perfect).
+- camera: published frames/s with the camera rate set far above what rendering can do,
+  divided by a bare CameraRenderer loop (the core renderer without ROS).
+- latency: move_to goal accepted -> first joint motion seen in joint_states, and hold
+  answered -> every joint velocity below 0.01 rad/s, in ms.
+
+On a shared 2-core machine other processes' load lands in every number; the bare loops
+run just before the node they are compared with so the load is similar.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from mujoco_hal_ros import gl
+
+gl.ensure_headless_gl()
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+import rclpy  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.serialization import deserialize_message  # noqa: E402
+from sensor_msgs.msg import Image, JointState  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from mujoco_hal_ros.action import MoveTo  # noqa: E402
+from mujoco_hal_ros.camera import CameraRenderer  # noqa: E402
+from mujoco_hal_ros.device import Device  # noqa: E402
+from mujoco_hal_ros.ros.params import builtin_device_file  # noqa: E402
+from mujoco_hal_ros.menagerie import bench_arm_path  # noqa: E402
+
+OVERHEAD_GOAL = 0.85
+
+
+def sim_command():
+    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
+        exe = os.path.join(prefix, 'lib', 'mujoco_hal_ros', 'sim_node')
+        if prefix and os.path.isfile(exe):
+            return [sys.executable, exe]
+    sys.exit('sim_node is not installed: run `bash scripts/setup.sh` and '
+             '`. install/setup.bash` first')
+
+
+def process_cpu_s(pid):
+    """User + system CPU seconds of a whole process (every thread), from /proc."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def bare_steps_per_s(seconds):
+    """(steps per wall second, steps per CPU second) of a bare mj_step loop."""
+    m = mujoco.MjModel.from_xml_path(bench_arm_path())
+    d = mujoco.MjData(m)
+    n, t0, c0 = 0, time.perf_counter(), time.thread_time()
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(100):
+            mujoco.mj_step(m, d)
+        n += 100
+    return n / (time.perf_counter() - t0), n / max(time.thread_time() - c0, 1e-9)
+
+
+def device_steps_per_s(seconds):
+    """(per wall second, per CPU second of this process) for the core Device at rtf 0."""
+    with Device(builtin_device_file(), model=bench_arm_path(), real_time_factor=0) as dev:
+        time.sleep(0.3)
+        h0, t0, c0 = dev.health()['steps'], time.monotonic(), process_cpu_s(os.getpid())
+        time.sleep(seconds)
+        steps = dev.health()['steps'] - h0
+        return (steps / (time.monotonic() - t0),
+                steps / max(process_cpu_s(os.getpid()) - c0, 1e-9))
+
+
+def bare_camera_fps(seconds):
+    m = mujoco.MjModel.from_xml_path(bench_arm_path())
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    with CameraRenderer(m, 'overhead', 640, 480) as cam:
+        cam.render_rgb(d)                       # the first frame sets the context up
+        n, t0 = 0, time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            cam.render_rgb(d)
+            n += 1
+        return n / (time.monotonic() - t0)
+
+
+class Probe:
+    """A client node in this process recording arrivals (raw messages: cheap callbacks)."""
+
+    def __init__(self):
+        self.ctx = rclpy.Context()
+        rclpy.init(context=self.ctx, args=[])
+        self.node = rclpy.create_node('bench_node_probe', context=self.ctx)
+        self.ex = SingleThreadedExecutor(context=self.ctx)
+        self.ex.add_node(self.node)
+        self.js, self.images, self.diag = [], [], []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self):
+        while not self._stop.is_set():
+            try:
+                self.ex.spin_once(timeout_sec=0.1)
+            except Exception:  # noqa: BLE001 - entities destroyed while waiting
+                pass
+
+    def subscribe(self, joint_states=True, image=False, diagnostics=False):
+        subs = []
+        if joint_states:
+            subs.append(self.node.create_subscription(
+                JointState, 'joint_states',
+                lambda raw: self.js.append((time.monotonic(), raw)), 1000, raw=True))
+        if image:
+            subs.append(self.node.create_subscription(
+                Image, 'overhead/image_raw', lambda raw: self.images.append(time.monotonic()),
+                2, raw=True))
+        if diagnostics:
+            subs.append(self.node.create_subscription(
+                DiagnosticArray, 'diagnostics',
+                lambda m: self.diag.append((time.monotonic(), {
+                    kv.key: kv.value for kv in m.status[0].values})), 10))
+        return subs
+
+    def drop(self, subs):
+        for s in subs:
+            self.node.destroy_subscription(s)
+
+    def wait(self, future, timeout=20.0):
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(timeout):
+            raise RuntimeError(f'no answer within {timeout} s')
+        return future.result()
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(5.0)
+        self.ex.shutdown(timeout_sec=2.0)
+        self.node.destroy_node()
+        rclpy.shutdown(context=self.ctx)
+
+
+def start_sim(*params):
+    cmd = sim_command() + ['--ros-args'] + [a for p in params for a in ('-p', p)]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def stop_sim(proc):
+    import signal
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(5.0)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(5.0)
+
+
+def wait_until(pred, timeout, what):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f'timed out waiting for {what}')
+
+
+def measure_overhead(probe, seconds):
+    bare, bare_cpu = bare_steps_per_s(min(seconds, 2.0))
+    core, core_cpu = device_steps_per_s(min(seconds, 2.0))
+    proc = start_sim('real_time_factor:=0.0', 'publish_rate:=1000.0', 'tf_rate:=1000.0')
+    subs = probe.subscribe(diagnostics=True)
+    try:
+        wait_until(lambda: len(probe.diag) >= 2, 60.0, 'sim_node diagnostics')
+        n = len(probe.diag)
+        wait_until(lambda: len(probe.diag) > n, 5.0, 'the next diagnostics')
+        first, c0 = probe.diag[-1], process_cpu_s(proc.pid)
+        time.sleep(seconds)
+        n = len(probe.diag)
+        wait_until(lambda: len(probe.diag) > n, 5.0, 'the next diagnostics')
+        last, c1 = probe.diag[-1], process_cpu_s(proc.pid)
+        steps = float(last[1]['steps']) - float(first[1]['steps'])
+        node = steps / (last[0] - first[0])
+        node_cpu = steps / max(c1 - c0, 1e-9)
+        js_hz = float(last[1]['joint_states_hz'])
+    finally:
+        probe.drop(subs)
+        stop_sim(proc)
+    return {'bare_steps_per_s': bare, 'device_steps_per_s': core, 'node_steps_per_s': node,
+            'bare_steps_per_cpu_s': bare_cpu, 'device_steps_per_cpu_s': core_cpu,
+            'node_steps_per_cpu_s': node_cpu, 'node_joint_states_hz': js_hz,
+            'overhead_ratio': node / bare, 'overhead_ratio_vs_device': node / core,
+            'overhead_ratio_cpu': node_cpu / bare_cpu,
+            'overhead_ratio_cpu_vs_device': node_cpu / core_cpu}
+
+
+def joint_state(raw):
+    return deserialize_message(raw, JointState)
+
+
+def measure_real_time(probe, seconds, latency_rounds):
+    proc = start_sim('real_time_factor:=1.0', 'publish_rate:=500.0')
+    probe.js.clear()
+    probe.images.clear()
+    subs = probe.subscribe(joint_states=True, image=True)
+    try:
+        wait_until(lambda: len(probe.images) >= 3, 60.0, 'camera frames')
+        start = len(probe.js)
+        time.sleep(seconds)
+        window = probe.js[start:]
+        first, last = joint_state(window[0][1]), joint_state(window[-1][1])
+        stamp = (last.header.stamp.sec + last.header.stamp.nanosec * 1e-9) - \
+            (first.header.stamp.sec + first.header.stamp.nanosec * 1e-9)
+        wall = window[-1][0] - window[0][0]
+        intervals = np.diff([t for t, _ in window]) * 500.0
+        cam_times = [t for t in probe.images if t >= window[0][0]]
+        cam_fps = (len(cam_times) - 1) / (cam_times[-1] - cam_times[0]) \
+            if len(cam_times) > 1 else 0.0
+        out = {'measured_rtf': stamp / wall, 'joint_states_hz': (len(window) - 1) / wall,
+               'p99_interval_periods': float(np.percentile(intervals, 99)),
+               'max_interval_periods': float(intervals.max()), 'camera_fps_at_10hz': cam_fps}
+        probe.drop(subs[1:])            # latency runs without the camera
+        subs = subs[:1]
+        out.update(measure_latency(probe, latency_rounds))
+    finally:
+        probe.drop(subs)
+        stop_sim(proc)
+    return out
+
+
+def measure_latency(probe, rounds):
+    mover = ActionClient(probe.node, MoveTo, 'move_to')
+    holder = probe.node.create_client(Trigger, 'hold')
+    if not mover.wait_for_server(timeout_sec=20.0) or not holder.wait_for_service(20.0):
+        raise RuntimeError('move_to/hold not served')
+    targets = [(0.14, 0.06, 0.09), (0.2, -0.05, 0.04)]
+    starts, stops = [], []
+    try:
+        for i in range(rounds):
+            probe.wait(holder.call_async(Trigger.Request()))
+            time.sleep(0.5)
+            q0 = np.array(joint_state(probe.js[-1][1]).position)
+            goal = MoveTo.Goal()
+            goal.target.x, goal.target.y, goal.target.z = targets[i % 2]
+            handle = probe.wait(mover.send_goal_async(goal))
+            accepted = time.monotonic()
+            n = len(probe.js)
+            wait_until(lambda: any(
+                np.abs(np.array(joint_state(r).position) - q0).max() > 1e-4
+                for _, r in probe.js[n:]), 10.0, 'joint motion')
+            moved = next(t for t, r in probe.js[n:]
+                         if np.abs(np.array(joint_state(r).position) - q0).max() > 1e-4)
+            starts.append((moved - accepted) * 1e3)
+            time.sleep(0.3)                                    # well into the move
+            probe.wait(holder.call_async(Trigger.Request()))
+            held = time.monotonic()
+            n = len(probe.js)
+            wait_until(lambda: any(np.abs(joint_state(r).velocity).max() < 0.01
+                                   for _, r in probe.js[n:]), 10.0, 'joints at rest')
+            still = next(t for t, r in probe.js[n:]
+                         if np.abs(joint_state(r).velocity).max() < 0.01)
+            stops.append((still - held) * 1e3)
+            probe.wait(handle.get_result_async())
+    finally:
+        mover.destroy()
+        probe.node.destroy_client(holder)
+    return {'move_to_first_motion_ms': float(np.median(starts)),
+            'move_to_first_motion_ms_max': float(np.max(starts)),
+            'hold_to_still_ms': float(np.median(stops)),
+            'hold_to_still_ms_max': float(np.max(stops))}
+
+
+def measure_camera(probe, seconds):
+    bare = bare_camera_fps(min(seconds, 3.0))
+    proc = start_sim('real_time_factor:=1.0', 'cameras.overhead.rate:=240.0')
+    probe.images.clear()
+    subs = probe.subscribe(joint_states=False, image=True)
+    try:
+        wait_until(lambda: len(probe.images) >= 3, 60.0, 'camera frames')
+        n0, t0 = len(probe.images), time.monotonic()
+        time.sleep(seconds)
+        fps = (len(probe.images) - n0) / (time.monotonic() - t0)
+    finally:
+        probe.drop(subs)
+        stop_sim(proc)
+    return {'bare_renderer_fps': bare, 'published_fps': fps, 'camera_ratio': fps / bare}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--quick', action='store_true', help='short runs (about a minute)')
+    parser.add_argument('--json', action='store_true', help='print one JSON line as well')
+    args = parser.parse_args()
+    seconds = 3.0 if args.quick else 10.0
+    rounds = 3 if args.quick else 10
+    os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+    if 'ROS_DOMAIN_ID' not in os.environ:
+        os.environ['ROS_DOMAIN_ID'] = str(100 + os.getpid() % 100)
+    probe = Probe()
+    results = {}
+    try:
+        results.update(measure_overhead(probe, seconds))
+        results.update(measure_real_time(probe, seconds, rounds))
+        results.update(measure_camera(probe, seconds))
+    finally:
+        probe.close()
+    r = results
+    print(f'load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')
+    print(f'node overhead: {r["node_steps_per_s"]:.0f} steps/s at rtf 0 with joint_states '
+          f'{r["node_joint_states_hz"]:.0f} Hz + /tf 1 kHz / bare mj_step '
+          f'{r["bare_steps_per_s"]:.0f} = {r["overhead_ratio"]:.2f} (goal >= {OVERHEAD_GOAL});'
+          f' / core Device alone {r["device_steps_per_s"]:.0f} = '
+          f'{r["overhead_ratio_vs_device"]:.2f}')
+    print(f'node overhead per CPU second (fair under load): {r["node_steps_per_cpu_s"]:.0f} / '
+          f'bare {r["bare_steps_per_cpu_s"]:.0f} = {r["overhead_ratio_cpu"]:.2f}; / core '
+          f'Device {r["device_steps_per_cpu_s"]:.0f} = {r["overhead_ratio_cpu_vs_device"]:.2f}')
+    print(f'real time: measured factor {r["measured_rtf"]:.3f} at 1.0 with joint_states '
+          f'{r["joint_states_hz"]:.0f} Hz (500 asked) and the camera at '
+          f'{r["camera_fps_at_10hz"]:.1f} fps; p99 interval {r["p99_interval_periods"]:.2f} '
+          f'periods (max {r["max_interval_periods"]:.1f})')
+    print(f'camera: published {r["published_fps"]:.1f} fps / bare CameraRenderer '
+          f'{r["bare_renderer_fps"]:.1f} fps = {r["camera_ratio"]:.2f}')
+    print(f'latency: move_to accepted -> first joint motion {r["move_to_first_motion_ms"]:.1f} '
+          f'ms (max {r["move_to_first_motion_ms_max"]:.1f}); hold -> all velocities < 0.01 '
+          f'{r["hold_to_still_ms"]:.0f} ms (max {r["hold_to_still_ms_max"]:.0f})')
+    if args.json:
+        print(json.dumps(results))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
