@@ -242,3 +242,25 @@ controller_manager:
     finally:
         h.close()
         dev.close()
+
+
+def test_the_example_swap_config_runs_sim_node_unchanged():
+    """config/arm_controller_swap.yaml: sim_node's block plus the shared arm_controller
+    block (what controller_manager loads on the real arm) give the same controller."""
+    from rclpy.parameter import parameter_dict_from_yaml_file
+    path = os.path.join(ROOT, 'config', 'arm_controller_swap.yaml')
+    block = parameter_dict_from_yaml_file(path, target_nodes=['sim_node'])
+    params = {k: p.value for k, p in block.items() if k != 'device_file'}
+    params['controllers_file'] = path
+    dev = bench_device()
+    h = Harness(dev, params)
+    try:
+        t = h.parts.trajectory
+        assert t.name == 'arm_controller' and t.joints == J
+        assert t.defaults.goal_time == 1.0
+        assert list(t.defaults.path_position) == [0.1] * 4
+        assert list(t.defaults.goal_position) == [0.02] * 4
+        assert h.parts.topic.topic == 'joint_commands'
+    finally:
+        h.close()
+        dev.close()
