@@ -247,10 +247,10 @@ controller_manager:
 def test_the_example_swap_config_runs_sim_node_unchanged():
     """config/arm_controller_swap.yaml: sim_node's block plus the shared arm_controller
     block (what controller_manager loads on the real arm) give the same controller."""
-    from rclpy.parameter import parameter_dict_from_yaml_file
+    from rclpy.parameter import parameter_dict_from_yaml_file, parameter_value_to_python
     path = os.path.join(ROOT, 'config', 'arm_controller_swap.yaml')
     block = parameter_dict_from_yaml_file(path, target_nodes=['sim_node'])
-    params = {k: p.value for k, p in block.items() if k != 'device_file'}
+    params = {k: parameter_value_to_python(v) for k, v in block.items() if k != 'device_file'}
     params['controllers_file'] = path
     dev = bench_device()
     h = Harness(dev, params)
