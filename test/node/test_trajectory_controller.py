@@ -250,7 +250,8 @@ def test_the_example_swap_config_runs_sim_node_unchanged():
     from rclpy.parameter import parameter_dict_from_yaml_file, parameter_value_to_python
     path = os.path.join(ROOT, 'config', 'arm_controller_swap.yaml')
     block = parameter_dict_from_yaml_file(path, target_nodes=['sim_node'])
-    params = {k: parameter_value_to_python(v) for k, v in block.items() if k != 'device_file'}
+    params = {k: parameter_value_to_python(v.value) for k, v in block.items()
+              if k != 'device_file'}
     params['controllers_file'] = path
     dev = bench_device()
     h = Harness(dev, params)
