@@ -24,8 +24,10 @@ from .units import parse_quantity
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
 IMPEDANCE_HZ = 4.0   # bandwidth of the joint loop that makes torque motors hold a goal
+COLLISION_RETRIES = 6   # IK restarts that look for an answer where the arm misses itself
 IK_SHARE = 0.2       # IK solves to this share of the tolerance; the servos get the rest
-SETTLE_LIMIT = 2.0   # simulated seconds after its path a move may take to settle
+SETTLE_LIMIT = 30.0  # simulated seconds after its path before a moving arm counts as stuck
+SETTLE_QUIET = 0.3   # simulated seconds without progress that count as settled
 
 
 def load_model(path):
@@ -70,6 +72,8 @@ class Move:
         self.action = action
         self.result = None
         self.plan_end = None
+        self.best_miss = None
+        self.best_time = None
         self.accepted_wall = time.monotonic()
         self._done = threading.Event()
 
@@ -123,6 +127,9 @@ class Device:
                 raise ConfigError('must be above zero', where='connect.timestep')
             self.model.opt.timestep = dt
         self.layout = Layout(self.model, spec)
+        self.gravcomp_bodies = []
+        if connect.get('gravity_compensation', True):
+            self.gravcomp_bodies = self._servo_gravcomp()
         keyframe = keyframe if keyframe is not None else connect.get('keyframe')
         self.keyframe = self._keyframe_id(keyframe)
         self.keyframe_name = keyframe if self.keyframe is not None else None
@@ -180,6 +187,34 @@ class Device:
                               allowed=', '.join(n for n in names if n) or 'none')
         return names.index(name)
 
+    def _servo_gravcomp(self):
+        """Let position servos carry their links' weight, as a real arm's controller does.
+
+        MuJoCo's position actuators are pure PD, so an arm sags under gravity by force/kp
+        (millimetres on Panda, centimetres on UR5e) and never reaches an IK target. Bodies
+        hanging only from servo-driven hinges or slides get ``gravcomp`` (computed inside
+        MuJoCo, no per-step cost); a body with a free, ball or unactuated joint above it (a
+        legged robot's trunk, a passive pendulum, a payload) keeps its weight.
+        """
+        m = self.model
+        servo_joints = {int(m.actuator_trnid[a, 0]) for a in range(m.nu)
+                        if self.layout.drive_of(a) == 'position'}
+        changed = []
+        for b in range(1, m.nbody):
+            if m.body_gravcomp[b] != 0:
+                continue
+            joints, body = [], b
+            while body > 0:
+                joints.extend(range(m.body_jntadr[body],
+                                    m.body_jntadr[body] + m.body_jntnum[body]))
+                body = m.body_parentid[body]
+            if joints and all(j in servo_joints for j in joints):
+                m.body_gravcomp[b] = 1.0
+                changed.append(self.layout.bodies[b] or str(b))
+        if changed and hasattr(m, 'flg_gravcomp'):
+            m.flg_gravcomp = True        # MuJoCo skips gravcomp unless the compiler saw some
+        return changed
+
     def _impedance_loop(self):
         """Gains for torque motors: a joint PD with gravity and Coriolis compensation."""
         m = self.model
@@ -229,6 +264,7 @@ class Device:
                      if self.spec else 'none', 'safe_state': (self.spec or {}).get(
                          'safe_state', {'action': 'hold'}), 'params': dict(self.params),
                      'zero_config': self.layout.zero_config, 'actuators': actuators,
+                     'gravity_compensated': list(self.gravcomp_bodies),
                      'real_time_factor': self.stepper.real_time_factor})
         return desc
 
@@ -397,6 +433,9 @@ class Device:
             sol = ik.solve(self.model, self._scratch, target, q_init=q_start,
                            tolerance=IK_SHARE * tol, aim_tolerance=IK_SHARE * aim_tol, **common)
             ok = sol.pos_error <= tol and (aim is None or sol.aim_error <= aim_tol)
+            if ok and self._self_collides(act, jq, sol.qpos, snap):
+                sol = self._collision_free(act, jq, sol, target, lower, upper, snap, tol,
+                                           aim_tol, common)
             if not ok:
                 what = act.site or act.body
                 if sol.pos_error > tol:
@@ -473,6 +512,46 @@ class Device:
                                  f'still moving after {limit:g} s; '
                                  f'{self.distance_to_go(move) * 1000:.1f} mm to go')
 
+    def _self_collides(self, act, jq, q, snap):
+        """Whether the arm touches itself at ``q`` where it does not now (scratch data).
+
+        Contacts count only between two bodies of the moving point's own tree; touching
+        the table or an object is what a move_to often means to do.
+        """
+        m, d = self.model, self._scratch
+        root = m.body_rootid[m.site_bodyid[self.layout.sites.index(act.site)] if act.site
+                             else self.layout.bodies.index(act.body)]
+
+        def pairs():
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_collision(m, d)
+            out = set()
+            for c in d.contact[:d.ncon]:
+                b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]
+                if m.body_rootid[b1] == root and m.body_rootid[b2] == root:
+                    out.add((min(b1, b2), max(b1, b2)))
+            return out
+        d.qpos[:] = snap.qpos
+        now = pairs()
+        d.qpos[jq] = q
+        return bool(pairs() - now)
+
+    def _collision_free(self, act, jq, sol, target, lower, upper, snap, tol, aim_tol, common):
+        """Seeded retries from other starting configurations for an answer where the arm
+        does not run into itself; the first answer stands when none is found."""
+        rng = np.random.default_rng(0)
+        lo = np.where(np.isfinite(lower), lower, -np.pi)
+        hi = np.where(np.isfinite(upper), upper, np.pi)
+        for k in range(COLLISION_RETRIES):
+            self._scratch.qpos[:] = snap.qpos
+            alt = ik.solve(self.model, self._scratch, target, q_init=rng.uniform(lo, hi),
+                           seed=k + 1, tolerance=IK_SHARE * tol,
+                           aim_tolerance=IK_SHARE * aim_tol, **common)
+            if alt.pos_error <= tol and (common['aim'] is None or alt.aim_error <= aim_tol) \
+                    and not self._self_collides(act, jq, alt.qpos, snap):
+                return alt
+        return sol
+
     def _goal_for_joint(self, joint, act):
         jid = self.layout.joints.index(joint)
         for g in self.layout.goals.values():
@@ -532,9 +611,15 @@ class Device:
         miss = float(np.linalg.norm(self._point_pos(snap, move.point) - move.target))
         aim_error = self._aim_error(snap, move)
         arrived = miss <= tol and (aim_error is None or aim_error <= aim_tol)
-        speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
+        # Settled: the joints are still and the miss stopped shrinking (by 2 % of the
+        # tolerance) for SETTLE_QUIET s. Stillness alone would end an overdamped servo's
+        # slow creep too early; no progress alone, a long swing that first moves away.
         late = snap.time - move.plan_end
-        if not (arrived or late > SETTLE_LIMIT or (speed < 1e-3 and late > 0.2)):
+        if move.best_miss is None or miss < move.best_miss - 0.02 * tol:
+            move.best_miss, move.best_time = miss, snap.time
+        speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
+        settled = speed < 1e-2 and snap.time - move.best_time > SETTLE_QUIET
+        if not (arrived or late > SETTLE_LIMIT or settled):
             return
         if move.then:
             self._apply_then(stepper, move)

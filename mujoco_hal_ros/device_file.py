@@ -17,7 +17,7 @@ from .units import parse_quantity
 TOP_KEYS = {'device', 'id', 'connect', 'read', 'write', 'actions', 'safe_state', 'hazard',
             'description'}
 CONNECT_KEYS = {'mujoco', 'model', 'keyframe', 'timestep', 'action_wait', 'tolerance',
-                'aim_tolerance', 'real_time_factor'}
+                'aim_tolerance', 'real_time_factor', 'gravity_compensation'}
 READ_KEYS = {'unit', 'every', 'map', 'type', 'description', 'min', 'max'}
 READ_MAP_KEYS = {'joint', 'site', 'body', 'axis', 'camera', 'width', 'height', 'depth',
                  'sensor', 'unit'}
@@ -186,6 +186,10 @@ def _connect(section):
             if not value > 0:
                 raise ConfigError(f'must be above zero, got {connect[key]!r}',
                                   where=f'connect.{key}')
+    if 'gravity_compensation' in connect and \
+            not isinstance(connect['gravity_compensation'], bool):
+        raise ConfigError(f'expected true or false, got {connect["gravity_compensation"]!r}',
+                          where='connect.gravity_compensation')
     if 'real_time_factor' in connect:
         rtf = number(connect['real_time_factor'], 'connect.real_time_factor')
         if rtf < 0:
