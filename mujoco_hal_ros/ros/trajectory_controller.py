@@ -178,6 +178,9 @@ class TrajectoryController:
         self.log = node.get_logger()
         self._lock = threading.RLock()
         self._active = None
+        self._starts = {}                # goal id -> its _Active, or why it could not start
+        self._checked = []               # (goal message, its check) from the goal callback
+        self._closing = False
         self.last_rejection = None
         self.counts = {'accepted': 0, 'rejected': 0, 'succeeded': 0, 'aborted': 0,
                        'canceled': 0, 'preempted': 0}
@@ -255,7 +258,8 @@ class TrajectoryController:
         self._server = ActionServer(
             node, FollowJointTrajectory, f'{name}/follow_joint_trajectory',
             execute_callback=self._execute, goal_callback=self._on_goal,
-            cancel_callback=self._on_cancel, callback_group=requests,
+            handle_accepted_callback=self._on_accepted, cancel_callback=self._on_cancel,
+            callback_group=requests,
             result_timeout=RESULT_TIMEOUT_S)
         self._sub = node.create_subscription(JointTrajectory, f'{name}/joint_trajectory',
                                              self._on_topic, 10, callback_group=requests)
@@ -327,34 +331,61 @@ class TrajectoryController:
 
     def _on_goal(self, goal):
         try:
-            self._check(goal)
+            checked = self._check(goal)
         except DeviceError as exc:
             self._reject('goal', exc)
             return GoalResponse.REJECT
+        with self._lock:
+            # The accepted callback gets this very message object: keep the work done.
+            self._checked.append((goal, checked))
+            del self._checked[:-16]
         return GoalResponse.ACCEPT
+
+    def _checked_for(self, goal):
+        with self._lock:
+            for i, (g, checked) in enumerate(self._checked):
+                if g is goal:
+                    del self._checked[i]
+                    return checked
+        return self._check(goal)
 
     def _on_cancel(self, _handle):
         return CancelResponse.ACCEPT
 
+    def _on_accepted(self, handle):
+        """Start the trajectory as soon as the goal is accepted, as the real controller does
+        in its accepted callback; waiting for the execute task would add a scheduling delay
+        (about 15 ms under load) between "accepted" and the first step that moves."""
+        key = bytes(handle.goal_id.uuid)
+        if not handle.is_cancel_requested:
+            with self._lock:
+                try:
+                    checked, tol, delay = self._checked_for(handle.request)
+                    execution = jt.follow(self.device, checked, delay=delay,
+                                          smooth_positions=self.smooth_positions)
+                except DeviceError as exc:
+                    # The state changed since the goal callback (e.g. a reset): nothing moved.
+                    self._reject('goal (at start)', exc)
+                    self._starts[key] = exc
+                else:
+                    self._preempt(PREEMPTED)
+                    self._active = _Active(execution, tol, handle, self.joints)
+                    self._starts[key] = self._active
+                    self.counts['accepted'] += 1
+        handle.execute()
+
     async def _execute(self, handle):
-        if handle.is_cancel_requested:
-            handle.canceled()
-            return Result(error_code=Result.SUCCESSFUL, error_string='canceled before start')
-        with self._lock:
-            try:
-                checked, tol, delay = self._check(handle.request)
-                execution = jt.follow(self.device, checked, delay=delay,
-                                      smooth_positions=self.smooth_positions)
-            except DeviceError as exc:
-                # The state changed since the goal callback (e.g. a reset); nothing moved.
-                self._reject('goal (at start)', exc)
+        start = self._starts.pop(bytes(handle.goal_id.uuid), None)
+        if isinstance(start, DeviceError):
+            handle.abort()
+            return Result(error_code=Result.INVALID_GOAL, error_string=str(start))
+        if start is None:                       # cancelled before it was started
+            if handle.is_cancel_requested:
+                handle.canceled()
+            else:
                 handle.abort()
-                return Result(error_code=Result.INVALID_GOAL, error_string=str(exc))
-            self._preempt(PREEMPTED)
-            active = _Active(execution, tol, handle, self.joints)
-            self._active = active
-            self.counts['accepted'] += 1
-        outcome, result = await active.future
+            return Result(error_code=Result.SUCCESSFUL, error_string='canceled before start')
+        outcome, result = await start.future
         if handle.is_active:
             if outcome == 'succeeded':
                 handle.succeed()
@@ -394,6 +425,8 @@ class TrajectoryController:
 
     # --- monitoring -----------------------------------------------------------------------
     def _tick(self):
+        if self._closing:
+            return
         try:
             with self._lock:
                 self._monitor()
@@ -404,7 +437,7 @@ class TrajectoryController:
                     self._active.finish('aborted', Result.INVALID_GOAL,
                                         f'{type(exc).__name__}: {exc}')
                     self._active = None
-            if not self.device.closed:
+            if not self.device.closed and not self._closing:
                 self.log.error(f'{self.name}: {type(exc).__name__}: {exc}',
                                throttle_duration_sec=5.0)
 
@@ -490,6 +523,7 @@ class TrajectoryController:
         return self._active
 
     def destroy(self):
+        self._closing = True
         with self._lock:
             old, self._active = self._active, None
         if old is not None:
