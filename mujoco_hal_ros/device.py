@@ -237,7 +237,7 @@ class Device:
         kp = inertia * w * w
         kd = 2.0 * inertia * w
         gain = m.actuator_gear[acts, 0] * m.actuator_gainprm[acts, 0]   # torque per ctrl
-        return (np.array(acts), dofs, kp, kd, gain, qadrs)
+        return (np.array(acts), dofs, kp, kd, gain, qadrs, inertia)
 
     # --- reading ----------------------------------------------------------------------------
     @property

@@ -60,7 +60,9 @@ class Stepper:
         self.model, self.data = model, data
         self.keyframe = keyframe
         self._drives = drives                    # per actuator: position/motor_impedance/...
-        self._impedance = impedance              # (actuator ids, dof ids, kp, kd, gain, qadr)
+        self._impedance = impedance   # (actuators, dofs, kp, kd, gain, qadrs, inertia) or None
+        if impedance is not None:
+            self._imp_vel = np.zeros(len(impedance[0]))     # the path's speed, last step
         self.setpoint = np.array(data.ctrl, dtype=float)
         self.plans = []
         self._lock = threading.Lock()
@@ -221,8 +223,12 @@ class Stepper:
     def _drain(self):
         with self._lock:
             mail, self._mail = self._mail, []
+        if not mail:
+            return
         for call in mail:
             call(self)
+        if not self._closed:
+            self.snapshot = self._snap()     # what a request changed reads back at once
 
     def _run(self):
         dt = self.model.opt.timestep
@@ -285,12 +291,16 @@ class Stepper:
         t_start = data.time
         w_start = time.perf_counter()
         ctrl = data.ctrl
+        before = self.setpoint.copy() if self._impedance is not None else None
         if self.plans:
             times = t_start + dt * np.arange(1, n + 1)
             rows = np.empty((n, model.nu))
             rows[:] = self.setpoint
+            smooth = np.zeros(model.nu, dtype=bool)
             for plan in self.plans:
                 rows[:, plan.actuators] = plan.sample(times)
+                if plan.t_end - plan.t0 > dt:
+                    smooth[plan.actuators] = True
             self.setpoint[:] = rows[-1]
             self.plans = [p for p in self.plans if p.t_end > times[-1]]
         else:
@@ -307,13 +317,25 @@ class Stepper:
                     ctrl[:] = row
                     step(model, data)
         else:
-            acts, dofs, kp, kd, gain, qadrs = imp
+            acts, dofs, kp, kd, gain, qadrs, inertia = imp
             qpos, qvel, bias = data.qpos, data.qvel, data.qfrc_bias
+            if rows is not None:
+                # Feed-forward of the path's own speed and acceleration, so the joint loop
+                # tracks a moving setpoint instead of lagging it by kd/kp times its speed.
+                vel = np.diff(np.vstack([before[acts], rows[:, acts]]), axis=0) / dt
+                acc = np.diff(np.vstack([self._imp_vel, vel]), axis=0) / dt
+                self._imp_vel = vel[-1] * smooth[acts]
+                ff = (kd * vel + inertia * acc) * smooth[acts]    # none across a jump
+            else:
+                self._imp_vel = np.zeros(len(acts))
+                ff = None
             for i in range(n):
                 target = rows[i] if rows is not None else self.setpoint
                 ctrl[:] = target
                 # qfrc_bias is from the previous step's forward pass: gravity + Coriolis.
                 torque = kp * (target[acts] - qpos[qadrs]) - kd * qvel[dofs] + bias[dofs]
+                if ff is not None:
+                    torque += ff[i]
                 ctrl[acts] = torque / gain
                 step(model, data)
         self.nstep += n
