@@ -138,9 +138,14 @@ class Client:
         return gh, (gh.get_result_async() if gh.accepted else None)
 
     def setpoint(self):
-        """The controller's commanded positions (controller_state.output), fresh."""
-        self.state = None
-        self.spin_until(lambda: self.state is not None, 5.0)
+        """The controller's commanded positions (controller_state.output) published after
+        this call: older messages may still sit in the subscription's queue."""
+        asked = time.time()
+
+        def fresh():
+            s = self.state
+            return s is not None and s.header.stamp.sec + s.header.stamp.nanosec * 1e-9 > asked
+        self.spin_until(fresh, 5.0)
         return np.array(self.state.output.positions)
 
     def rejections(self):
