@@ -113,6 +113,7 @@ class SimInterfaces:
     # --- simulation state -----------------------------------------------------------------
     def state(self):
         if not self.device.stepper.paused:
+            self.stopped = False          # played meanwhile (e.g. through sim_node's pause)
             return SimulationState.STATE_PLAYING
         return SimulationState.STATE_STOPPED if self.stopped else SimulationState.STATE_PAUSED
 
