@@ -3,8 +3,8 @@
     python bench/bench_trajectory.py [--quick]
 
 The trajectory (joint1..joint7 of Menagerie's Panda from its ``home`` keyframe, out and
-back, 10 points every 0.5 s with positions and velocities, so cubic Hermite segments) runs twice per
-round at real-time factor 1:
+back, 10 points every 0.5 s with positions and velocities, so cubic Hermite segments) runs
+twice per round at real-time factor 1:
 
 * direct: the same checked trajectory handed straight to the Device in-process
   (``joint_trajectory.follow``), the baseline: what the physics and the spline give;

@@ -11,6 +11,7 @@ Everything here is plain Python and numpy; the ROS layer only turns messages int
 arguments below and results back into messages.
 """
 
+import array
 from dataclasses import dataclass
 import math
 import time
@@ -23,6 +24,7 @@ from .errors import ConfigError, DeviceError, InvalidArgument, LimitExceeded, Un
 from .trajectory import Plan
 
 SAMPLES_PER_SEGMENT = 48      # spline samples per segment when checking limits between points
+MAX_SAMPLES = 20000           # ... fewer (at least 8) per segment on very long trajectories
 LIMIT_SLACK = 1e-9            # rad (or m): float noise allowed on a position limit
 RATE_SLACK = 1e-3             # relative: float noise allowed on a max_change_per_s limit
 POSITION_DRIVES = ('position', 'motor_impedance')
@@ -97,6 +99,20 @@ def _vector(values, n, where):
     """A point's field: None/empty means absent; else exactly n finite numbers."""
     if values is None:
         return None
+    if isinstance(values, array.array) and values.typecode == 'd':
+        # What a ROS message holds: already doubles, so only length and finiteness matter
+        # (a long trajectory would otherwise cost a Python check per number).
+        out = np.array(values, dtype=np.float64)
+        if out.size == 0:
+            return None
+        if out.size != n:
+            raise InvalidArgument(f'has {out.size} values for {n} joints', where=where,
+                                  allowed=f'empty or {n} values, in joint_names order')
+        bad = np.flatnonzero(~np.isfinite(out))
+        if bad.size:
+            raise InvalidArgument(f'expected a finite number, got {out[bad[0]]!r}',
+                                  where=f'{where}[{bad[0]}]', allowed='a finite real number')
+        return out
     values = list(values)
     if not values:
         return None
@@ -170,13 +186,30 @@ def check_trajectory(layout, joint_names, points, *, controller_joints=None,
         if accs[-1] is not None and vels[-1] is None:
             raise InvalidArgument('has accelerations but no velocities',
                                   where=f'{where}.velocities')
-    for i in range(len(points)):
+    for i in _suspect_points(goals, positions):
         _check_point(goals, positions[i], f'points[{i}]')
     model = layout.model
     jids = np.array([g.joint for g in goals])
     return Checked(joint_names, goals, np.array([g.actuator for g in goals]),
                    np.asarray(model.jnt_qposadr[jids]), np.asarray(model.jnt_dofadr[jids]),
                    times, positions, vels, accs)
+
+
+def _suspect_points(goals, positions):
+    """Indices of points the kernel may refuse, found in one vectorised pass (the kernel's
+    own test, per channel); only those go through the kernel, which raises on the first."""
+    scale = np.array([g.scale for g in goals])
+    offset = np.array([g.offset for g in goals])
+    lo = np.array([-math.inf if g.min is None else g.min for g in goals])
+    hi = np.array([math.inf if g.max is None else g.max for g in goals])
+    nlo = np.array([g.native_lo for g in goals]) - 1e-9
+    nhi = np.array([g.native_hi for g in goals]) + 1e-9
+    unit = (positions - offset) / scale
+    slack_lo = 1e-9 * np.maximum(1.0, np.abs(np.where(np.isfinite(lo), lo, 0.0)))
+    slack_hi = 1e-9 * np.maximum(1.0, np.abs(np.where(np.isfinite(hi), hi, 0.0)))
+    bad = (unit < lo - slack_lo) | (unit > hi + slack_hi) | (positions < nlo) | \
+        (positions > nhi)
+    return np.flatnonzero(bad.any(axis=1))
 
 
 def _check_point(goals, native, where):
@@ -275,35 +308,37 @@ def spline(checked, start_pos, start_vel=None, start_acc=None, *, smooth_positio
     start_pos = np.asarray(start_pos, dtype=float)
     start_vel = np.zeros(n) if start_vel is None else np.asarray(start_vel, dtype=float)
     start_acc = np.zeros(n) if start_acc is None else np.asarray(start_acc, dtype=float)
-    times = list(checked.times)
-    pos = list(checked.positions)
-    vel = list(checked.velocities)
-    acc = list(checked.accelerations)
+    m = len(checked.times)
+    pos = np.asarray(checked.positions, dtype=float)
+    vel = np.zeros((m, n))
+    acc = np.zeros((m, n))
+    has_v = np.array([v is not None for v in checked.velocities])
+    has_a = np.array([a is not None for a in checked.accelerations])
+    for i in np.flatnonzero(has_v):
+        vel[i] = checked.velocities[i]
+    for i in np.flatnonzero(has_a):
+        acc[i] = checked.accelerations[i]
+    times = np.asarray(checked.times, dtype=float)
     if times[0] > 0.0:
-        times.insert(0, 0.0)
-        pos.insert(0, start_pos)
-        vel.insert(0, start_vel)
-        acc.insert(0, start_acc)
-    times = np.asarray(times)
-    pos = np.asarray(pos)
+        times = np.concatenate([[0.0], times])
+        pos = np.vstack([start_pos, pos])
+        vel = np.vstack([start_vel, vel])
+        acc = np.vstack([start_acc, acc])
+        has_v = np.concatenate([[True], has_v])
+        has_a = np.concatenate([[True], has_a])
     if len(times) == 1:   # a single point at time 0: jump there and stay
         return times, _linear(pos[0], pos[0], 1.0)[None]
-    if smooth_positions and all(v is None for v in vel[1:]):
-        kv = _knot_velocities(times, pos, vel[0] if vel[0] is not None else np.zeros(n))
-        vel = list(kv)
-        vel[-1] = np.zeros(n)
-        acc = [None] * len(times)
-    coeffs = np.empty((len(times) - 1, n, 6))
-    for k in range(len(times) - 1):
-        T = times[k + 1] - times[k]
-        if vel[k] is not None and vel[k + 1] is not None:
-            if acc[k] is not None and acc[k + 1] is not None:
-                coeffs[k] = _quintic(pos[k], vel[k], acc[k], pos[k + 1], vel[k + 1],
-                                     acc[k + 1], T)
-            else:
-                coeffs[k] = _cubic(pos[k], vel[k], pos[k + 1], vel[k + 1], T)
-        else:
-            coeffs[k] = _linear(pos[k], pos[k + 1], T)
+    if smooth_positions and not has_v[1:].any():
+        vel = _knot_velocities(times, pos, vel[0])
+        vel[-1] = 0.0
+        has_v[:] = True
+        has_a[:] = False
+    T = np.diff(times)[:, None]
+    p0, p1, v0, v1, a0, a1 = pos[:-1], pos[1:], vel[:-1], vel[1:], acc[:-1], acc[1:]
+    cubic = (has_v[:-1] & has_v[1:])[:, None, None]
+    quintic = cubic & (has_a[:-1] & has_a[1:])[:, None, None]
+    coeffs = np.where(quintic, _quintic(p0, v0, a0, p1, v1, a1, T),
+                      np.where(cubic, _cubic(p0, v0, p1, v1, T), _linear(p0, p1, T)))
     return times, coeffs
 
 
@@ -333,7 +368,8 @@ def check_spline(checked, knots, coeffs, start_pos):
     A start already outside a limit (a model resting beyond its range) may move back in.
     """
     nseg = coeffs.shape[0]
-    frac = np.linspace(0.0, 1.0, SAMPLES_PER_SEGMENT)
+    per = int(min(SAMPLES_PER_SEGMENT, max(8, MAX_SAMPLES // max(nseg, 1))))
+    frac = np.linspace(0.0, 1.0, per)
     rel = (knots[:-1, None] + frac[None, :] * np.diff(knots)[:, None]).reshape(-1)
     pos, vel, _ = _evaluate(knots, coeffs, rel)
     for j, g in enumerate(checked.goals):
@@ -346,7 +382,7 @@ def check_spline(checked, knots, coeffs, start_pos):
         if worst_lo < lo - LIMIT_SLACK or worst_hi > hi + LIMIT_SLACK:
             bad = worst_lo if worst_lo < lo - LIMIT_SLACK else worst_hi
             seg = int(np.argmax((pos[:, j] < lo - LIMIT_SLACK) | (pos[:, j] > hi + LIMIT_SLACK))
-                      // SAMPLES_PER_SEGMENT)
+                      // per)
             raise LimitExceeded(
                 f'the path of joint {checked.joints[j]!r} reaches {g.to_unit(bad):g} {g.unit} '
                 f'between points {_segment_name(checked, knots, seg)}, outside the limit',
@@ -653,6 +689,6 @@ def _violations(joints, ep, ev, tol_p, tol_v):
     return '; '.join(out)
 
 
-__all__ = ['trajectory_joints', 'controller_joints', 'check_trajectory', 'Checked', 'spline', 'check_spline',
-           'TrajectoryPlan', 'preview', 'follow', 'hold', 'Execution', 'Tolerances',
+__all__ = ['trajectory_joints', 'controller_joints', 'check_trajectory', 'Checked', 'spline',
+           'check_spline', 'TrajectoryPlan', 'preview', 'follow', 'hold', 'Execution', 'Tolerances',
            'goal_tolerances', 'evaluate', 'Verdict', 'errors']
