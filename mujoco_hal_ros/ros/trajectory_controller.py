@@ -364,7 +364,7 @@ class TrajectoryController:
                     checked, tol, delay = self._checked_for(handle.request)
                     execution = jt.follow(self.device, checked, delay=delay,
                                           smooth_positions=self.smooth_positions)
-                except DeviceError as exc:
+                except Exception as exc:  # noqa: BLE001 - the goal must still end, with why
                     # The state changed since the goal callback (e.g. a reset): nothing moved.
                     self._reject('goal (at start)', exc)
                     self._starts[key] = exc
@@ -377,7 +377,7 @@ class TrajectoryController:
 
     async def _execute(self, handle):
         start = self._starts.pop(bytes(handle.goal_id.uuid), None)
-        if isinstance(start, DeviceError):
+        if isinstance(start, Exception):
             handle.abort()
             return Result(error_code=Result.INVALID_GOAL, error_string=str(start))
         if start is None:                       # cancelled before it was started
