@@ -298,7 +298,7 @@ def test_goal_storm_leaves_the_node_alive_consistent_and_able_to_hold(arm):
     move = np.array(arm.move)
     total, malformed, sent = 1000, 0, 0
     inflight = {i: [] for i in range(len(arm.actions))}
-    handles, results = [], []
+    handles, results, cancels = [], [], []
     t0 = time.monotonic()
     stop_sending = t0 + STORM_BUDGET_S
 
@@ -309,6 +309,7 @@ def test_goal_storm_leaves_the_node_alive_consistent_and_able_to_hold(arm):
             results.append(gh.get_result_async())
             if rng.random() < 0.15:
                 gh.cancel_goal_async()
+                cancels.append(gh)
 
     while sent < total or any(inflight.values()):
         if time.monotonic() > stop_sending:
@@ -335,7 +336,8 @@ def test_goal_storm_leaves_the_node_alive_consistent_and_able_to_hold(arm):
     assert arm.proc.poll() is None
     assert total >= STORM_MIN, f'only {total} goals in {STORM_BUDGET_S} s'
     print(f'storm: {total} goals in {storm_s:.1f} s, {statuses.count(GoalStatus.STATUS_ABORTED)}'
-          f' preempted/aborted, {statuses.count(GoalStatus.STATUS_CANCELED)} cancelled, '
+          f' preempted/aborted, {statuses.count(GoalStatus.STATUS_CANCELED)} cancelled (of '
+          f'{len(cancels)} cancel requests, most racing a preemption), '
           f'{statuses.count(GoalStatus.STATUS_SUCCEEDED)} succeeded, {malformed} rejected')
     # Consistent: a finite setpoint, and a goal still succeeds and then holds.
     sp = arm.setpoint()
