@@ -320,8 +320,8 @@ class Device:
         def apply(s):
             now = s.data.time
             start = s.setpoint[acts].copy()
-            for a, st, en, r in zip(acts, start, values, rates):
-                s.add_plan(MinJerkPlan([a], [st], [en], now, duration([en - st], [r])))
+            each = [duration([en - st], [r]) for st, en, r in zip(start, values, rates)]
+            s.add_plan(MinJerkPlan(acts, start, values, now, each))
             self._preempt_if_touched(acts)
         self.stepper.post(apply, wait=True)
         self._record('goals', dict(goals), native)

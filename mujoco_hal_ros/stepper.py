@@ -8,14 +8,17 @@ numpy in one go, so a running goal costs a few microseconds per chunk, not per s
 """
 
 from dataclasses import dataclass
+import math
 import threading
 import time
 
 import mujoco
+from mujoco import rollout
 import numpy as np
 
 from .errors import ClosedError, DeviceError, NOT_PAUSED
 
+FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
 BAD_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
                 mujoco.mjtWarning.mjWARN_BADQVEL)
 
@@ -56,7 +59,7 @@ class Stepper:
 
     def __init__(self, model, data, *, drives, impedance=None, real_time_factor=1.0,
                  start_paused=False, keyframe=None, chunk_time=0.004, on_chunk=None,
-                 on_unstable=None, on_error=None, fast_chunk_wall=0.002):
+                 on_unstable=None, on_error=None, fast_chunk_wall=0.006, use_rollout=True):
         self.model, self.data = model, data
         self.keyframe = keyframe
         self._drives = drives                    # per actuator: position/motor_impedance/...
@@ -86,6 +89,18 @@ class Stepper:
         self.errors = 0
         self.last_error = None
         self._bad_idx = np.array([int(w) for w in BAD_WARNINGS])
+        # Chunks of servo setpoints step in C through mujoco.rollout (no Python per step).
+        # It clears qfrc/xfrc_applied and userdata, which nothing here writes, and resets
+        # mocap bodies unless they ride along as controls (they do).
+        self._rollout = use_rollout and impedance is None
+        self._roll_spec = int(mujoco.mjtState.mjSTATE_CTRL)
+        if model.nmocap:
+            self._roll_spec |= int(mujoco.mjtState.mjSTATE_MOCAP_POS |
+                                   mujoco.mjtState.mjSTATE_MOCAP_QUAT)
+        self._nstate = mujoco.mj_stateSize(model, FULL_STATE)
+        self._state0 = np.empty(self._nstate)
+        self._roll_state = self._roll_sensor = None
+        self._roller = rollout.Rollout(nthread=0) if self._rollout else None   # this thread
         self._warn0 = self._bad_warnings()
         self._rebase()
         self._rate_window = []
@@ -299,8 +314,8 @@ class Stepper:
             smooth = np.zeros(model.nu, dtype=bool)
             for plan in self.plans:
                 rows[:, plan.actuators] = plan.sample(times)
-                if plan.t_end - plan.t0 > dt:
-                    smooth[plan.actuators] = True
+                T = getattr(plan, 'T', plan.t_end - plan.t0)
+                smooth[plan.actuators] = np.asarray(T) > dt
             self.setpoint[:] = rows[-1]
             self.plans = [p for p in self.plans if p.t_end > times[-1]]
         else:
@@ -312,6 +327,8 @@ class Stepper:
                 ctrl[:] = self.setpoint
                 for _ in range(n):
                     step(model, data)
+            elif self._rollout and n > 1:
+                self._roll(rows)
             else:
                 for row in rows:
                     ctrl[:] = row
@@ -339,16 +356,40 @@ class Stepper:
                 ctrl[acts] = torque / gain
                 step(model, data)
         self.nstep += n
-        wall = time.perf_counter() - w_start
-        cost = wall / n
+        # Wall cost per step, for sizing rtf-0 chunks: the fastest recent chunk, drifting up
+        # slowly, so a chunk that lost the CPU to another process does not shrink the next.
+        cost = (time.perf_counter() - w_start) / n
         self._step_cost = cost if self._step_cost is None else \
-            0.8 * self._step_cost + 0.2 * cost
+            min(cost, self._step_cost * 1.02)
         self._rate_window.append((time.monotonic(), data.time))
         if len(self._rate_window) > 400:
             del self._rate_window[:200]
-        if self._bad_warnings() != self._warn0 or data.time < t_start \
-                or not np.isfinite(data.qpos).all() or not np.isfinite(data.qvel).all():
-            self._unstable(t_start + n * dt)
+        # MuJoCo resets MjData itself on a bad position, velocity or acceleration (and
+        # counts a warning): time then is not where n steps put it. NaN that slipped past
+        # its checks shows in the sums. Both are cheap enough for every chunk.
+        expected = t_start + n * dt
+        if abs(data.time - expected) > 0.5 * dt or \
+                not math.isfinite(float(data.qpos.sum()) + float(data.qvel.sum())):
+            self._unstable(expected)
+
+    def _roll(self, rows):
+        """Step through a chunk's setpoints in C (``mujoco.rollout``): the same steps as
+        ``ctrl[:] = row; mj_step`` per row, without Python between them."""
+        m, d = self.model, self.data
+        n = len(rows)
+        if self._roll_state is None or self._roll_state.shape[1] < n:
+            size = max(n, 256)
+            self._roll_state = np.empty((1, size, self._nstate))
+            self._roll_sensor = np.empty((1, size, m.nsensordata))
+        mujoco.mj_getState(m, d, self._state0, FULL_STATE)
+        controls = rows
+        if m.nmocap:   # rollout resets mocap unless it is part of the controls
+            controls = np.hstack([rows, np.broadcast_to(d.mocap_pos.ravel(), (n, 3 * m.nmocap)),
+                                  np.broadcast_to(d.mocap_quat.ravel(), (n, 4 * m.nmocap))])
+        self._roller.rollout([m], [d], self._state0[None], np.ascontiguousarray(controls)[None],
+                        control_spec=self._roll_spec, skip_checks=True, nstep=n,
+                        initial_warmstart=d.qacc_warmstart[None].copy(),
+                        state=self._roll_state[:, :n], sensordata=self._roll_sensor[:, :n])
 
     def _unstable(self, t_expected=None):
         """NaN or a divergence MuJoCo caught: back to the keyframe and hold there.

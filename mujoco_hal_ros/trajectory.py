@@ -11,7 +11,7 @@ PEAK = 1.875  # peak speed of s(tau) = 10 tau^3 - 15 tau^4 + 6 tau^5, in D / T
 
 
 def min_jerk(tau):
-    tau = np.clip(tau, 0.0, 1.0)
+    tau = np.minimum(np.maximum(tau, 0.0), 1.0)    # np.clip costs more on small arrays
     t3 = tau * tau * tau
     return t3 * (10.0 + tau * (-15.0 + 6.0 * tau))
 
@@ -48,11 +48,25 @@ class Plan:
 
 
 class MinJerkPlan(Plan):
+    """Min-jerk from ``start`` to ``end`` over ``T`` seconds from ``t0``.
+
+    ``T`` is one duration (a synchronised move: every actuator arrives together) or one per
+    actuator (independent goals in one request, each at its own rate); 0 jumps at once.
+    """
+
     def __init__(self, actuators, start, end, t0, T):
-        super().__init__(actuators, t0, t0 + T)
+        T_arr = np.asarray(T, dtype=float)
+        super().__init__(actuators, t0, t0 + (float(T_arr.max()) if T_arr.size else 0.0))
         self.start = np.asarray(start, dtype=float)
         self.delta = np.asarray(end, dtype=float) - self.start
-        self.T = T
+        self.T = float(T_arr) if T_arr.ndim == 0 else T_arr
+        self._rate = None if T_arr.ndim == 0 else self._rates(T_arr)
+
+    @staticmethod
+    def _rates(T):
+        """(1/T, jumps) per actuator: a zero duration jumps, there at any time."""
+        jump = T <= 0.0
+        return np.where(jump, 0.0, 1.0 / np.where(jump, 1.0, T)), jump
 
     @property
     def end(self):
@@ -60,13 +74,24 @@ class MinJerkPlan(Plan):
 
     def _keep(self, mask):
         self.start, self.delta = self.start[mask], self.delta[mask]
+        if not np.isscalar(self.T):
+            self.T = self.T[mask]
+            self._rate = self._rates(self.T)
+            self.t_end = self.t0 + (float(self.T.max()) if self.T.size else 0.0)
 
     def sample(self, times):
         """(len(times), n) setpoints."""
-        if self.T <= 0.0:
-            return np.broadcast_to(self.end, (len(times), self.start.size))
-        s = min_jerk((np.asarray(times) - self.t0) / self.T)
-        return self.start + s[:, None] * self.delta
+        rel = np.asarray(times, dtype=float) - self.t0
+        if np.isscalar(self.T):
+            if self.T <= 0.0:
+                return np.broadcast_to(self.end, (len(rel), self.start.size))
+            s = min_jerk(rel / self.T)
+            return self.start + s[:, None] * self.delta
+        rate, jump = self._rate
+        tau = rel[:, None] * rate
+        if jump.any():
+            tau[:, jump] = 1.0
+        return self.start + min_jerk(tau) * self.delta
 
 
 class WaypointPlan(Plan):

@@ -64,3 +64,14 @@ def test_waypoint_plan():
         np.array([[0, 0], [0.5, 1.0], [1.0, 3.0], [1.0, 4.0]]))
     plan.release([4])
     assert plan.sample([4.0])[0] == pytest.approx([2.0])
+
+
+def test_per_actuator_durations():
+    plan = MinJerkPlan([0, 1, 2], [0, 0, 0], [1, 2, 3], 1.0, [1.0, 2.0, 0.0])
+    assert plan.t_end == 3.0
+    q = plan.sample([1.0, 1.5, 2.0, 2.5, 3.0])
+    assert q[:, 0] == pytest.approx([0, 0.5, 1, 1, 1])
+    assert q[:, 1] == pytest.approx([0, 2 * min_jerk(0.25), 1.0, 2 * min_jerk(0.75), 2])
+    assert q[:, 2] == pytest.approx([3] * 5)                 # no duration: there at once
+    plan.release([1])
+    assert plan.t_end == 2.0 and list(plan.actuators) == [0, 2]
