@@ -2,11 +2,12 @@
 ``mujoco.mj_step`` loop on the same model, measured in the same run (goal: >= 0.9).
 
 The device's goals are set with slow rate limits so that min-jerk paths run for the whole
-measurement: every step then gets its own setpoint, as in real use. Short rounds alternate bare and
-device measurements; the ratio of the best rounds is the result (other processes can only
-slow a round down, as with ``timeit``), with the ratio of the medians beside it. Two ratios are printed: by wall clock (the goal's definition) and
-by the stepping thread's own CPU time, which other processes on a busy machine cannot skew
-(the load average is printed too; on an idle machine the two agree).
+measurement: every step then gets its own setpoint, as in real use. Short rounds alternate
+bare and device measurements; the ratio of the best rounds is the result (other processes
+can only slow a round down, as with ``timeit``), with the ratio of the medians beside it.
+Two ratios are printed: by wall clock (the goal's definition) and by the stepping thread's
+own CPU time, which other processes on a busy machine skew less (the load average is printed
+too; on an idle machine the two agree).
 
     python bench/bench_stepper.py [--quick] [--seconds S] [--rounds N]
 """
