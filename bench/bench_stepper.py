@@ -47,9 +47,12 @@ def far_goals(dev):
     return out
 
 
-def bare_rate(model, seconds):
-    """(steps per wall second, steps per CPU second) of a plain mj_step loop."""
+def bare_rate(model, seconds, start=None):
+    """(steps per wall second, steps per CPU second) of a plain mj_step loop, from a copy
+    of ``start`` (the paused device's state, so both step the same scene)."""
     data = mujoco.MjData(model)
+    if start is not None:
+        mujoco.mj_copyData(data, model, start)
     step = mujoco.mj_step
     n = 0
     t0, c0 = time.perf_counter(), time.thread_time()
@@ -87,7 +90,7 @@ def run(name, path, seconds, rounds):
         bare, devs = [], []
         bare_rate(dev.model, 0.2)                           # warm-up
         for _ in range(rounds):
-            bare.append(bare_rate(dev.model, seconds))
+            bare.append(bare_rate(dev.model, seconds, dev.data))    # paused: safe to copy
             devs.append(device_rate(dev, seconds))
         h = dev.health()
         chunk = dev.stepper._fast_chunk()
