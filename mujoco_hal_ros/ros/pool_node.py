@@ -153,7 +153,8 @@ class PoolNode(Node):
         try:
             return mujoco.MjModel.from_xml_path(path)
         except Exception as err:  # noqa: BLE001 - MuJoCo's compiler errors are ValueError
-            raise ConfigError(f'cannot load {path}: {err}', where='parameter model') from None
+            text = ' '.join(str(err).split())
+            raise ConfigError(f'cannot load {path}: {text}', where='parameter model') from None
 
     def _check_sizes(self):
         p, m = self.p, self.model
@@ -234,11 +235,12 @@ class PoolNode(Node):
 
     def _evaluate(self, handle):
         result = Evaluate.Result()
-        if handle.is_cancel_requested or self._closing:
-            (handle.canceled if handle.is_cancel_requested else handle.abort)()
-            return _fill_error(result, STOPPED if handle.is_cancel_requested else CLOSED,
-                               'canceled before it started' if handle.is_cancel_requested
-                               else 'pool_node is shutting down')
+        if handle.is_cancel_requested:
+            handle.canceled()
+            return _fill_error(result, STOPPED, 'canceled before it started')
+        if self._closing:
+            handle.abort()
+            return _fill_error(result, CLOSED, 'pool_node is shutting down')
         key = bytes(handle.goal_id.uuid)
         try:
             kwargs = self._evaluate_args(handle.request)
