@@ -3,8 +3,9 @@
 
 The device's goals are set with slow rate limits so that min-jerk paths run for the whole
 measurement: every step then gets its own setpoint, as in real use. Short rounds alternate
-bare and device measurements; the ratio of the best rounds is the result (other processes
-can only slow a round down, as with ``timeit``), with the ratio of the medians beside it.
+bare and device measurements; the result is the median over rounds of the device's rate
+divided by the bare rate measured just before it (neighbours share the machine's load), and
+the ratio of the best rounds is printed beside it.
 Two ratios are printed: by wall clock (the goal's definition) and by the stepping thread's
 own CPU time, which other processes on a busy machine skew less (the load average is printed
 too; on an idle machine the two agree).
@@ -82,8 +83,9 @@ def device_rate(dev, seconds):
 
 
 def run(name, path, seconds, rounds):
-    """Alternate bare and device rounds; the ratio of the best rounds (as ``timeit`` takes
-    the best: other processes only ever slow a round down) and of the medians."""
+    """Alternate bare and device rounds. The result is the median of each round's ratio to
+    the bare round just before it (neighbours in time share the machine's load), with the
+    ratio of the best rounds beside it (as ``timeit`` takes the best)."""
     model = mujoco.MjModel.from_xml_path(path)
     dev = Device(slow_doc(path, model), real_time_factor=0, start_paused=True)
     try:
@@ -95,13 +97,13 @@ def run(name, path, seconds, rounds):
         h = dev.health()
         chunk = dev.stepper._fast_chunk()
         med = statistics.median
+        paired = {k: med(d[k] / b[k] for b, d in zip(bare, devs)) for k in (0, 1)}
         best = {k: max(d[k] for d in devs) / max(b[k] for b in bare) for k in (0, 1)}
-        median = {k: med(d[k] for d in devs) / med(b[k] for b in bare) for k in (0, 1)}
-        print(f'{name:10s} bare {max(b[0] for b in bare):8.0f} steps/s  device '
-              f'{max(d[0] for d in devs):8.0f} steps/s (best rounds)  ratio wall '
-              f'{best[0]:.3f} cpu {best[1]:.3f}  medians: wall {median[0]:.3f} cpu '
-              f'{median[1]:.3f}  (chunk {chunk} steps, {h["errors"]} errors)')
-        return best[0], best[1]
+        print(f'{name:10s} bare {med(b[0] for b in bare):8.0f} steps/s  device '
+              f'{med(d[0] for d in devs):8.0f} steps/s (medians)  ratio wall {paired[0]:.3f} '
+              f'cpu {paired[1]:.3f}  best rounds: wall {best[0]:.3f} cpu {best[1]:.3f}  '
+              f'(chunk {chunk} steps, {h["errors"]} errors)')
+        return paired[0], paired[1]
     finally:
         dev.close()
 
