@@ -736,29 +736,46 @@ class Device:
         self._record('real_time_factor', {'real_time_factor': rtf}, {})
 
     # --- cameras ----------------------------------------------------------------------------
-    def renderer(self, camera, width=640, height=480, depth=False):
-        """A camera renderer owned by the device (closed with it)."""
+    def _image(self, camera, width, height):
+        """(camera, width, height): an image channel's own, or a camera of the model's."""
+        chan = next((i for i in self.layout.images if i.name == camera), None)
+        if chan is not None and camera not in self.layout.cameras:
+            camera = chan.camera
+        if chan is not None:
+            width = chan.width if width is None else width
+            height = chan.height if height is None else height
+        return camera, 640 if width is None else width, 480 if height is None else height
+
+    def renderer(self, camera, width=None, height=None, depth=False):
+        """A camera renderer owned by the device (closed with it). ``camera`` is a camera
+        of the model or an image channel (whose size is then the default)."""
         from .camera import CameraRenderer
-        key = (camera, width, height, depth)
+        camera, width, height = self._image(camera, width, height)
+        key = (camera, width, height, bool(depth))
         with self._render_lock:
+            if self.closed:
+                raise errors.ClosedError('the device')
             if key not in self._renderers:
                 self._renderers[key] = CameraRenderer(self.model, camera, width, height,
                                                       depth=depth)
             return self._renderers[key]
 
     def render_data(self, snap=None):
-        """A private MjData posed at the latest snapshot, for rendering off the stepper."""
+        """A private MjData posed at the latest snapshot, for rendering off the stepper
+        (shared by every caller: hold the device's render lock, as ``render`` does)."""
         snap = snap or self.snapshot
         if self._render_data is None:
             self._render_data = mujoco.MjData(self.model)
         d = self._render_data
         d.qpos[:], d.qvel[:] = snap.qpos, snap.qvel
         d.mocap_pos[:], d.mocap_quat[:] = snap.mocap_pos, snap.mocap_quat
+        d.act[:] = snap.act
         d.time = snap.time
         mujoco.mj_forward(self.model, d)
         return d
 
-    def render(self, camera, width=640, height=480, png=False):
+    def render(self, camera, width=None, height=None, png=False):
+        """RGB array (or PNG bytes) of a camera or image channel at the latest snapshot."""
         r = self.renderer(camera, width, height)
         with self._render_lock:
             d = self.render_data()
@@ -778,9 +795,10 @@ class Device:
         if self.stepper.closed:
             return
         self.stepper.close()
-        for r in self._renderers.values():
-            r.close()
-        self._renderers.clear()
+        with self._render_lock:
+            for r in self._renderers.values():
+                r.close()
+            self._renderers.clear()
 
     @property
     def closed(self):

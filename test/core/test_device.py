@@ -346,3 +346,40 @@ def test_requests_from_many_threads(open_device, h):
     assert not failures
     assert len(dev.audit(kind='goals')) == 80
     assert dev.health()['errors'] == 0
+
+
+def test_stop_runs_the_safe_state_action(open_device, h):
+    doc = h.bench_doc(actions__park={'map': {'command': 'move_to', 'site': 'tip',
+                                             'at': {'x': '160 mm', 'y': 0, 'z': '70 mm'}},
+                                     'effects': ['pan_goal', 'lift_goal', 'elbow_goal',
+                                                 'wrist_goal']},
+                      safe_state={'action': 'park'})
+    dev = open_device(doc, environ=h.BENCH_ENV, start_paused=True)
+    assert dev.describe()['safe_state'] == {'action': 'park'}
+    dev.set_goals({'pan_goal': 30})
+    result = dev.stop()
+    assert result['code'] == errors.STARTED and 'park' in result['message']
+    kinds = [e['kind'] for e in dev.audit()][-2:]
+    assert kinds == ['hold', 'move_to']
+    dev.step(3000)
+    assert dev.move.done() and dev.move.result['success']
+    assert dev.snapshot.site_xpos[0] == pytest.approx([0.16, 0.0, 0.07], abs=1e-3)
+    # A safe-state move that cannot start leaves the device held, and says why.
+    doc['actions']['park']['map']['at'] = {'x': 1.0, 'y': 0.0, 'z': 1.0}
+    dev = open_device(doc, environ=h.BENCH_ENV, start_paused=True)
+    result = dev.stop()
+    assert result['code'] == errors.DONE and 'could not start' in result['message']
+
+
+def test_render_camera_and_image_channel(bench):
+    try:
+        img = bench.render('overhead', 64, 48)
+    except DeviceError as exc:                      # no GL on this machine
+        pytest.skip(f'no offscreen GL: {exc}')
+    assert img.shape == (48, 64, 3) and img.dtype == np.uint8 and img.any()
+    png = bench.render('overhead', 32, 24, png=True)
+    assert png[:8] == b'\x89PNG\r\n\x1a\n'
+    assert bench.renderer('overhead') is bench.renderer('overhead', 640, 480)
+    refuse(errors.UNKNOWN_NAME, bench.render, 'ceiling')
+    refuse(errors.INVALID_ARGUMENT, bench.render, 'overhead', 4096, 48)
+    refuse(errors.INVALID_ARGUMENT, bench.render, 'overhead', True, 48)

@@ -165,3 +165,42 @@ def test_stepper_survives_an_error_in_its_loop(bench):
     bench.set_goals({'pan_goal': 10})                 # and still takes requests
     bench.step(500)
     assert bench.goals()['pan_goal'] == pytest.approx(10)
+
+
+def test_rollout_chunks_match_python_steps(open_device, h):
+    devs = [open_device(h.BENCH_YAML, start_paused=True) for _ in range(2)]
+    devs[1].stepper._rollout = False          # the plain `ctrl[:] = row; mj_step` loop
+    for dev in devs:
+        dev.set_goals({'pan_goal': 40, 'lift_goal': -30})
+        dev.step(401)
+        dev.move_to({'x': 170, 'y': 0, 'z': 60}, wait=False)
+        dev.step(999)
+    a, b = devs[0].snapshot, devs[1].snapshot
+    assert a.time == b.time and np.array_equal(a.qpos, b.qpos)
+    assert np.array_equal(a.qvel, b.qvel) and np.array_equal(a.setpoint, b.setpoint)
+
+
+MOCAP_XML = """
+<mujoco>
+  <option gravity="0 0 0"/>
+  <worldbody>
+    <body name="target" mocap="true" pos="0 0 1"><geom type="sphere" size="0.02"
+        contype="0" conaffinity="0"/></body>
+    <body name="cart"><joint name="x" type="slide" axis="1 0 0" range="-1 1"/>
+      <geom size="0.05" mass="1"/></body>
+  </worldbody>
+  <actuator><position name="x" joint="x" kp="100" dampratio="1"/></actuator>
+  <keyframe><key name="k" qpos="0.1" mpos="0.3 0.2 0.5" ctrl="0.1"/></keyframe>
+</mujoco>
+"""
+
+
+def test_mocap_bodies_keep_their_keyframe_pose(open_device, tmp_path):
+    path = tmp_path / 'mocap.xml'
+    path.write_text(MOCAP_XML)
+    dev = open_device(model=str(path), keyframe='k', start_paused=True)
+    dev.set_goals({'x_goal': 0.5})
+    dev.step(600)
+    snap = dev.snapshot
+    assert snap.mocap_pos[0] == pytest.approx([0.3, 0.2, 0.5])
+    assert snap.qpos[0] == pytest.approx(0.5, abs=1e-3)
