@@ -135,9 +135,11 @@ class ShardedPoolClient:
         its own Context, node and spinning thread (``close()`` ends them).
       liveness_timeout: seconds without any word from a node holding a goal before its rows
         go to the others.
+      fingerprint: use only nodes whose pool_info.model_fingerprint is this
+        (``pool_node.model_fingerprint(model)``); None: the first node found decides.
     """
 
-    def __init__(self, node=None, *, liveness_timeout=5.0):
+    def __init__(self, node=None, *, liveness_timeout=5.0, fingerprint=None):
         self.liveness_timeout = float(liveness_timeout)
         self._own = node is None
         self._stop = threading.Event()
@@ -153,7 +155,7 @@ class ShardedPoolClient:
         self.node = node
         self.servers = {}           # action name -> _Server
         self.skipped = {}           # action name -> why it is not used
-        self.fingerprint = None
+        self.fingerprint = fingerprint
         self._cond = threading.Condition()
 
     def _spin(self):
