@@ -16,9 +16,10 @@ import mujoco
 from mujoco import rollout
 import numpy as np
 
-from .errors import ClosedError, DeviceError, NOT_PAUSED
+from .errors import ClosedError, DeviceError, NOT_PAUSED, STEPPER_DEAD, TIMEOUT
 
 FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
+MAX_CATCH_UP = 1.0   # wall seconds of lag the real-time loop makes up; beyond, it skips
 BAD_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
                 mujoco.mjtWarning.mjWARN_BADQVEL)
 
@@ -88,6 +89,8 @@ class Stepper:
         self.unstable_events = 0
         self.errors = 0
         self.last_error = None
+        self._busy = None
+        self.skipped = 0.0                       # simulated seconds given up after stalls
         self._bad_idx = np.array([int(w) for w in BAD_WARNINGS])
         # Chunks of servo setpoints step in C through mujoco.rollout (no Python per step).
         # It clears qfrc/xfrc_applied and userdata, which nothing here writes, and resets
@@ -111,19 +114,29 @@ class Stepper:
 
     # --- the hand-off -------------------------------------------------------------------
     def post(self, fn, wait=False, timeout=10.0):
-        """Run ``fn(stepper)`` on the stepper thread before the next chunk."""
+        """Run ``fn(stepper)`` on the stepper thread before the next chunk.
+
+        With ``wait``, returns what ``fn`` returned (or raises what it raised). A request
+        that has not started within ``timeout`` is withdrawn and never runs (TIMEOUT: nothing
+        changed); one that has started is waited for.
+        """
         if not self._thread.is_alive() and not self._closed:
-            raise DeviceError('STEPPER_DEAD', 'the stepping thread has stopped '
+            raise DeviceError(STEPPER_DEAD, 'the stepping thread has stopped '
                               f'({self.last_error}); close the device and open a new one')
         done = threading.Event() if wait else None
-        box = {}
+        box = {'state': 'queued'}
 
         def call(stepper):
+            with self._lock:
+                if box['state'] != 'queued':
+                    return                      # withdrawn by a caller that gave up
+                box['state'] = 'running'
             try:
                 box['value'] = fn(stepper)
             except BaseException as exc:  # noqa: B902 - handed back to the caller
                 box['error'] = exc
             finally:
+                box['state'] = 'done'
                 if done is not None:
                     done.set()
         with self._lock:
@@ -134,9 +147,17 @@ class Stepper:
         if done is None:
             return None
         if not done.wait(timeout):
-            if self._closed:
-                raise ClosedError('the device stepper')
-            raise DeviceError('TIMEOUT', f'the stepper did not answer within {timeout} s')
+            with self._lock:
+                withdrawn = box['state'] == 'queued'
+                if withdrawn:
+                    box['state'] = 'withdrawn'
+            if withdrawn:
+                if self._closed:
+                    raise ClosedError('the device stepper')
+                raise DeviceError(TIMEOUT, f'the stepper did not take the request within '
+                                  f'{timeout:g} s (busy: {self._busy or "stepping"}); '
+                                  'nothing was changed')
+            done.wait()
         if 'error' in box:
             raise box['error']
         return box.get('value')
@@ -162,18 +183,24 @@ class Stepper:
             s._rebase()
         self.post(apply, wait=True)
 
-    def step(self, n, timeout=60.0):
+    def step(self, n, timeout=None):
+        timeout = 60.0 + 1e-3 * n if timeout is None else timeout
+
         def apply(s):
             if not s._paused:
                 raise DeviceError(NOT_PAUSED, 'step(n) runs only while paused; pause first')
             left = n
-            while left > 0:
-                k = min(left, s._chunk_steps)
-                s._advance(k)
-                left -= k
-                s.snapshot = s._snap()
-                if s._on_chunk is not None:
-                    s._on_chunk(s)
+            s._busy = f'step({n})'
+            try:
+                while left > 0:
+                    k = min(left, s._chunk_steps)
+                    s._advance(k)
+                    left -= k
+                    s.snapshot = s._snap()
+                    if s._on_chunk is not None:
+                        s._on_chunk(s)
+            finally:
+                s._busy = None
             return s.snapshot.time
         return self.post(apply, wait=True, timeout=timeout)
 
@@ -269,6 +296,12 @@ class Stepper:
                     if lag > 2 * dt * self._chunk_steps:
                         self.overruns += 1
                     self.worst_lag = max(self.worst_lag, lag)
+                    if lag > MAX_CATCH_UP * self._rtf:
+                        # A stall (suspended process, a long request): running the debt
+                        # off at full speed would be a burst no device makes. Give it up.
+                        self.skipped += lag
+                        self._rebase()
+                        n = self._chunk_steps
                     n = min(n, self._chunk_steps * 4)
                 self._advance(n)
                 self.snapshot = self._snap()
@@ -437,7 +470,8 @@ class Stepper:
                 'target_rtf': self._rtf, 'lag_s': max(lag, 0.0), 'worst_lag_s': self.worst_lag,
                 'overruns': self.overruns, 'paused': self._paused,
                 'unstable_events': self.unstable_events, 'errors': self.errors,
-                'last_error': self.last_error, 'alive': self._thread.is_alive()}
+                'last_error': self.last_error, 'alive': self._thread.is_alive(),
+                'skipped_s': self.skipped}
 
     # --- lifetime -------------------------------------------------------------------------
     def close(self):

@@ -204,3 +204,20 @@ def test_mocap_bodies_keep_their_keyframe_pose(open_device, tmp_path):
     snap = dev.snapshot
     assert snap.mocap_pos[0] == pytest.approx([0.3, 0.2, 0.5])
     assert snap.qpos[0] == pytest.approx(0.5, abs=1e-3)
+
+
+def test_request_that_times_out_is_withdrawn(bench):
+    import threading
+    from mujoco_hal_ros.errors import DeviceError
+    runner = threading.Thread(target=bench.step, args=(30000,))
+    runner.start()
+    ran = []
+    while bench.stepper._busy is None and runner.is_alive():
+        pass
+    with pytest.raises(DeviceError) as err:
+        bench.stepper.post(lambda s: ran.append(1), wait=True, timeout=0.001)
+    assert err.value.code == errors.TIMEOUT and 'nothing was changed' in str(err.value)
+    runner.join(60)
+    bench.step(2)
+    assert ran == []                         # it never ran, even after the stepper was free
+    assert bench.snapshot.time == pytest.approx(30002 * DT)
