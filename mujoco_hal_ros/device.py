@@ -312,6 +312,7 @@ class Device:
         it is reported PREEMPTED since it can no longer arrive as planned.
         """
         targets = kernel.check_goals(self.layout, goals)
+        request = dict(goals)
         native = {self.layout.goals[n].actuator_name: v for n, v in targets.items()}
         acts = [self.layout.goals[n].actuator for n in targets]
         values = np.array([targets[n] for n in targets])
@@ -323,8 +324,8 @@ class Device:
             each = [duration([en - st], [r]) for st, en, r in zip(start, values, rates)]
             s.add_plan(MinJerkPlan(acts, start, values, now, each))
             self._preempt_if_touched(acts)
+            self._record('goals', request, native, sim_time=now)
         self.stepper.post(apply, wait=True)
-        self._record('goals', dict(goals), native)
         return {'success': True, 'code': errors.STARTED, 'targets': targets}
 
     def _preempt_if_touched(self, acts):
@@ -474,9 +475,6 @@ class Device:
         move.then = kernel.check_goals(self.layout, act.then) if act.then else {}
         move.q_goal = q_goal
         move.path = use_path
-        self._record('move_to', {'action': act.name, 'target_m': target.tolist(),
-                                 'speed_m_s': speed_ms, 'path': use_path},
-                     {self.layout.actuators[a]: float(v) for a, v in zip(acts, q_goal)})
 
         def apply(s):
             now = s.data.time
@@ -501,6 +499,10 @@ class Device:
             move.plan_end = plan.t_end
             move.duration = plan.t_end - now
             self.move = move
+            self._record('move_to', {'action': act.name, 'target_m': target.tolist(),
+                                     'speed_m_s': speed_ms, 'path': use_path},
+                         {self.layout.actuators[a]: float(v) for a, v in zip(acts, q_goal)},
+                         sim_time=now)
         self.stepper.post(apply, wait=True)
         if not wait:
             return move
