@@ -20,7 +20,6 @@ import sys
 import time
 
 import mujoco
-import numpy as np
 
 sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(__file__), '..')))
 

@@ -15,7 +15,7 @@ import mujoco
 import numpy as np
 
 from . import cartesian, device_file as devfile, errors, ik, kernel
-from .channels import Action, Layout
+from .channels import Layout
 from .checks import finite_number, known_name
 from .errors import ConfigError, DeviceError, ModelError
 from .stepper import Stepper

@@ -7,7 +7,7 @@ raises; nothing here touches the simulation, which is what makes requests all-or
 import numpy as np
 
 from .checks import finite_number, finite_vector, is_bool, known_name
-from .errors import InvalidArgument, LimitExceeded, UnknownName
+from .errors import InvalidArgument, LimitExceeded
 
 MAX_STEPS = 1_000_000
 
