@@ -312,7 +312,7 @@ class Device:
         it is reported PREEMPTED since it can no longer arrive as planned.
         """
         targets = kernel.check_goals(self.layout, goals)
-        request = dict(goals)
+        request = {n: float(v) for n, v in goals.items()}     # checked: plain numbers
         native = {self.layout.goals[n].actuator_name: v for n, v in targets.items()}
         acts = [self.layout.goals[n].actuator for n in targets]
         values = np.array([targets[n] for n in targets])

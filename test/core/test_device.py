@@ -383,3 +383,29 @@ def test_render_camera_and_image_channel(bench):
     refuse(errors.UNKNOWN_NAME, bench.render, 'ceiling')
     refuse(errors.INVALID_ARGUMENT, bench.render, 'overhead', 4096, 48)
     refuse(errors.INVALID_ARGUMENT, bench.render, 'overhead', True, 48)
+
+
+def test_everything_reported_is_plain_json(open_device, h):
+    import json
+    dev = open_device(h.BENCH_YAML)
+    dev.set_goals({'pan_goal': np.float32(10)})
+    result = dev.move_to({'x': 170, 'y': 0, 'z': 60})
+    with pytest.raises(DeviceError) as err:
+        dev.move_to({'x': 170, 'y': 0, 'z': 600})
+    for item in (dev.describe(), result, dev.audit(), dev.health(), dev.events(), dev.read(),
+                 dev.goals(), err.value.to_dict()):
+        json.loads(json.dumps(item))
+
+
+def test_constructor_arguments_are_checked(h):
+    for kw in ({'start_paused': 'yes'}, {'start_paused': 1}, {'environ': ['A=1']},
+               {'real_time_factor': float('nan')}, {'real_time_factor': -1},
+               {'real_time_factor': True}):
+        before = threading.active_count()
+        with pytest.raises(DeviceError) as err:
+            Device(h.BENCH_YAML, **dict({'environ': h.BENCH_ENV}, **kw))
+        assert err.value.code == errors.INVALID_ARGUMENT, kw
+        assert threading.active_count() == before
+    with pytest.raises(DeviceError) as err:
+        Device(h.BENCH_YAML, environ=h.BENCH_ENV, keyframe='nap')
+    assert err.value.code == errors.CONFIG_ERROR and 'rest' in err.value.allowed
