@@ -299,6 +299,9 @@ class ShardedPoolClient:
                               allowed='one N: ctrl (N, nstep, nu), initial_state (N, S), '
                               'cost_target (N, nq), randomization (N, ...) or n=N')
         total = next(iter(given.values()))
+        if total < 1:
+            raise DeviceError(INVALID_ARGUMENT, 'an empty batch', where='evaluate',
+                              allowed='N >= 1 environments')
         servers = self.alive
         if not servers:
             raise NoPoolNode('no pool_node known; call discover() first')
