@@ -2,13 +2,16 @@
 
     . .venv/bin/activate && . install/setup.bash && python bench/bench_node.py [--quick]
 
-The node runs as users run it (the installed executable, its own process, real DDS); this
-process measures as a client would. Ratios:
+The node runs as users run it (the installed executable, its own process, real DDS) and
+this process measures as a client would, except for the overhead, where it runs in this
+process so that each thread's CPU time can be read. Ratios:
 
 - node overhead: physics steps/s of sim_node at real_time_factor 0 while it publishes
   joint_states and /tf at 1 kHz, divided by a bare ``mj_step`` loop on the same model
-  (goal >= 0.85). Also divided by the core ``Device`` alone, which isolates what the ROS
-  layer costs from what the core's chunked stepping costs.
+  (goal >= 0.85); also against the core ``Device`` alone, and with the real-arm swap parts
+  (trajectory controller, simulation_interfaces) off. The physics thread's steps per CPU
+  second against the bare loop's show what the ROS layer costs the stepping itself, which
+  other processes' load cannot distort.
 - real time: measured real-time factor at 1.0 with joint_states at 500 Hz and the
   640x480 camera subscribed, from message stamps against arrival times; and the p99
   interval between joint_states arrivals in publish periods (1.0 is perfect).
@@ -190,33 +193,83 @@ def wait_until(pred, timeout, what):
     raise RuntimeError(f'timed out waiting for {what}')
 
 
-def measure_overhead(probe, seconds):
-    bare, bare_cpu = bare_steps_per_s(min(seconds, 2.0))
-    core, core_cpu = device_steps_per_s(min(seconds, 2.0))
-    proc = start_sim('real_time_factor:=0.0', 'publish_rate:=1000.0', 'tf_rate:=1000.0')
-    subs = probe.subscribe(diagnostics=True)
+def thread_cpu_s():
+    """{native thread id: CPU seconds} for every thread of this process, from /proc."""
+    out = {}
+    for tid in os.listdir('/proc/self/task'):
+        try:
+            with open(f'/proc/self/task/{tid}/stat') as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        out[int(tid)] = (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+    return out
+
+
+def node_rtf0(seconds, swap=True):
+    """sim_node in this process at rtf 0, joint_states and /tf at 1 kHz: steps/s and CPU.
+
+    In-process so each thread's CPU time can be read: the stepper's steps per CPU second
+    show what the ROS layer costs the physics thread itself, whatever else loads the cores.
+    """
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+    from mujoco_hal_ros.ros.sim_node import SimNode
+    params = {'real_time_factor': 0.0, 'publish_rate': 1000.0, 'tf_rate': 1000.0}
+    if not swap:
+        params.update(trajectory_controller='', simulation_interfaces=False,
+                      joint_commands_topic='')
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, args=[])
+    node = SimNode(context=ctx, parameter_overrides=[Parameter(k, value=v)
+                                                     for k, v in params.items()])
+    ex = MultiThreadedExecutor(num_threads=4, context=ctx)
+    ex.add_node(node)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            ex.spin_once(timeout_sec=0.1)
+    spinner = threading.Thread(target=spin, name='executor', daemon=True)
+    spinner.start()
     try:
-        wait_until(lambda: len(probe.diag) >= 2, 60.0, 'sim_node diagnostics')
-        n = len(probe.diag)
-        wait_until(lambda: len(probe.diag) > n, 5.0, 'the next diagnostics')
-        first, c0 = probe.diag[-1], process_cpu_s(proc.pid)
+        time.sleep(1.0)
+        names = {t.native_id: t.name for t in threading.enumerate()}
+        c0, h0, t0 = thread_cpu_s(), node.device.health()['steps'], time.monotonic()
         time.sleep(seconds)
-        n = len(probe.diag)
-        wait_until(lambda: len(probe.diag) > n, 5.0, 'the next diagnostics')
-        last, c1 = probe.diag[-1], process_cpu_s(proc.pid)
-        steps = float(last[1]['steps']) - float(first[1]['steps'])
-        node = steps / (last[0] - first[0])
-        node_cpu = steps / max(c1 - c0, 1e-9)
-        js_hz = float(last[1]['joint_states_hz'])
+        c1, h1, t1 = thread_cpu_s(), node.device.health()['steps'], time.monotonic()
+        js_hz = node.state.joint_meter.rate()
     finally:
-        probe.drop(subs)
-        stop_sim(proc)
-    return {'bare_steps_per_s': bare, 'device_steps_per_s': core, 'node_steps_per_s': node,
-            'bare_steps_per_cpu_s': bare_cpu, 'device_steps_per_cpu_s': core_cpu,
-            'node_steps_per_cpu_s': node_cpu, 'node_joint_states_hz': js_hz,
-            'overhead_ratio': node / bare, 'overhead_ratio_vs_device': node / core,
-            'overhead_ratio_cpu': node_cpu / bare_cpu,
-            'overhead_ratio_cpu_vs_device': node_cpu / core_cpu}
+        stop.set()
+        spinner.join(5.0)
+        ex.shutdown(timeout_sec=2.0)
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)
+    cpu = {}
+    for tid, c in c1.items():
+        name = names.get(tid, 'other')
+        name = 'executor' if name.startswith(('executor', 'ThreadPool')) else name
+        cpu[name] = cpu.get(name, 0.0) + (c - c0.get(tid, c)) / (t1 - t0)
+    steps = (h1 - h0)
+    return {'steps_per_s': steps / (t1 - t0), 'joint_states_hz': js_hz,
+            'stepper_cpu': cpu.get('mujoco_hal_ros-stepper', 0.0),
+            'steps_per_stepper_cpu_s': steps / max(
+                cpu.get('mujoco_hal_ros-stepper', 0.0) * (t1 - t0), 1e-9),
+            'state_thread_cpu': cpu.get('sim_node-state', 0.0),
+            'executor_cpu': cpu.get('executor', 0.0)}
+
+
+def measure_overhead(seconds):
+    bare, bare_cpu = bare_steps_per_s(min(seconds, 2.0))
+    core, _core_cpu = device_steps_per_s(min(seconds, 2.0))
+    full = node_rtf0(seconds, swap=True)
+    lean = node_rtf0(seconds, swap=False)
+    return {'bare_steps_per_s': bare, 'bare_steps_per_cpu_s': bare_cpu,
+            'device_steps_per_s': core, 'node': full, 'node_no_swap': lean,
+            'overhead_ratio': full['steps_per_s'] / bare,
+            'overhead_ratio_no_swap': lean['steps_per_s'] / bare,
+            'overhead_ratio_vs_device': full['steps_per_s'] / core,
+            'stepper_efficiency': full['steps_per_stepper_cpu_s'] / bare_cpu}
 
 
 def joint_state(raw):
@@ -324,21 +377,26 @@ def main():
     probe = Probe()
     results = {}
     try:
-        results.update(measure_overhead(probe, seconds))
+        results.update(measure_overhead(seconds))
         results.update(measure_real_time(probe, seconds, rounds))
         results.update(measure_camera(probe, seconds))
     finally:
         probe.close()
     r = results
     print(f'load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores')
-    print(f'node overhead: {r["node_steps_per_s"]:.0f} steps/s at rtf 0 with joint_states '
-          f'{r["node_joint_states_hz"]:.0f} Hz + /tf 1 kHz / bare mj_step '
+    n, lean = r['node'], r['node_no_swap']
+    print(f'node overhead: {n["steps_per_s"]:.0f} steps/s at rtf 0 with joint_states '
+          f'{n["joint_states_hz"]:.0f} Hz + /tf 1 kHz / bare mj_step '
           f'{r["bare_steps_per_s"]:.0f} = {r["overhead_ratio"]:.2f} (goal >= {OVERHEAD_GOAL});'
           f' / core Device alone {r["device_steps_per_s"]:.0f} = '
-          f'{r["overhead_ratio_vs_device"]:.2f}')
-    print(f'node overhead per CPU second (fair under load): {r["node_steps_per_cpu_s"]:.0f} / '
-          f'bare {r["bare_steps_per_cpu_s"]:.0f} = {r["overhead_ratio_cpu"]:.2f}; / core '
-          f'Device {r["device_steps_per_cpu_s"]:.0f} = {r["overhead_ratio_cpu_vs_device"]:.2f}')
+          f'{r["overhead_ratio_vs_device"]:.2f}; without the trajectory-controller and '
+          f'simulation_interfaces parts {lean["steps_per_s"]:.0f} = '
+          f'{r["overhead_ratio_no_swap"]:.2f}')
+    print(f'  physics thread: {n["steps_per_stepper_cpu_s"]:.0f} steps per CPU second / bare '
+          f'{r["bare_steps_per_cpu_s"]:.0f} = {r["stepper_efficiency"]:.2f}; CPU share: '
+          f'stepper {n["stepper_cpu"]:.0%}, state publisher {n["state_thread_cpu"]:.0%}, '
+          f'executor {n["executor_cpu"]:.0%} (without the parts: '
+          f'{lean["executor_cpu"]:.0%})')
     print(f'real time: measured factor {r["measured_rtf"]:.3f} at 1.0 with joint_states '
           f'{r["joint_states_hz"]:.0f} Hz (500 asked) and the camera at '
           f'{r["camera_fps_at_10hz"]:.1f} fps; p99 interval {r["p99_interval_periods"]:.2f} '

@@ -93,10 +93,16 @@ def geom_markers(model, g, frame):
     return []
 
 
-def scene_markers(model, frames):
-    """Every visible geom of the model as one MarkerArray (see module docstring)."""
+def scene_markers(model, frames, cancelled=lambda: False):
+    """Every visible geom of the model as one MarkerArray (see module docstring).
+
+    ``cancelled()`` is asked between geoms so a node shutting down need not wait for
+    10^5 triangles; it then returns None.
+    """
     array = MarkerArray()
     for g in range(model.ngeom):
+        if cancelled():
+            return None
         if model.geom_group[g] >= VISIBLE_GROUPS or geom_rgba(model, g)[3] <= 0:
             continue
         array.markers.extend(geom_markers(model, g, frames.body_frames[model.geom_bodyid[g]]))

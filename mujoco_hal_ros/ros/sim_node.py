@@ -182,6 +182,8 @@ class SimNode(Node):
         self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
             snap, cv.stamp(snap.time))))
         self.markers_ready = threading.Event()
+        self._markers_stop = threading.Event()
+        self._markers_lock = threading.Lock()      # destroy_node waits for a publish
         self._slow = MutuallyExclusiveCallbackGroup()
         self.create_timer(1.0 / p.diagnostics_rate, self._publish_diagnostics,
                           callback_group=self._slow)
@@ -191,8 +193,9 @@ class SimNode(Node):
         self._last_unstable = 0
         self._hardware_id = str(device.describe()['id'])
         # Meshes can hold 10^5 triangles: build the markers off the start-up path.
-        threading.Thread(target=self._publish_markers, name='sim_node-markers',
-                         daemon=True).start()
+        self._markers_thread = threading.Thread(target=self._publish_markers,
+                                                name='sim_node-markers', daemon=True)
+        self._markers_thread.start()
         self.state.start()
         self.cameras.start()
         self._threads_started = True
@@ -210,9 +213,13 @@ class SimNode(Node):
 
     def _publish_markers(self):
         try:
-            self.markers_pub.publish(markers.scene_markers(self.device.model, self.frames))
+            array = markers.scene_markers(self.device.model, self.frames,
+                                          cancelled=self._markers_stop.is_set)
+            with self._markers_lock:
+                if array is not None and not self._markers_stop.is_set():
+                    self.markers_pub.publish(array)
         except Exception as err:  # noqa: BLE001 - rviz loses the scene, the device works
-            if self.device is not None and not self.device.closed:
+            if not self._markers_stop.is_set():
                 self.get_logger().error(f'scene_markers: {type(err).__name__}: {err}')
         finally:
             self.markers_ready.set()
@@ -275,6 +282,13 @@ class SimNode(Node):
 
     # --- lifetime ---------------------------------------------------------------------------
     def destroy_node(self):
+        """Stop every thread that publishes before the publishers go away."""
+        thread = getattr(self, '_markers_thread', None)
+        if thread is not None:
+            self._markers_stop.set()
+            with self._markers_lock:
+                pass                        # a publish in progress has finished
+            thread.join(5.0)
         if self._threads_started:
             self.state.stop()
             self.cameras.stop()
@@ -310,11 +324,13 @@ def main(argv=None):
     except Exception as err:  # noqa: BLE001 - malformed --ros-args
         print(f'sim_node: {_one_line(err)}', file=sys.stderr)
         return 2
-    node = None
+    node = executor = None
     try:
         try:
             node = SimNode()
         except Exception as err:  # noqa: BLE001 - one clear line, not a traceback
+            if not rclpy.ok():
+                return 0                        # Ctrl-C while starting up
             if debug:
                 raise
             hint = '' if isinstance(err, DeviceError) else ' (SIM_NODE_DEBUG=1 for details)'
@@ -322,13 +338,15 @@ def main(argv=None):
             return 2
         executor = MultiThreadedExecutor(num_threads=4)
         executor.add_node(node)
-        try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-        finally:
-            executor.shutdown(timeout_sec=1.0)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:  # noqa: BLE001 - a context shut down by a signal mid-start is an exit
+        if rclpy.ok():
+            raise
     finally:
+        if executor is not None:
+            executor.shutdown(timeout_sec=1.0)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()

@@ -93,14 +93,14 @@ class Harness:
         rclpy.shutdown(context=self.ctx)
 
     # --- helpers ---------------------------------------------------------------------------
-    def wait(self, future, timeout=10.0):
+    def wait(self, future, timeout=20.0):
         done = threading.Event()
         future.add_done_callback(lambda _f: done.set())
         if not done.wait(timeout):
             raise AssertionError(f'no answer within {timeout} s')
         return future.result()
 
-    def call(self, srv_type, name, request, timeout=10.0):
+    def call(self, srv_type, name, request, timeout=20.0):
         cli = self.client.create_client(srv_type, name)
         try:
             assert cli.wait_for_service(timeout_sec=10.0), f'{name} not offered'
