@@ -19,6 +19,7 @@ import numpy as np
 from .errors import ClosedError, DeviceError, NOT_PAUSED, STEPPER_DEAD, TIMEOUT
 
 FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
+ROLLOUT_MIN = 16     # steps in a chunk from which mujoco.rollout beats the Python loop
 MAX_CATCH_UP = 1.0   # wall seconds of lag the real-time loop makes up; beyond, it skips
 BAD_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
                 mujoco.mjtWarning.mjWARN_BADQVEL)
@@ -360,7 +361,7 @@ class Stepper:
                 ctrl[:] = self.setpoint
                 for _ in range(n):
                     step(model, data)
-            elif self._rollout and n > 1:
+            elif self._rollout and n >= ROLLOUT_MIN:
                 self._roll(rows)
             else:
                 for row in rows:
@@ -397,11 +398,11 @@ class Stepper:
         self._rate_window.append((time.monotonic(), data.time))
         if len(self._rate_window) > 400:
             del self._rate_window[:200]
-        # MuJoCo resets MjData itself on a bad position, velocity or acceleration (and
-        # counts a warning): time then is not where n steps put it. NaN that slipped past
-        # its checks shows in the sums. Both are cheap enough for every chunk.
+        # MuJoCo resets MjData itself on a bad position, velocity or acceleration and counts
+        # a warning (time then is not where n steps put it, unless it was near 0); NaN that
+        # slipped past its checks shows in the sums. All cheap enough for every chunk.
         expected = t_start + n * dt
-        if abs(data.time - expected) > 0.5 * dt or \
+        if abs(data.time - expected) > 0.5 * dt or self._bad_warnings() != self._warn0 or \
                 not math.isfinite(float(data.qpos.sum()) + float(data.qvel.sum())):
             self._unstable(expected)
 

@@ -167,8 +167,13 @@ def test_stepper_survives_an_error_in_its_loop(bench):
     assert bench.goals()['pan_goal'] == pytest.approx(10)
 
 
-def test_rollout_chunks_match_python_steps(open_device, h):
+def test_rollout_chunks_match_python_steps(open_device, h, monkeypatch):
+    from mujoco_hal_ros import stepper
+    monkeypatch.setattr(stepper, 'ROLLOUT_MIN', 2)     # step(n) chunks are 2 steps here
     devs = [open_device(h.BENCH_YAML, start_paused=True) for _ in range(2)]
+    calls = []
+    roll = devs[0].stepper._roll
+    devs[0].stepper._roll = lambda rows: (calls.append(len(rows)), roll(rows))
     devs[1].stepper._rollout = False          # the plain `ctrl[:] = row; mj_step` loop
     for dev in devs:
         dev.set_goals({'pan_goal': 40, 'lift_goal': -30})
@@ -176,7 +181,7 @@ def test_rollout_chunks_match_python_steps(open_device, h):
         dev.move_to({'x': 170, 'y': 0, 'z': 60}, wait=False)
         dev.step(999)
     a, b = devs[0].snapshot, devs[1].snapshot
-    assert a.time == b.time and np.array_equal(a.qpos, b.qpos)
+    assert calls and a.time == b.time and np.array_equal(a.qpos, b.qpos)
     assert np.array_equal(a.qvel, b.qvel) and np.array_equal(a.setpoint, b.setpoint)
 
 
