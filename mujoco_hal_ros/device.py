@@ -293,10 +293,14 @@ class Device:
             out[c.name] = float(c.to_unit(native))
         return out
 
-    def goals(self):
-        """Each goal channel's current setpoint in its own unit."""
-        sp = self.snapshot.setpoint
-        return {g.name: float(g.to_unit(sp[g.actuator])) for g in self.layout.goals.values()}
+    def goals(self, setpoint=False):
+        """Each goal channel's target in its own unit: the goal it was last given (where its
+        path ends), as a device reads back a write channel. ``setpoint=True``: where the
+        path is now instead."""
+        snap = self.snapshot
+        values = snap.setpoint if setpoint else snap.target
+        return {g.name: float(g.to_unit(values[g.actuator]))
+                for g in self.layout.goals.values()}
 
     def health(self):
         h = self.stepper.health()

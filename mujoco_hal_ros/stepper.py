@@ -36,7 +36,7 @@ class Snapshot:
     qvel: np.ndarray
     qfrc_actuator: np.ndarray
     ctrl: np.ndarray
-    setpoint: np.ndarray
+    setpoint: np.ndarray      # where each actuator's path is now
     xpos: np.ndarray
     xquat: np.ndarray
     site_xpos: np.ndarray
@@ -47,6 +47,7 @@ class Snapshot:
     act: np.ndarray
     paused: bool
     moving: bool
+    target: np.ndarray = None  # where each actuator's path ends (the goal it was given)
 
 
 class _Closed:
@@ -447,6 +448,12 @@ class Stepper:
         if self._on_unstable is not None:
             self._on_unstable(self)
 
+    def _targets(self):
+        target = self.setpoint.copy()
+        for plan in self.plans:
+            target[plan.actuators] = plan.end
+        return target
+
     def _snap(self):
         d = self.data
         return Snapshot(time=d.time, wall=time.time(), step=self.nstep, qpos=d.qpos.copy(),
@@ -456,7 +463,8 @@ class Stepper:
                         site_xpos=d.site_xpos.copy(), site_xmat=d.site_xmat.copy(),
                         sensordata=d.sensordata.copy(), mocap_pos=d.mocap_pos.copy(),
                         mocap_quat=d.mocap_quat.copy(), act=d.act.copy(),
-                        paused=self._paused, moving=bool(self.plans))
+                        paused=self._paused, moving=bool(self.plans),
+                        target=self._targets())
 
     # --- health ---------------------------------------------------------------------------
     def health(self):

@@ -90,6 +90,8 @@ def test_min_jerk_timing_and_peak_rate(bench, h):
     target = 30.0
     T = PEAK * math.radians(target) / rate
     bench.set_goals({'pan_goal': target})
+    assert bench.goals()['pan_goal'] == pytest.approx(target)          # reads back the target
+    assert bench.goals(setpoint=True)['pan_goal'] == pytest.approx(0)  # the path has not begun
     steps = int(T / DT) + 400
     times, sp, q = h.trace(bench, steps)
     pan_sp, pan_q = sp[:, 0], q[:, 0]
