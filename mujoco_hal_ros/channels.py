@@ -492,5 +492,10 @@ class Layout:
                          'args': {n: {'unit': x.unit, 'min': x.min, 'max': x.max,
                                       'kind': x.kind} for n, x in a.args.items()},
                          'site': a.site, 'body': a.body, 'joints': a.joints,
-                         'path': a.path})
+                         'path': a.path, 'speed': a.speed,
+                         'at': {'xyz'[i]: v for i, v in a.at.items()},
+                         'aim': None if a.aim is None else {
+                             'axis': [float(v) for v in a.aim[0]],
+                             'toward': [float(v) for v in a.aim[1]]},
+                         'then': dict(a.then)})
         return {'channels': chans, 'actions': acts}
