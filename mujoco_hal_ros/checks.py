@@ -26,7 +26,11 @@ def finite_number(value, where):
     if not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise InvalidArgument(f'expected a number, got {type(value).__name__} {value!r}',
                               where=where, allowed='a finite real number')
-    out = float(value)
+    try:
+        out = float(value)
+    except (OverflowError, ValueError, TypeError):
+        raise InvalidArgument(f'expected a finite number, got {value!r}'[:200], where=where,
+                              allowed='a finite real number') from None
     if not math.isfinite(out):
         raise InvalidArgument(f'expected a finite number, got {out!r}', where=where,
                               allowed='a finite real number')

@@ -143,3 +143,11 @@ def test_aim_rtf_steps():
     assert kernel.step_count(np.int32(5)) == 5
     for bad in (0, -1, 1.5, True, np.bool_(True), '3', kernel.MAX_STEPS + 1):
         assert code_of(kernel.step_count, bad).code == INVALID_ARGUMENT
+
+
+def test_numbers_that_do_not_fit_a_float(bench_layout):
+    err = code_of(kernel.check_goals, bench_layout, {'pan_goal': 10 ** 400})
+    assert err.code == INVALID_ARGUMENT and err.where == 'pan_goal'
+    from fractions import Fraction
+    assert kernel.check_goals(bench_layout, {'pan_goal': Fraction(45, 1)})['pan_goal'] == \
+        pytest.approx(math.pi / 4)
