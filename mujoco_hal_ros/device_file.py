@@ -59,10 +59,15 @@ def _name(value, where):
 
 
 def number(value, where):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f'expected a finite number, got {value!r}', where=where)
-    return float(value)
+    try:
+        out = float(value)
+    except OverflowError:
+        out = math.inf
+    if not math.isfinite(out):
+        raise ConfigError(f'expected a finite number, got {value!r}'[:200], where=where)
+    return out
 
 
 def vector3(value, where):

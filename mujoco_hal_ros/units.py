@@ -94,9 +94,13 @@ def parse_quantity(value, kind, where, default_unit=None):
     if isinstance(value, bool):
         raise ConfigError(f'expected a {kind} like "4 ms", got {value!r}', where=where)
     if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise ConfigError(f'expected a finite {kind}, got {value!r}', where=where)
-        return float(value) * (scale(default_unit, kind, where) if default_unit else 1.0)
+        try:
+            out = float(value)
+        except OverflowError:
+            out = math.inf
+        if not math.isfinite(out):
+            raise ConfigError(f'expected a finite {kind}, got {value!r}'[:200], where=where)
+        return out * (scale(default_unit, kind, where) if default_unit else 1.0)
     if not isinstance(value, str):
         raise ConfigError(f'expected a {kind} like "4 ms", got {value!r}', where=where)
     match = _QUANTITY.match(value)
@@ -105,6 +109,8 @@ def parse_quantity(value, kind, where, default_unit=None):
                           allowed=f'a number and a unit of {kind}: '
                           + ', '.join(KINDS[kind]))
     number, unit = float(match.group(1)), match.group(2) or default_unit
+    if not math.isfinite(number):
+        raise ConfigError(f'expected a finite {kind}, got {value!r}', where=where)
     if unit is None:
         return number
     return number * scale(unit, kind, where)

@@ -65,6 +65,8 @@ def test_connect_parameters_and_defaults(open_device, h):
     ('connect: {mujoco: M}\nwrite: {pan_goal: {max: .inf}}\n', 'write.pan_goal.max'),
     ('connect: {mujoco: M}\nwrite: {pan_goal: {max: true}}\n', 'write.pan_goal.max'),
     ('connect: {mujoco: M}\nwrite: {pan_goal: {max: ten}}\n', 'write.pan_goal.max'),
+    ('connect: {mujoco: M}\nwrite: {pan_goal: {max: 1' + '0' * 400 + '}}\n',
+     'write.pan_goal.max'),
     ('connect: {mujoco: M}\nwrite: {pan_goal: {max_change_per_s: 0}}\n',
      'write.pan_goal.max_change_per_s'),
     ('connect: {mujoco: M}\nwrite: [pan_goal]\n', 'write'),

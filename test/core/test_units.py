@@ -24,7 +24,7 @@ def test_parse_quantity(text, kind, expected):
 @pytest.mark.parametrize('text,kind', [
     ('4 parsecs', 'length'), ('3 deg', 'length'), ('mm', 'length'), ('', 'time'),
     (True, 'time'), (float('nan'), 'time'), (float('inf'), 'length'), ([1], 'time'),
-    ('1 mm', 'angle'), ('1..2 m', 'length')])
+    ('1 mm', 'angle'), ('1..2 m', 'length'), (10 ** 400, 'time'), ('1e999 s', 'time')])
 def test_parse_quantity_refuses(text, kind):
     with pytest.raises(ConfigError) as err:
         units.parse_quantity(text, kind, 'connect.tolerance')
