@@ -8,6 +8,7 @@ The result is plain dicts of checked values; resolving names against the model i
 
 import math
 import os
+import re
 
 import yaml
 
@@ -58,7 +59,13 @@ def _name(value, where):
     return value
 
 
+_FLOAT = re.compile(r'^\s*[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+\s*$')
+
+
 def number(value, where):
+    # YAML 1.1 reads 1e-3 (no dot) as a string; it is plainly a number, so take it.
+    if isinstance(value, str) and _FLOAT.match(value):
+        value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f'expected a finite number, got {value!r}', where=where)
     try:
@@ -80,10 +87,14 @@ def vector3(value, where):
 
 
 def _limits(entry, where):
+    """Check min/max and store them back as floats."""
     lo = number(entry['min'], f'{where}.min') if 'min' in entry else None
     hi = number(entry['max'], f'{where}.max') if 'max' in entry else None
     if lo is not None and hi is not None and lo > hi:
         raise ConfigError(f'min {lo} is above max {hi}', where=where)
+    for key, value in (('min', lo), ('max', hi)):
+        if value is not None:
+            entry[key] = value
     return lo, hi
 
 
@@ -100,6 +111,7 @@ def _channels(section, keys, map_keys, where):
             raise ConfigError(f'expected a unit name, got {entry["unit"]!r}', where=here)
         if 'max_change_per_s' in entry:
             rate = number(entry['max_change_per_s'], f'{here}.max_change_per_s')
+            entry['max_change_per_s'] = rate
             if rate <= 0:
                 raise ConfigError('must be above zero (leave it out to jump in one step)',
                                   where=f'{here}.max_change_per_s')

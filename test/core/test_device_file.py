@@ -208,3 +208,13 @@ def test_quantities_and_parse_round_trip(write_yaml, h):
         assert pan['every'] == pytest.approx(0.5)
     finally:
         dev.close()
+
+
+def test_exponent_without_a_dot_is_a_number(write_yaml):
+    spec = device_file.load(write_yaml('connect: {mujoco: M}\nwrite: {a: {min: -1e-3, '
+                                       'max: 2e+1, max_change_per_s: 5e0}}\n'))
+    assert spec['write']['a'] == {'min': -0.001, 'max': 20.0, 'max_change_per_s': 5.0}
+    spec = device_file.parse({'actions': {'go': {
+        'args': {'x': {}, 'v': {'unit': 'mm/s', 'min': '1e-1', 'max': '1e2'}},
+        'map': {'command': 'move_to', 'site': 's', 'speed': 'v'}}}})
+    assert spec['actions']['go']['args']['v'] == {'unit': 'mm/s', 'min': 0.1, 'max': 100.0}
