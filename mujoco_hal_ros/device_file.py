@@ -6,6 +6,7 @@ The result is plain dicts of checked values; resolving names against the model i
 ``channels.py``'s job.
 """
 
+import copy
 import math
 import os
 import re
@@ -220,6 +221,7 @@ def parse(doc, source='device file'):
     if doc is None:
         doc = {}
     _keys(doc, TOP_KEYS, source)
+    doc = copy.deepcopy(doc)         # the checks normalise values in place
     connect = _connect(doc.get('connect'))
     read = _channels(doc.get('read'), READ_KEYS, READ_MAP_KEYS, 'read')
     write = _channels(doc.get('write'), WRITE_KEYS, WRITE_MAP_KEYS, 'write')
