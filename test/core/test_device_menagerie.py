@@ -161,3 +161,19 @@ def test_ur5e_zero_config_site_and_body(open_device, paths):
     with pytest.raises(DeviceError) as err:
         dev.move_to(point=[0.3, 0.25, 0.35], site='world')
     assert err.value.code == errors.UNKNOWN_NAME
+
+
+def test_go1_legs_keep_their_weight(open_device):
+    from mujoco_hal_ros import menagerie
+    path = menagerie.model_path('go1')
+    if path is None:
+        pytest.skip('Go1 is not installed')
+    dev = open_device(model=path, keyframe='home', start_paused=True)
+    desc = dev.describe()
+    # A free-floating trunk: servo gravity compensation would make the robot float.
+    assert desc['gravity_compensated'] == []
+    assert len([c for c in desc['channels'] if c['direction'] == 'read']) == 12
+    z0 = dev.snapshot.qpos[2]
+    dev.step(500)
+    assert dev.snapshot.qpos[2] == pytest.approx(z0, abs=0.03)        # it stands
+    assert dev.health()['unstable_events'] == 0
