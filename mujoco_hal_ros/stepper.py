@@ -95,8 +95,8 @@ class Stepper:
         self.skipped = 0.0                       # simulated seconds given up after stalls
         self._bad_idx = np.array([int(w) for w in BAD_WARNINGS])
         # Chunks of servo setpoints step in C through mujoco.rollout (no Python per step).
-        # It clears qfrc/xfrc_applied and userdata, which nothing here writes, and resets
-        # mocap bodies unless they ride along as controls (they do).
+        # It resets mocap bodies unless they ride along as controls (they do), and applied
+        # forces and equality switches (then the plain loop runs: _roll_safe).
         self._rollout = use_rollout and impedance is None
         self._roll_spec = int(mujoco.mjtState.mjSTATE_CTRL)
         if model.nmocap:
@@ -362,7 +362,7 @@ class Stepper:
                 ctrl[:] = self.setpoint
                 for _ in range(n):
                     step(model, data)
-            elif self._rollout and n >= ROLLOUT_MIN:
+            elif self._rollout and n >= ROLLOUT_MIN and self._roll_safe():
                 self._roll(rows)
             else:
                 for row in rows:
@@ -406,6 +406,13 @@ class Stepper:
         if abs(data.time - expected) > 0.5 * dt or self._bad_warnings() != self._warn0 or \
                 not math.isfinite(float(data.qpos.sum()) + float(data.qvel.sum())):
             self._unstable(expected)
+
+    def _roll_safe(self):
+        """mujoco.rollout resets applied forces and equality switches it is not given:
+        anything that set them (now or one day) gets the plain loop instead."""
+        d, m = self.data, self.model
+        return not (d.qfrc_applied.any() or d.xfrc_applied.any()
+                    or (m.neq and not np.array_equal(d.eq_active, m.eq_active0)))
 
     def _roll(self, rows):
         """Step through a chunk's setpoints in C (``mujoco.rollout``): the same steps as

@@ -226,3 +226,20 @@ def test_request_that_times_out_is_withdrawn(bench):
     bench.step(2)
     assert ran == []                         # it never ran, even after the stepper was free
     assert bench.snapshot.time == pytest.approx(30002 * DT)
+
+
+def test_applied_forces_survive_fast_chunks(open_device, h):
+    dev = open_device(model=h.model_file('units_rig'), keyframe='start')   # rtf 0, running
+    dev.pause(True)
+
+    def push(s):
+        s.data.xfrc_applied[dev.model.body('spinner').id, 5] = 1e-3   # a torque about z
+    dev.stepper.post(push, wait=True)
+    dev.set_goals({'rail_goal': 0.1})
+    dev.pause(False)
+    import time
+    time.sleep(0.3)
+    dev.pause(True)
+    assert dev.stepper.data.xfrc_applied[dev.model.body('spinner').id, 5] == 1e-3
+    # The torque kept pushing against the velocity servo (kv 0.5): 1e-3 / 0.502 rad/s.
+    assert dev.snapshot.qvel[1] == pytest.approx(1e-3 / 0.502, rel=0.05)
