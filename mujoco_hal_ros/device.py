@@ -702,6 +702,20 @@ class Device:
                          'the keyframe and holding'})
         self._record('unstable', {}, self._native_all(stepper.setpoint),
                      sim_time=stepper.data.time)
+        action = (self.spec or {}).get('safe_state', {}).get('action', 'hold')
+        if action != 'hold':
+            # Already held at the keyframe; the safe-state move starts from a caller thread
+            # (this is the stepper's, which must not wait on itself).
+            threading.Thread(target=self._safe_state_move, args=(action,), daemon=True,
+                             name='mujoco_hal_ros-safe-state').start()
+
+    def _safe_state_move(self, action):
+        try:
+            self._move(self.action(action), {}, wait=False)
+        except DeviceError as exc:
+            self.events.add({'time': time.time(), 'sim_time': float(self.snapshot.time),
+                             'code': exc.code, 'message': f'safe-state action {action!r} '
+                             f'could not start after the instability: {exc}; holding'})
 
     def _on_error(self, stepper, exc):
         move = self.move
