@@ -243,3 +243,23 @@ def test_applied_forces_survive_fast_chunks(open_device, h):
     assert dev.stepper.data.xfrc_applied[dev.model.body('spinner').id, 5] == 1e-3
     # The torque kept pushing against the velocity servo (kv 0.5): 1e-3 / 0.502 rad/s.
     assert dev.snapshot.qvel[1] == pytest.approx(1e-3 / 0.502, rel=0.05)
+
+
+def test_unstable_then_the_safe_state_move(open_device, h):
+    doc = {'connect': {'mujoco': 'M', 'keyframe': 'zero'},
+           'write': {'s_goal': {'unit': 'mm'}},
+           'actions': {'park': {'map': {'command': 'move_to', 'site': 'dot',
+                                        'at': {'x': 0.0, 'y': 0.0, 'z': 0.0}},
+                                'effects': ['s_goal']}},
+           'safe_state': {'action': 'park'}}
+    dev = open_device(doc, environ={'M': h.model_file('unstable')}, start_paused=True)
+    dev.set_goals({'s_goal': 500})
+    dev.step(3)
+    assert dev.health()['unstable_events'] == 1
+    import time
+    end = time.monotonic() + 5
+    while (dev.move is None or dev.move.action.name != 'park') and time.monotonic() < end:
+        time.sleep(0.01)
+    assert dev.move.action.name == 'park'
+    dev.step(10)
+    assert dev.move.done() and dev.move.result['success']
