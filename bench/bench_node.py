@@ -53,6 +53,7 @@ from mujoco_hal_ros.ros.params import builtin_device_file  # noqa: E402
 from mujoco_hal_ros.menagerie import bench_arm_path  # noqa: E402
 
 OVERHEAD_GOAL = 0.85
+MOTION_RAD = 1e-6
 
 
 def sim_command():
@@ -164,7 +165,13 @@ class Probe:
         rclpy.shutdown(context=self.ctx)
 
 
+NO_SWAP = ("trajectory_controller:=''", 'simulation_interfaces:=false',
+           "joint_commands_topic:=''")
+EXTRA_PARAMS = []          # --no-swap: the real-arm swap parts off in every started node
+
+
 def start_sim(*params):
+    params = list(params) + EXTRA_PARAMS
     cmd = sim_command() + ['--ros-args'] + [a for p in params for a in ('-p', p)]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -316,18 +323,24 @@ def measure_latency(probe, rounds):
     try:
         for i in range(rounds):
             probe.wait(holder.call_async(Trigger.Request()))
-            time.sleep(0.5)
+            try:          # settled, so that a micro-radian of motion means the new path
+                wait_until(lambda: np.abs(joint_state(probe.js[-1][1]).velocity).max() < 1e-5,
+                           3.0, 'rest')
+            except RuntimeError:
+                pass
             q0 = np.array(joint_state(probe.js[-1][1]).position)
             goal = MoveTo.Goal()
             goal.target.x, goal.target.y, goal.target.z = targets[i % 2]
             handle = probe.wait(mover.send_goal_async(goal))
             accepted = time.monotonic()
             n = len(probe.js)
+            # a min-jerk path starts with zero velocity and acceleration: look for the
+            # first micro-radian, not the first visible degree
             wait_until(lambda: any(
-                np.abs(np.array(joint_state(r).position) - q0).max() > 1e-4
+                np.abs(np.array(joint_state(r).position) - q0).max() > MOTION_RAD
                 for _, r in probe.js[n:]), 10.0, 'joint motion')
             moved = next(t for t, r in probe.js[n:]
-                         if np.abs(np.array(joint_state(r).position) - q0).max() > 1e-4)
+                         if np.abs(np.array(joint_state(r).position) - q0).max() > MOTION_RAD)
             starts.append((moved - accepted) * 1e3)
             time.sleep(0.3)                                    # well into the move
             probe.wait(holder.call_async(Trigger.Request()))
@@ -368,7 +381,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--quick', action='store_true', help='short runs (about a minute)')
     parser.add_argument('--json', action='store_true', help='print one JSON line as well')
+    parser.add_argument('--no-swap', action='store_true',
+                        help='real time, camera and latency with the trajectory controller and '
+                        'simulation_interfaces parts off (the overhead line shows both)')
     args = parser.parse_args()
+    if args.no_swap:
+        EXTRA_PARAMS.extend(NO_SWAP)
     seconds = 3.0 if args.quick else 10.0
     rounds = 3 if args.quick else 10
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
@@ -403,6 +421,8 @@ def main():
           f'periods (max {r["max_interval_periods"]:.1f})')
     print(f'camera: published {r["published_fps"]:.1f} fps / bare CameraRenderer '
           f'{r["bare_renderer_fps"]:.1f} fps = {r["camera_ratio"]:.2f}')
+    if args.no_swap:
+        print('(real time, camera and latency with the swap parts off)')
     print(f'latency: move_to accepted -> first joint motion {r["move_to_first_motion_ms"]:.1f} '
           f'ms (max {r["move_to_first_motion_ms_max"]:.1f}); hold -> all velocities < 0.01 '
           f'{r["hold_to_still_ms"]:.0f} ms (max {r["hold_to_still_ms_max"]:.0f})')
