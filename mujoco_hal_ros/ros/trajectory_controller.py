@@ -266,9 +266,19 @@ class TrajectoryController:
                                              self._on_topic, 10, callback_group=requests)
         self._state_pub = node.create_publisher(JointTrajectoryControllerState,
                                                 f'{name}/controller_state', 10)
+        # Tolerance checks run only while a trajectory is active: an always-on timer wakes
+        # the executor 100 times a second and cost a third of a core for nothing.
         self._timer = node.create_timer(1.0 / CHECK_HZ, self._tick, clock=steady,
                                         callback_group=MutuallyExclusiveCallbackGroup())
+        self._timer.cancel()
         self._last_state = 0.0
+        # controller_state goes out from its own thread (publishing is thread-safe) and only
+        # while someone listens, so it never wakes the executor either.
+        self._state_stop = threading.Event()
+        self._state_thread = threading.Thread(target=self._state_loop, daemon=True,
+                                              name=f'{name}-controller_state')
+        if self.state_rate > 0:
+            self._state_thread.start()
         self.log.info(f'{name}: follow_joint_trajectory for {", ".join(self.joints)}')
 
     def _accept_no_effect(self, node, prefix, given):
@@ -373,6 +383,7 @@ class TrajectoryController:
                     self._active = _Active(execution, tol, handle, self.joints)
                     self._starts[key] = self._active
                     self.counts['accepted'] += 1
+                    self._timer.reset()
         handle.execute()
 
     async def _execute(self, handle):
@@ -421,6 +432,7 @@ class TrajectoryController:
                                       smooth_positions=self.smooth_positions)
                 self._preempt('preempted by a trajectory on the joint_trajectory topic')
                 self._active = _Active(execution, None, None, self.joints)
+                self._timer.reset()
         except DeviceError as exc:
             self._reject('joint_trajectory message', exc)
 
@@ -431,7 +443,8 @@ class TrajectoryController:
         try:
             with self._lock:
                 self._monitor()
-            self._publish_state()
+                if self._active is None:
+                    self._timer.cancel()
         except Exception as exc:  # noqa: BLE001 - a closed device or a bug: end the goal
             with self._lock:
                 if self._active is not None:
@@ -491,13 +504,20 @@ class TrajectoryController:
         fb.error = _point(v.error[0], v.error[1], t=t)
         return fb
 
+    def _state_loop(self):
+        period = 1.0 / self.state_rate
+        while not self._state_stop.wait(period):
+            if self._closing or self.device.closed:
+                return
+            try:
+                if self._state_pub.get_subscription_count() > 0:
+                    self._publish_state()
+            except Exception as exc:  # noqa: BLE001 - shutting down under us
+                if not self._closing:
+                    self.log.error(f'{self.name}: controller_state: {exc}',
+                                   throttle_duration_sec=5.0)
+
     def _publish_state(self):
-        if self.state_rate <= 0:
-            return
-        now = time.monotonic()
-        if now - self._last_state < 1.0 / self.state_rate:
-            return
-        self._last_state = now
         snap = self.device.snapshot
         ref_p = snap.setpoint[self._acts]
         ref_v = np.zeros(len(self.joints))
@@ -525,6 +545,9 @@ class TrajectoryController:
 
     def destroy(self):
         self._closing = True
+        self._state_stop.set()
+        if self._state_thread.is_alive():
+            self._state_thread.join(timeout=2.0)
         with self._lock:
             old, self._active = self._active, None
         if old is not None:
