@@ -352,8 +352,8 @@ def _evaluate(knots, coeffs, rel):
     c = coeffs[idx]                                     # (m, joints, 6)
     pos = c[..., 0] + s * (c[..., 1] + s * (c[..., 2] + s * (c[..., 3] + s * (
         c[..., 4] + s * c[..., 5]))))
-    vel = c[..., 1] + s * (2 * c[..., 2] + s * (3 * c[..., 3] + s * (4 * c[..., 4] + s * 5
-                                                                      * c[..., 5])))
+    vel = c[..., 1] + s * (2 * c[..., 2] + s * (3 * c[..., 3] + s * (
+        4 * c[..., 4] + s * 5 * c[..., 5])))
     acc = 2 * c[..., 2] + s * (6 * c[..., 3] + s * (12 * c[..., 4] + s * 20 * c[..., 5]))
     outside = (rel < knots[0]) | (rel > knots[-1])
     vel[outside] = 0.0
@@ -690,5 +690,6 @@ def _violations(joints, ep, ev, tol_p, tol_v):
 
 
 __all__ = ['trajectory_joints', 'controller_joints', 'check_trajectory', 'Checked', 'spline',
-           'check_spline', 'TrajectoryPlan', 'preview', 'follow', 'hold', 'Execution', 'Tolerances',
+           'check_spline', 'TrajectoryPlan', 'preview', 'follow', 'hold', 'Execution',
+           'Tolerances',
            'goal_tolerances', 'evaluate', 'Verdict', 'errors']

@@ -428,10 +428,11 @@ class Stepper:
         if m.nmocap:   # rollout resets mocap unless it is part of the controls
             controls = np.hstack([rows, np.broadcast_to(d.mocap_pos.ravel(), (n, 3 * m.nmocap)),
                                   np.broadcast_to(d.mocap_quat.ravel(), (n, 4 * m.nmocap))])
-        self._roller.rollout([m], [d], self._state0[None], np.ascontiguousarray(controls)[None],
-                        control_spec=self._roll_spec, skip_checks=True, nstep=n,
-                        initial_warmstart=d.qacc_warmstart[None].copy(),
-                        state=self._roll_state[:, :n], sensordata=self._roll_sensor[:, :n])
+        self._roller.rollout(
+            [m], [d], self._state0[None], np.ascontiguousarray(controls)[None],
+            control_spec=self._roll_spec, skip_checks=True, nstep=n,
+            initial_warmstart=d.qacc_warmstart[None].copy(),
+            state=self._roll_state[:, :n], sensordata=self._roll_sensor[:, :n])
 
     def _unstable(self, t_expected=None):
         """NaN or a divergence MuJoCo caught: back to the keyframe and hold there.

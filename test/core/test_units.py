@@ -33,8 +33,8 @@ def test_parse_quantity_refuses(text, kind):
 
 
 def test_linear_map_and_percent():
-    assert units.linear_map('deg', 'angle', None, None, 'w') == (pytest.approx(math.pi / 180),
-                                                                0.0)
+    assert units.linear_map('deg', 'angle', None, None, 'w') == (
+        pytest.approx(math.pi / 180), 0.0)
     assert units.linear_map('mm', 'length', None, None, 'w') == (0.001, 0.0)
     assert units.linear_map('cm', 'length', None, None, 'w') == (0.01, 0.0)
     scale, offset = units.linear_map('percent', 'angle', -1.0, 3.0, 'w')
@@ -96,8 +96,8 @@ def test_slide_in_mm_and_cm(h):
                      'rail_cm': {'unit': 'cm', 'map': {'joint': 'rail'}}}}
     with pytest.raises(ConfigError, match='already driven'):
         layout(h.model_file('units_rig'), doc)
-    doc = {'read': {'rail': {'unit': 'cm'}, 'probe_z': {'unit': 'mm',
-                                                         'map': {'site': 'probe', 'axis': 'z'}},
+    probe_z = {'unit': 'mm', 'map': {'site': 'probe', 'axis': 'z'}}
+    doc = {'read': {'rail': {'unit': 'cm'}, 'probe_z': probe_z,
                     'rail_pos': {'map': {'sensor': 'rail_pos'}}},
            'write': {'rail_goal': {'unit': 'mm', 'max_change_per_s': 100}}}
     lay = layout(h.model_file('units_rig'), doc)
@@ -155,16 +155,16 @@ def test_wrong_unit_kind_is_refused(h):
         layout(h.BENCH_XML, h.bench_doc(write__pan_goal={'unit': 'mm'}))
     assert 'write.pan_goal.unit' in str(err.value) and 'deg' in str(err.value)
     with pytest.raises(ConfigError, match='read.tip_x.unit'):
-        layout(h.BENCH_XML, h.bench_doc(read__tip_x={'unit': 'deg',
-                                                      'map': {'site': 'tip', 'axis': 'x'}}))
+        tip_x = {'unit': 'deg', 'map': {'site': 'tip', 'axis': 'x'}}
+        layout(h.BENCH_XML, h.bench_doc(read__tip_x=tip_x))
     with pytest.raises(ConfigError, match='read.pan.unit'):
         layout(h.BENCH_XML, h.bench_doc(read__pan={'unit': 'furlong'}))
 
 
 def test_limits_outside_the_actuator_are_refused(h):
     with pytest.raises(ConfigError) as err:
-        layout(h.BENCH_XML, h.bench_doc(write__pan_goal={'unit': 'deg', 'min': -100,
-                                                          'max': 90}))
+        pan_goal = {'unit': 'deg', 'min': -100, 'max': 90}
+        layout(h.BENCH_XML, h.bench_doc(write__pan_goal=pan_goal))
     assert 'write.pan_goal.min' in str(err.value)
     # One side given: the other is the joint range, in the channel's unit.
     lay = layout(h.BENCH_XML, h.bench_doc(write__pan_goal={'unit': 'deg', 'min': -30}))
