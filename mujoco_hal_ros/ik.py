@@ -279,6 +279,8 @@ class IKSolver:
         self.point_name = site if site is not None else body
         (self.kind, self.point_id, self.joint_ids, self.joint_names, self.qadr, self.active,
          self._dadr) = _structure(model, site, body, joints)
+        self._hinge_active = (model.jnt_type[self.joint_ids[self.active]]
+                              == mujoco.mjtJoint.mjJNT_HINGE)
         self.lower, self.upper = self._bounds(model, lower, upper)
 
         if self.kind == 'site':
@@ -475,6 +477,7 @@ class IKSolver:
             if done:
                 break
         done, cost, qa, pe2, ae = best
+        qa = self._nearest_turn(qa, np.minimum(np.maximum(q0, self.lower), self.upper)[act])
         # Leave data at the answer (the last configuration evaluated may be a rejected trial).
         _, _, _, ae, w = evaluate(qa)
         q_full[act] = qa
@@ -482,6 +485,20 @@ class IKSolver:
                         pos_error=math.sqrt(pe2), aim_error=float(ae), reached=pos.copy(),
                         iterations=iterations, restarts=restarts,
                         reached_axis=None if w is None else w.copy())
+
+    def _nearest_turn(self, qa, start):
+        """The same pose with each hinge a whole turn nearer the start where bounds allow.
+
+        Arms like UR5e have +-2 pi joint ranges, so a restart can land a full turn away from
+        where the joint is, and the move would spin the joint around for nothing."""
+        hinge = self._hinge_active
+        if not hinge.any():
+            return qa
+        lo, hi = self.lower[self.active], self.upper[self.active]
+        turns = np.round((start - qa) / (2 * np.pi))
+        moved = qa + 2 * np.pi * turns
+        ok = hinge & (turns != 0) & (moved >= lo) & (moved <= hi)
+        return np.where(ok, moved, qa)
 
 
 class _Sampler:

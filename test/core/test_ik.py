@@ -149,6 +149,27 @@ def test_ur5e_by_body():
                           aim_axis=np.array([0.0, 0.0, 1.0]), seed=7)
 
 
+def test_ur5e_answers_stay_within_half_a_turn_of_the_start():
+    """UR5e joints span +-2 pi: the same pose a whole turn away must not be chosen."""
+    model, data = _load('ur5e')
+    names = [model.joint(j).name for j in range(model.njnt)]
+    rng = np.random.default_rng(11)
+    start = data.qpos.copy()
+    for _ in range(15):
+        q = rng.uniform(-np.pi, np.pi, len(names))
+        target, _ = _point(model, q, names, body='wrist_3_link')
+        data.qpos[:] = start
+        res = ik.solve(model, data, target, body='wrist_3_link', q_init=start)
+        assert res.success
+        lo, hi = model.jnt_range[:, 0], model.jnt_range[:, 1]
+        for shift in (-2 * np.pi, 2 * np.pi):   # no whole turn nearer the start fits the range
+            other = res.qpos + shift
+            nearer = np.abs(other - start) < np.abs(res.qpos - start) - 1e-9
+            assert not np.any(nearer & (other >= lo) & (other <= hi)), res.qpos - start
+        got, _ = _point(model, res.qpos, res.joint_names, body='wrist_3_link')
+        assert np.linalg.norm(got - target) <= 1e-3
+
+
 def test_default_joints_are_the_chain(bench, panda):
     assert ik.IKSolver(bench[0], mujoco.MjData(bench[0]), site='tip').joint_names == (
         'pan', 'lift', 'elbow', 'wrist')
