@@ -192,7 +192,8 @@ class ShardedPoolClient:
 
     @property
     def alive(self):
-        return [s for s in self.servers.values() if s.alive]
+        """Live servers by name, so a batch splits the same way whichever answered first."""
+        return sorted((s for s in self.servers.values() if s.alive), key=lambda s: s.name)
 
     def discover(self, count=None, timeout=20.0, settle=1.0):
         """Find pool_nodes; returns the names in use.
