@@ -27,6 +27,9 @@ SIM_ARGS = {
     'publish_clock': ('true', 'Publish /clock (true on exactly one instance).'),
     'publish_rate': ('100.0', 'joint_states rate in Hz.'),
     'log_summary': ('true', 'Log what is served and a periodic health line.'),
+    'controllers_file': ('', 'ros2_control controller config (YAML) of the real arm; sim_node '
+                         'serves its arm_controller the same way (see '
+                         'config/arm_controller_swap.yaml).'),
 }
 
 BRINGUP_ARGS = dict(SIM_ARGS, **{
@@ -100,7 +103,7 @@ def sim_parameters(args):
               'frame_prefix': prefix}
     if params['publish_rate'] <= 0:
         raise ConfigError('must be above 0', where='launch argument publish_rate')
-    for key in ('device_file', 'model'):
+    for key in ('device_file', 'model', 'controllers_file'):
         if a[key].strip():
             params[key] = os.path.expanduser(a[key].strip())
     return params
@@ -126,6 +129,8 @@ def driver_node(args):
         if not os.path.isfile(path):
             raise ConfigError(f'file not found: {path}', where='launch argument driver_params')
         params.append(path)
+    if a['controllers_file'].strip():   # the same controller names as in simulation
+        params.append(os.path.expanduser(a['controllers_file'].strip()))
     return {'package': a['driver_package'].strip(),
             'executable': a['driver_executable'].strip(),
             'namespace': namespace(a['namespace']), 'output': 'screen', 'parameters': params}

@@ -78,6 +78,16 @@ def test_bringup_swaps_the_simulation_for_a_driver_under_the_same_names(tmp_path
                            'driver_params': str(tmp_path / 'missing.yaml')}, SHARE)
 
 
+def test_one_controllers_file_configures_sim_and_real_alike():
+    swap = os.path.join(SHARE, 'config', 'arm_controller_swap.yaml')
+    args = {'namespace': 'arm', 'controllers_file': swap}
+    sim = la.bringup_launch(args, SHARE)
+    assert sim[0]['parameters'][0]['controllers_file'] == swap
+    real = la.bringup_launch(dict(args, use_sim='false', driver_package='my_driver',
+                                  driver_executable='ros2_control_node'), SHARE)
+    assert real[0]['parameters'] == [swap]
+
+
 def test_rviz_config_shows_the_scene_without_a_robot_model(tmp_path):
     base = la.rviz_config('', SHARE)
     with open(base, encoding='utf-8') as f:
