@@ -7,14 +7,13 @@ The result is plain dicts of checked values; resolving names against the model i
 """
 
 import copy
-import math
 import os
 import re
 
 import yaml
 
 from .errors import ConfigError
-from .units import parse_quantity
+from .units import finite_float, parse_quantity
 
 TOP_KEYS = {'device', 'id', 'connect', 'read', 'write', 'actions', 'safe_state', 'hazard',
             'description'}
@@ -69,13 +68,7 @@ def number(value, where):
         value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f'expected a finite number, got {value!r}', where=where)
-    try:
-        out = float(value)
-    except OverflowError:
-        out = math.inf
-    if not math.isfinite(out):
-        raise ConfigError(f'expected a finite number, got {value!r}'[:200], where=where)
-    return out
+    return finite_float(value, 'number', where)
 
 
 def vector3(value, where):

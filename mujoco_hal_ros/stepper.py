@@ -209,16 +209,7 @@ class Stepper:
     def reset(self, on_reset=None):
         """Back to the keyframe; simulated time keeps going forward."""
         def apply(s):
-            t = s.data.time
-            if s.keyframe is not None:
-                mujoco.mj_resetDataKeyframe(s.model, s.data, s.keyframe)
-            else:
-                mujoco.mj_resetData(s.model, s.data)
-            s.data.time = t
-            mujoco.mj_forward(s.model, s.data)
-            s.setpoint = s.initial_setpoint()
-            s.plans = []
-            s._warn0 = s._bad_warnings()
+            s._reset_to_keyframe(s.data.time)
             out = on_reset(s) if on_reset else None
             s._rebase()
             s.snapshot = s._snap()
@@ -443,6 +434,14 @@ class Stepper:
         self.unstable_events += 1
         t = self.data.time
         t = max(t if np.isfinite(t) else 0.0, t_expected or 0.0)
+        self._reset_to_keyframe(t)
+        self._rebase()
+        if self._on_unstable is not None:
+            self._on_unstable(self)
+
+    def _reset_to_keyframe(self, t):
+        """MjData back to the keyframe (or the model's defaults) at simulated time ``t``,
+        holding there: no plans, setpoints that hold the pose, warnings counted from here."""
         if self.keyframe is not None:
             mujoco.mj_resetDataKeyframe(self.model, self.data, self.keyframe)
         else:
@@ -452,9 +451,6 @@ class Stepper:
         self.setpoint = self.initial_setpoint()
         self.plans = []
         self._warn0 = self._bad_warnings()
-        self._rebase()
-        if self._on_unstable is not None:
-            self._on_unstable(self)
 
     def _targets(self):
         target = self.setpoint.copy()

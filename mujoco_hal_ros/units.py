@@ -89,17 +89,24 @@ def linear_map(unit, kind, lo, hi, where):
     return scale(unit, kind, where), 0.0
 
 
+def finite_float(value, what, where):
+    """A number (int or float) as a finite float; an int too large for a float, NaN or an
+    infinity is a ConfigError: 'expected a finite <what>'."""
+    try:
+        out = float(value)
+    except OverflowError:
+        out = math.inf
+    if not math.isfinite(out):
+        raise ConfigError(f'expected a finite {what}, got {value!r}'[:200], where=where)
+    return out
+
+
 def parse_quantity(value, kind, where, default_unit=None):
     """'4 ms' -> 0.004, '1 mm' -> 0.001, a bare number in ``default_unit`` (SI if None)."""
     if isinstance(value, bool):
         raise ConfigError(f'expected a {kind} like "4 ms", got {value!r}', where=where)
     if isinstance(value, (int, float)):
-        try:
-            out = float(value)
-        except OverflowError:
-            out = math.inf
-        if not math.isfinite(out):
-            raise ConfigError(f'expected a finite {kind}, got {value!r}'[:200], where=where)
+        out = finite_float(value, kind, where)
         return out * (scale(default_unit, kind, where) if default_unit else 1.0)
     if not isinstance(value, str):
         raise ConfigError(f'expected a {kind} like "4 ms", got {value!r}', where=where)

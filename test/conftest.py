@@ -11,14 +11,16 @@ under test stay the checked-out ones.
 ROS domain. Every test process claims its own ``ROS_DOMAIN_ID`` (100..200, a file lock
 under the temp dir so two test processes on this machine never share one) and keeps
 discovery on this host, so parallel runs stay invisible to each other; children inherit it.
+
+Helpers. Plain functions and classes the node and e2e tests share live in ``helpers.py``
+beside this file; this folder is put on ``sys.path`` so ``from helpers import ...`` works
+from either tier, run from any directory. The fixtures here are thin wrappers over them.
 """
 
-import contextlib
 import fcntl
 import importlib.util
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -97,30 +99,14 @@ def _expose_generated_interfaces():
 _add_ament_prefixes()
 _expose_generated_interfaces()
 
+# test/helpers.py is imported by name, whatever the import mode, tier or working directory
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
 
-def _installed_executable(name):
-    """<prefix>/lib/mujoco_hal_ros/<name> from AMENT_PREFIX_PATH, or None."""
-    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
-        path = os.path.join(prefix, 'lib', 'mujoco_hal_ros', name)
-        if prefix and os.access(path, os.X_OK):
-            return path
-    return None
-
-
-def stop_process(proc, grace=5.0):
-    """SIGINT the process group, wait, then SIGKILL it; returns the exit code."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            pass
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(5.0)
-    return proc.returncode
+from helpers import (  # noqa: E402
+    child_env, installed_executable as _installed_executable, node_command, ros_args,
+    stop_process, wait_for as _wait_for)
 
 
 @pytest.fixture
@@ -158,16 +144,6 @@ def spawn(tmp_path):
             proc.log_handle.close()
 
 
-def _wait_for(predicate, timeout, period=0.05):
-    """Poll ``predicate`` until it is truthy or ``timeout`` seconds pass; returns its value."""
-    end = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > end:
-            return value
-        time.sleep(period)
-
-
 @pytest.fixture(scope='session')
 def wait_for():
     """``wait_for(predicate, timeout, period=0.05)``: poll until truthy; returns the value."""
@@ -178,3 +154,24 @@ def wait_for():
 def installed_executable():
     """``installed_executable(name)``: lib/mujoco_hal_ros/<name> of the sourced install."""
     return _installed_executable
+
+
+@pytest.fixture
+def start_node(spawn):
+    """``start_node(executable, *params, namespace=None, name=None)``: the installed node
+    (sim_node, pool_node) under ``spawn``, each param as ``-p``, remapped into ``namespace``;
+    the child sees the installed packages only (``helpers.child_env``)."""
+    def start(executable, *params, namespace=None, name=None):
+        cmd = node_command(executable) + ros_args(params, namespace)
+        return spawn(cmd, env=child_env(), name=name or executable)
+    return start
+
+
+@pytest.fixture
+def ctx():
+    """A fresh rclpy Context, initialised; shut down after the test."""
+    rclpy = pytest.importorskip('rclpy')
+    c = rclpy.Context()
+    rclpy.init(context=c, args=[])
+    yield c
+    rclpy.shutdown(context=c)

@@ -31,14 +31,13 @@ import threading
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 import mujoco
 import numpy as np
-import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from . import arrays
+from .run import run_node
 from ..action import Evaluate
 from ..errors import (CLOSED, DONE, INTERNAL_ERROR, STOPPED, ConfigError, DeviceError,
                       InvalidArgument, UnknownName)
@@ -376,43 +375,10 @@ def _fill_error(res, code, message):
     return res
 
 
-def _one_line(err):
-    text = ' '.join(str(err).split())
-    return text if isinstance(err, DeviceError) else f'{type(err).__name__}: {text}'
-
-
 def main(argv=None):
     """Run until Ctrl-C; a bad parameter or model ends it at start with one line, exit 2."""
-    args = sys.argv if argv is None else argv
-    try:
-        rclpy.init(args=args)
-    except Exception as err:  # noqa: BLE001 - malformed --ros-args
-        print(f'pool_node: {_one_line(err)}', file=sys.stderr)
-        return 2
-    node = None
-    try:
-        try:
-            node = PoolNode()
-        except Exception as err:  # noqa: BLE001 - one clear line, not a traceback
-            if os.environ.get('POOL_NODE_DEBUG'):
-                raise
-            hint = '' if isinstance(err, DeviceError) else ' (POOL_NODE_DEBUG=1 for details)'
-            print(f'pool_node: {_one_line(err)}{hint}', file=sys.stderr)
-            return 2
-        node.get_logger().info(node.describe())
-        executor = MultiThreadedExecutor(num_threads=MAX_GOALS + 4)
-        executor.add_node(node)
-        try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-        finally:
-            executor.shutdown(timeout_sec=1.0)
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node('pool_node', PoolNode, argv, threads=MAX_GOALS + 4,
+                    started=lambda node: node.get_logger().info(node.describe()))
 
 
 if __name__ == '__main__':

@@ -65,23 +65,16 @@ class SimInterfaces:
         group = ReentrantCallbackGroup()
         self._waker = node.create_guard_condition(
             self._drain, callback_group=MutuallyExclusiveCallbackGroup())
-        n = node
-        self._services = [
-            n.create_service(GetSimulatorFeatures, 'get_simulator_features', self._features,
-                             callback_group=group),
-            n.create_service(ResetSimulation, 'reset_simulation', self._reset,
-                             callback_group=group),
-            n.create_service(GetSimulationState, 'get_simulation_state', self._get_state,
-                             callback_group=group),
-            n.create_service(SetSimulationState, 'set_simulation_state', self._set_state,
-                             callback_group=group),
-            n.create_service(StepSimulation, 'step_simulation', self._step,
-                             callback_group=group),
-            n.create_service(GetEntityState, 'get_entity_state', self._get_entity,
-                             callback_group=group),
-            n.create_service(SetEntityState, 'set_entity_state', self._set_entity,
-                             callback_group=group),
-        ]
+        services = (
+            (GetSimulatorFeatures, 'get_simulator_features', self._features),
+            (ResetSimulation, 'reset_simulation', self._reset),
+            (GetSimulationState, 'get_simulation_state', self._get_state),
+            (SetSimulationState, 'set_simulation_state', self._set_state),
+            (StepSimulation, 'step_simulation', self._step),
+            (GetEntityState, 'get_entity_state', self._get_entity),
+            (SetEntityState, 'set_entity_state', self._set_entity))
+        self._services = [node.create_service(srv_type, name, callback, callback_group=group)
+                          for srv_type, name, callback in services]
         self._action = ActionServer(node, SimulateSteps, 'simulate_steps',
                                     execute_callback=self._simulate, callback_group=group,
                                     goal_callback=lambda _g: GoalResponse.ACCEPT,

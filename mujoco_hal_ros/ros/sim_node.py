@@ -11,16 +11,13 @@ from .. import gl
 
 gl.ensure_headless_gl()     # before anything below imports mujoco: it reads MUJOCO_GL once
 
-import os  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
 from rcl_interfaces.msg import (  # noqa: E402
     ParameterDescriptor, ParameterType, SetParametersResult)
-import rclpy  # noqa: E402
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup  # noqa: E402
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor  # noqa: E402
 from rclpy.logging import LoggingSeverity  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -30,6 +27,7 @@ from visualization_msgs.msg import MarkerArray  # noqa: E402
 from . import conversions as cv, markers, params as P  # noqa: E402
 from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .control import Control  # noqa: E402
+from .run import run_node  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
 from .tf import FrameTree  # noqa: E402
 from ..device import Device  # noqa: E402
@@ -308,49 +306,9 @@ def _text(v):
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def _one_line(err):
-    text = ' '.join(str(err).split())
-    if isinstance(err, DeviceError):
-        return text
-    return f'{type(err).__name__}: {text}'
-
-
 def main(argv=None):
     """Run until Ctrl-C; a bad parameter or file ends it at start with one line, exit 2."""
-    args = sys.argv if argv is None else argv
-    debug = bool(os.environ.get('SIM_NODE_DEBUG'))
-    try:
-        rclpy.init(args=args)
-    except Exception as err:  # noqa: BLE001 - malformed --ros-args
-        print(f'sim_node: {_one_line(err)}', file=sys.stderr)
-        return 2
-    node = executor = None
-    try:
-        try:
-            node = SimNode()
-        except Exception as err:  # noqa: BLE001 - one clear line, not a traceback
-            if not rclpy.ok():
-                return 0                        # Ctrl-C while starting up
-            if debug:
-                raise
-            hint = '' if isinstance(err, DeviceError) else ' (SIM_NODE_DEBUG=1 for details)'
-            print(f'sim_node: {_one_line(err)}{hint}', file=sys.stderr)
-            return 2
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:  # noqa: BLE001 - a context shut down by a signal mid-start is an exit
-        if rclpy.ok():
-            raise
-    finally:
-        if executor is not None:
-            executor.shutdown(timeout_sec=1.0)
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node('sim_node', SimNode, argv, threads=4)
 
 
 if __name__ == '__main__':

@@ -5,9 +5,9 @@ is SIGKILLed while it runs its share, and the batch still completes with final s
 bit-identical to an in-process EnvPool doing the same work.
 """
 
+import functools
 import os
 import signal
-import sys
 
 import mujoco
 import numpy as np
@@ -15,30 +15,18 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from test_sim_e2e import child_env, START_S  # noqa: E402  (same folder; one definition)
-
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.errors import DeviceError  # noqa: E402
 from mujoco_hal_ros.pool import EnvPool  # noqa: E402
 from mujoco_hal_ros.ros.pool_client import ShardedPoolClient  # noqa: E402
 from mujoco_hal_ros.ros.pool_node import model_fingerprint  # noqa: E402
+from helpers import exit_lines, START_S  # noqa: E402
 
 
 @pytest.fixture
-def start_pool(spawn, installed_executable):
-    exe = installed_executable('pool_node')
-    base = [sys.executable, exe] if exe else [
-        sys.executable, '-c', 'import sys; from mujoco_hal_ros.ros.pool_node import main; '
-        'sys.exit(main())']
-
-    def start(*params, namespace=None, name='pool_node'):
-        cmd = base + ['--ros-args']
-        if namespace:
-            cmd += ['-r', f'__ns:={namespace}']
-        for p in params:
-            cmd += ['-p', p]
-        return spawn(cmd, env=child_env(), name=name)
-    return start
+def start_pool(start_node):
+    """``start_pool(*params, namespace=None, name='pool_node')``: see conftest's start_node."""
+    return functools.partial(start_node, 'pool_node')
 
 
 @pytest.fixture
@@ -142,10 +130,6 @@ def test_panda_over_dds_and_refusals_are_not_retried(start_pool, spawn, sharded)
 ], ids=['nbatch', 'model', 'typo'])
 def test_bad_parameter_exits_with_one_clear_line(start_pool, spawn, param, words):
     proc = start_pool(param, name='bad')
-    try:
-        code = proc.wait(START_S)
-    except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired
-        pytest.fail(f'pool_node kept running with {param}:\n{spawn.output(proc)[-2000:]}')
-    lines = [line for line in spawn.output(proc).splitlines() if line.strip()]
+    code, lines = exit_lines(spawn, proc, f'pool_node with {param}')
     assert code == 2 and len(lines) == 1, lines
     assert lines[0].startswith('pool_node: ') and words in lines[0]

@@ -4,9 +4,8 @@ Each test starts sim_node processes (own process group, SIGINT then SIGKILL at t
 and talks to them from a client node in this process.
 """
 
+import functools
 import math
-import os
-import sys
 import threading
 import time
 
@@ -17,7 +16,6 @@ rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
-from rclpy.exceptions import InvalidHandle  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
@@ -25,83 +23,25 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
 from mujoco_hal_ros.srv import Describe  # noqa: E402
-
-START_S = 45.0      # import + model load + DDS discovery on a loaded 2-core machine
-
-
-def child_env():
-    """PYTHONPATH for a child: the installed packages only, never the source tree."""
-    paths = []
-    ver = f'python{sys.version_info[0]}.{sys.version_info[1]}'
-    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
-        if prefix:
-            paths.append(os.path.join(prefix, 'lib', ver, 'site-packages'))
-    paths += [os.path.abspath(p) for p in os.environ.get('PYTHONPATH', '').split(os.pathsep)
-              if p]
-    keep = []
-    for p in paths:
-        src = os.path.join(p, 'mujoco_hal_ros')
-        if os.path.isdir(src) and not os.path.isdir(os.path.join(src, 'msg')):
-            continue                      # a source checkout: no generated interfaces
-        if os.path.isdir(p) and p not in keep:
-            keep.append(p)
-    return {'PYTHONPATH': os.pathsep.join(keep), 'PYTHONUNBUFFERED': '1'}
+from helpers import exit_lines, SpunNodes, START_S  # noqa: E402
 
 
 @pytest.fixture
-def sim_cmd(installed_executable):
-    exe = installed_executable('sim_node')
-    if exe is not None:
-        return [sys.executable, exe]
-    return [sys.executable, '-c', 'import sys; from mujoco_hal_ros.ros.sim_node import main; '
-            'sys.exit(main())']
+def start_sim(start_node):
+    """``start_sim(*params, namespace=None, name='sim_node')``: see conftest's start_node."""
+    return functools.partial(start_node, 'sim_node')
 
 
-@pytest.fixture
-def start_sim(spawn, sim_cmd):
-    def start(*params, namespace=None, name='sim_node'):
-        cmd = sim_cmd + ['--ros-args']
-        if namespace:
-            cmd += ['-r', f'__ns:={namespace}']
-        for p in params:
-            cmd += ['-p', p]
-        return spawn(cmd, env=child_env(), name=name)
-    return start
-
-
-class Client:
+class Client(SpunNodes):
     """A client node in a private Context, spun on a thread for a bounded time."""
 
+    join_s = 5.0
+
     def __init__(self, budget=120.0):
-        self.ctx = rclpy.Context()
-        rclpy.init(context=self.ctx, args=[])
-        self.node = rclpy.create_node('sim_e2e_client', context=self.ctx)
-        self.executor = SingleThreadedExecutor(context=self.ctx)
-        self.executor.add_node(self.node)
-        self._stop = threading.Event()
-        self._end = time.monotonic() + budget
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        while not self._stop.is_set() and time.monotonic() < self._end and self.ctx.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.1)
-            except InvalidHandle:
-                pass
-
-    def close(self):
-        self._stop.set()
-        self._thread.join(5.0)
-        self.executor.shutdown(timeout_sec=2.0)
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.ctx)
-
-    def wait(self, future, timeout):
-        done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
-        assert done.wait(timeout), f'no answer within {timeout} s'
-        return future.result()
+        super().__init__(lambda ctx: [rclpy.create_node('sim_e2e_client', context=ctx)],
+                         lambda ctx: SingleThreadedExecutor(context=ctx))
+        self.node = self.nodes[0]
+        self.spin(budget)
 
     def topics(self):
         return dict(self.node.get_topic_names_and_types())
@@ -247,11 +187,7 @@ def test_two_namespaced_instances_do_not_collide(start_sim, spawn, client):
 ], ids=['rate', 'model', 'typo'])
 def test_bad_parameter_exits_with_one_clear_line(start_sim, spawn, param, words):
     proc = start_sim(param, name='bad')
-    try:
-        code = proc.wait(START_S)
-    except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired
-        pytest.fail(f'sim_node kept running with {param}:\n{spawn.output(proc)[-2000:]}')
-    lines = [line for line in spawn.output(proc).splitlines() if line.strip()]
+    code, lines = exit_lines(spawn, proc, f'sim_node with {param}')
     assert code != 0
     assert len(lines) == 1, lines
     assert lines[0].startswith('sim_node: ') and words in lines[0]

@@ -13,9 +13,7 @@ import contextlib
 import math
 import os
 import random
-import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -32,6 +30,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 from trajectory_msgs.msg import JointTrajectoryPoint  # noqa: E402
 
 from mujoco_hal_ros import menagerie  # noqa: E402
+from helpers import duration, node_command, SpinInline, stop_process  # noqa: E402
 
 R = FollowJointTrajectory.Result
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -51,35 +50,9 @@ MODELS = {
 }
 
 
-def sim_node_command():
-    for prefix in os.environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep):
-        path = os.path.join(prefix, 'lib', 'mujoco_hal_ros', 'sim_node')
-        if prefix and os.access(path, os.X_OK):
-            return [path]
-    return [sys.executable, '-m', 'mujoco_hal_ros.ros.sim_node']
-
-
-def stop(proc):
-    """SIGINT the group, then SIGKILL whatever is left: rclpy eats SIGTERM."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGINT)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(5.0)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(5.0)
-
-
-def duration(t):
-    from builtin_interfaces.msg import Duration
-    ns = int(round(t * 1e9))
-    return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
-
-
-class Client:
-    """The robot stack's side: action clients, /rosout and controller_state, one executor."""
+class Client(SpinInline):
+    """The robot stack's side: action clients, /rosout and controller_state, one executor
+    (spin_until, spin_for, wait: helpers.SpinInline)."""
 
     def __init__(self, joints, domain, clients=1):
         self.ctx = rclpy.Context()
@@ -103,22 +76,6 @@ class Client:
         self.node.create_subscription(JointTrajectoryControllerState,
                                       'arm_controller/controller_state',
                                       lambda m: setattr(self, 'state', m), 10)
-
-    def spin_until(self, predicate, timeout):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f'not done within {timeout} s')
-            self.ex.spin_once(timeout_sec=0.01)
-
-    def spin_for(self, seconds):
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.ex.spin_once(timeout_sec=0.01)
-
-    def wait(self, future, timeout=15.0):
-        self.spin_until(future.done, timeout)
-        return future.result()
 
     def goal(self, points, joints=None, **kw):
         g = FollowJointTrajectory.Goal()
@@ -177,9 +134,9 @@ def arm(request, tmp_path_factory):
     for j in joints:
         tol += ['-p', f'arm_controller.constraints.{j}.trajectory:=0.1',
                 '-p', f'arm_controller.constraints.{j}.goal:=0.02']
-    cmd = sim_node_command() + ['--ros-args', '-p', 'real_time_factor:=2.0', '-p',
-                                'publish_rate:=50.0', '-p', 'tf_rate:=10.0',
-                                '-p', 'arm_controller.constraints.goal_time:=2.0'] + args + tol
+    cmd = node_command('sim_node') + [
+        '--ros-args', '-p', 'real_time_factor:=2.0', '-p', 'publish_rate:=50.0',
+        '-p', 'tf_rate:=10.0', '-p', 'arm_controller.constraints.goal_time:=2.0'] + args + tol
     with open(log, 'wb') as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
@@ -197,7 +154,7 @@ def arm(request, tmp_path_factory):
     finally:
         if client is not None:
             client.close()
-        stop(proc)
+        stop_process(proc)
 
 
 def test_malformed_goals_are_refused_with_a_reason_and_nothing_moves(arm):

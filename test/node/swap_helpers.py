@@ -1,12 +1,12 @@
 """In-process ROS harness for the swap interfaces: own Context, random domain, bounded spins.
 
 Not a conftest: other test files keep their own fixtures, and this one is imported by
-name (pytest puts the test directory on sys.path).
+name (pytest puts the test directory on sys.path). Spinning and ``duration`` come from
+``test/helpers.py``, shared with the e2e tier.
 """
 
 import math
 import random
-import time
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -15,12 +15,7 @@ from rclpy.parameter import Parameter
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from mujoco_hal_ros.ros.swap import attach_swap_interfaces
-
-
-def duration(t):
-    from builtin_interfaces.msg import Duration
-    ns = int(round(t * 1e9))
-    return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+from helpers import duration, SpinInline  # duration: test_trajectory_controller takes it here
 
 
 def trajectory(joints, points):
@@ -39,8 +34,9 @@ def trajectory(joints, points):
     return msg
 
 
-class Harness:
-    """A node with the swap interfaces on ``device`` and a client node, one executor."""
+class Harness(SpinInline):
+    """A node with the swap interfaces on ``device`` and a client node, one executor
+    (spin_until, spin_for, wait: helpers.SpinInline)."""
 
     def __init__(self, device, params=None, name='sim_node'):
         self.device = device
@@ -54,22 +50,6 @@ class Harness:
         self.ex.add_node(self.node)
         self.ex.add_node(self.client)
         self.parts = attach_swap_interfaces(self.node, device)
-
-    def spin_until(self, predicate, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f'not done within {timeout} s')
-            self.ex.spin_once(timeout_sec=0.01)
-
-    def spin_for(self, seconds):
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.ex.spin_once(timeout_sec=0.01)
-
-    def wait(self, future, timeout=10.0):
-        self.spin_until(future.done, timeout)
-        return future.result()
 
     def call(self, client, request, timeout=10.0):
         assert client.wait_for_service(timeout_sec=timeout)

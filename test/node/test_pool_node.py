@@ -16,7 +16,6 @@ rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
-from rclpy.exceptions import InvalidHandle  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
@@ -29,6 +28,7 @@ from mujoco_hal_ros.ros import pool_node  # noqa: E402
 from mujoco_hal_ros.ros.arrays import to_msg  # noqa: E402
 from mujoco_hal_ros.ros.pool_node import PoolNode  # noqa: E402
 from mujoco_hal_ros.srv import PoolInfo, PoolReset, SiteJacobians  # noqa: E402
+from helpers import SpunNodes, wait_for  # noqa: E402
 
 MODULE_BUDGET_S = 120.0
 NBATCH = 8
@@ -36,62 +36,26 @@ CHUNK = 10
 FULLPHYSICS = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
 
-class Harness:
+class Harness(SpunNodes):
     """A PoolNode and a client node in a private Context, spun by one executor thread."""
 
     def __init__(self, overrides, budget=MODULE_BUDGET_S, namespace=''):
-        self.ctx = rclpy.Context()
-        rclpy.init(context=self.ctx, args=[])
-        try:
-            self.node = PoolNode(context=self.ctx, namespace=namespace, parameter_overrides=[
-                Parameter(k, value=v) for k, v in overrides.items()])
-            self.client = rclpy.create_node('pool_node_test_client', context=self.ctx)
-        except BaseException:
-            rclpy.shutdown(context=self.ctx)
-            raise
+        super().__init__(lambda ctx: [
+            PoolNode(context=ctx, namespace=namespace, parameter_overrides=[
+                Parameter(k, value=v) for k, v in overrides.items()]),
+            rclpy.create_node('pool_node_test_client', context=ctx)],
+            lambda ctx: MultiThreadedExecutor(num_threads=6, context=ctx))
+        self.node, self.client = self.nodes
         self.pool = self.node.pool
         self.model = self.node.model
-        self.executor = MultiThreadedExecutor(num_threads=6, context=self.ctx)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.client)
         self.action = ActionClient(self.client, Evaluate, f'{namespace}/evaluate')
-        self._stop = threading.Event()
-        self._deadline = time.monotonic() + budget
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
+        self.spin(budget)
         assert self.action.wait_for_server(timeout_sec=10.0)
 
-    def _spin(self):
-        while not self._stop.is_set() and time.monotonic() < self._deadline \
-                and self.ctx.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.1)
-            except InvalidHandle:
-                pass
-
     def close(self):
-        self._stop.set()
-        self._thread.join(10.0)
+        self.spinner.stop(self.join_s)
         self.action.destroy()
-        self.executor.shutdown(timeout_sec=2.0)
-        self.client.destroy_node()
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.ctx)
-
-    def wait(self, future, timeout=20.0):
-        done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
-        if not done.wait(timeout):
-            raise AssertionError(f'no answer within {timeout} s')
-        return future.result()
-
-    def call(self, srv_type, name, request, timeout=20.0):
-        cli = self.client.create_client(srv_type, name)
-        try:
-            assert cli.wait_for_service(timeout_sec=10.0), f'{name} not offered'
-            return self.wait(cli.call_async(request), timeout)
-        finally:
-            self.client.destroy_client(cli)
+        super().close()
 
     def send(self, goal, feedback=None):
         handle = self.wait(self.action.send_goal_async(goal, feedback_callback=feedback))
@@ -202,9 +166,8 @@ def test_feedback_reports_every_chunk(h):
     status, res = h.evaluate(goal(random_ctrl(h.model, np.random.default_rng(3), (100,))),
                              feedback=lambda m: got.append(m.feedback))
     assert status == GoalStatus.STATUS_SUCCEEDED
-    end = time.monotonic() + 3.0
-    while time.monotonic() < end and not any(f.steps_done == 100 for f in got):
-        time.sleep(0.05)              # feedback and result travel separately
+    # feedback and result travel separately
+    wait_for(lambda: any(f.steps_done == 100 for f in got), 3.0)
     chunks = sorted({f.steps_done for f in got if f.steps_done})
     assert chunks[-1] == 100 and len(chunks) >= 5, chunks
     assert all(s % CHUNK == 0 for s in chunks)
@@ -404,15 +367,7 @@ def test_bad_jacobian_request_answers_code(h, fields, code, words):
     assert len(res.jacp.data) == 0
 
 
-# --- parameters ------------------------------------------------------------------------------
-@pytest.fixture
-def ctx():
-    c = rclpy.Context()
-    rclpy.init(context=c, args=[])
-    yield c
-    rclpy.shutdown(context=c)
-
-
+# --- parameters (ctx: the fixture in test/conftest.py) ----------------------------------------
 @pytest.mark.parametrize('overrides, expected', [
     ({'nbatch': 0}, 'parameter nbatch: must be 1..65536, got 0'),
     ({'nbatch': 'many'}, 'parameter nbatch: expected an integer'),

@@ -21,7 +21,6 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
-from rclpy.exceptions import InvalidHandle  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
@@ -34,6 +33,7 @@ from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 from mujoco_hal_ros.action import Hold as HoldAction, MoveTo as MoveToAction  # noqa: E402
 from mujoco_hal_ros.srv import (  # noqa: E402
     Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step)
+from helpers import SpunNodes, wait_for  # noqa: E402
 
 MODULE_BUDGET_S = 150.0
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -53,61 +53,20 @@ def quat_matrix(q):
         [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
-class Harness:
+class Harness(SpunNodes):
     """A SimNode and a client node in a private Context, spun by one executor thread."""
 
     def __init__(self, overrides, budget=MODULE_BUDGET_S):
-        self.ctx = rclpy.Context()
-        rclpy.init(context=self.ctx, args=[])
-        self.node = None
-        try:
-            self.node = SimNode(context=self.ctx, parameter_overrides=[
-                Parameter(k, value=v) for k, v in overrides.items()])
-            self.client = rclpy.create_node('sim_node_test_client', context=self.ctx)
-        except BaseException:
-            rclpy.shutdown(context=self.ctx)
-            raise
+        super().__init__(lambda ctx: [
+            SimNode(context=ctx, parameter_overrides=[
+                Parameter(k, value=v) for k, v in overrides.items()]),
+            rclpy.create_node('sim_node_test_client', context=ctx)],
+            lambda ctx: MultiThreadedExecutor(num_threads=4, context=ctx))
+        self.node, self.client = self.nodes
         self.device = self.node.device
-        self.executor = MultiThreadedExecutor(num_threads=4, context=self.ctx)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.client)
-        self._stop = threading.Event()
-        self._deadline = time.monotonic() + budget
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        while not self._stop.is_set() and time.monotonic() < self._deadline \
-                and self.ctx.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.1)
-            except InvalidHandle:
-                pass    # a test destroyed a subscription while the wait set was being built
-
-    def close(self):
-        self._stop.set()
-        self._thread.join(10.0)
-        self.executor.shutdown(timeout_sec=2.0)
-        self.client.destroy_node()
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.ctx)
+        self.spin(budget)
 
     # --- helpers ---------------------------------------------------------------------------
-    def wait(self, future, timeout=20.0):
-        done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
-        if not done.wait(timeout):
-            raise AssertionError(f'no answer within {timeout} s')
-        return future.result()
-
-    def call(self, srv_type, name, request, timeout=20.0):
-        cli = self.client.create_client(srv_type, name)
-        try:
-            assert cli.wait_for_service(timeout_sec=10.0), f'{name} not offered'
-            return self.wait(cli.call_async(request), timeout)
-        finally:
-            self.client.destroy_client(cli)
-
     def collect(self, msg_type, topic, duration=None, count=None, qos=10, timeout=10.0):
         """Messages received on ``topic`` for ``duration`` s or until ``count`` arrived."""
         got = []
@@ -128,13 +87,9 @@ class Harness:
         return got
 
     def wait_still(self, timeout=5.0, speed=0.02):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if np.abs(self.device.snapshot.qvel[:4]).max() < speed and \
-                    not self.device.snapshot.moving:
-                return True
-            time.sleep(0.05)
-        return False
+        dev = self.device
+        return bool(wait_for(lambda: np.abs(dev.snapshot.qvel[:4]).max() < speed
+                             and not dev.snapshot.moving, timeout))
 
 
 @pytest.fixture(scope='module')
@@ -471,13 +426,9 @@ def test_goal_topic_moves_a_joint_and_bad_values_change_nothing(sim):
     hold(sim)
     pub = sim.client.create_publisher(Float64, 'goals/pan_goal', 10)
     try:
-        end = time.monotonic() + 5.0
-        while pub.get_subscription_count() == 0 and time.monotonic() < end:
-            time.sleep(0.05)
+        wait_for(lambda: pub.get_subscription_count() > 0, 5.0)
         pub.publish(Float64(data=-20.0))
-        end = time.monotonic() + 5.0
-        while abs(sim.device.goals()['pan_goal'] + 20.0) > 1e-6 and time.monotonic() < end:
-            time.sleep(0.05)
+        wait_for(lambda: abs(sim.device.goals()['pan_goal'] + 20.0) <= 1e-6, 5.0)
         assert sim.device.goals()['pan_goal'] == pytest.approx(-20.0)
         assert sim.wait_still(timeout=5.0)
         assert math.degrees(sim.device.snapshot.qpos[0]) == pytest.approx(-20.0, abs=1.0)

@@ -13,7 +13,6 @@ from mujoco_hal_ros.ros import sim_node  # noqa: E402  (sets headless GL first)
 from mujoco_hal_ros.ros.sim_node import SimNode  # noqa: E402
 
 from rclpy.action import ActionClient  # noqa: E402
-from rclpy.exceptions import InvalidHandle  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
@@ -23,19 +22,13 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
 from mujoco_hal_ros.errors import DeviceError  # noqa: E402
 from mujoco_hal_ros.menagerie import bench_arm_path  # noqa: E402
+from helpers import SpinThread, wait_for  # noqa: E402
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
-@pytest.fixture
-def ctx():
-    c = rclpy.Context()
-    rclpy.init(context=c, args=[])
-    yield c
-    rclpy.shutdown(context=c)
-
-
 def make(ctx, **overrides):
+    """A SimNode in ``ctx`` (the fixture in test/conftest.py)."""
     return SimNode(context=ctx, parameter_overrides=[
         Parameter(k, value=v) for k, v in overrides.items()])
 
@@ -79,18 +72,7 @@ def test_zero_config_prefix_no_clock_depth_and_1khz(ctx):
     ex.add_node(node)
     client_ex = rclpy.executors.SingleThreadedExecutor(context=ctx)
     client_ex.add_node(client)
-    stop = threading.Event()
-
-    def spin(executor):
-        end = time.monotonic() + 60.0
-        while not stop.is_set() and time.monotonic() < end:
-            try:
-                executor.spin_once(timeout_sec=0.1)
-            except InvalidHandle:
-                pass
-    spinners = [threading.Thread(target=spin, args=(e,), daemon=True) for e in (ex, client_ex)]
-    for t in spinners:
-        t.start()
+    spinners = [SpinThread(e, 60.0) for e in (ex, client_ex)]
     got = {'js': [], 'tf': [], 'static': [], 'depth': []}
     # raw: the test's own deserialisation must not be what limits the 1 kHz check
     subs = [client.create_subscription(JointState, 'joint_states',
@@ -115,9 +97,7 @@ def test_zero_config_prefix_no_clock_depth_and_1khz(ctx):
         client.destroy_subscription(subs.pop(0))
         subs.append(client.create_subscription(Image, 'overhead/depth/image_raw',
                                                got['depth'].append, 2))
-        end = time.monotonic() + 30.0
-        while not got['depth'] and time.monotonic() < end:
-            time.sleep(0.1)
+        wait_for(lambda: got['depth'], 30.0, period=0.1)
         frames = {t.child_frame_id: t.header.frame_id for m in got['tf'] for t in m.transforms}
         assert frames['arm1/hand'] == 'world' and 'hand' not in frames
         static = {t.child_frame_id: t.header.frame_id
@@ -150,9 +130,8 @@ def test_zero_config_prefix_no_clock_depth_and_1khz(ctx):
         assert results[1].success and results[1].code == 'DONE', results[1].message
         assert results[1].miss < 0.002
     finally:
-        stop.set()
-        for t in spinners:
-            t.join(5.0)
+        for spinner in spinners:
+            spinner.stop(5.0)
         ex.shutdown(timeout_sec=2.0)
         client_ex.shutdown(timeout_sec=2.0)
         client.destroy_node()
