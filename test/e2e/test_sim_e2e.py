@@ -64,13 +64,14 @@ class Client(SpunNodes):
         out = spawn.output(proc) if proc is not None and spawn is not None else ''
         pytest.fail(f'missing {missing} after {timeout} s; sim_node said:\n{out[-3000:]}')
 
-    def latest(self, msg_type, topic, count=1, timeout=10.0, qos=10):
+    def latest(self, msg_type, topic, count=1, timeout=10.0, qos=10, until=None):
+        """``count`` messages, or (with ``until``) messages until ``until(got)`` holds."""
         got = []
         enough = threading.Event()
 
         def cb(msg):
             got.append(msg)
-            if len(got) >= count:
+            if (until(got) if until is not None else len(got) >= count):
                 enough.set()
         sub = self.node.create_subscription(msg_type, topic, cb, qos)
         try:
@@ -167,8 +168,13 @@ def test_two_namespaced_instances_do_not_collide(start_sim, spawn, client):
                           proc, spawn)
     assert '/joint_states' not in client.topics()
     assert client.node.count_publishers('/clock') == 1
-    frames = {t.child_frame_id for m in client.latest(TFMessage, '/tf', count=20)
-              for t in m.transforms}
+
+    def frames_of(msgs):
+        return {t.child_frame_id for m in msgs for t in m.transforms}
+
+    # Two publishers on /tf: read until both were heard (DDS matches them one at a time).
+    frames = frames_of(client.latest(TFMessage, '/tf', timeout=20.0, until=lambda got: {
+        'left/hand', 'right/hand'} <= frames_of(got)))
     assert {'left/hand', 'right/hand'} <= frames and 'hand' not in frames
     before = client.latest(JointState, '/right/joint_states')[0].position
     res = client.move_to('/left/move_to', (0.2, -0.05, 0.04))
