@@ -60,7 +60,7 @@ def test_sharded_batch_survives_a_node_killed_mid_batch(start_pool, spawn, shard
     discover(sharded, 3, procs.values(), spawn)
     model = mujoco.MjModel.from_xml_path(menagerie.bench_arm_path())
     assert sharded.fingerprint == model_fingerprint(model)
-    n, nstep = 40, 5000
+    n, nstep = 40, 8000
     rng = np.random.default_rng(11)
     states = near_rest(model, rng, n)
     lo, hi = model.actuator_ctrlrange.T
@@ -70,7 +70,9 @@ def test_sharded_batch_survives_a_node_killed_mid_batch(start_pool, spawn, shard
     killed = {}
 
     def progress(_fraction, running):
-        if not killed and running.get(victim, 0.0) > 0.02:
+        # Kill on the victim's first reported step: on a quiet machine its whole share
+        # takes a few seconds, so waiting for a later heartbeat raced its result.
+        if not killed and running.get(victim, 0.0) > 0.0:
             os.killpg(procs['/p1'].pid, signal.SIGKILL)
             killed['at'] = running[victim]
 
