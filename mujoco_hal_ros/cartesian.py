@@ -21,6 +21,7 @@ import numpy as np
 from .checks import finite_number
 from .errors import InvalidArgument
 from .ik import IKSolver, bound_vector, check_aim, check_int, check_positive, vector3
+from .trajectory import min_jerk  # the one profile goals and paths share
 
 __all__ = ['CartesianPath', 'straight_line', 'min_jerk', 'min_jerk_inverse']
 
@@ -32,12 +33,6 @@ _CHECK_FRACTIONS = np.arange(1, 8) * _CHECK_STEP
 # First pass spacing before adaptive subdivision: small enough that each solve starts close.
 _FIRST_STEP = 0.02   # m
 _FIRST_TURN = 0.2    # rad
-
-
-def min_jerk(tau):
-    """Fraction of the path done at normalised time ``tau`` (clipped to [0, 1])."""
-    tau = np.clip(tau, 0.0, 1.0)
-    return tau ** 3 * (10.0 - 15.0 * tau + 6.0 * tau * tau)
 
 
 def _min_jerk_rate(tau):
