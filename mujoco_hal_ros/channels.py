@@ -375,9 +375,11 @@ class Layout:
             section = dict(section, hold={'name': 'hold', 'command': 'hold', 'args': {},
                                           'map': {}, 'effects': []})
         for name, spec in section.items():
-            self.actions[name] = self._action(name, spec, f'actions.{name}')
+            self.actions[name] = self.build_action(name, spec, f'actions.{name}')
 
-    def _action(self, name, spec, where):
+    def build_action(self, name, spec, where):
+        """Resolve one checked action spec; the device also builds ad-hoc move_to actions
+        (a site named in the request) through here, so they get the same checks."""
         amap = spec.get('map', {})
         act = Action(name, spec['command'], effects=list(spec.get('effects', [])))
         for arg, aspec in spec.get('args', {}).items():

@@ -377,11 +377,11 @@ class Device:
                                  for n, a in base.args.items()},
                         'map': dict(amap, axes={a: 'xyz'[i] for a, i in base.axes.items()},
                                     speed=base.speed, path=base.path)}
-                act = self.layout._action(base.name, spec, f'actions.{base.name}')
+                act = self.layout.build_action(base.name, spec, f'actions.{base.name}')
                 act.aim, act.at, act.then = base.aim, dict(base.at), {}
                 return act
             spec = {'command': 'move_to', 'effects': [], 'args': {}, 'map': amap}
-            return self.layout._action('move_to', spec, 'move_to')
+            return self.layout.build_action('move_to', spec, 'move_to')
         except ConfigError as exc:
             raise errors.InvalidArgument(f'cannot move {site!r}: {exc}', where='site') from None
 
