@@ -31,7 +31,9 @@ def start_pool(start_node):
 
 @pytest.fixture
 def sharded():
-    client = ShardedPoolClient(liveness_timeout=3.0)
+    # Three CPU-bound pool_nodes share 2 cores here: a live node's heartbeat was once 3 s
+    # late, so the silence that marks a killed node must be longer than that.
+    client = ShardedPoolClient(liveness_timeout=8.0)
     yield client
     client.close()
 
