@@ -23,7 +23,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
 from mujoco_hal_ros.srv import Describe  # noqa: E402
-from helpers import exit_lines, SpunNodes, START_S  # noqa: E402
+from helpers import exit_lines, SpunNodes, START_S, wait_for  # noqa: E402
 
 
 @pytest.fixture
@@ -167,6 +167,10 @@ def test_two_namespaced_instances_do_not_collide(start_sim, spawn, client):
         client.wait_graph([f'{ns}/joint_states', f'{ns}/move_to/_action/send_goal'], START_S,
                           proc, spawn)
     assert '/joint_states' not in client.topics()
+    # The graph lists a publisher once discovery reaches it: wait for the first, then
+    # check that the second instance (publish_clock:=false) never adds another.
+    assert wait_for(lambda: client.node.count_publishers('/clock') >= 1, 10.0)
+    time.sleep(1.0)
     assert client.node.count_publishers('/clock') == 1
 
     def frames_of(msgs):

@@ -166,11 +166,11 @@ def test_feedback_reports_every_chunk(h):
     status, res = h.evaluate(goal(random_ctrl(h.model, np.random.default_rng(3), (100,))),
                              feedback=lambda m: got.append(m.feedback))
     assert status == GoalStatus.STATUS_SUCCEEDED
-    # feedback and result travel separately
+    # Feedback and result travel separately, and rclpy's client drops feedback that arrives
+    # after the result: the last chunks may be missing, but none before them.
     wait_for(lambda: any(f.steps_done == 100 for f in got), 3.0)
     chunks = sorted({f.steps_done for f in got if f.steps_done})
-    assert chunks[-1] == 100 and len(chunks) >= 5, chunks
-    assert all(s % CHUNK == 0 for s in chunks)
+    assert len(chunks) >= 3 and chunks == list(range(CHUNK, chunks[-1] + 1, CHUNK)), chunks
     assert all(f.nstep == 100 and f.progress == pytest.approx(f.steps_done / 100)
                for f in got if f.steps_done)
 
