@@ -168,6 +168,8 @@ def test_tf_world_to_every_body_and_camera_optical_frame(sim):
     snap = sim.device.snapshot
     hid = sim.device.layout.bodies.index('hand')
     assert [hand.x, hand.y, hand.z] == pytest.approx(snap.xpos[hid].tolist(), abs=0.01)
+    q = moving['hand'].transform.rotation      # ROS (x, y, z, w) against MuJoCo (w, x, y, z)
+    assert abs(np.dot([q.w, q.x, q.y, q.z], snap.xquat[hid])) == pytest.approx(1.0, abs=1e-3)
     # The overhead camera looks straight down; in its optical frame z is forward (down in
     # the world), x is right (the camera's x, world -y) and y is down the image (world -x).
     opt = fixed['overhead_optical_frame']

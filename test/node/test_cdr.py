@@ -1,0 +1,88 @@
+"""The serialized state messages read back, through rclpy's own deserializer, as exactly the
+messages they stand for (no Context needed: serialization is the middleware's type support).
+"""
+
+import numpy as np
+import pytest
+from rclpy.serialization import deserialize_message
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from tf2_msgs.msg import TFMessage
+
+from mujoco_hal_ros.ros import cdr
+from mujoco_hal_ros.ros.streams import raw_messages_ok
+
+# names whose lengths exercise every string padding (0..3 bytes) and a non-ASCII one
+NAMES = ['a', 'bb', 'ccc', 'dddd', 'joint_5', 'épaule']
+
+
+def stamp(t):
+    return t.sec, t.nanosec
+
+
+def test_joint_state_round_trip_exact():
+    rng = np.random.default_rng(0)
+    pos, vel, eff = rng.standard_normal((3, len(NAMES)))
+    packer = cdr.JointStateBytes(NAMES)
+    msg = deserialize_message(packer.pack(12.3456789, pos, vel, eff), JointState)
+    assert list(msg.name) == NAMES
+    assert msg.header.frame_id == ''
+    assert stamp(msg.header.stamp) == (12, 345678900)
+    # bit-exact: the doubles are copied, not converted
+    assert np.array_equal(msg.position, pos)
+    assert np.array_equal(msg.velocity, vel)
+    assert np.array_equal(msg.effort, eff)
+
+
+def test_joint_state_template_is_rewritten_each_call():
+    packer = cdr.JointStateBytes(['j'])
+    first = packer.pack(1.0, [1.0], [2.0], [3.0])
+    second = deserialize_message(packer.pack(2.5, [-1.0], [-2.0], [-3.0]), JointState)
+    assert list(second.position) == [-1.0] and list(second.effort) == [-3.0]
+    assert stamp(second.header.stamp) == (2, 500000000)
+    # bytes already handed out are not changed by a later call
+    assert list(deserialize_message(first, JointState).position) == [1.0]
+
+
+def test_joint_state_with_no_joints():
+    msg = deserialize_message(cdr.JointStateBytes([]).pack(0.0, [], [], []), JointState)
+    assert list(msg.name) == [] and list(msg.position) == []
+
+
+def test_transforms_round_trip_in_ros_quaternion_order():
+    children = ['link%d' % i + 'x' * i for i in range(5)]
+    packer = cdr.TransformsBytes(['world'] * 5, children)
+    xyz = np.arange(15.0).reshape(5, 3) / 7
+    xyzw = np.arange(20.0).reshape(5, 4) / 3
+    msg = deserialize_message(packer.pack(3.000000001, xyz, xyzw), TFMessage)
+    assert [t.child_frame_id for t in msg.transforms] == children
+    for k, t in enumerate(msg.transforms):
+        assert t.header.frame_id == 'world'
+        assert stamp(t.header.stamp) == (3, 1)
+        tr, rot = t.transform.translation, t.transform.rotation
+        assert [tr.x, tr.y, tr.z] == xyz[k].tolist()
+        assert [rot.x, rot.y, rot.z, rot.w] == xyzw[k].tolist()
+
+
+def test_empty_tf_message_and_mismatched_frames():
+    msg = deserialize_message(cdr.TransformsBytes([], []).pack(1.0, np.zeros((0, 3)),
+                                                               np.zeros((0, 4))), TFMessage)
+    assert list(msg.transforms) == []
+    with pytest.raises(ValueError, match='one parent frame per child'):
+        cdr.TransformsBytes(['world'], ['a', 'b'])
+
+
+@pytest.mark.parametrize('seconds, expected', [
+    (0.0, (0, 0)), (7.25, (7, 250000000)), (1.9999999999, (2, 0)), (-0.5, (0, 0)),
+    (86400.000000002, (86400, 2))])
+def test_clock_stamps_round_to_the_nanosecond_and_never_go_negative(seconds, expected):
+    assert stamp(deserialize_message(cdr.clock_bytes(seconds), Clock).clock) == expected
+    assert cdr.split_stamp(seconds) == expected
+
+
+def test_this_middleware_reads_the_bytes_back():
+    js = cdr.JointStateBytes(NAMES)
+    tf = cdr.TransformsBytes(['world', 'world'], ['a', 'bb'])
+    assert raw_messages_ok(js, tf, NAMES)
+    # a template that disagrees with the names is caught, so the node falls back
+    assert not raw_messages_ok(js, tf, NAMES[:-1])
