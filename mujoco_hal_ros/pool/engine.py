@@ -1,17 +1,20 @@
-"""Worker threads that step environments on per-thread scratch MjData.
+"""Stepping engines: ``mujoco.batch.Batch`` where MuJoCo has it, our worker threads otherwise.
 
-Why our own threads rather than ``mujoco.rollout``: rollout restarts every call from a
+Both keep every environment as one ``mjSTATE_INTEGRATION`` row and, per call, restore it into
+a scratch MjData, ``mj_step`` it and save it back, which is bit-identical to an uninterrupted
+serial ``mj_step`` loop. ``mujoco.rollout`` is not: it restarts every call from a
 ``mjSTATE_FULLPHYSICS`` state with a zero solver warm start and model-default mocap/equality
-inputs, so chunked calls drift from an uninterrupted ``mj_step`` loop (measured 7e-8 in Go1
-qpos after 30 calls of 10 steps, where contacts make the warm start matter). Restoring the full
-``mjSTATE_INTEGRATION`` row per environment is bit-identical instead. mj_step releases the GIL,
-and at 10 steps per call the three Python-level calls per environment (set state, step, get
-state) cost about 2-3% of a Panda/Go1 environment's work: ``bench/bench_pool.py`` shows
-the pool spending the same CPU time as a single-threaded loop doing the same steps
-(cpu-eff 1.00-1.03 at N=256/1024), and on a lightly loaded 2-vCPU VM pool/bare was 1.87-1.97 with
-pool/rollout 0.95-0.99 at N=256 and 1024 (rollout pays for copying out every step's state
-instead). Scratch MjData are per thread and per model variant (~0.75 MB each on Panda), never
-per environment, so memory does not grow with nbatch beyond the state rows.
+inputs, so chunked calls drift (measured 7e-8 in Go1 qpos after 30 calls of 10 steps).
+
+Why Batch is the default now (MuJoCo >= 4.0): it does exactly the thread engine's work, but
+the per-environment load/step/save loop runs in C++ threads instead of three Python calls
+per environment under the GIL. BENCH_NUMBERS
+
+The thread engine stays for MuJoCo 3.x (``requirements.txt`` allows it) and for what Batch
+cannot do exactly: per-environment randomization on a pool of several model variants
+(``Batch.set_models`` and ``Batch.expand`` are exclusive) and models with sleep or IPC
+enabled (Batch needs a persistent MjData per simulation for those). Its scratch MjData are
+per thread and per model variant (~0.75 MB each on Panda), never per environment.
 """
 
 import copy
@@ -19,8 +22,28 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import mujoco
+import numpy as np
 
-from .randomization import Scratch
+from ..errors import INTERNAL_ERROR, DeviceError
+from .layout import INTEGRATION
+from .randomization import DERIVED, FIELDS, Scratch, view
+
+try:  # mujoco >= 4.0
+    from mujoco import batch as _mjbatch
+except ImportError:  # mujoco 3.x: the thread engine is the only one
+    _mjbatch = None
+
+ENGINES = ('auto', 'batch', 'threads')
+
+_BAD = [int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQVEL),
+        int(mujoco.mjtWarning.mjWARN_BADQACC)]
+_STAGE_NONE = int(mujoco.mjtStage.mjSTAGE_NONE)
+_STAGE_ACC = int(mujoco.mjtStage.mjSTAGE_ACC)
+
+
+def batch_available():
+    """Whether this MuJoCo ships ``mujoco.batch.Batch`` (4.0 and later)."""
+    return _mjbatch is not None
 
 
 class Slot:
@@ -112,3 +135,207 @@ class Workers:
             self._executor = None
         for slot in self.slots:
             slot.release()
+
+
+def _simulation_error(env_ids, message):
+    """The pool's error for MuJoCo raising inside a step: which environments, and why."""
+    shown = ', '.join(str(e) for e in env_ids[:5]) + (', ...' if len(env_ids) > 5 else '')
+    return DeviceError(INTERNAL_ERROR, f'MuJoCo raised an error stepping environment(s) '
+                       f'{shown}: {message}; no environment was changed', where='step',
+                       allowed='a model and state MuJoCo can step',
+                       env_ids=[int(e) for e in env_ids])
+
+
+class ThreadEngine:
+    """Steps environments on our own worker threads; owns the ``(nbatch, full)`` row table.
+
+    The fallback for MuJoCo 3.x and for pools Batch cannot run exactly (randomized model
+    variants, sleep/IPC models). Each environment's model is looked up per step through the
+    pool's PatchStore, so randomization needs no work here (``sync`` is a no-op).
+    """
+
+    name = 'threads'
+
+    def __init__(self, variants, variant_of, workers, patches, layout, rows):
+        self._variants = variants
+        self._variant_of = variant_of
+        self._workers = workers
+        self._patches = patches
+        self._ctrl_cols = layout.columns('ctrl')
+        self._nsensordata = variants[0].nsensordata
+        self.state = rows
+
+    def step(self, ids, nstep, const, per_step, sensors):
+        """Step ``ids`` and commit; returns ``(rows, sensordata or None, unstable)``.
+
+        The rows are stepped in a private copy committed only after every environment
+        finished, so an exception leaves the table as it was.
+        """
+        rows = self.state[ids]  # fancy indexing: a private copy, committed below
+        if const is not None:
+            rows[:, self._ctrl_cols] = const
+        n = len(ids)
+        sens = np.empty((n, self._nsensordata)) if sensors else None
+        unstable = np.zeros(n, dtype=bool)
+        # plain Python lists: the per-environment loop below is the pool's only overhead
+        envs = ids.tolist()
+        variant = self._variant_of[ids].tolist()
+        patched = [bool(self._patches.keys_of[e]) for e in envs]
+        models = self._variants
+        model_for = self._patches.model_for
+        bad0, bad1, bad2 = _BAD
+        step, set_state, get_state = mujoco.mj_step, mujoco.mj_setState, mujoco.mj_getState
+        failed = []
+
+        def work(slot, chunk):
+            datas, warnings = slot.datas, slot.warnings
+            for p in chunk:
+                v = variant[p]
+                m = model_for(slot, v, envs[p]) if patched[p] else models[v]
+                d = datas[v]
+                warn = warnings[v]
+                row = rows[p]
+                set_state(m, d, row, INTEGRATION)
+                warn[:] = 0
+                try:
+                    if per_step is None:
+                        step(m, d, nstep)
+                    else:
+                        c = per_step[p]
+                        ctrl = d.ctrl
+                        for t in range(nstep):
+                            ctrl[:] = c[t]
+                            step(m, d)
+                except mujoco.FatalError as exc:
+                    failed.append((envs[p], str(exc)))
+                    continue
+                get_state(m, d, row, INTEGRATION)
+                if warn[bad0] or warn[bad1] or warn[bad2]:
+                    unstable[p] = True
+                if sens is not None:
+                    mujoco.mj_forward(m, d)
+                    sens[p] = d.sensordata
+
+        self._workers.run(work, n)
+        if failed:
+            failed.sort()
+            raise _simulation_error([e for e, _ in failed], failed[0][1])
+        self.state[ids] = rows
+        return rows, sens, unstable
+
+    def sync(self, envs):
+        """Randomization is read from the PatchStore at every step: nothing to copy."""
+
+    def close(self):
+        self.state = None
+
+
+class BatchEngine:
+    """Steps environments with ``mujoco.batch.Batch``; ``Batch.state`` is the row table.
+
+    Batch keeps every simulation as the same ``mjSTATE_INTEGRATION`` row the thread engine
+    does and runs load-step-save in C++ threads, so results are bit-identical to it and to
+    a serial ``mj_step`` loop; the pool's resets, ``set_state`` and queries read and write
+    those rows directly (no copy in or out per call). Per-environment model values come from
+    the pool's PatchStore (validated and completed with ``mj_setConst`` there) and are
+    written into ``Batch.expand``-ed fields by ``sync``; model variants run through
+    ``Batch.set_models`` with one reference per environment, never a copy.
+    """
+
+    name = 'batch'
+
+    def __init__(self, variants, variant_of, nthread, patches, layout, rows):
+        self._variants = variants
+        self._patches = patches
+        self._nbatch = len(rows)
+        batch = _mjbatch.Batch(variants[0], self._nbatch, nthread)
+        if len(variants) > 1:
+            batch.set_models([variants[v] for v in variant_of.tolist()])
+        self._batch = batch
+        self.state = batch.state
+        self.state[:] = rows
+        self._ctrl = self.state[:, layout.columns('ctrl')]
+        self._warning = batch.warning
+        self._nsensordata = variants[0].nsensordata
+        self._sensordata = None
+        self._expanded = {}  # randomizable or derived field -> live (nbatch, ...) values
+
+    @staticmethod
+    def supports(variants):
+        """Why Batch cannot run these models exactly, or None when it can."""
+        if _mjbatch is None:
+            return f'mujoco {mujoco.__version__} has no mujoco.batch (needs mujoco >= 4.0)'
+        model = variants[0]
+        keys = [k for k in list(FIELDS) + list(DERIVED)
+                if hasattr(model, k) or k.startswith('opt.')]
+        missing = [k for k in keys if view(model, k).size and k not in _mjbatch.MODEL_FIELDS]
+        if missing:
+            return f'mujoco.batch cannot expand {", ".join(missing)}'
+        return None
+
+    @property
+    def batch(self):
+        return self._batch
+
+    def step(self, ids, nstep, const, per_step, sensors):
+        """Step ``ids`` and commit; returns ``(rows, sensordata or None, unstable)``.
+
+        Batch steps its rows in place, and a simulation MuJoCo raised in keeps its old row
+        while the others advance, so the listed rows are saved first and put back on any
+        error: a failed call changes nothing, as with the thread engine.
+        """
+        n = len(ids)
+        order = np.argsort(ids, kind='stable')
+        ordered = bool((order == np.arange(n)).all())
+        sids = ids if ordered else ids[order]
+        sel = None if n == self._nbatch else sids.astype(np.int32)
+        rows_at = slice(None) if sel is None else sids
+        if not ordered:
+            const = None if const is None else const[order]
+            per_step = None if per_step is None else per_step[order]
+        if sensors and self._nsensordata and self._sensordata is None:
+            # bound on first use: every call then copies it out, so only pools that ask
+            self._sensordata = self._batch.bind('sensordata')
+        before = self.state[ids]
+        last = _STAGE_ACC if sensors else _STAGE_NONE
+        try:
+            self._warning[rows_at] = 0
+            if const is not None:
+                self._ctrl[rows_at] = const
+            if per_step is None:
+                self._batch.step(sel, nstep, last)
+            else:
+                for t in range(nstep):
+                    self._ctrl[rows_at] = per_step[:, t]
+                    self._batch.step(sel, 1, last if t == nstep - 1 else _STAGE_NONE)
+        except _mjbatch.SimulationError as exc:
+            self.state[ids] = before
+            raise _simulation_error(exc.ids, self._batch.error(int(exc.ids[0]))) from None
+        except BaseException:
+            self.state[ids] = before
+            raise
+        rows = self.state[ids]
+        unstable = (self._warning[ids][:, _BAD, 1] > 0).any(axis=1)
+        sens = None
+        if sensors:
+            sens = self._sensordata[ids] if self._nsensordata else np.empty((n, 0))
+        return rows, sens, unstable
+
+    def sync(self, envs):
+        """Write the PatchStore's values for ``envs`` into the batch's per-sim fields.
+
+        Fields another environment expanded go back to the nominal values for these
+        environments, so a plain reset undoes randomization exactly.
+        """
+        patches = self._patches
+        model = self._variants[0]
+        for env in envs:
+            keys = patches.keys_of[env]
+            for key in keys - self._expanded.keys():
+                self._expanded[key] = self._batch.expand(key)
+            for key, values in self._expanded.items():
+                values[env] = patches.values[key][env] if key in keys else view(model, key)
+
+    def close(self):
+        self._batch = self.state = self._ctrl = self._warning = self._sensordata = None
+        self._expanded = {}

@@ -19,7 +19,7 @@ from ..checks import is_bool
 from ..errors import ClosedError, InvalidArgument, ModelError, UnknownName
 from . import hfield as hf
 from . import jacobian as jac
-from .engine import Workers
+from .engine import ENGINES, BatchEngine, ThreadEngine, Workers, batch_available
 from .layout import INTEGRATION, StateLayout
 from .randomization import FIELDS, PatchStore, view
 from .results import EvaluateResult, ForwardResult, StepResult
@@ -29,9 +29,6 @@ from .validate import contains_bool, float_array, integer, name_or_index
 MAX_NBATCH = 65536
 MAX_NSTEP = 1_000_000
 MAX_NTHREAD = 4 * (os.cpu_count() or 1)
-
-_BAD = [int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQVEL),
-        int(mujoco.mjtWarning.mjWARN_BADQACC)]
 
 # Sizes that must agree across model variants so that one state layout, one control width and
 # one scratch-data shape serve every environment.
@@ -53,9 +50,22 @@ class EnvPool:
       nthread: worker threads, 1..4*os.cpu_count(); 1 runs on the calling thread.
       variant_of: optional length-nbatch variant index per environment; default ``i % len``.
       keyframe: optional keyframe (name or index) every environment starts from.
+      engine: 'batch' steps with ``mujoco.batch.Batch`` (MuJoCo >= 4.0), 'threads' with the
+        pool's own worker threads, 'auto' (default) picks Batch when this MuJoCo has it and
+        can run the models exactly. Results are bit-identical either way; ``engine`` (the
+        property) says which one runs. An 'auto' pool of several variants moves to threads
+        at its first randomization, which Batch cannot combine with variants.
     """
 
-    def __init__(self, model, nbatch, *, nthread=1, variant_of=None, keyframe=None):
+    def __init__(self, model, nbatch, *, nthread=1, variant_of=None, keyframe=None,
+                 engine='auto'):
+        if not isinstance(engine, str) or engine not in ENGINES:
+            raise InvalidArgument(f'unknown engine {engine!r}', where='engine',
+                                  allowed=', '.join(ENGINES))
+        if engine == 'batch' and not batch_available():
+            raise InvalidArgument(f'engine=\'batch\' needs mujoco >= 4.0 (mujoco.batch), this '
+                                  f'is mujoco {mujoco.__version__}', where='engine',
+                                  allowed="'auto' or 'threads'")
         variants = [model] if isinstance(model, mujoco.MjModel) else model
         if isinstance(variants, (str, bytes)) or not hasattr(variants, '__len__'):
             raise InvalidArgument(f'expected an MjModel or a list of them, got {model!r}',
@@ -99,7 +109,30 @@ class EnvPool:
         self._lock = threading.RLock()
         self._closed = False
         self._workers = Workers(self._variants, self._nthread)
-        self._state = self._base_row_table(key)[self._variant_of].copy()
+        self._engine_choice = engine
+        rows = self._base_row_table(key)[self._variant_of].copy()
+        self._engine = self._make_engine(engine, rows)
+
+    def _make_engine(self, choice, rows):
+        """Batch unless told otherwise or unable to run these models exactly."""
+        if choice != 'threads':
+            why = BatchEngine.supports(self._variants)
+            if why is None:
+                try:
+                    return BatchEngine(self._variants, self._variant_of, self._nthread,
+                                       self._patches, self.layout, rows)
+                except ValueError as exc:  # e.g. sleep or IPC: Batch must be persistent
+                    why = str(exc)
+            if choice == 'batch':
+                raise InvalidArgument(f'mujoco.batch cannot run this pool: {why}',
+                                      where='engine', allowed="'auto' or 'threads'")
+        return ThreadEngine(self._variants, self._variant_of, self._workers, self._patches,
+                            self.layout, rows)
+
+    @property
+    def _state(self):
+        """The ``(nbatch, full_state_size)`` row table; the engine's, so never stale."""
+        return self._engine.state
 
     # ------------------------------------------------------------------ description
     @property
@@ -109,6 +142,11 @@ class EnvPool:
     @property
     def nthread(self):
         return self._nthread
+
+    @property
+    def engine(self):
+        """'batch' or 'threads': the engine stepping the environments now."""
+        return self._engine.name
 
     @property
     def variants(self):
@@ -152,7 +190,7 @@ class EnvPool:
     def __repr__(self):
         state = 'closed' if self._closed else 'open'
         return (f'EnvPool(nbatch={self._nbatch}, nthread={self._nthread}, '
-                f'variants={len(self._variants)}, {state})')
+                f'variants={len(self._variants)}, engine={self._engine.name}, {state})')
 
     # ------------------------------------------------------------------ lifecycle
     def close(self):
@@ -161,6 +199,7 @@ class EnvPool:
             if self._closed:
                 return
             self._closed = True
+            self._engine.close()
             self._workers.close()
 
     def __enter__(self):
@@ -171,7 +210,7 @@ class EnvPool:
         self.close()
 
     def __del__(self):
-        if hasattr(self, '_workers'):  # a refused constructor never started threads
+        if hasattr(self, '_engine'):  # a refused constructor never started threads
             self.close()
 
     def _check_open(self):
@@ -328,6 +367,12 @@ class EnvPool:
         patch = None
         if randomization is not None:
             patch = self._patches.check(randomization, len(ids))
+            if patch and self._engine.name == 'batch' and len(self._variants) > 1:
+                if self._engine_choice == 'batch':
+                    raise InvalidArgument(
+                        'mujoco.batch cannot randomize environments of a pool of several '
+                        'model variants (set_models and expand are exclusive)',
+                        where='randomization', allowed="engine='auto' or 'threads'")
         return ids, rows, patch
 
     def _apply_reset(self, ids, rows, patch):
@@ -342,8 +387,16 @@ class EnvPool:
                     computed[p] = self._patches.compute(slot, self._variant_of[env], env, one)
 
             self._workers.run(work, len(ids), parallel=heavy)
+            if self._engine.name == 'batch' and len(self._variants) > 1:
+                # an 'auto' pool of variants: the thread engine reads each environment's
+                # patch per step; the rows move over unchanged
+                state = self._engine.state.copy()
+                self._engine.close()
+                self._engine = ThreadEngine(self._variants, self._variant_of, self._workers,
+                                            self._patches, self.layout, state)
         for p, env in enumerate(ids):
             self._patches.commit(env, computed[p] if patch else None)
+        self._engine.sync(ids)
         self._state[ids] = rows
 
     # ------------------------------------------------------------------ stepping
@@ -363,53 +416,8 @@ class EnvPool:
             nstep = integer(nstep, 'nstep', 1, MAX_NSTEP)
             sensors = self._check_flag(sensors, 'sensors')
             const, per_step = self._check_ctrl(ctrl, len(ids), nstep)
-            rows, sens, unstable = self._run(ids, nstep, const, per_step, sensors)
-            self._state[ids] = rows
+            rows, sens, unstable = self._engine.step(ids, nstep, const, per_step, sensors)
             return self._result(ids, rows, sens, unstable)
-
-    def _run(self, ids, nstep, const, per_step, sensors):
-        rows = self._state[ids]  # fancy indexing: a private copy, committed by the caller
-        if const is not None:
-            rows[:, self._ctrl_cols] = const
-        n = len(ids)
-        sens = np.empty((n, self.model.nsensordata)) if sensors else None
-        unstable = np.zeros(n, dtype=bool)
-        # plain Python lists: the per-environment loop below is the pool's only overhead
-        envs = ids.tolist()
-        variant = self._variant_of[ids].tolist()
-        patched = [bool(self._patches.keys_of[e]) for e in envs]
-        models = self._variants
-        model_for = self._patches.model_for
-        bad0, bad1, bad2 = _BAD
-        step, set_state, get_state = mujoco.mj_step, mujoco.mj_setState, mujoco.mj_getState
-
-        def work(slot, chunk):
-            datas, warnings = slot.datas, slot.warnings
-            for p in chunk:
-                v = variant[p]
-                m = model_for(slot, v, envs[p]) if patched[p] else models[v]
-                d = datas[v]
-                warn = warnings[v]
-                row = rows[p]
-                set_state(m, d, row, INTEGRATION)
-                warn[:] = 0
-                if per_step is None:
-                    step(m, d, nstep)
-                else:
-                    c = per_step[p]
-                    ctrl = d.ctrl
-                    for t in range(nstep):
-                        ctrl[:] = c[t]
-                        step(m, d)
-                get_state(m, d, row, INTEGRATION)
-                if warn[bad0] or warn[bad1] or warn[bad2]:
-                    unstable[p] = True
-                if sens is not None:
-                    mujoco.mj_forward(m, d)
-                    sens[p] = d.sensordata
-
-        self._workers.run(work, n)
-        return rows, sens, unstable
 
     def _result(self, ids, rows, sens, unstable):
         lay = self.layout
@@ -586,8 +594,8 @@ class EnvPool:
             while done < steps:
                 k = min(chunk_steps, steps - done)
                 last = done + k == steps
-                rows, sens, bad = self._run(ids, k, None, per_step[:, done:done + k], last)
-                self._state[ids] = rows
+                rows, sens, bad = self._engine.step(ids, k, None, per_step[:, done:done + k],
+                                                    last)
                 unstable |= bad
                 done += k
                 if progress is not None and progress(done / steps) is False and not last:

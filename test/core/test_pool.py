@@ -14,9 +14,21 @@ import pytest
 from mujoco_hal_ros import menagerie
 from mujoco_hal_ros.errors import ClosedError, DeviceError, InvalidArgument, UnknownName
 from mujoco_hal_ros.pool import EnvPool
+from mujoco_hal_ros.pool import engine as engines
+from mujoco_hal_ros.pool.randomization import view
 
 FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 INTEG = mujoco.mjtState.mjSTATE_INTEGRATION
+
+
+ENGINES = [pytest.param('batch', marks=pytest.mark.skipif(
+    not engines.batch_available(), reason='mujoco.batch needs mujoco >= 4.0')), 'threads']
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request):
+    """Both stepping engines must pass every equivalence and semantics test."""
+    return request.param
 
 
 def _load(name):
@@ -76,11 +88,12 @@ def physics(model, d):
 # ---------------------------------------------------------------------- equivalence
 @pytest.mark.parametrize('nthread', [1, 2])
 @pytest.mark.parametrize('name', ['panda', 'go1'])
-def test_final_states_match_serial_mj_step_bit_for_bit(request, name, nthread):
+def test_final_states_match_serial_mj_step_bit_for_bit(request, name, nthread, engine):
     model = request.getfixturevalue(name)
     n = 12
     datas = serial(model, n)
-    with EnvPool(model, n, nthread=nthread, keyframe='home') as pool:
+    with EnvPool(model, n, nthread=nthread, keyframe='home', engine=engine) as pool:
+        assert pool.engine == engine
         for call in range(3):
             ctrl = ctrl_batch(model, n, call)
             res = pool.step(10, ctrl=ctrl)
@@ -123,8 +136,8 @@ def test_go1_is_in_contact_so_warm_start_matters(go1):
     assert d.ncon >= 4
 
 
-def test_subset_step_leaves_other_environments_alone(go1):
-    with EnvPool(go1, 6, nthread=2, keyframe='home') as pool:
+def test_subset_step_leaves_other_environments_alone(go1, engine):
+    with EnvPool(go1, 6, nthread=2, keyframe='home', engine=engine) as pool:
         before = pool.get_state(full=True)
         res = pool.step(10, ctrl=ctrl_batch(go1, 2, 1), env_ids=[4, 1])
         after = pool.get_state(full=True)
@@ -135,8 +148,8 @@ def test_subset_step_leaves_other_environments_alone(go1):
         np.testing.assert_array_equal(pool.get_state([4, 1]), res.state)
 
 
-def test_ctrl_none_keeps_each_environments_controls(panda):
-    with EnvPool(panda, 3, keyframe='home') as pool:
+def test_ctrl_none_keeps_each_environments_controls(panda, engine):
+    with EnvPool(panda, 3, keyframe='home', engine=engine) as pool:
         ctrl = ctrl_batch(panda, 3, 2)
         pool.step(5, ctrl=ctrl)
         res = pool.step(5)
@@ -148,8 +161,8 @@ def test_ctrl_none_keeps_each_environments_controls(panda):
 
 
 # ---------------------------------------------------------------------- state round trip
-def test_state_layout_matches_mj_getState(go1):
-    with EnvPool(go1, 3, keyframe='home') as pool:
+def test_state_layout_matches_mj_getState(go1, engine):
+    with EnvPool(go1, 3, keyframe='home', engine=engine) as pool:
         pool.step(7, ctrl=ctrl_batch(go1, 3, 3))
         assert pool.state_size == mujoco.mj_stateSize(go1, FULL)
         assert pool.full_state_size == mujoco.mj_stateSize(go1, INTEG)
@@ -163,8 +176,8 @@ def test_state_layout_matches_mj_getState(go1):
         np.testing.assert_array_equal(pool.get_state([2])[0], physics(go1, d))
 
 
-def test_full_state_copied_to_another_env_continues_identically(go1):
-    with EnvPool(go1, 4, nthread=2, keyframe='home') as pool:
+def test_full_state_copied_to_another_env_continues_identically(go1, engine):
+    with EnvPool(go1, 4, nthread=2, keyframe='home', engine=engine) as pool:
         pool.step(10, ctrl=ctrl_batch(go1, 4, 4))
         snap = pool.get_state([1], full=True)
         pool.set_state(snap, [3], full=True)
@@ -172,8 +185,8 @@ def test_full_state_copied_to_another_env_continues_identically(go1):
         np.testing.assert_array_equal(res.state[1], res.state[3])
 
 
-def test_physics_state_set_like_reset_plus_mj_setState(go1):
-    with EnvPool(go1, 2, keyframe='home') as pool:
+def test_physics_state_set_like_reset_plus_mj_setState(go1, engine):
+    with EnvPool(go1, 2, keyframe='home', engine=engine) as pool:
         pool.step(10, ctrl=ctrl_batch(go1, 2, 5))
         phys = pool.get_state([0])
         pool.set_state(phys, [1])
@@ -186,8 +199,8 @@ def test_physics_state_set_like_reset_plus_mj_setState(go1):
 
 
 # ---------------------------------------------------------------------- reset
-def test_sparse_reset_touches_only_listed_envs(panda):
-    with EnvPool(panda, 8, nthread=2, keyframe='home') as pool:
+def test_sparse_reset_touches_only_listed_envs(panda, engine):
+    with EnvPool(panda, 8, nthread=2, keyframe='home', engine=engine) as pool:
         pool.step(20, ctrl=ctrl_batch(panda, 8, 6))
         before = pool.get_state(full=True)
         pool.reset([5, 2], keyframe='home')
@@ -205,11 +218,11 @@ def test_sparse_reset_touches_only_listed_envs(panda):
         np.testing.assert_array_equal(pool.get_state([6, 7]), states)
 
 
-def test_randomization_lands_in_the_right_env_and_plain_reset_restores_it(go1):
+def test_randomization_lands_in_the_right_env_and_plain_reset_restores_it(go1, engine):
     nominal_mass = go1.body_mass.copy()
     masses = np.stack([nominal_mass * 1.4, nominal_mass * 0.7])
     gravity = [0.0, 0.0, -5.0]
-    with EnvPool(go1, 5, nthread=2, keyframe='home') as pool:
+    with EnvPool(go1, 5, nthread=2, keyframe='home', engine=engine) as pool:
         pool.reset([3, 1], keyframe='home',
                    randomization={'body_mass': masses, 'opt.gravity': gravity,
                                   'geom_friction': go1.geom_friction * 0.5})
@@ -245,11 +258,11 @@ def test_randomization_lands_in_the_right_env_and_plain_reset_restores_it(go1):
         np.testing.assert_array_equal(res.qpos[0], res.qpos[1])
 
 
-def test_derived_constants_match_mj_setConst_for_every_field(go1):
+def test_derived_constants_match_mj_setConst_for_every_field(go1, engine):
     """The per-env patch must reproduce a full model copy after mj_setConst exactly."""
     patch = {'body_mass': go1.body_mass * 1.3, 'body_inertia': go1.body_inertia * 0.8,
              'dof_armature': go1.dof_armature + 0.01, 'dof_damping': go1.dof_damping + 0.2}
-    with EnvPool(go1, 3, keyframe='home') as pool:
+    with EnvPool(go1, 3, keyframe='home', engine=engine) as pool:
         pool.reset([1], randomization=patch)
         pool.reset([2], randomization={'geom_friction': go1.geom_friction * 2})
         slot = pool._workers.slots[0]
@@ -262,14 +275,25 @@ def test_derived_constants_match_mj_setConst_for_every_field(go1):
             if reference is None:
                 reference = go1.__copy__()
                 reference.geom_friction[:] = go1.geom_friction * 2
+            stepped = [model]
+            if engine == 'batch':  # what Batch.step really runs env on
+                stepped.append(pool._engine.batch.get_model(env))
             for attr in dir(reference):
                 value = getattr(reference, attr, None)
                 if attr.startswith('_') or not isinstance(value, np.ndarray):
                     continue
-                np.testing.assert_array_equal(getattr(model, attr), value, err_msg=attr)
+                for m in stepped:
+                    np.testing.assert_array_equal(getattr(m, attr), value, err_msg=attr)
+        if engine == 'batch':
+            # a plain reset puts every expanded field of env 1 back to nominal
+            pool.reset([1])
+            nominal = pool._engine.batch.get_model(1)
+            for key in pool._engine._expanded:
+                np.testing.assert_array_equal(view(nominal, key), view(go1, key),
+                                              err_msg=key)
 
 
-def test_randomizing_many_panda_envs_does_not_copy_the_model(panda):
+def test_randomizing_many_panda_envs_does_not_copy_the_model(panda, engine):
     def rss_mb():
         with open('/proc/self/statm') as f:
             return int(f.read().split()[1]) * 4096 / 2**20
@@ -277,7 +301,7 @@ def test_randomizing_many_panda_envs_does_not_copy_the_model(panda):
     n = 1024
     rng = np.random.default_rng(0)
     masses = panda.body_mass * rng.uniform(0.8, 1.2, (n, panda.nbody))
-    with EnvPool(panda, n, nthread=2, keyframe='home') as pool:
+    with EnvPool(panda, n, nthread=2, keyframe='home', engine=engine) as pool:
         base = rss_mb()
         pool.reset(None, keyframe='home',
                    randomization={'body_mass': masses, 'dof_armature': panda.dof_armature + 0.1})
@@ -290,8 +314,8 @@ def test_randomizing_many_panda_envs_does_not_copy_the_model(panda):
 
 
 # ---------------------------------------------------------------------- queries
-def test_forward_gives_sensors_without_advancing_time(go1):
-    with EnvPool(go1, 3, keyframe='home') as pool:
+def test_forward_gives_sensors_without_advancing_time(go1, engine):
+    with EnvPool(go1, 3, keyframe='home', engine=engine) as pool:
         pool.step(15, ctrl=ctrl_batch(go1, 3, 8))
         before = pool.get_state(full=True)
         out = pool.forward([2, 0])
@@ -304,8 +328,8 @@ def test_forward_gives_sensors_without_advancing_time(go1):
         np.testing.assert_array_equal(out.xquat[0], d.xquat)
 
 
-def test_site_jacobians_match_mj_jacSite(go1):
-    with EnvPool(go1, 5, nthread=2, keyframe='home') as pool:
+def test_site_jacobians_match_mj_jacSite(go1, engine):
+    with EnvPool(go1, 5, nthread=2, keyframe='home', engine=engine) as pool:
         pool.reset([4], keyframe='home', randomization={'body_mass': go1.body_mass * 1.2})
         pool.step(30, ctrl=ctrl_batch(go1, 5, 9))
         full = pool.get_state(full=True)
@@ -357,9 +381,9 @@ TREE_XML = """
 """
 
 
-def test_jacobians_on_every_joint_type_and_a_world_site():
+def test_jacobians_on_every_joint_type_and_a_world_site(engine):
     model = mujoco.MjModel.from_xml_string(TREE_XML)
-    with EnvPool(model, 3) as pool:
+    with EnvPool(model, 3, engine=engine) as pool:
         state = pool.get_state()
         rng = np.random.default_rng(3)
         state[:, 1 + 7:1 + model.nq] = rng.uniform(-0.5, 0.5, (3, model.nq - 7))
@@ -381,10 +405,10 @@ def test_jacobians_on_every_joint_type_and_a_world_site():
 
 
 # ---------------------------------------------------------------------- variants
-def test_model_variants_each_env_runs_its_own_variant():
+def test_model_variants_each_env_runs_its_own_variant(engine):
     variants = [go1_spec(1.0).compile(), go1_spec(1.15).compile()]
     n = 4
-    with EnvPool(variants, n, nthread=2, keyframe='home') as pool:
+    with EnvPool(variants, n, nthread=2, keyframe='home', engine=engine) as pool:
         np.testing.assert_array_equal(pool.variant_of, [0, 1, 0, 1])
         ctrl = ctrl_batch(variants[0], n, 11)
         res = pool.step(20, ctrl=ctrl)
@@ -397,7 +421,7 @@ def test_model_variants_each_env_runs_its_own_variant():
         pool.reset([0, 1], keyframe='home')
         foot = pool.forward([0, 1]).site_xpos[:, variants[0].site('FR').id]
         assert foot[1, 2] < foot[0, 2] - 0.01  # same joint angles, longer thigh: lower foot
-    with EnvPool(variants, 3, variant_of=[1, 1, 0]) as pool:
+    with EnvPool(variants, 3, variant_of=[1, 1, 0], engine=engine) as pool:
         np.testing.assert_array_equal(pool.variant_of, [1, 1, 0])
 
 
@@ -407,13 +431,115 @@ def test_incompatible_variants_are_refused(go1, panda):
     assert 'variant 1' in str(err.value)
 
 
+# ---------------------------------------------------------------------- engines
+def test_auto_engine_is_batch_where_mujoco_has_it(panda):
+    with EnvPool(panda, 2) as pool:
+        assert pool.engine == ('batch' if engines.batch_available() else 'threads')
+        assert f'engine={pool.engine}' in repr(pool)
+
+
+def test_engine_argument_is_checked(panda, monkeypatch):
+    for bad in ('gpu', None, 1, 'Batch'):
+        with pytest.raises(InvalidArgument) as err:
+            EnvPool(panda, 2, engine=bad)
+        assert 'allowed' in str(err.value)
+    # what a MuJoCo 3.x without mujoco.batch sees: 'batch' refused, 'auto' on threads
+    monkeypatch.setattr(engines, '_mjbatch', None)
+    with pytest.raises(InvalidArgument) as err:
+        EnvPool(panda, 2, engine='batch')
+    assert 'mujoco >= 4.0' in str(err.value)
+    with EnvPool(panda, 2) as pool:
+        assert pool.engine == 'threads'
+        assert pool.step(3).time[0] == pytest.approx(3 * panda.opt.timestep)
+
+
+SLEEP_XML = """
+<mujoco>
+  <option><flag sleep="enable"/></option>
+  <worldbody><body><freejoint/><geom size=".1"/></body></worldbody>
+</mujoco>
+"""
+
+
+@pytest.mark.skipif(not engines.batch_available(), reason='mujoco.batch needs mujoco >= 4.0')
+def test_models_batch_cannot_run_exactly_fall_back_to_threads():
+    model = mujoco.MjModel.from_xml_string(SLEEP_XML)  # Batch: sleep needs persistent data
+    with EnvPool(model, 2) as pool:
+        assert pool.engine == 'threads'
+    with pytest.raises(InvalidArgument) as err:
+        EnvPool(model, 2, engine='batch')
+    assert 'sleep' in str(err.value)
+
+
+@pytest.mark.skipif(not engines.batch_available(), reason='mujoco.batch needs mujoco >= 4.0')
+def test_randomized_variants_move_an_auto_pool_to_threads_and_stay_exact():
+    variants = [go1_spec(1.0).compile(), go1_spec(1.15).compile()]
+    mass = variants[1].body_mass * 1.3
+    ctrl = np.tile(variants[0].key_ctrl[0], (4, 1))
+    with EnvPool(variants, 4, nthread=2, keyframe='home') as pool:
+        assert pool.engine == 'batch'
+        pool.step(10, ctrl=ctrl_batch(variants[0], 4, 14))
+        before = pool.get_state(full=True)
+        pool.reset([3], keyframe='home', randomization={'body_mass': mass})
+        assert pool.engine == 'threads'
+        np.testing.assert_array_equal(pool.get_state(full=True)[:3], before[:3])
+        res = pool.step(10, ctrl=ctrl)
+        ref = variants[1].__copy__()
+        ref.body_mass[:] = mass
+        d = serial(ref, 1)[0]
+        mujoco.mj_setConst(ref, d)
+        mujoco.mj_resetDataKeyframe(ref, d, 0)
+        d.ctrl[:] = ctrl[3]
+        mujoco.mj_step(ref, d, 10)
+        np.testing.assert_array_equal(res.qpos[3], d.qpos)
+        d = mujoco.MjData(variants[1])
+        mujoco.mj_setState(variants[1], d, before[1], INTEG)
+        d.ctrl[:] = ctrl[1]
+        mujoco.mj_step(variants[1], d, 10)
+        np.testing.assert_array_equal(res.qpos[1], d.qpos)
+    with EnvPool(variants, 2, keyframe='home', engine='batch') as pool:
+        before = pool.get_state(full=True)
+        with pytest.raises(InvalidArgument) as err:
+            pool.reset([1], randomization={'body_mass': mass})
+        assert "engine='auto' or 'threads'" in str(err.value)
+        assert pool.engine == 'batch' and not pool.randomized().any()
+        np.testing.assert_array_equal(pool.get_state(full=True), before)
+
+
+WELD_XML = """
+<mujoco>
+  <worldbody>
+    <body name="a"><freejoint/><geom size=".1"/></body>
+    <body name="b" pos="1 0 0"><freejoint/><geom size=".1"/></body>
+  </worldbody>
+  <equality><weld body1="a" body2="b"/></equality>
+</mujoco>
+"""
+
+
+def test_mujoco_error_in_some_envs_changes_no_env(engine):
+    good = mujoco.MjModel.from_xml_string(WELD_XML)
+    bad = mujoco.MjModel.from_xml_string(WELD_XML)
+    bad.eq_type[0] = 99  # an unknown constraint type: mj_step raises (mju_error)
+    with EnvPool([good, bad], 4, variant_of=[0, 1, 0, 0], nthread=2, engine=engine) as pool:
+        pool.step(3, env_ids=[0, 2, 3])
+        before = pool.get_state(full=True)
+        with pytest.raises(DeviceError) as err:
+            pool.step(5, ctrl=np.zeros((4, 0)))
+        assert err.value.code == 'INTERNAL_ERROR'
+        assert err.value.details['env_ids'] == [1]
+        np.testing.assert_array_equal(pool.get_state(full=True), before)
+        res = pool.step(5, env_ids=[3, 0])
+        np.testing.assert_array_equal(res.time, [8 * good.opt.timestep] * 2)
+
+
 # ---------------------------------------------------------------------- evaluate
-def test_evaluate_resets_steps_in_chunks_and_reports_progress(go1):
+def test_evaluate_resets_steps_in_chunks_and_reports_progress(go1, engine):
     nstep = 25
     rng = np.random.default_rng(12)
     ctrl = go1.key_ctrl[0] + 0.1 * rng.standard_normal((3, nstep, go1.nu))
     seen = []
-    with EnvPool(go1, 4, nthread=2, keyframe='home') as pool:
+    with EnvPool(go1, 4, nthread=2, keyframe='home', engine=engine) as pool:
         pool.step(5)
         res = pool.evaluate(ctrl, keyframe='home', env_ids=[0, 2, 3], chunk_steps=10,
                             cost=lambda q, v: np.sum(q[:, 7:] ** 2, axis=1) + v[:, 0],
@@ -434,8 +560,8 @@ def test_evaluate_resets_steps_in_chunks_and_reports_progress(go1):
         np.testing.assert_array_equal(shared.state[1], res.state[1])
 
 
-def test_evaluate_stops_when_progress_returns_false(panda):
-    with EnvPool(panda, 2, keyframe='home') as pool:
+def test_evaluate_stops_when_progress_returns_false(panda, engine):
+    with EnvPool(panda, 2, keyframe='home', engine=engine) as pool:
         ctrl = np.tile(panda.key_ctrl[0], (40, 1))
         res = pool.evaluate(ctrl, keyframe='home', chunk_steps=10,
                             progress=lambda f: f < 0.5, cost=lambda q, v: q[:, 0])
@@ -443,8 +569,8 @@ def test_evaluate_stops_when_progress_returns_false(panda):
         assert pool.get_state([0])[0, 0] == pytest.approx(20 * panda.opt.timestep)
 
 
-def test_unstable_env_is_flagged(go1):
-    with EnvPool(go1, 2, keyframe='home') as pool:
+def test_unstable_env_is_flagged(go1, engine):
+    with EnvPool(go1, 2, keyframe='home', engine=engine) as pool:
         state = pool.get_state()
         state[1, 1 + go1.nq] = 1e12  # qvel beyond mjMAXVAL: MuJoCo warns and resets
         pool.set_state(state)
@@ -452,9 +578,9 @@ def test_unstable_env_is_flagged(go1):
         np.testing.assert_array_equal(res.unstable, [False, True])
 
 
-def test_calls_from_several_threads_are_serialised(panda):
+def test_calls_from_several_threads_are_serialised(panda, engine):
     """A ROS node may call from several callback threads; each call must stay atomic."""
-    with EnvPool(panda, 8, nthread=2, keyframe='home') as pool:
+    with EnvPool(panda, 8, nthread=2, keyframe='home', engine=engine) as pool:
         ctrl = ctrl_batch(panda, 4, 21)
         errors = []
 
@@ -555,8 +681,8 @@ def _bad_calls(m):
     ]
 
 
-def test_every_bad_input_is_refused_and_changes_nothing(go1):
-    with EnvPool(go1, 4, nthread=2, keyframe='home') as pool:
+def test_every_bad_input_is_refused_and_changes_nothing(go1, engine):
+    with EnvPool(go1, 4, nthread=2, keyframe='home', engine=engine) as pool:
         pool.reset([1], keyframe='home', randomization={'body_mass': go1.body_mass * 1.1})
         pool.step(10, ctrl=ctrl_batch(go1, 4, 13))
         state = pool.get_state(full=True)
@@ -592,8 +718,8 @@ def test_bad_model_argument():
 
 
 # ---------------------------------------------------------------------- lifecycle
-def test_every_call_after_close_raises_closed_error(panda):
-    pool = EnvPool(panda, 4, nthread=2, keyframe='home')
+def test_every_call_after_close_raises_closed_error(panda, engine):
+    pool = EnvPool(panda, 4, nthread=2, keyframe='home', engine=engine)
     pool.step(2)
     pool.close()
     pool.close()  # idempotent
@@ -609,8 +735,8 @@ def test_every_call_after_close_raises_closed_error(panda):
     assert not [t for t in threading.enumerate() if t.name.startswith('envpool')]
 
 
-def test_context_manager_closes(panda):
-    with EnvPool(panda, 2, nthread=2) as pool:
+def test_context_manager_closes(panda, engine):
+    with EnvPool(panda, 2, nthread=2, engine=engine) as pool:
         pool.step(1)
     with pytest.raises(ClosedError):
         pool.step(1)
