@@ -11,7 +11,11 @@ near 1.0 means the second core was busy elsewhere, not that the threads serialis
 Contenders:
   bare     one MjData, Python loop of ``mj_step`` over the same N states (restored and saved
            with mj_setState/mj_getState around each env's 10 steps): the serial baseline
-  pool     ``EnvPool.step(10, ctrl)`` over N environments, nthread threads
+  pool     ``EnvPool.step(10, ctrl)`` over N environments, nthread threads, default engine
+           ('auto': ``mujoco.batch.Batch`` on MuJoCo >= 4.0, else the thread engine)
+  threads  the same pool forced onto its own worker threads (``engine='threads'``), so the
+           engine choice is shown by measurement in the same run (omitted when ``pool``
+           already runs on threads)
   rollout  persistent ``mujoco.rollout.Rollout(nthread)`` doing the same 10 steps for N states
            (it also returns all 10 intermediate states and resets the solver warm start)
   reset    ``EnvPool.reset(ids, keyframe)`` vs a loop of ``mj_resetDataKeyframe`` +
@@ -96,11 +100,20 @@ def bench_model(name, args):
         ctrl = model.key_ctrl[0] + 0.02 * rng.standard_normal((n, model.nu))
         pool = EnvPool(model, n, nthread=args.nthread, keyframe=0)
         pool.step(NSTEP, ctrl=ctrl)
+        engine = pool.engine
+        threaded = None
+        if engine != 'threads':
+            threaded = EnvPool(model, n, nthread=args.nthread, keyframe=0, engine='threads')
+            threaded.step(NSTEP, ctrl=ctrl)
         calls = max(1, round(target / (n * NSTEP * 3)))
 
         def pooled():
             for _ in range(calls):
                 pool.step(NSTEP, ctrl=ctrl)
+
+        def pooled_threads():
+            for _ in range(calls):
+                threaded.step(NSTEP, ctrl=ctrl)
 
         serial_rows = pool.get_state(full=True)
         serial_rows[:, pool.layout.columns('ctrl')] = ctrl
@@ -129,13 +142,23 @@ def bench_model(name, args):
                                skip_checks=True, nstep=NSTEP)
                 init[:] = out[:, -1]
 
-        wall, cpu = interleaved({'bare': bare, 'pool': pooled, 'rollout': rolled}, 3)
+        contenders = {'bare': bare, 'pool': pooled, 'rollout': rolled}
+        if threaded is not None:
+            contenders['threads'] = pooled_threads
+        wall, cpu = interleaved(contenders, 3)
+        if threaded is None:  # the pool is the thread engine: one measurement serves both
+            wall['threads'], cpu['threads'] = wall['pool'], cpu['pool']
         work = 3 * calls * n * NSTEP
         BUSY.append(cpu['bare'] / wall['bare'])
-        rows.append((name, n, work / wall['bare'], work / wall['pool'],
-                     cpu['pool'] / wall['pool'], work / wall['rollout'],
-                     cpu['rollout'] / wall['rollout'], cpu['bare'] / cpu['pool']))
+        rows.append((name, n, engine, work / wall['bare'], work / wall['pool'],
+                     cpu['pool'] / wall['pool'], work / wall['threads'],
+                     work / wall['rollout'], cpu['rollout'] / wall['rollout'],
+                     cpu['bare'] / cpu['pool'], cpu['bare'] / cpu['threads']))
+        # every contender stepped the same trajectory: both engines must agree bit for bit
         assert np.array_equal(pool.get_state(), serial_rows[:, pool.layout.physics_columns])
+        if threaded is not None:
+            assert np.array_equal(threaded.get_state(full=True), pool.get_state(full=True))
+            threaded.close()
         runner.close()
         pool.close()
     return rows, extra_benches(name, model, sites, args)
@@ -213,14 +236,18 @@ def main():
         other_rows += others
 
     print()
-    print(f'{"model":6} {"N":>5} {"bare/s":>9} {"pool/s":>9} {"cpu/wall":>8} '
-          f'{"rollout/s":>9} {"cpu/wall":>8} {"pool/bare":>9} {"/(0.9*cores)":>12} '
-          f'{"pool/rollout":>12} {"cpu-eff":>7}')
-    for name, n, b, p, p_cpu, r, r_cpu, eff in step_rows:
-        print(f'{name:6} {n:5d} {b:9.0f} {p:9.0f} {p_cpu:8.2f} {r:9.0f} {r_cpu:8.2f} '
-              f'{p / b:9.2f} {p / b / (0.9 * cores):12.2f} {p / r:12.2f} {eff:7.2f}')
+    print(f'{"model":6} {"N":>5} {"engine":>7} {"bare/s":>9} {"pool/s":>9} {"cpu/wall":>8} '
+          f'{"threads/s":>9} {"rollout/s":>9} {"cpu/wall":>8} {"pool/bare":>9} '
+          f'{"/(0.9*cores)":>12} {"pool/rollout":>12} {"thr/rollout":>11} {"cpu-eff":>7} '
+          f'{"thr-eff":>7}')
+    for name, n, engine, b, p, p_cpu, t, r, r_cpu, eff, t_eff in step_rows:
+        print(f'{name:6} {n:5d} {engine:>7} {b:9.0f} {p:9.0f} {p_cpu:8.2f} {t:9.0f} '
+              f'{r:9.0f} {r_cpu:8.2f} {p / b:9.2f} {p / b / (0.9 * cores):12.2f} '
+              f'{p / r:12.2f} {t / r:11.2f} {eff:7.2f} {t_eff:7.2f}')
     print('goals: pool/bare >= 0.9 x cores (the /(0.9*cores) column >= 1.0), '
           'pool/rollout >= 1.0')
+    print('engine: what EnvPool chose (engine=\'auto\'); threads/s, thr/rollout and thr-eff are '
+          'the same pool on engine=\'threads\', measured in the same interleaved rounds')
     print('cpu-eff: bare CPU seconds / pool CPU seconds for the same work (1.0 = no '
           'threading or bookkeeping overhead; independent of how busy the machine is)')
     if BUSY and min(BUSY) < 0.9:

@@ -1,12 +1,13 @@
-"""A batch of MuJoCo environments over one model (or a few variants), stepped in threads.
+"""A batch of MuJoCo environments over one model (or a few variants), stepped in parallel.
 
-Every environment is one ``mjSTATE_INTEGRATION`` row in a ``(nbatch, n)`` array; worker
-threads restore a row into their scratch MjData, step it and write it back (see ``engine``
-for why this beats ``mujoco.rollout`` on exactness). That makes sparse resets, get/set state
-and "which environments changed" plain array operations, keeps memory at a few hundred bytes
-per environment, and makes every call atomic: results land in a copy that is committed only
-after all environments finished, and every argument is checked before any work starts, so a
-refused call leaves every environment exactly as it was.
+Every environment is one ``mjSTATE_INTEGRATION`` row in a ``(nbatch, n)`` table; an engine
+restores each row into scratch MjData, steps it and writes it back: ``mujoco.batch.Batch``
+(MuJoCo >= 4.0, whose state rows are the table itself) or the pool's own worker threads (see
+``engine`` for why Batch is the default and why neither uses ``mujoco.rollout``). That makes
+sparse resets, get/set state and "which environments changed" plain array operations, keeps
+memory at a few hundred bytes per environment, and makes every call atomic: every argument is
+checked before any work starts, and a step that fails puts the listed rows back, so a refused
+or failed call leaves every environment exactly as it was.
 """
 
 import os

@@ -15,6 +15,12 @@ friction, with mj_setConst) took 0.35 s and grew resident memory by 91 MB, i.e. 
 ~40 GB. Environments that were never randomized step on the shared nominal model with no
 patching cost at all.
 
+With the Batch engine the same stored values (derived constants included) are copied into
+``Batch.expand``-ed per-simulation fields of the patched environments, so the C++ threads step
+them without any scratch model; the scratch copies then serve only ``mj_setConst`` and the
+pool's queries. Measured with Batch: the same 1024-environment randomization grew resident
+memory by 80 MB in 0.38 s (threads: 80 MB, 0.40 s).
+
 A reset without randomization drops the environment's patch, which is how nominal values come
 back; nothing is ever written into the shared nominal model.
 """
