@@ -13,10 +13,13 @@ import sys
 import threading
 import time
 
+import numpy as np
 from rclpy.qos import QoSProfile
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CameraInfo, Image
 from tf2_msgs.msg import TFMessage
 
+from . import cdr
 from . import conversions as cv
 from .streams import RateMeter
 
@@ -47,6 +50,7 @@ class _Stream:
     meter: RateMeter = field(default_factory=lambda: RateMeter(100))
     frames: int = 0
     failed: str = ''
+    packers: dict = field(default_factory=dict)    # encoding -> cdr.ImageBytes
 
 
 class CameraPublisher:
@@ -69,6 +73,7 @@ class CameraPublisher:
                                                          IMAGE_QOS)
             self.streams.append(s)
         self._lock = threading.Lock()      # the render MjData is shared by all cameras
+        self.raw = raw_images_ok()
         self._stop = threading.Event()
         self._thread = None
 
@@ -148,13 +153,38 @@ class CameraPublisher:
         if camera_tf is not None:
             self.tf_pub.publish(TFMessage(transforms=[camera_tf]))
         s.info.header.stamp = st
-        s.image_pub.publish(image_msg(rgb, 'rgb8', 3, st, s.frame))
+        s.image_pub.publish(self._image(s, rgb, 'rgb8', 3, snap.time, st))
         s.info_pub.publish(s.info)
         if depth is not None and s.depth_pub is not None:
-            s.depth_pub.publish(image_msg(depth, '32FC1', 4, st, s.frame))
+            s.depth_pub.publish(self._image(s, depth, '32FC1', 4, snap.time, st))
             s.depth_info_pub.publish(s.info)
         s.meter.tick()
         s.frames += 1
+
+    def _image(self, s, pixels, encoding, bytes_per_pixel, seconds, stamp):
+        """Serialized bytes where the middleware reads them (a 640x480 frame: 0.07 ms
+        against about 3 ms through the message object), else the message."""
+        if not self.raw:
+            return image_msg(pixels, encoding, bytes_per_pixel, stamp, s.frame)
+        packer = s.packers.get(encoding)
+        if packer is None:
+            h, w = int(pixels.shape[0]), int(pixels.shape[1])
+            packer = s.packers[encoding] = cdr.ImageBytes(
+                h, w, encoding, w * bytes_per_pixel, s.frame, sys.byteorder == 'big')
+        return packer.pack(seconds, np.ascontiguousarray(pixels))
+
+
+def raw_images_ok():
+    """Whether this middleware reads a packed frame back as the Image it stands for."""
+    pixels = np.arange(24, dtype=np.uint8).reshape(2, 4, 3)
+    try:
+        msg = deserialize_message(
+            cdr.ImageBytes(2, 4, 'rgb8', 12, 'f').pack(1.5, pixels), Image)
+    except Exception:  # noqa: BLE001 - any failure to read back means: send messages
+        return False
+    return ((msg.height, msg.width, msg.step, msg.encoding, msg.header.frame_id)
+            == (2, 4, 12, 'rgb8', 'f') and bytes(msg.data) == pixels.tobytes()
+            and msg.header.stamp.nanosec == 500_000_000)
 
 
 def image_msg(pixels, encoding, bytes_per_pixel, stamp, frame):

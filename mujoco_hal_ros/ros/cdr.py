@@ -131,6 +131,37 @@ class TransformsBytes:
         return buf.tobytes()
 
 
+class ImageBytes:
+    """sensor_msgs/Image of a fixed size and encoding; stamp and pixels per call.
+
+    ``data`` is the message's last field, so a frame is the fixed header followed by the
+    pixel buffer: one copy of the pixels, no per-byte Python (rclpy's ``data`` setter checks
+    every byte of a plain ``bytes``) and no second copy into a C message.
+    """
+
+    def __init__(self, height, width, encoding, step, frame_id, bigendian=False):
+        w = _Writer()
+        self._stamp_at = w.stamp()
+        w.string(frame_id)
+        w.u32(height)
+        w.u32(width)
+        w.string(encoding)
+        w.buf += bytes([1 if bigendian else 0])
+        w.u32(step)
+        self._size = height * step
+        w.u32(self._size)
+        self._head = w.template()
+
+    def pack(self, seconds, pixels):
+        """``pixels``: a C-contiguous array of exactly ``height * step`` bytes."""
+        view = memoryview(pixels).cast('B')
+        if view.nbytes != self._size:
+            raise ValueError(f'expected {self._size} bytes of pixels, got {view.nbytes}')
+        head = self._head
+        head[self._stamp_at:self._stamp_at + 8] = _stamp_bytes(seconds)
+        return b''.join((head, view))
+
+
 def clock_bytes(seconds):
     """rosgraph_msgs/Clock."""
     return ENCAPSULATION + _stamp_bytes(seconds).tobytes()

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 from rclpy.serialization import deserialize_message
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Image, JointState
 from tf2_msgs.msg import TFMessage
 
 from mujoco_hal_ros.ros import cdr
+from mujoco_hal_ros.ros.cameras import raw_images_ok
 from mujoco_hal_ros.ros.streams import raw_messages_ok
 
 # names whose lengths exercise every string padding (0..3 bytes) and a non-ASCII one
@@ -86,3 +87,27 @@ def test_this_middleware_reads_the_bytes_back():
     assert raw_messages_ok(js, tf, NAMES)
     # a template that disagrees with the names is caught, so the node falls back
     assert not raw_messages_ok(js, tf, NAMES[:-1])
+
+
+def test_image_round_trip_rgb_and_depth():
+    rgb = (np.arange(6 * 8 * 3) % 251).astype(np.uint8).reshape(6, 8, 3)
+    msg = deserialize_message(cdr.ImageBytes(6, 8, 'rgb8', 24, 'cam_optical_frame')
+                              .pack(4.75, rgb), Image)
+    assert (msg.height, msg.width, msg.step, msg.encoding, msg.is_bigendian) == \
+        (6, 8, 24, 'rgb8', 0)
+    assert msg.header.frame_id == 'cam_optical_frame'
+    assert stamp(msg.header.stamp) == (4, 750000000)
+    assert bytes(msg.data) == rgb.tobytes()
+    depth = np.linspace(0.1, 9.0, 6 * 8, dtype=np.float32).reshape(6, 8)
+    msg = deserialize_message(cdr.ImageBytes(6, 8, '32FC1', 32, 'd').pack(0.5, depth), Image)
+    assert np.array_equal(np.frombuffer(bytes(msg.data), np.float32).reshape(6, 8), depth)
+
+
+def test_image_of_the_wrong_size_is_refused():
+    packer = cdr.ImageBytes(6, 8, 'rgb8', 24, 'f')
+    with pytest.raises(ValueError, match='expected 144 bytes of pixels, got 141'):
+        packer.pack(0.0, np.zeros((47, 3), np.uint8))
+
+
+def test_this_middleware_reads_packed_images_back():
+    assert raw_images_ok()
