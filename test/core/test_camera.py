@@ -338,6 +338,32 @@ def test_close_from_other_thread_stops_gl_thread(model, data):
                    and th.is_alive() for th in threading.enumerate())
 
 
+def _nice(tid):
+    with open(f'/proc/self/task/{tid}/stat') as f:
+        return int(f.read().rsplit(')', 1)[1].split()[16])
+
+
+@needs_gl
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='per-thread niceness: Linux')
+def test_render_threads_yield_to_the_caller(model, data):
+    """The GL thread, and Mesa's software rasteriser threads, run at lower priority than the
+    caller, so rendering never pushes the physics or state threads off the cores."""
+    from mujoco_hal_ros.camera import _rasteriser_threads
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    with CameraRenderer(model, 'overhead', 64, 48, nice=3) as renderer:
+        renderer.render_rgb(data)
+        assert _nice(renderer._owned.thread._thread.native_id) == min(base + 3, 19)
+        assert all(_nice(tid) >= min(base + 3, 19) for tid in _rasteriser_threads())
+    assert os.getpriority(os.PRIO_PROCESS, 0) == base      # the caller is untouched
+    assert _nice(threading.get_native_id()) == base
+
+
+@pytest.mark.parametrize('bad', [-1, 20, 1.5, True, '5'])
+def test_bad_nice_refused(model, bad):
+    with pytest.raises(InvalidArgument, match='nice must be an integer 0..19'):
+        CameraRenderer(model, 'overhead', 64, 48, nice=bad)
+
+
 # -- backend choice -------------------------------------------------------------------------
 
 def _run_clean(code, **env):
