@@ -53,12 +53,12 @@ MAX_SIZE = 2048
 # Measured at 640x480 (best of 15): Panda scene 7.6 ms / 162 KiB with these settings against
 # 9.5 ms / 168 KiB for OpenCV's defaults and 9.3 ms / 198 KiB for level 1 with the "up"
 # filter; bench arm 2.3 ms / 24 KiB against 4.7 ms / 49 KiB. Lossless either way.
+PNG_PARAMS = (cv2.IMWRITE_PNG_COMPRESSION, 1, cv2.IMWRITE_PNG_FILTER, cv2.IMWRITE_PNG_FILTER_NONE)
+
 # Niceness added to each renderer's GL thread and to Mesa's rasteriser threads (Linux: per
 # thread). A frame is best effort; the physics and joint_states threads are not, and with
 # software rendering a frame keeps both cores busy for 10-20 ms.
 RENDER_NICE = 5
-
-PNG_PARAMS = (cv2.IMWRITE_PNG_COMPRESSION, 1, cv2.IMWRITE_PNG_FILTER, cv2.IMWRITE_PNG_FILTER_NONE)
 
 # v_optical = OPTICAL_FROM_MUJOCO @ v_mujoco_camera: MuJoCo cameras look along -z with y up;
 # ROS optical frames (REP 103) look along +z with y down; x is "right" in both.
