@@ -766,18 +766,19 @@ class Device:
             height = chan.height if height is None else height
         return camera, 640 if width is None else width, 480 if height is None else height
 
-    def renderer(self, camera, width=None, height=None, depth=False):
+    def renderer(self, camera, width=None, height=None, depth=False, background=False):
         """A camera renderer owned by the device (closed with it). ``camera`` is a camera
-        of the model or an image channel (whose size is then the default)."""
+        of the model or an image channel (whose size is then the default); ``background``
+        as in ``CameraRenderer``."""
         from .camera import CameraRenderer
         camera, width, height = self._image(camera, width, height)
-        key = (camera, width, height, bool(depth))
+        key = (camera, width, height, bool(depth), bool(background))
         with self._render_lock:
             if self.closed:
                 raise errors.ClosedError('the device')
             if key not in self._renderers:
                 self._renderers[key] = CameraRenderer(self.model, camera, width, height,
-                                                      depth=depth)
+                                                      depth=depth, background=background)
             return self._renderers[key]
 
     def render_data(self, snap=None):

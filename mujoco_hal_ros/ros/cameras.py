@@ -56,8 +56,9 @@ class _Stream:
 class CameraPublisher:
     """Renders subscribed cameras on one thread at their rates."""
 
-    def __init__(self, node, device, frames, configs, tf_pub, logger):
+    def __init__(self, node, device, frames, configs, tf_pub, logger, background=False):
         self.device = device
+        self.background = background
         self.frames = frames
         self.tf_pub = tf_pub
         self.logger = logger
@@ -132,7 +133,8 @@ class CameraPublisher:
 
     def _publish(self, s):
         c = s.cfg
-        renderer = self.device.renderer(c.camera, c.width, c.height, depth=c.depth)
+        renderer = self.device.renderer(c.camera, c.width, c.height, depth=c.depth,
+                                        background=self.background)
         if s.info is None:
             try:
                 s.info = CameraInfo(**renderer.camera_info_fields())

@@ -35,6 +35,9 @@ TABLE = {
     'camera_width': ('integer', 0, "Image width for every camera; 0 keeps the device file's."),
     'camera_height': ('integer', 0, "Image height for every camera; 0 keeps the device "
                       "file's."),
+    'camera_background': ('bool', True, 'Render cameras only on CPU time nothing else wants '
+                          '(Linux SCHED_IDLE), so frames never delay physics or joint_states; '
+                          'false renders at normal priority (more frames on a busy machine).'),
     'depth': ('string_array', [], 'Cameras that also publish <camera>/depth/image_raw '
               '(32FC1, metres).'),
     'log_summary': ('bool', False, 'Log what is published and served at start and a one-line '
@@ -71,6 +74,7 @@ class SimParams:
     camera_rate: float = 10.0
     camera_width: int = 0
     camera_height: int = 0
+    camera_background: bool = True
     depth: list = field(default_factory=list)
     log_summary: bool = False
     summary_period: float = 10.0
