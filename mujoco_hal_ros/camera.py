@@ -129,35 +129,35 @@ def _rasteriser_threads():
     return out
 
 
+def _idle_rasterisers():
+    """Background rendering: Mesa's software rasteriser threads (``llvmpipe-N``, started
+    with the first GL context) run as ``SCHED_IDLE``, on CPU time no other thread wants.
+    They are plain C threads that never take the GIL, so starving them only delays frames;
+    the GL thread, which runs Python, keeps its priority (a ``SCHED_IDLE`` thread holding
+    the GIL on a busy machine would stall every thread of the process). Why not a niceness:
+    on Linux's EEVDF scheduler a frame still held a 2 ms ticker in another process off the
+    CPU for 3.5-4.5 ms at p99 at nice 19, as at nice 0; with idle rasterisers, 0.15 ms.
+    Linux only; lowering needs no privileges. With a GPU there are no such threads."""
+    if not hasattr(os, 'SCHED_IDLE') or not sys.platform.startswith('linux'):
+        return
+    for tid in _rasteriser_threads():
+        try:
+            os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:
+            pass                       # gone, or a sandbox that forbids it: as is
+
+
 class _GLThread:
     """The one thread that ever makes this renderer's GL context current."""
 
-    def __init__(self, name, background=False):
+    def __init__(self, name):
         self._jobs = collections.deque()
         self._wake = threading.Condition()
         self._stopping = False
-        self._background = background
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def _lower_priority(self):
-        """Background rendering: this thread and Mesa's software rasteriser threads
-        (``llvmpipe-N``, which may predate it) run as ``SCHED_IDLE``, on CPU time no other
-        thread wants. Why not a niceness: on Linux's EEVDF scheduler a frame at nice 19
-        still held a 2 ms ticker in another process off the CPU for 3.5 ms at p99 (as at
-        nice 0); under SCHED_IDLE, 0.1 ms. Linux only (a thread id names one thread there);
-        lowering a policy needs no privileges."""
-        if not self._background or not hasattr(os, 'SCHED_IDLE') or \
-                not sys.platform.startswith('linux'):
-            return
-        for tid in [threading.get_native_id()] + _rasteriser_threads():
-            try:
-                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
-            except OSError:
-                pass                       # gone, or a sandbox that forbids it: as is
-
     def _run(self):
-        self._lower_priority()
         while True:
             with self._wake:
                 while not self._jobs and not self._stopping:
@@ -238,10 +238,10 @@ class CameraRenderer:
 
     ``depth=True`` declares an RGB-D camera: ``render_depth``/``render_rgbd`` are refused
     otherwise, so a node can tell from the object which streams it has to offer.
-    ``background=True`` renders only on CPU time nothing else in the machine wants (see
-    ``_GLThread._lower_priority``): for a process whose physics and state publishing must
-    keep their rate while frames are best effort. It also applies to Mesa's rasteriser
-    threads, which every renderer of the process shares.
+    ``background=True`` rasterises only on CPU time nothing else in the machine wants (see
+    ``_idle_rasterisers``): for a process whose physics and state publishing must keep their
+    rate while frames are best effort. Mesa's rasteriser threads may serve every renderer
+    of the process.
     """
 
     def __init__(self, model, camera, width=640, height=480, depth=False, fast=True,
@@ -276,9 +276,11 @@ class CameraRenderer:
         if _GL_SETUP_ERROR is not None:
             raise ConfigError(f'cannot render camera {camera!r}: {_GL_SETUP_ERROR}',
                               where='camera')
-        self._owned = _Owned(_GLThread(f'camera-gl-{camera}', bool(background)))
+        self._owned = _Owned(_GLThread(f'camera-gl-{camera}'))
         try:
             self._owned.renderer = self._owned.thread.call(self._create_renderer)
+            if background:
+                _idle_rasterisers()
         except Exception as err:
             self._owned.release()
             raise ConfigError(f'cannot render camera {camera!r}: '

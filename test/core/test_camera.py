@@ -345,16 +345,17 @@ def _policy(tid):
 @needs_gl
 @pytest.mark.skipif(not hasattr(os, 'SCHED_IDLE'), reason='SCHED_IDLE: Linux only')
 def test_background_rendering_yields_the_cpu(model, data):
-    """A background renderer's GL thread and Mesa's rasteriser threads run as SCHED_IDLE, so
-    frames never push physics or state publishing off the cores; the caller is untouched."""
+    """Background rendering puts Mesa's software rasteriser threads on SCHED_IDLE, so frames
+    never push physics or state publishing off the cores; threads that run Python (the GL
+    thread, the caller) keep their policy, so none can sit on the GIL while starved."""
     from mujoco_hal_ros.camera import _rasteriser_threads
-    with CameraRenderer(model, 'overhead', 64, 48) as normal:
-        normal.render_rgb(data)
-        assert _policy(normal._owned.thread._thread.native_id) == os.SCHED_OTHER
     with CameraRenderer(model, 'overhead', 64, 48, background=True) as renderer:
         expected = renderer.render_rgb(data)
-        assert _policy(renderer._owned.thread._thread.native_id) == os.SCHED_IDLE
-        assert all(_policy(tid) == os.SCHED_IDLE for tid in _rasteriser_threads())
+        raster = _rasteriser_threads()
+        if not raster:
+            pytest.skip('no software rasteriser threads here (GPU rendering)')
+        assert all(_policy(tid) == os.SCHED_IDLE for tid in raster)
+        assert _policy(renderer._owned.thread._thread.native_id) == os.SCHED_OTHER
         assert np.array_equal(renderer.render_rgb(data), expected)
     assert _policy(0) == os.SCHED_OTHER
     assert _policy(threading.get_native_id()) == os.SCHED_OTHER
