@@ -23,8 +23,9 @@ process so that each thread's CPU time can be read. Ratios:
 - latency: move_to goal accepted -> first joint motion seen in joint_states, and hold
   answered -> every joint velocity below 0.01 rad/s, in ms.
 
-On a shared 2-core machine other processes' load lands in every number; the bare loops
-run just before the node they are compared with so the load is similar.
+On a shared 2-core machine other processes' load lands in every number, and the VM's
+speed drifts: the overhead alternates bare-loop and node windows in one process (ratio of
+the sums); the camera's bare loop runs just before the node it is compared with.
 """
 
 import argparse
@@ -75,16 +76,25 @@ def process_cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
-def bare_steps_per_s(seconds):
-    """(steps per wall second, steps per CPU second) of a bare mj_step loop."""
-    m = mujoco.MjModel.from_xml_path(bench_arm_path())
-    d = mujoco.MjData(m)
-    n, t0, c0 = 0, time.perf_counter(), time.thread_time()
-    while time.perf_counter() - t0 < seconds:
-        for _ in range(100):
-            mujoco.mj_step(m, d)
-        n += 100
-    return n / (time.perf_counter() - t0), n / max(time.thread_time() - c0, 1e-9)
+class BareLoop:
+    """A bare ``mj_step`` loop on the bench arm: the baseline every overhead ratio uses."""
+
+    def __init__(self):
+        self.m = mujoco.MjModel.from_xml_path(bench_arm_path())
+        self.d = mujoco.MjData(self.m)
+
+    def run(self, seconds):
+        """(steps, wall s, CPU s) of stepping for ``seconds`` in 100-step C calls (the
+        stepper at rtf 0 also steps a whole chunk per call), from the keyframe the node
+        starts from and holding its controls: the same physics as the node's (an arm
+        left to fall onto the table has contacts to solve and steps slower)."""
+        m, d = self.m, self.d
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+        n, t0, c0 = 0, time.perf_counter(), time.thread_time()
+        while time.perf_counter() - t0 < seconds:
+            mujoco.mj_step(m, d, 100)
+            n += 100
+        return n, time.perf_counter() - t0, time.thread_time() - c0
 
 
 def device_steps_per_s(seconds):
@@ -219,19 +229,26 @@ def thread_cpu_s():
     return out
 
 
-def node_rtf0(seconds, swap=True):
-    """sim_node in this process at rtf 0, joint_states and /tf at 1 kHz: steps/s and CPU.
+def node_rtf0(seconds, swap=True, rounds=3):
+    """sim_node in this process at rtf 0, joint_states and /tf at 1 kHz, against the bare
+    loop in the same process: windows of each in turn, ``rounds`` times.
 
+    Interleaved because this shared VM's speed drifts by tens of per cent within a minute:
+    the ratio of the sums compares the two under the same drift. While the bare loop runs
+    the node is paused (its state thread keeps publishing, as a real driver's would).
     In-process so each thread's CPU time can be read: the stepper's steps per CPU second
-    show what the ROS layer costs the physics thread itself, whatever else loads the cores.
+    show what the ROS layer costs the physics thread itself.
     """
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
+    from mujoco_hal_ros.ros.run import tune_interpreter
     from mujoco_hal_ros.ros.sim_node import SimNode
+    tune_interpreter()                # as the sim_node executable does
     params = {'real_time_factor': 0.0, 'publish_rate': 1000.0, 'tf_rate': 1000.0}
     if not swap:
         params.update(trajectory_controller='', simulation_interfaces=False,
                       joint_commands_topic='')
+    bare = BareLoop()
     ctx = rclpy.Context()
     rclpy.init(context=ctx, args=[])
     node = SimNode(context=ctx, parameter_overrides=[Parameter(k, value=v)
@@ -245,12 +262,28 @@ def node_rtf0(seconds, swap=True):
             ex.spin_once(timeout_sec=0.1)
     spinner = threading.Thread(target=spin, name='executor', daemon=True)
     spinner.start()
+    window = seconds / rounds
+    steps = wall = 0.0
+    bare_steps = bare_wall = bare_cpu = 0.0
+    cpu = {}
     try:
         time.sleep(1.0)
         names = {t.native_id: t.name for t in threading.enumerate()}
-        c0, h0, t0 = thread_cpu_s(), node.device.health()['steps'], time.monotonic()
-        time.sleep(seconds)
-        c1, h1, t1 = thread_cpu_s(), node.device.health()['steps'], time.monotonic()
+        for _ in range(rounds):
+            node.device.pause(True)
+            time.sleep(0.05)
+            n, w, c = bare.run(window)
+            bare_steps, bare_wall, bare_cpu = bare_steps + n, bare_wall + w, bare_cpu + c
+            node.device.pause(False)
+            time.sleep(0.1)
+            c0, h0, t0 = thread_cpu_s(), node.device.health()['steps'], time.monotonic()
+            time.sleep(window)
+            c1, h1, t1 = thread_cpu_s(), node.device.health()['steps'], time.monotonic()
+            steps, wall = steps + h1 - h0, wall + t1 - t0
+            for tid, c in c1.items():
+                name = names.get(tid, 'other')
+                name = 'executor' if name.startswith(('executor', 'ThreadPool')) else name
+                cpu[name] = cpu.get(name, 0.0) + c - c0.get(tid, c)
         js_hz = node.state.joint_meter.rate()
     finally:
         stop.set()
@@ -258,31 +291,29 @@ def node_rtf0(seconds, swap=True):
         ex.shutdown(timeout_sec=2.0)
         node.destroy_node()
         rclpy.shutdown(context=ctx)
-    cpu = {}
-    for tid, c in c1.items():
-        name = names.get(tid, 'other')
-        name = 'executor' if name.startswith(('executor', 'ThreadPool')) else name
-        cpu[name] = cpu.get(name, 0.0) + (c - c0.get(tid, c)) / (t1 - t0)
-    steps = (h1 - h0)
-    return {'steps_per_s': steps / (t1 - t0), 'joint_states_hz': js_hz,
-            'stepper_cpu': cpu.get('mujoco_hal_ros-stepper', 0.0),
-            'steps_per_stepper_cpu_s': steps / max(
-                cpu.get('mujoco_hal_ros-stepper', 0.0) * (t1 - t0), 1e-9),
-            'state_thread_cpu': cpu.get('sim_node-state', 0.0),
-            'executor_cpu': cpu.get('executor', 0.0)}
+    share = {k: v / wall for k, v in cpu.items()}
+    stepper = share.get('mujoco_hal_ros-stepper', 0.0)
+    return {'steps_per_s': steps / wall, 'joint_states_hz': js_hz,
+            'bare_steps_per_s': bare_steps / bare_wall,
+            'bare_steps_per_cpu_s': bare_steps / max(bare_cpu, 1e-9),
+            'stepper_cpu': stepper,
+            'steps_per_stepper_cpu_s': steps / max(stepper * wall, 1e-9),
+            'state_thread_cpu': share.get('sim_node-state', 0.0),
+            'executor_cpu': share.get('executor', 0.0)}
 
 
 def measure_overhead(seconds):
-    bare, bare_cpu = bare_steps_per_s(min(seconds, 2.0))
     core, _core_cpu = device_steps_per_s(min(seconds, 2.0))
-    full = node_rtf0(seconds, swap=True)
-    lean = node_rtf0(seconds, swap=False)
-    return {'bare_steps_per_s': bare, 'bare_steps_per_cpu_s': bare_cpu,
+    full = node_rtf0(2 * seconds, swap=True)
+    lean = node_rtf0(2 * seconds, swap=False)
+    return {'bare_steps_per_s': full['bare_steps_per_s'],
+            'bare_steps_per_cpu_s': full['bare_steps_per_cpu_s'],
             'device_steps_per_s': core, 'node': full, 'node_no_swap': lean,
-            'overhead_ratio': full['steps_per_s'] / bare,
-            'overhead_ratio_no_swap': lean['steps_per_s'] / bare,
+            'overhead_ratio': full['steps_per_s'] / full['bare_steps_per_s'],
+            'overhead_ratio_no_swap': lean['steps_per_s'] / lean['bare_steps_per_s'],
             'overhead_ratio_vs_device': full['steps_per_s'] / core,
-            'stepper_efficiency': full['steps_per_stepper_cpu_s'] / bare_cpu}
+            'stepper_efficiency': full['steps_per_stepper_cpu_s'] /
+            full['bare_steps_per_cpu_s']}
 
 
 def joint_state(raw):
