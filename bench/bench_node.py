@@ -78,19 +78,24 @@ def process_cpu_s(pid):
 
 
 class BareLoop:
-    """A bare ``mj_step`` loop on the bench arm: the baseline every overhead ratio uses."""
+    """A bare ``mj_step`` loop: the baseline every overhead ratio uses.
 
-    def __init__(self):
-        self.m = mujoco.MjModel.from_xml_path(bench_arm_path())
-        self.d = mujoco.MjData(self.m)
+    It steps the very model the node compiled (the device may add gravity compensation or
+    other settings to the MJCF) from the node's latest state and controls, so both do the
+    same physics; an arm left to fall onto the table has contacts to solve and steps slower.
+    """
 
-    def run(self, seconds):
-        """(steps, wall s, CPU s) of stepping for ``seconds`` in 100-step C calls (the
-        stepper at rtf 0 also steps a whole chunk per call), from the keyframe the node
-        starts from and holding its controls: the same physics as the node's (an arm
-        left to fall onto the table has contacts to solve and steps slower)."""
+    def __init__(self, model):
+        self.m = model
+        self.d = mujoco.MjData(model)
+
+    def run(self, seconds, snap):
+        """(steps, wall s, CPU s) of stepping for ``seconds`` from ``snap`` in 100-step C
+        calls (the stepper at rtf 0 also steps a whole chunk per call)."""
         m, d = self.m, self.d
-        mujoco.mj_resetDataKeyframe(m, d, 0)
+        d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = snap.qpos, snap.qvel, snap.act, snap.ctrl
+        d.mocap_pos[:], d.mocap_quat[:] = snap.mocap_pos, snap.mocap_quat
+        mujoco.mj_forward(m, d)
         n, t0, c0 = 0, time.perf_counter(), time.thread_time()
         while time.perf_counter() - t0 < seconds:
             mujoco.mj_step(m, d, 100)
@@ -259,7 +264,6 @@ def node_rtf0(seconds, swap=True, rounds=3):
     if not swap:
         params.update(trajectory_controller='', simulation_interfaces=False,
                       joint_commands_topic='')
-    bare = BareLoop()
     ctx = rclpy.Context()
     rclpy.init(context=ctx, args=[])
     node = SimNode(context=ctx, parameter_overrides=[Parameter(k, value=v)
@@ -273,6 +277,7 @@ def node_rtf0(seconds, swap=True, rounds=3):
             ex.spin_once(timeout_sec=0.1)
     spinner = threading.Thread(target=spin, name='executor', daemon=True)
     spinner.start()
+    bare = BareLoop(node.device.model)
     window = seconds / rounds
     steps = wall = 0.0
     bare_steps = bare_wall = bare_cpu = 0.0
@@ -283,7 +288,7 @@ def node_rtf0(seconds, swap=True, rounds=3):
         for _ in range(rounds):
             node.device.pause(True)
             time.sleep(0.05)
-            n, w, c = bare.run(window)
+            n, w, c = bare.run(window, node.device.snapshot)
             bare_steps, bare_wall, bare_cpu = bare_steps + n, bare_wall + w, bare_cpu + c
             node.device.pause(False)
             time.sleep(0.1)
