@@ -292,18 +292,22 @@ class BatchEngine:
         error: a failed call changes nothing, as with the thread engine.
         """
         n = len(ids)
-        order = np.argsort(ids, kind='stable')
-        ordered = bool((order == np.arange(n)).all())
-        sids = ids if ordered else ids[order]
-        sel = None if n == self._nbatch else sids.astype(np.int32)
-        rows_at = slice(None) if sel is None else sids
+        if n == self._nbatch:      # distinct and in range, so every env in order
+            ordered, sids, sel, rows_at = True, ids, None, slice(None)
+        else:
+            order = np.argsort(ids, kind='stable')
+            ordered = bool((order == np.arange(n)).all())
+            sids = ids if ordered else ids[order]
+            sel = sids.astype(np.int32)
+            rows_at = sids
         if not ordered:
             const = None if const is None else const[order]
             per_step = None if per_step is None else per_step[order]
         if sensors and self._nsensordata and self._sensordata is None:
             # bound on first use: every call then copies it out, so only pools that ask
             self._sensordata = self._batch.bind('sensordata')
-        before = self.state[ids]
+        full = sel is None
+        before = self.state.copy() if full else self.state[ids]
         last = _STAGE_ACC if sensors else _STAGE_NONE
         try:
             self._warning[rows_at] = 0
@@ -321,11 +325,16 @@ class BatchEngine:
         except BaseException:
             self.state[ids] = before
             raise
-        rows = self.state[ids]
-        unstable = (self._warning[ids][:, _BAD, 1] > 0).any(axis=1)
+        # in the caller's order; whole-pool calls (the common case) copy without indexing
+        rows = self.state.copy() if full else self.state[ids]
+        warning = self._warning if full else self._warning[ids]
+        unstable = (warning[:, _BAD, 1] > 0).any(axis=1)
         sens = None
         if sensors:
-            sens = self._sensordata[ids] if self._nsensordata else np.empty((n, 0))
+            if not self._nsensordata:
+                sens = np.empty((n, 0))
+            else:
+                sens = self._sensordata.copy() if full else self._sensordata[ids]
         return rows, sens, unstable
 
     def sync(self, envs):

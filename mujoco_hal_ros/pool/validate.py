@@ -89,32 +89,32 @@ def float_array(values, shapes, where, *, low=None):
     ``index`` tells which of the allowed shapes matched so callers can broadcast; a ``None``
     dimension matches any positive length.
     """
-    allowed = ' or '.join(_shape_text(s) for s in shapes) + ' finite numbers'
+    def bad(message, extra=''):
+        # the description of what is allowed is built only for an error: this runs on
+        # every pool call, where a few string joins are a measurable share of a small batch
+        allowed = ' or '.join(_shape_text(s) for s in shapes) + ' finite numbers' + extra
+        return InvalidArgument(message, where=where, allowed=allowed)
+
     if values is None or isinstance(values, (str, bytes)) or is_bool(values):
-        raise InvalidArgument(f'expected an array, got {values!r}', where=where,
-                              allowed=allowed)
+        raise bad(f'expected an array, got {values!r}')
     if not isinstance(values, np.ndarray) and contains_bool(values):
-        raise InvalidArgument('booleans are not numbers here', where=where, allowed=allowed)
+        raise bad('booleans are not numbers here')
     try:
         arr = np.asarray(values)
     except (TypeError, ValueError) as exc:
-        raise InvalidArgument(f'not a numeric array: {exc}', where=where,
-                              allowed=allowed) from None
+        raise bad(f'not a numeric array: {exc}') from None
     if arr.dtype == np.bool_ or arr.dtype.kind not in 'fiu':
-        raise InvalidArgument(f'expected numbers, got dtype {arr.dtype}', where=where,
-                              allowed=allowed)
+        raise bad(f'expected numbers, got dtype {arr.dtype}')
     for index, shape in enumerate(shapes):
         if _matches(arr.shape, shape):
             break
     else:
-        raise InvalidArgument(f'shape {_shape_text(arr.shape)} is wrong', where=where,
-                              allowed=allowed)
+        raise bad(f'shape {_shape_text(arr.shape)} is wrong')
     arr = np.asarray(arr, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise InvalidArgument('contains NaN or infinity', where=where, allowed=allowed)
+    if not np.isfinite(arr).all():
+        raise bad('contains NaN or infinity')
     if low is not None and arr.size and arr.min() < low:
-        raise InvalidArgument(f'value {arr.min()!r} is below {low}', where=where,
-                              allowed=f'{allowed} >= {low}')
+        raise bad(f'value {arr.min()!r} is below {low}', f' >= {low}')
     return arr, index
 
 
