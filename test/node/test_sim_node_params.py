@@ -152,3 +152,34 @@ def test_real_time_factor_changes_at_run_time_other_parameters_are_read_only(ctx
         assert not math.isnan(node.device.snapshot.time)
     finally:
         node.destroy_node()
+
+
+def test_camera_threads_render_in_the_background_and_stop_with_the_node(ctx):
+    """camera_background (default true): software rasteriser threads run as SCHED_IDLE, so
+    frames never delay physics or joint_states; render and send threads end with the node."""
+    import os
+    from mujoco_hal_ros.camera import _rasteriser_threads
+    node = make(ctx, camera_rate=20.0)
+    assert node.p.camera_background is True
+    client = rclpy.create_node('camera_threads_client', context=ctx)
+    ex = MultiThreadedExecutor(num_threads=3, context=ctx)
+    ex.add_node(node)
+    ex.add_node(client)
+    spinner = SpinThread(ex, 60.0)
+    images = []
+    client.create_subscription(Image, 'overhead/image_raw', images.append, 2)
+    names = ('sim_node-cameras', 'sim_node-camera-send')
+    try:
+        wait_for(lambda: len(images) >= 3, 30.0, period=0.1)
+        assert images[-1].width == 640 and images[-1].encoding == 'rgb8'
+        alive = {t.name for t in threading.enumerate()}
+        assert set(names) <= alive
+        if hasattr(os, 'SCHED_IDLE'):
+            assert all(os.sched_getscheduler(tid) == os.SCHED_IDLE
+                       for tid in _rasteriser_threads())
+    finally:
+        spinner.stop(5.0)
+        ex.shutdown(timeout_sec=2.0)
+        client.destroy_node()
+        node.destroy_node()
+    assert not {t.name for t in threading.enumerate() if t.is_alive()} & set(names)
