@@ -276,7 +276,11 @@ class SimNode(Node):
                                           for k, v in values.items()])
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = cv.stamp(self.device.snapshot.time)
-        self.diag_pub.publish(msg)
+        try:
+            self.diag_pub.publish(msg)
+        except Exception:  # noqa: BLE001 - Ctrl-C shuts the context down before the timer
+            if self.context.ok():
+                raise
 
     # --- lifetime ---------------------------------------------------------------------------
     def destroy_node(self):

@@ -275,6 +275,7 @@ class TrajectoryController:
         # controller_state goes out from its own thread (publishing is thread-safe) and only
         # while someone listens, so it never wakes the executor either.
         self._state_stop = threading.Event()
+        self._context = node.context
         self._state_thread = threading.Thread(target=self._state_loop, daemon=True,
                                               name=f'{name}-controller_state')
         if self.state_rate > 0:
@@ -513,9 +514,10 @@ class TrajectoryController:
                 if self._state_pub.get_subscription_count() > 0:
                     self._publish_state()
             except Exception as exc:  # noqa: BLE001 - shutting down under us
-                if not self._closing:
-                    self.log.error(f'{self.name}: controller_state: {exc}',
-                                   throttle_duration_sec=5.0)
+                if self._closing or not self._context.ok():
+                    return              # Ctrl-C shut the context down: nothing to report
+                self.log.error(f'{self.name}: controller_state: {exc}',
+                               throttle_duration_sec=5.0)
 
     def _publish_state(self):
         snap = self.device.snapshot
