@@ -134,12 +134,17 @@ class SpinThread:
 
     def _spin(self):
         from rclpy.exceptions import InvalidHandle
+        from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
         while not self._stop.is_set() and time.monotonic() < self._deadline \
                 and self.executor.context.ok():
             try:
                 self.executor.spin_once(timeout_sec=0.1)
-            except InvalidHandle:
-                pass    # a test destroyed an entity while the wait set was being built
+            except (InvalidHandle, _rclpy.RCLError):
+                # A test destroyed an entity (an ActionClient: "action client pointer is
+                # invalid") while this thread was building the wait set. Before this was
+                # caught, that race ended the spin thread and every later test of the
+                # module timed out waiting for answers no one took.
+                pass
 
     def stop(self, join_s=10.0):
         self._stop.set()
