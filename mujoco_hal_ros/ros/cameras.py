@@ -54,6 +54,7 @@ class _Stream:
     depth_info_pub: object = None
     info: CameraInfo = None
     due: float = 0.0
+    watched_since: float = 0.0     # monotonic time a subscriber appeared; 0 while unwatched
     meter: RateMeter = field(default_factory=lambda: RateMeter(100))
     frames: int = 0
     failed: str = ''
@@ -114,6 +115,19 @@ class CameraPublisher:
     def rates(self):
         return {s.cfg.channel: s.meter.rate(5.0) for s in self.streams}
 
+    def lagging(self, fraction=0.5, settle_s=3.0):
+        """``(channel, fps, rate)`` of each watched stream publishing under ``fraction`` of
+        its rate for the last two seconds, once it has been watched for ``settle_s``."""
+        now = time.monotonic()
+        out = []
+        for s in self.streams:
+            if s.failed or not s.watched_since or now - s.watched_since < settle_s:
+                continue
+            fps = s.meter.rate(2.0)
+            if fps < fraction * s.cfg.rate:
+                out.append((s.cfg.channel, fps, s.cfg.rate))
+        return out
+
     # --- the loop ---------------------------------------------------------------------------
     @staticmethod
     def _wanted(s):
@@ -126,7 +140,10 @@ class CameraPublisher:
             wake = now + IDLE_POLL_S
             for s in self.streams:
                 if s.failed or not self._wanted(s):
+                    s.watched_since = 0.0
                     continue
+                if not s.watched_since:
+                    s.watched_since = now
                 if now >= s.due:
                     s.due = max(s.due + 1.0 / s.cfg.rate, now)
                     try:

@@ -257,6 +257,15 @@ class SimNode(Node):
         elif h['target_rtf'] > 0 and rtf is not None and rtf < 0.9 * h['target_rtf']:
             level, message = DiagnosticStatus.WARN, (f'slower than asked: real time factor '
                                                      f'{rtf:.2f} of {h["target_rtf"]:g}')
+        slow = self.cameras.lagging()
+        if slow and level == DiagnosticStatus.OK:
+            name, fps, rate = slow[0]
+            why = ('background rendering only gets CPU time nothing else wants; '
+                   'camera_background:=false renders at normal priority'
+                   if self.cameras.background else
+                   'rendering cannot keep up; lower the rate or the image size')
+            level, message = DiagnosticStatus.WARN, (f'camera {name} at {fps:.1f} fps of '
+                                                     f'{rate:g} asked: {why}')
         if h['unstable_events'] > self._last_unstable:
             self._last_unstable = h['unstable_events']
             level, message = DiagnosticStatus.ERROR, 'simulation went unstable; reset and held'

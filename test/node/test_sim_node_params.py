@@ -183,3 +183,35 @@ def test_camera_threads_render_in_the_background_and_stop_with_the_node(ctx):
         client.destroy_node()
         node.destroy_node()
     assert not {t.name for t in threading.enumerate() if t.is_alive()} & set(names)
+
+
+def test_diagnostics_warn_when_a_watched_camera_falls_behind(ctx):
+    """A subscribed camera far below its rate turns diagnostics to WARN with what to do."""
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    # 2048x2048 at 240 Hz: 12 MB frames, beyond what a renderer and DDS here can do
+    node = make(ctx, camera_rate=240.0, camera_width=2048, camera_height=2048,
+                diagnostics_rate=4.0)
+    client = rclpy.create_node('camera_lag_client', context=ctx)
+    ex = MultiThreadedExecutor(num_threads=3, context=ctx)
+    ex.add_node(node)
+    ex.add_node(client)
+    spinner = SpinThread(ex, 60.0)
+    images, diags = [], []
+    # raw: deserialising 12 MB frames in this process must not be what slows the node
+    client.create_subscription(Image, 'overhead/image_raw', images.append, 1, raw=True)
+    client.create_subscription(DiagnosticArray, 'diagnostics', diags.append, 10)
+
+    def camera_warnings():
+        return [d.status[0] for d in diags if d.status[0].level == DiagnosticStatus.WARN
+                and d.status[0].message.startswith('camera overhead at')]
+    try:
+        wait_for(lambda: images, 30.0, period=0.1)
+        assert len(images[-1]) > 2048 * 2048 * 3          # a full 2048x2048 rgb8 frame
+        wait_for(camera_warnings, 20.0, period=0.2)
+        warn = camera_warnings()[0]
+        assert 'of 240 asked' in warn.message and 'camera_background:=false' in warn.message
+    finally:
+        spinner.stop(5.0)
+        ex.shutdown(timeout_sec=2.0)
+        client.destroy_node()
+        node.destroy_node()
