@@ -1,15 +1,15 @@
 """Simulated cameras: RGB, depth and PNG frames from a named MuJoCo camera, plus ROS intrinsics.
 
 Threads. An OpenGL context is current in at most one thread at a time: with EGL, a
-``mujoco.Renderer`` created in one thread and rendered from another fails with
-``EGL_BAD_ACCESS`` in ``eglMakeCurrent`` (checked on Mesa llvmpipe), and once a second thread
-has made it current the first one cannot use it either. ROS executors call back from whatever
-thread they like, so ``CameraRenderer`` owns one private GL thread that creates the context,
-renders and frees it. Callers from any thread hand the GL work to it and wait; calls are
-serialised by a lock. The scene update (``mjv_updateScene``, which reads ``MjData``) runs in
-the caller's thread, so the caller's own locking around ``data`` covers it, and the GL
-thread only touches the renderer's private scene. The hand-off costs tens of microseconds
-against a 15 ms frame. PNG encoding also runs in the caller's thread: OpenCV releases the
+context created in one thread and rendered from another fails with ``EGL_BAD_ACCESS`` in
+``eglMakeCurrent`` (checked on Mesa llvmpipe), and once a second thread has made it current
+the first one cannot use it either. ROS executors call back from whatever thread they like,
+so ``CameraRenderer`` owns one private GL thread that creates the context (an
+``offscreen.Offscreen``), draws and frees it. Callers from any thread hand the GL work to it
+and wait (``render_*``) or collect it later (``submit``). The scene update
+(``mjv_updateScene``, which reads ``MjData``) runs in the caller's thread, so the caller's
+own locking around ``data`` covers it, and the GL thread only touches the renderer's private
+scenes. The hand-off costs tens of microseconds against a 15 ms frame. PNG encoding also runs in the caller's thread: OpenCV releases the
 GIL, so several cameras encode in parallel.
 
 Fast mode (``fast=True``, the default) turns off shadows and reflections for this renderer's
@@ -32,7 +32,7 @@ import threading
 
 import numpy as np
 
-from . import gl
+from . import gl, offscreen
 from .checks import is_bool
 from .errors import ClosedError, ConfigError, InvalidArgument, UnknownName
 
@@ -171,16 +171,20 @@ class _GLThread:
                 except BaseException as err:  # noqa: BLE001 - handed to the caller
                     future.set_exception(err)
 
-    def call(self, fn):
-        if threading.current_thread() is self._thread:
-            return fn()
+    def submit(self, fn):
+        """Queue ``fn`` for the GL thread; its Future. Jobs run in the order submitted."""
         future = concurrent.futures.Future()
         with self._wake:
             if self._stopping:
                 raise RuntimeError('GL thread stopped')
             self._jobs.append((fn, future))
             self._wake.notify()
-        return future.result()
+        return future
+
+    def call(self, fn):
+        if threading.current_thread() is self._thread:
+            return fn()
+        return self.submit(fn).result()
 
     def stop(self):
         with self._wake:
@@ -205,7 +209,7 @@ class _Owned:
         renderer, self.renderer = self.renderer, None
         try:
             if renderer is not None:
-                self.thread.call(renderer.close)
+                self.thread.call(renderer.free)
         finally:
             self.thread.stop()
 
@@ -272,6 +276,8 @@ class CameraRenderer:
         self._intrinsics = None if self._orthographic else self._compute_intrinsics()
         self._option = mujoco.MjvOption()
         self._lock = threading.Lock()
+        self._next_scene = 0
+        self._scene_jobs = [None] * offscreen.SCENES     # the frame last drawn from each
 
         if _GL_SETUP_ERROR is not None:
             raise ConfigError(f'cannot render camera {camera!r}: {_GL_SETUP_ERROR}',
@@ -308,11 +314,8 @@ class CameraRenderer:
         return private
 
     def _create_renderer(self):
-        renderer = mujoco.Renderer(self._render_model(), self._height, self._width)
-        if self._fast:
-            renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
-            renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
-        return renderer
+        return offscreen.Offscreen(self._render_model(), self._width, self._height,
+                                   fast=self._fast)
 
     # -- properties -----------------------------------------------------------------------
 
@@ -351,27 +354,36 @@ class CameraRenderer:
             raise InvalidArgument('data was made for a different model '
                                   f'(nq {data.qpos.shape[0]} vs {m.nq})', where='data')
 
-    def _render(self, data, rgb, depth):
-        """Update the scene here, render in the GL thread; one frame, atomic for the caller."""
+    def submit(self, data, rgb=True, depth=False):
+        """Start a frame of ``data`` as it is now; a Future of an ``offscreen.Frame``.
+
+        The scene is updated here, in the caller's thread, so ``data`` may change as soon
+        as this returns; the GL thread draws it while the caller prepares the next one. Up
+        to ``offscreen.SCENES`` frames are in flight: a further call first waits for the
+        oldest to be drawn. The frame's rows are bottom-up, as OpenGL reads them.
+        """
         self._check_data(data)
+        if depth:
+            self._need_depth()
         with self._lock:
             if self._owned.closed:
                 raise ClosedError(f'camera renderer {self._name!r}')
-            renderer = self._owned.renderer
+            target = self._owned.renderer
+            i = self._next_scene
+            self._next_scene = (i + 1) % len(self._scene_jobs)
+            if self._scene_jobs[i] is not None:
+                concurrent.futures.wait([self._scene_jobs[i]])
+            scene = target.scenes[i]
             mujoco.mjv_updateScene(self._model, data, self._option, None, self._mjv_camera,
-                                   mujoco.mjtCatBit.mjCAT_ALL.value, renderer.scene)
+                                   mujoco.mjtCatBit.mjCAT_ALL.value, scene)
+            job = self._owned.thread.submit(lambda: target.draw(scene, rgb, depth))
+            self._scene_jobs[i] = job
+            return job
 
-            def frame():
-                image = renderer.render() if rgb else None
-                if not depth:
-                    return image, None
-                renderer.enable_depth_rendering()
-                try:
-                    return image, renderer.render()
-                finally:
-                    renderer.disable_depth_rendering()
-
-            return self._owned.thread.call(frame)
+    def _render(self, data, rgb, depth):
+        """One frame, top-down, for a caller that waits for it."""
+        frame = self.submit(data, rgb, depth).result()
+        return frame.rgb_top_down(), frame.depth_top_down()
 
     def _need_depth(self):
         if not self._depth:

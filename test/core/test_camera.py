@@ -419,3 +419,71 @@ def test_context_failure_becomes_config_error(model, monkeypatch):
         CameraRenderer(model, 'overhead', 64, 48)
     assert 'libegl1' in str(err.value) and 'overhead' in str(err.value)
     assert threading.active_count() == before, 'GL thread left running'
+
+
+# -- the offscreen target against mujoco.Renderer, and frames in flight ---------------------
+
+def _bare_renderer(model, data, depth):
+    """``mujoco.Renderer`` at the fast-mode settings: no multisampling, shadows or
+    reflections."""
+    private = mujoco.MjModel.from_xml_path(bench_arm_path())
+    private.vis.quality.offsamples = 0
+    r = mujoco.Renderer(private, H, W)
+    try:
+        r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+        r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        if depth:
+            r.enable_depth_rendering()
+        r.update_scene(data, 'overhead')
+        return r.render()
+    finally:
+        r.close()
+
+
+@needs_gl
+def test_same_pixels_and_depth_as_mujoco_renderer(cam, model, data):
+    """The node's renderer is compared with mujoco.Renderer in the camera benchmark: it
+    must draw the same frame, bit for bit, and read the same metres of depth."""
+    mujoco.mj_resetDataKeyframe(model, data, 0)
+    data.qpos[:3] += [0.3, -0.2, 0.25]
+    mujoco.mj_forward(model, data)
+    rgb, depth = cam.render_rgbd(data)
+    assert np.array_equal(rgb, _bare_renderer(model, data, depth=False))
+    assert np.array_equal(depth, _bare_renderer(model, data, depth=True))
+
+
+@needs_gl
+def test_submitted_frames_show_the_data_at_submission(cam, model, data):
+    """Two frames in flight: each shows ``data`` as it was when submitted, although it
+    changes right after; rows come bottom-up and flip to what render_rgb returns."""
+    mujoco.mj_resetDataKeyframe(model, data, 0)
+    mujoco.mj_forward(model, data)
+    first_expected = cam.render_rgb(data)
+    first = cam.submit(data)
+    data.qpos[0] += 0.8
+    mujoco.mj_forward(model, data)
+    second = cam.submit(data)
+    data.qpos[0] += 0.8                  # a third pose, never submitted
+    mujoco.mj_forward(model, data)
+    third = cam.submit(data, depth=True)  # waits for the first frame's scene
+    a, b, c = first.result(10), second.result(10), third.result(10)
+    assert a.depth is None and c.depth is not None
+    assert np.array_equal(a.rgb[::-1], first_expected)
+    assert np.array_equal(a.rgb_top_down(), first_expected)
+    assert a.rgb_top_down().flags.c_contiguous
+    assert not np.array_equal(a.rgb, b.rgb) and not np.array_equal(b.rgb, c.rgb)
+    assert np.array_equal(c.rgb_top_down(), cam.render_rgb(data))
+    assert np.array_equal(c.depth_top_down(), cam.render_depth(data))
+
+
+@needs_gl
+def test_submit_checks_like_render(model, data):
+    with CameraRenderer(model, 'overhead', 64, 48) as renderer:
+        with pytest.raises(InvalidArgument):
+            renderer.submit(data, depth=True)          # not a depth camera
+        with pytest.raises(InvalidArgument):
+            renderer.submit(object())
+        job = renderer.submit(data)
+    assert job.result(10).rgb.shape == (48, 64, 3)     # queued before close: still drawn
+    with pytest.raises(ClosedError):
+        renderer.submit(data)
