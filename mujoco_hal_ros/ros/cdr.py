@@ -151,15 +151,35 @@ class ImageBytes:
         self._size = height * step
         w.u32(self._size)
         self._head = w.template()
+        self._rows_up = [slice(r * step, (r + 1) * step) for r in reversed(range(height))]
 
-    def pack(self, seconds, pixels):
-        """``pixels``: a C-contiguous array of exactly ``height * step`` bytes."""
+    def pack(self, seconds, pixels, bottom_up=False):
+        """``pixels``: a C-contiguous array of exactly ``height * step`` bytes, row 0 at the
+        top, or with ``bottom_up`` row 0 at the bottom as OpenGL reads them (the rows are
+        then written in reverse order, still one copy)."""
         view = memoryview(pixels).cast('B')
         if view.nbytes != self._size:
             raise ValueError(f'expected {self._size} bytes of pixels, got {view.nbytes}')
         head = self._head
         head[self._stamp_at:self._stamp_at + 8] = _stamp_bytes(seconds)
+        if bottom_up:
+            return b''.join([head] + [view[rows] for rows in self._rows_up])
         return b''.join((head, view))
+
+
+class HeaderFirstBytes:
+    """A message whose first field is a std_msgs/Header, serialized once (by rclpy, say);
+    per call only the stamp changes. For camera_info: the intrinsics never do, and
+    converting the message object cost the send path about 0.1 ms a frame."""
+
+    def __init__(self, serialized):
+        if bytes(serialized[:4]) != ENCAPSULATION or len(serialized) < 12:
+            raise ValueError('expected little-endian CDR starting with a header stamp')
+        self._buf = np.frombuffer(bytes(serialized), dtype=np.uint8).copy()
+
+    def pack(self, seconds):
+        self._buf[4:12] = _stamp_bytes(seconds)
+        return self._buf.tobytes()
 
 
 def clock_bytes(seconds):

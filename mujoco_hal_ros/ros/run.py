@@ -5,6 +5,7 @@ stderr, ``<name>: <what>``, and exit code 2, not a traceback; ``<NAME>_DEBUG=1``
 environment lets the traceback through. Ctrl-C, while starting or running, exits with 0.
 """
 
+import ctypes
 import os
 import sys
 
@@ -28,9 +29,38 @@ def one_line(err):
 SWITCH_INTERVAL_S = 0.0005
 
 
+# glibc gives a freed block over its trim threshold back to the kernel, and serves blocks
+# over the mmap threshold with a fresh mapping each time. A 640x480 frame is 0.9 MB, and
+# each one passes through several such buffers (rendered pixels, the serialized message,
+# the middleware's copies, a subscriber's bytes), so every frame paid for hundreds of page
+# faults on zeroed pages. Measured with a Python subscriber taking 640x480 rgb8 images at
+# 80 Hz from another process: 4.4 ms of CPU per frame by default, 2.0 ms with these.
+# The cost: a process keeps up to TRIM_THRESHOLD of freed memory mapped for reuse.
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3             # <malloc.h>
+TRIM_THRESHOLD = 128 << 20
+MMAP_THRESHOLD = 16 << 20                               # glibc's ceiling is 32 MiB
+
+
+def keep_freed_memory():
+    """Reuse freed large buffers instead of returning them to the kernel (glibc only).
+
+    True where the C library took both settings; False elsewhere (musl, macOS), where
+    nothing changes.
+    """
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    return (mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+            and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1)
+
+
 def tune_interpreter():
-    """Process-wide settings for a node with a fixed-rate publishing thread."""
+    """Process-wide settings for a node with a fixed-rate publishing thread that streams
+    large messages."""
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+    keep_freed_memory()
 
 
 def run_node(name, make_node, argv=None, threads=4, started=None):

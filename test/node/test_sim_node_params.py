@@ -156,7 +156,7 @@ def test_real_time_factor_changes_at_run_time_other_parameters_are_read_only(ctx
 
 def test_camera_threads_render_in_the_background_and_stop_with_the_node(ctx):
     """camera_background (default true): software rasteriser threads run as SCHED_IDLE, so
-    frames never delay physics or joint_states; render and send threads end with the node."""
+    frames never delay physics or joint_states; the camera and GL threads end with the node."""
     import os
     from mujoco_hal_ros.camera import _rasteriser_threads
     node = make(ctx, camera_rate=20.0)
@@ -168,7 +168,7 @@ def test_camera_threads_render_in_the_background_and_stop_with_the_node(ctx):
     spinner = SpinThread(ex, 60.0)
     images = []
     client.create_subscription(Image, 'overhead/image_raw', images.append, 2)
-    names = ('sim_node-cameras', 'sim_node-camera-send')
+    names = ('sim_node-cameras', 'camera-gl-overhead')
     try:
         wait_for(lambda: len(images) >= 3, 30.0, period=0.1)
         assert images[-1].width == 640 and images[-1].encoding == 'rgb8'
