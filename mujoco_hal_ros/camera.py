@@ -9,8 +9,8 @@ so ``CameraRenderer`` owns one private GL thread that creates the context (an
 and wait (``render_*``) or collect it later (``submit``). The scene update
 (``mjv_updateScene``, which reads ``MjData``) runs in the caller's thread, so the caller's
 own locking around ``data`` covers it, and the GL thread only touches the renderer's private
-scenes. The hand-off costs tens of microseconds against a 15 ms frame. PNG encoding also runs in the caller's thread: OpenCV releases the
-GIL, so several cameras encode in parallel.
+scenes. The hand-off costs tens of microseconds against a 15 ms frame. PNG encoding also
+runs in the caller's thread: OpenCV releases the GIL, so several cameras encode in parallel.
 
 Fast mode (``fast=True``, the default) turns off shadows and reflections for this renderer's
 scene and renders without multisampling (a private model copy with ``offsamples=0``; the
