@@ -152,6 +152,7 @@ class ImageBytes:
         w.u32(self._size)
         self._head = w.template()
         self._rows_up = [slice(r * step, (r + 1) * step) for r in reversed(range(height))]
+        self._frame = None
 
     def pack(self, seconds, pixels, bottom_up=False):
         """``pixels``: a C-contiguous array of exactly ``height * step`` bytes, row 0 at the
@@ -165,6 +166,23 @@ class ImageBytes:
         if bottom_up:
             return b''.join([head] + [view[rows] for rows in self._rows_up])
         return b''.join((head, view))
+
+    def pack_in_place(self, seconds, pixels, bottom_up=False):
+        """``pack`` into a uint8 array this packer owns and rewrites at its next call: no
+        allocation per frame, and NumPy copies the pixels without holding the GIL. Send it
+        (``unlocked_publish.BytesPublisher`` takes it as it is) before packing again."""
+        if pixels.nbytes != self._size or not pixels.flags.c_contiguous:
+            raise ValueError(f'expected {self._size} C-contiguous bytes of pixels, got '
+                             f'{pixels.nbytes}')
+        head = self._head
+        if self._frame is None:
+            self._frame = np.empty(len(head) + self._size, np.uint8)
+            self._frame[:len(head)] = head
+        frame = self._frame
+        frame[self._stamp_at:self._stamp_at + 8] = _stamp_bytes(seconds)
+        rows = pixels.reshape(len(self._rows_up), -1).view(np.uint8)
+        np.copyto(frame[len(head):].reshape(rows.shape), rows[::-1] if bottom_up else rows)
+        return frame
 
 
 class HeaderFirstBytes:

@@ -27,6 +27,7 @@ from tf2_msgs.msg import TFMessage
 
 from . import cdr
 from . import conversions as cv
+from .. import sched
 
 TF_QOS = QoSProfile(depth=100)
 TF_STATIC_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -136,6 +137,8 @@ class StatePublisher:
 
     # --- the loop ---------------------------------------------------------------------------
     def _run(self):
+        # wake on time while cameras, subscribers and DDS keep both cores busy (sched.py)
+        sched.short_slice()
         period = 1.0 / self.params.publish_rate
         tf_every = max(1, int(round(self.params.publish_rate / self.params.tf_rate)))
         tick = 0

@@ -219,6 +219,11 @@ def test_camera_image_and_info_share_a_stamp_and_show_the_scene(sim):
     assert image.step == 640 * 3 and image.header.frame_id == 'overhead_optical_frame'
     pixels = np.frombuffer(bytes(image.data), np.uint8).reshape(480, 640, 3)
     assert pixels.std() > 10, 'blank image'
+    # row 0 at the top: the frame matches a top-down render of the (resting) arm, and not
+    # that render upside down
+    expected = sim.node.device.render('overhead').astype(int)
+    off = np.abs(pixels.astype(int) - expected).mean()
+    assert off < 2.0 and off < np.abs(pixels.astype(int) - expected[::-1]).mean() / 5
     info = got['info'][-1]
     assert (info.width, info.height) == (640, 480) and info.k[0] > 0
     assert info.header.frame_id == 'overhead_optical_frame'

@@ -1,0 +1,56 @@
+"""Ask Linux to wake a periodic thread on time when every core is busy.
+
+Linux's EEVDF scheduler (6.6+) lets a task that wakes preempt the running one only when
+its virtual deadline is earlier, and a deadline is one *slice* (about 3 ms by default)
+after the task becomes eligible. So a 500 Hz publisher that wakes while the cores run
+camera rasterisers, a subscriber and DDS threads can wait most of a slice: more than a
+whole 2 ms period. Since Linux 6.12 a task can ask for a shorter slice for itself
+(``sched_setattr`` with ``sched_runtime`` under ``SCHED_OTHER``; no privileges needed):
+its deadlines come sooner, so it preempts sooner, while its share of the CPU (its weight)
+stays what it was. Measured with a 2 ms ticker thread and three CPU hogs on two vCPUs,
+three runs each: p99 lateness 0.13-1.8 ms with the default slice, 0.15-0.18 ms with
+0.1 ms.
+
+Only for threads that sleep most of the time; a CPU-bound thread with a short slice just
+switches more often. Where the kernel is older, not Linux, or refuses, nothing changes.
+"""
+
+import ctypes
+import os
+import platform
+import sys
+
+SHORT_SLICE_S = 0.0001              # the kernel's floor; it clamps to 0.1..100 ms
+
+# x86-64 and arm64 numbers of sched_setattr (no glibc wrapper before 2.41)
+_SYS_SCHED_SETATTR = {'x86_64': 314, 'aarch64': 274, 'arm64': 274}
+
+
+class _SchedAttr(ctypes.Structure):
+    _fields_ = [('size', ctypes.c_uint32), ('sched_policy', ctypes.c_uint32),
+                ('sched_flags', ctypes.c_uint64), ('sched_nice', ctypes.c_int32),
+                ('sched_priority', ctypes.c_uint32), ('sched_runtime', ctypes.c_uint64),
+                ('sched_deadline', ctypes.c_uint64), ('sched_period', ctypes.c_uint64),
+                ('sched_util_min', ctypes.c_uint32), ('sched_util_max', ctypes.c_uint32)]
+
+
+def short_slice(seconds=SHORT_SLICE_S):
+    """Give the calling thread a short EEVDF slice, keeping its policy and nice value.
+
+    True if the kernel accepted it (before 6.12 it accepts and ignores it); False where it
+    cannot apply (not Linux, another architecture, a policy other than SCHED_OTHER chosen
+    by the user, or a kernel that refuses it).
+    """
+    number = _SYS_SCHED_SETATTR.get(platform.machine())
+    if not sys.platform.startswith('linux') or number is None:
+        return False
+    try:
+        if os.sched_getscheduler(0) != os.SCHED_OTHER:
+            return False                   # SCHED_FIFO/RR/IDLE/BATCH chosen by someone else
+        nice = os.getpriority(os.PRIO_PROCESS, 0)
+        libc = ctypes.CDLL(None, use_errno=True)
+    except (OSError, AttributeError):
+        return False
+    attr = _SchedAttr(size=ctypes.sizeof(_SchedAttr), sched_policy=os.SCHED_OTHER,
+                      sched_nice=nice, sched_runtime=int(seconds * 1e9))
+    return libc.syscall(number, 0, ctypes.byref(attr), 0) == 0
