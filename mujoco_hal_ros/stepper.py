@@ -16,6 +16,7 @@ import mujoco
 from mujoco import rollout
 import numpy as np
 
+from . import sched
 from .errors import ClosedError, DeviceError, NOT_PAUSED, STEPPER_DEAD, TIMEOUT
 
 FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
@@ -266,6 +267,11 @@ class Stepper:
             self.snapshot = self._snap()     # what a request changed reads back at once
 
     def _run(self):
+        # At real time this thread wakes every step and holds the GIL between steps: when a
+        # busy core makes it wait for a slice, every other thread of the process waits with
+        # it. With a camera at 10 fps, p99 joint_states interval as sent 1.67 -> 1.45
+        # periods (median of 3 runs); rtf-0 stepping unchanged (sched.py).
+        sched.short_slice()
         dt = self.model.opt.timestep
         while not self._closed:
             self._wake.clear()
