@@ -32,7 +32,7 @@ import threading
 
 import numpy as np
 
-from . import gl, offscreen
+from . import gl, offscreen, sched
 from .checks import is_bool
 from .errors import ClosedError, ConfigError, InvalidArgument, UnknownName
 
@@ -158,6 +158,9 @@ class _GLThread:
         self._thread.start()
 
     def _run(self):
+        # Python around each frame holds the GIL: wake promptly so other threads of the
+        # process never wait on a descheduled holder (sched.py)
+        sched.short_slice()
         while True:
             with self._wake:
                 while not self._jobs and not self._stopping:
