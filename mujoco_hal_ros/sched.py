@@ -54,3 +54,37 @@ def short_slice(seconds=SHORT_SLICE_S):
     attr = _SchedAttr(size=ctypes.sizeof(_SchedAttr), sched_policy=os.SCHED_OTHER,
                       sched_nice=nice, sched_runtime=int(seconds * 1e9))
     return libc.syscall(number, 0, ctypes.byref(attr), 0) == 0
+
+
+def ordinary():
+    """Back to ``SCHED_OTHER`` with a short slice, from ``realtime``: what a thread that
+    fell behind its period does, so that it does not hold a core at FIFO."""
+    if hasattr(os, 'SCHED_OTHER') and sys.platform.startswith('linux'):
+        try:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        except OSError:
+            return
+        short_slice()
+
+
+def realtime(priority):
+    """Run the calling thread as ``SCHED_FIFO`` at ``priority`` (1..99), as ros2_control's
+    controller_manager does for its update loop: it then preempts every ordinary thread the
+    moment it wakes, so a busy machine delays it by the length of its own work, not by
+    other threads' slices. Needs an rtprio limit (``/etc/security/limits.conf``, the
+    ``realtime`` group) or CAP_SYS_NICE.
+
+    Returns None on success, else why not, for the caller to log: a thread that cannot get
+    it keeps its policy. For short periodic work only; a FIFO thread that spins starves its
+    core up to the kernel's RT throttle (95 %)."""
+    if not 1 <= priority <= 99:
+        return f'priority must be 1..99, got {priority}'
+    if not hasattr(os, 'SCHED_FIFO') or not sys.platform.startswith('linux'):
+        return 'SCHED_FIFO is Linux only'
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except OSError as err:
+        return (f'{err.strerror}: allow it with an rtprio limit of at least {priority} '
+                f'(e.g. `@realtime - rtprio 99` in /etc/security/limits.conf and the user in '
+                f'the realtime group) or CAP_SYS_NICE')
+    return None

@@ -85,6 +85,8 @@ class SimNode(Node):
             overrides[name] = Parameter(name, Parameter.Type.STRING_ARRAY, [])
         elif kind == 'string' and t in (Parameter.Type.INTEGER, Parameter.Type.DOUBLE):
             overrides[name] = Parameter(name, Parameter.Type.STRING, str(v))
+        elif kind == 'string' and t == Parameter.Type.BOOL:       # camera_background:=false
+            overrides[name] = Parameter(name, Parameter.Type.STRING, str(v).lower())
 
     def _declare(self, name, kind, default, description):
         ros_type, py_type = ROS_TYPES[kind]
@@ -98,7 +100,8 @@ class SimNode(Node):
         except Exception as err:  # noqa: BLE001 - rclpy's type errors, said in one line
             given = self._overrides().get(name)
             got = f' {given.type_.name.lower()} {given.value!r}' if given is not None else ''
-            raise ConfigError(f'expected a {kind.replace("_", " ")}, got{got} '
+            article = 'an' if kind[0] in 'aeiou' else 'a'
+            raise ConfigError(f'expected {article} {kind.replace("_", " ")}, got{got} '
                               f'({type(err).__name__})', where=f'parameter {name}') from None
         value = param.value
         return [] if value is None and kind == 'string_array' else value
@@ -162,7 +165,7 @@ class SimNode(Node):
         log = self.get_logger()
         self.state = StatePublisher(self, device, self.frames, p, log)
         self.cameras = CameraPublisher(self, device, self.frames, camera_configs,
-                                       self.state.tf_pub, log, p.camera_background)
+                                       self.state.tf_pub, log)
         self.static_pub = self.create_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)
         self.markers_pub = self.create_publisher(MarkerArray, 'scene_markers', TF_STATIC_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
@@ -195,6 +198,8 @@ class SimNode(Node):
                                                 name='sim_node-markers', daemon=True)
         self._markers_thread.start()
         self.state.start()
+        self.cameras.background = P.render_in_background(p.camera_background,
+                                                         self.state.realtime)
         self.cameras.start()
         self._threads_started = True
         if p.log_summary:
@@ -275,7 +280,9 @@ class SimNode(Node):
                   'steps': h['steps'], 'paused': h['paused'], 'moving': h['moving'],
                   'unstable_events': h['unstable_events'],
                   'joint_states_hz': self.state.joint_meter.rate(),
-                  'tf_hz': self.state.tf_meter.rate()}
+                  'tf_hz': self.state.tf_meter.rate(),
+                  'state_thread_scheduling': self.state.scheduling,
+                  'cameras_in_background': self.cameras.background}
         for name, fps in self.cameras.rates().items():
             values[f'camera {name} fps'] = fps
         status = DiagnosticStatus(level=level, name=f'{self.get_fully_qualified_name()}: '

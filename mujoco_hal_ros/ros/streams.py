@@ -27,6 +27,7 @@ from tf2_msgs.msg import TFMessage
 
 from . import cdr
 from . import conversions as cv
+from .params import TABLE as PARAMS
 from .. import sched
 
 TF_QOS = QoSProfile(depth=100)
@@ -34,6 +35,7 @@ TF_STATIC_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                            reliability=ReliabilityPolicy.RELIABLE)
 STATE_QOS = QoSProfile(depth=10)
 SUBSCRIBER_POLL_S = 0.1
+LATE_WINDOW_TICKS = 500      # at SCHED_FIFO, more than half of these late: give it back
 
 
 def moving_joints(model):
@@ -114,10 +116,18 @@ class StatePublisher:
         self._last_clock = None
         self._any_wanted = False
         self.errors = 0
+        self.scheduling = 'ordinary'         # or SCHED_FIFO <priority>: for diagnostics
+        self._scheduled = threading.Event()
 
     def start(self):
         self._thread = threading.Thread(target=self._run, name='sim_node-state', daemon=True)
         self._thread.start()
+        self._scheduled.wait(5.0)             # so that `realtime` is known when this returns
+
+    @property
+    def realtime(self):
+        """Whether the state thread runs at SCHED_FIFO (thread_priority granted)."""
+        return self.scheduling.startswith('SCHED_FIFO')
 
     def stop(self):
         self._stop.set()
@@ -139,7 +149,10 @@ class StatePublisher:
     def _run(self):
         # wake on time while cameras, subscribers and DDS keep both cores busy (sched.py)
         sched.short_slice()
+        self._take_priority()
+        self._scheduled.set()
         period = 1.0 / self.params.publish_rate
+        late, ticks = 0, 0
         tf_every = max(1, int(round(self.params.publish_rate / self.params.tf_rate)))
         tick = 0
         deadline = time.monotonic()
@@ -149,6 +162,13 @@ class StatePublisher:
             if deadline > now:
                 if self._stop.wait(deadline - now):
                     break
+            else:
+                late += 1
+            ticks += 1
+            if ticks >= LATE_WINDOW_TICKS:
+                if late > ticks // 2 and self.realtime:
+                    self._drop_priority(late, ticks)
+                late = ticks = 0
             deadline += period
             if deadline < time.monotonic() - 4 * period:   # fell far behind: do not burst
                 deadline = time.monotonic() + period
@@ -164,6 +184,26 @@ class StatePublisher:
                 if self.errors <= 3:
                     self.logger.error(f'state publisher: {type(err).__name__}: {err}')
             tick += 1
+
+    def _take_priority(self):
+        prio = self.params.thread_priority
+        if not prio:
+            return
+        why = sched.realtime(prio)
+        if why is None:
+            self.scheduling = f'SCHED_FIFO {prio}'
+            return
+        # the default asks and carries on quietly where it may not; asked for, it warns
+        log = self.logger.info if prio == PARAMS['thread_priority'][1] else self.logger.warning
+        log(f'state publisher keeps ordinary scheduling (thread_priority {prio}): {why}')
+
+    def _drop_priority(self, late, ticks):
+        # a FIFO thread that cannot keep its period would hold a core: hand it back
+        sched.ordinary()
+        self.scheduling = 'ordinary (fell behind at SCHED_FIFO)'
+        self.logger.warning(f'state publisher missed {late} of {ticks} deadlines at '
+                            f'{self.params.publish_rate:g} Hz: back to ordinary scheduling; '
+                            f'lower publish_rate or tf_rate')
 
     def _publish(self, snap, with_tf):
         if not self.raw:

@@ -44,8 +44,14 @@ def make(ctx, **overrides):
     ({'keyframe': 'nope'}, "no keyframe 'nope'"),
     ({'cameras.overhead.width': 5000}, 'parameter cameras.overhead.width'),
     ({'frame_prefix': 'a b/'}, 'parameter frame_prefix'),
+    ({'thread_priority': 100}, 'parameter thread_priority: must be 0 (ordinary scheduling) '
+     'or a SCHED_FIFO priority 1..99, got 100'),
+    ({'thread_priority': True}, 'parameter thread_priority: expected an integer, got bool True'),
+    ({'camera_background': 'sometimes'}, "parameter camera_background: must be auto, true or "
+     "false, got 'sometimes'"),
 ], ids=['negative-rate', 'rate-string', 'negative-rtf', 'device-file', 'model', 'unknown',
-        'depth-camera', 'keyframe', 'camera-width', 'prefix-space'])
+        'depth-camera', 'keyframe', 'camera-width', 'prefix-space', 'priority-range',
+        'priority-bool', 'background-word'])
 def test_bad_parameter_is_one_clear_error(ctx, overrides, expected):
     with pytest.raises(DeviceError) as info:
         make(ctx, **overrides)
@@ -155,12 +161,13 @@ def test_real_time_factor_changes_at_run_time_other_parameters_are_read_only(ctx
 
 
 def test_camera_threads_render_in_the_background_and_stop_with_the_node(ctx):
-    """camera_background (default true): software rasteriser threads run as SCHED_IDLE, so
-    frames never delay physics or joint_states; the camera and GL threads end with the node."""
+    """camera_background:=true (as a user types it, a bool): software rasteriser threads run
+    as SCHED_IDLE, so frames never delay physics or joint_states; the camera and GL threads
+    end with the node."""
     import os
     from mujoco_hal_ros.camera import _rasteriser_threads
-    node = make(ctx, camera_rate=20.0)
-    assert node.p.camera_background is True
+    node = make(ctx, camera_rate=20.0, camera_background=True)
+    assert node.p.camera_background == 'true' and node.cameras.background is True
     client = rclpy.create_node('camera_threads_client', context=ctx)
     ex = MultiThreadedExecutor(num_threads=3, context=ctx)
     ex.add_node(node)
@@ -209,7 +216,11 @@ def test_diagnostics_warn_when_a_watched_camera_falls_behind(ctx):
         assert len(images[-1]) > 2048 * 2048 * 3          # a full 2048x2048 rgb8 frame
         wait_for(camera_warnings, 20.0, period=0.2)
         warn = camera_warnings()[0]
-        assert 'of 240 asked' in warn.message and 'camera_background:=false' in warn.message
+        assert 'of 240 asked' in warn.message
+        # what to do depends on where frames render (auto: foreground where the state
+        # thread got SCHED_FIFO)
+        assert ('camera_background:=false' in warn.message) == node.cameras.background
+        assert node.cameras.background or 'lower the rate or the image size' in warn.message
     finally:
         spinner.stop(5.0)
         ex.shutdown(timeout_sec=2.0)
@@ -251,3 +262,74 @@ def test_depth_camera_publishes_metres_matching_the_rgb_frame(ctx):
     assert 0.5 < float(np.median(metres)) < 0.6
     wrong = (np.abs(metres - expected) > 0.01).mean()
     assert wrong < 0.002 and wrong * 5 < (np.abs(metres - expected[::-1]) > 0.01).mean()
+
+
+def _fifo_allowed():
+    from mujoco_hal_ros import sched
+    out = []
+
+    def ask():
+        out.append(sched.realtime(1) is None)
+        sched.ordinary()
+    t = threading.Thread(target=ask)
+    t.start()
+    t.join(5.0)
+    return out[0]
+
+
+def _state_thread_policy():
+    import os
+    t = next(t for t in threading.enumerate() if t.name == 'sim_node-state')
+    return os.sched_getscheduler(t.native_id), os.sched_getparam(t.native_id).sched_priority
+
+
+@pytest.mark.skipif(not hasattr(__import__('os'), 'SCHED_FIFO'), reason='Linux scheduler only')
+@pytest.mark.parametrize('priority', [50, 0], ids=['default-50', 'off'])
+def test_state_thread_priority_and_where_cameras_render(ctx, priority):
+    """thread_priority (default 50, as ros2_control's controller_manager): the state thread
+    runs at SCHED_FIFO where this user may, and camera_background:=auto then renders at
+    normal priority; without it (not allowed, or 0) frames render in the background."""
+    import os
+    overrides = {} if priority == 50 else {'thread_priority': priority}
+    node = make(ctx, **overrides)
+    try:
+        assert node.p.camera_background == 'auto'
+        policy, prio = _state_thread_policy()
+        if priority and _fifo_allowed():
+            assert (policy, prio) == (os.SCHED_FIFO, 50)
+            assert node.state.scheduling == 'SCHED_FIFO 50' and node.state.realtime
+            assert node.cameras.background is False
+        else:
+            assert policy == os.SCHED_OTHER
+            assert node.state.scheduling == 'ordinary' and not node.state.realtime
+            assert node.cameras.background is True
+    finally:
+        node.destroy_node()
+
+
+@pytest.mark.skipif(not _fifo_allowed(), reason='this process may not use SCHED_FIFO')
+def test_state_thread_that_falls_behind_gives_its_priority_back(ctx, monkeypatch):
+    """A SCHED_FIFO thread that cannot keep its period would hold a core: it returns to
+    ordinary scheduling and says what to lower."""
+    import os
+    from mujoco_hal_ros.ros import streams
+    publish = streams.StatePublisher._publish
+
+    def slow(self, snap, with_tf):         # 1.5 ms of work at a 1 ms period
+        end = time.monotonic() + 1.5e-3
+        while time.monotonic() < end:
+            pass
+        return publish(self, snap, with_tf)
+    monkeypatch.setattr(streams.StatePublisher, '_publish', slow)
+    warnings = []
+    node = make(ctx, publish_rate=1000.0)
+    monkeypatch.setattr(node.state, 'logger', type('L', (), {
+        'warning': lambda _s, m: warnings.append(m), 'info': print, 'error': print})())
+    try:
+        wait_for(lambda: not node.state.realtime, 10.0, period=0.05)
+        assert node.state.scheduling == 'ordinary (fell behind at SCHED_FIFO)'
+        assert _state_thread_policy()[0] == os.SCHED_OTHER
+        wait_for(lambda: warnings, 2.0, period=0.05)
+        assert 'at 1000 Hz: back to ordinary scheduling; lower publish_rate' in warnings[0]
+    finally:
+        node.destroy_node()
