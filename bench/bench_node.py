@@ -17,7 +17,10 @@ process so that each thread's CPU time can be read. Ratios:
   interval between joint_states in publish periods (1.0 is perfect) as this process's
   middleware received them (MessageInfo ``received_timestamp``: what any subscriber
   sees), also as the node's middleware sent them and as they reached this Python callback
-  (which adds this process's own executor delay to the node's).
+  (which adds this process's own executor delay to the node's). The node runs as a user
+  starts it: its state thread at SCHED_FIFO 50 where this user may (root here), and the
+  full run repeats the measurement with thread_priority:=0, what a user without an rtprio
+  limit gets.
 - camera: published frames/s with the camera rate set far above what rendering can do,
   divided by a bare ``mujoco.Renderer`` loop with the same settings and pose, in
   alternating windows.
@@ -397,8 +400,8 @@ def joint_state(raw):
     return deserialize_message(raw, JointState)
 
 
-def measure_real_time(probe, seconds, latency_rounds):
-    proc = start_sim('real_time_factor:=1.0', 'publish_rate:=500.0')
+def measure_real_time(probe, seconds, latency_rounds, *params):
+    proc = start_sim('real_time_factor:=1.0', 'publish_rate:=500.0', *params)
     probe.js.clear()
     probe.images.clear()
     probe.diag.clear()
@@ -430,7 +433,8 @@ def measure_real_time(probe, seconds, latency_rounds):
             out['cameras_in_background'] = diag.get('cameras_in_background', '?')
         probe.drop(subs[1:])            # latency runs without the camera
         subs = subs[:1]
-        out.update(measure_latency(probe, latency_rounds))
+        if latency_rounds:
+            out.update(measure_latency(probe, latency_rounds))
     finally:
         probe.drop(subs)
         stop_sim(proc)
@@ -536,6 +540,8 @@ def main():
         # longer samples where this VM's drift is averaged: 10000 intervals for the p99,
         # 8 alternating camera windows of 2 s
         results.update(measure_real_time(probe, seconds if args.quick else 20.0, rounds))
+        if not args.quick:    # what a user without an rtprio limit gets
+            results['ordinary'] = measure_real_time(probe, 20.0, 0, 'thread_priority:=0')
         cam_s, cam_rounds = (seconds, 3) if args.quick else (16.0, 8)
         results.update(measure_camera(probe, cam_s, cam_rounds))
         results['camera_ratio_background'] = measure_camera(
@@ -565,6 +571,12 @@ def main():
           f'{r["p99_sent_interval_periods"]:.2f}; reaching this Python callback '
           f'{r["p99_callback_interval_periods"]:.2f}; state thread '
           f'{r.get("state_thread_scheduling", "?")}')
+    if 'ordinary' in r:
+        o = r['ordinary']
+        print(f'  with thread_priority:=0 (ordinary scheduling, cameras in the background: '
+              f'{o.get("cameras_in_background", "?")}): p99 received '
+              f'{o["p99_interval_periods"]:.2f}, sent {o["p99_sent_interval_periods"]:.2f}; '
+              f'measured factor {o["measured_rtf"]:.3f}')
     print(f'camera: published {r["published_fps"]:.1f} fps / bare mujoco.Renderer '
           f'{r["bare_renderer_fps"]:.1f} fps = {r["camera_ratio"]:.2f} (goal >= 0.9) with '
           f'camera_background:=auto (the default; in the background here: '
