@@ -129,22 +129,31 @@ def _rasteriser_threads():
     return out
 
 
-def _idle_rasterisers():
+def rasterisers_in_background(background=True):
     """Background rendering: Mesa's software rasteriser threads (``llvmpipe-N``, started
-    with the first GL context) run as ``SCHED_IDLE``, on CPU time no other thread wants.
-    They are plain C threads that never take the GIL, so starving them only delays frames;
-    the GL thread, which runs Python, keeps its priority (a ``SCHED_IDLE`` thread holding
-    the GIL on a busy machine would stall every thread of the process). Why not a niceness:
-    on Linux's EEVDF scheduler a frame still held a 2 ms ticker in another process off the
-    CPU for 3.5-4.5 ms at p99 at nice 19, as at nice 0; with idle rasterisers, 0.15 ms.
-    Linux only; lowering needs no privileges. With a GPU there are no such threads."""
+    with the first GL context, shared by every context of the process) run as
+    ``SCHED_IDLE``, on CPU time no other thread wants; ``False`` returns them to normal
+    priority. They are plain C threads that never take the GIL, so starving them only
+    delays frames; the GL thread, which runs Python, keeps its priority (a ``SCHED_IDLE``
+    thread holding the GIL on a busy machine would stall every thread of the process). Why
+    not a niceness or a slice length: against a 640x480 render loop, a 2 ms ticker in
+    another process was 3.4-4.4 ms late at p99 with the rasterisers at nice 0, 5 or 19,
+    SCHED_BATCH or a 0.1 ms slice; 0.15-0.33 ms with SCHED_IDLE. Linux only, and no-op
+    elsewhere; with a GPU there are no such threads. Lowering needs no privileges; raising
+    back from SCHED_IDLE needs CAP_SYS_NICE or an RLIMIT_NICE of 20 (Linux treats SCHED_IDLE
+    as below nice 19). False if a thread refused (it keeps its policy)."""
     if not hasattr(os, 'SCHED_IDLE') or not sys.platform.startswith('linux'):
-        return
+        return True
+    policy = os.SCHED_IDLE if background else os.SCHED_OTHER
+    ok = True
     for tid in _rasteriser_threads():
         try:
-            os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+            os.sched_setscheduler(tid, policy, os.sched_param(0))
+        except PermissionError:
+            ok = False
         except OSError:
-            pass                       # gone, or a sandbox that forbids it: as is
+            pass                       # gone meanwhile
+    return ok
 
 
 class _GLThread:
@@ -246,9 +255,9 @@ class CameraRenderer:
     ``depth=True`` declares an RGB-D camera: ``render_depth``/``render_rgbd`` are refused
     otherwise, so a node can tell from the object which streams it has to offer.
     ``background=True`` rasterises only on CPU time nothing else in the machine wants (see
-    ``_idle_rasterisers``): for a process whose physics and state publishing must keep their
-    rate while frames are best effort. Mesa's rasteriser threads may serve every renderer
-    of the process.
+    ``rasterisers_in_background``): for a process whose physics and state publishing must
+    keep their rate while frames are best effort. Mesa's rasteriser threads may serve every
+    renderer of the process.
     """
 
     def __init__(self, model, camera, width=640, height=480, depth=False, fast=True,
@@ -289,7 +298,7 @@ class CameraRenderer:
         try:
             self._owned.renderer = self._owned.thread.call(self._create_renderer)
             if background:
-                _idle_rasterisers()
+                rasterisers_in_background()
         except Exception as err:
             self._owned.release()
             raise ConfigError(f'cannot render camera {camera!r}: '

@@ -36,10 +36,11 @@ TABLE = {
     'camera_height': ('integer', 0, "Image height for every camera; 0 keeps the device "
                       "file's."),
     'camera_background': ('string', 'auto', 'Render cameras on CPU time nothing else wants '
-                          '(Linux SCHED_IDLE rasterisers), so frames never delay physics or '
-                          'joint_states: true always, false never (more frames on a busy '
-                          'machine), auto only where the state publisher could not get '
-                          'thread_priority (at SCHED_FIFO it needs no such protection).'),
+                          '(Linux SCHED_IDLE software rasterisers), so frames never delay '
+                          'physics, joint_states or their subscribers: true always, false '
+                          'never (more frames on a busy machine), auto until a watched camera '
+                          'falls behind its rate, where the state publisher runs at '
+                          'SCHED_FIFO (thread_priority) and so needs no such protection.'),
     'thread_priority': ('integer', 50, 'SCHED_FIFO priority (1..99) for the thread that '
                         'publishes joint_states, /tf and /clock, as ros2_control\'s '
                         'controller_manager gives its update loop (50 there too); where the '
@@ -186,11 +187,3 @@ def device_arguments(p):
         from ..menagerie import bench_arm_path
         return builtin_device_file(), bench_arm_path()
     return (p.device_file or None), (p.model or None)
-
-
-def render_in_background(setting, state_realtime):
-    """camera_background resolved once the state publisher knows its scheduling: with
-    ``auto`` the SCHED_FIFO state thread needs no protection from frames, so they render at
-    normal priority (0.98 of a bare renderer's frames against 0.89 in the background, with
-    joint_states' p99 interval 1.6 against 1.5 periods: bench_node on two vCPUs)."""
-    return setting == 'true' or (setting == 'auto' and not state_realtime)

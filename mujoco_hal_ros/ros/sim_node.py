@@ -165,7 +165,7 @@ class SimNode(Node):
         log = self.get_logger()
         self.state = StatePublisher(self, device, self.frames, p, log)
         self.cameras = CameraPublisher(self, device, self.frames, camera_configs,
-                                       self.state.tf_pub, log)
+                                       self.state.tf_pub, log, p.camera_background)
         self.static_pub = self.create_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)
         self.markers_pub = self.create_publisher(MarkerArray, 'scene_markers', TF_STATIC_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
@@ -198,8 +198,7 @@ class SimNode(Node):
                                                 name='sim_node-markers', daemon=True)
         self._markers_thread.start()
         self.state.start()
-        self.cameras.background = P.render_in_background(p.camera_background,
-                                                         self.state.realtime)
+        self.cameras.may_raise = self.state.realtime
         self.cameras.start()
         self._threads_started = True
         if p.log_summary:

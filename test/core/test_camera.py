@@ -361,6 +361,27 @@ def test_background_rendering_yields_the_cpu(model, data):
     assert _policy(threading.get_native_id()) == os.SCHED_OTHER
 
 
+@needs_gl
+@pytest.mark.skipif(not hasattr(os, 'SCHED_IDLE'), reason='SCHED_IDLE: Linux only')
+def test_rasterisers_move_between_background_and_normal_priority(model, data):
+    """What camera_background:=auto does while a camera is watched: down needs no
+    privilege; back up needs CAP_SYS_NICE or RLIMIT_NICE, and says False where refused."""
+    from mujoco_hal_ros.camera import _rasteriser_threads, rasterisers_in_background
+    with CameraRenderer(model, 'overhead', 64, 48) as renderer:
+        expected = renderer.render_rgb(data)
+        raster = _rasteriser_threads()
+        if not raster:
+            pytest.skip('no software rasteriser threads here (GPU rendering)')
+        assert rasterisers_in_background(True) is True
+        assert {_policy(tid) for tid in raster} == {os.SCHED_IDLE}
+        if rasterisers_in_background(False):
+            assert {_policy(tid) for tid in raster} == {os.SCHED_OTHER}
+        else:                                  # refused: still in the background
+            assert {_policy(tid) for tid in raster} == {os.SCHED_IDLE}
+        assert np.array_equal(renderer.render_rgb(data), expected)
+        rasterisers_in_background(False)
+
+
 @pytest.mark.parametrize('bad', [1, 0, 'yes', None])
 def test_background_must_be_a_boolean(model, bad):
     with pytest.raises(InvalidArgument, match='background must be a boolean'):
