@@ -20,7 +20,8 @@ process so that each thread's CPU time can be read. Ratios:
   (which adds this process's own executor delay to the node's). The node runs as a user
   starts it: its state thread at SCHED_FIFO 50 where this user may (root here), and the
   full run repeats the measurement with thread_priority:=0, what a user without an rtprio
-  limit gets.
+  limit gets, and without the camera, the floor this machine allows. Each prints the VM's
+  steal time over its window (/proc/stat): a vCPU the host takes away delays every thread.
 - camera: published frames/s with the camera rate set far above what rendering can do,
   divided by a bare ``mujoco.Renderer`` loop with the same settings and pose, in
   alternating windows.
@@ -400,17 +401,33 @@ def joint_state(raw):
     return deserialize_message(raw, JointState)
 
 
-def measure_real_time(probe, seconds, latency_rounds, *params):
+def cpu_steal():
+    """(steal, total) jiffies from /proc/stat: time the hypervisor ran someone else on
+    this VM's CPUs, which no scheduling inside it can win back."""
+    try:
+        with open('/proc/stat') as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 1
+    return (fields[7] if len(fields) > 7 else 0), sum(fields)
+
+
+def measure_real_time(probe, seconds, latency_rounds, *params, camera=True):
     proc = start_sim('real_time_factor:=1.0', 'publish_rate:=500.0', *params)
     probe.js.clear()
     probe.js_info.clear()           # paired with js by index
     probe.images.clear()
     probe.diag.clear()
-    subs = probe.subscribe(joint_states=True, image=True, diagnostics=True)
+    subs = probe.subscribe(joint_states=True, image=camera, diagnostics=True)
     try:
-        wait_until(lambda: len(probe.images) >= 3, 60.0, 'camera frames')
+        if camera:
+            wait_until(lambda: len(probe.images) >= 3, 60.0, 'camera frames')
+        else:
+            wait_until(lambda: len(probe.js) >= 100, 60.0, 'joint_states')
         start = len(probe.js)
+        steal0 = cpu_steal()
         time.sleep(seconds)
+        steal1 = cpu_steal()
         window = probe.js[start:]
         info = np.array(probe.js_info[start:start + len(window)], dtype=float) * 1e-9
         first, last = joint_state(window[0][1]), joint_state(window[-1][1])
@@ -427,7 +444,8 @@ def measure_real_time(probe, seconds, latency_rounds, *params):
                'p99_interval_periods': float(np.percentile(intervals, 99)),
                'max_interval_periods': float(intervals.max()), 'camera_fps_at_10hz': cam_fps,
                'p99_sent_interval_periods': float(np.percentile(sent, 99)),
-               'p99_callback_interval_periods': float(np.percentile(handled, 99))}
+               'p99_callback_interval_periods': float(np.percentile(handled, 99)),
+               'vm_steal': (steal1[0] - steal0[0]) / max(steal1[1] - steal0[1], 1)}
         if probe.diag:                   # how the node's threads are scheduled on this machine
             diag = probe.diag[-1][1]
             out['state_thread_scheduling'] = diag.get('state_thread_scheduling', '?')
@@ -546,6 +564,7 @@ def main():
         results.update(measure_real_time(probe, seconds if args.quick else 20.0, rounds))
         if not args.quick:    # what a user without an rtprio limit gets
             results['ordinary'] = measure_real_time(probe, 20.0, 0, 'thread_priority:=0')
+            results['no_camera'] = measure_real_time(probe, 20.0, 0, camera=False)
         cam_s, cam_rounds = (seconds, 3) if args.quick else (16.0, 8)
         results.update(measure_camera(probe, cam_s, cam_rounds))
         results['camera_ratio_background'] = measure_camera(
@@ -574,13 +593,18 @@ def main():
           f'{r["max_interval_periods"]:.1f}); sent by the node '
           f'{r["p99_sent_interval_periods"]:.2f}; reaching this Python callback '
           f'{r["p99_callback_interval_periods"]:.2f}; state thread '
-          f'{r.get("state_thread_scheduling", "?")}')
+          f'{r.get("state_thread_scheduling", "?")}; VM steal {r["vm_steal"]:.1%}')
     if 'ordinary' in r:
         o = r['ordinary']
         print(f'  with thread_priority:=0 (ordinary scheduling, cameras in the background: '
               f'{o.get("cameras_in_background", "?")}): p99 received '
               f'{o["p99_interval_periods"]:.2f}, sent {o["p99_sent_interval_periods"]:.2f}; '
-              f'measured factor {o["measured_rtf"]:.3f}')
+              f'measured factor {o["measured_rtf"]:.3f}; VM steal {o["vm_steal"]:.1%}')
+    if 'no_camera' in r:
+        o = r['no_camera']
+        print(f'  the same without a camera (what this machine allows): p99 received '
+              f'{o["p99_interval_periods"]:.2f}, sent {o["p99_sent_interval_periods"]:.2f}; '
+              f'VM steal {o["vm_steal"]:.1%}')
     print(f'camera: published {r["published_fps"]:.1f} fps / bare mujoco.Renderer '
           f'{r["bare_renderer_fps"]:.1f} fps = {r["camera_ratio"]:.2f} (goal >= 0.9) with '
           f'camera_background:=auto (the default; in the background here: '
