@@ -83,7 +83,9 @@ class CameraPublisher:
         self.device = device
         self.mode = background                      # camera_background: auto, true, false
         self.background = background != 'false'    # where the rasterisers are now
-        self.may_raise = False      # auto may leave the background (state thread at FIFO)
+        # auto may leave the background while this says so (the state thread is at FIFO)
+        self.may_raise = lambda: False
+        self._cannot_raise = False  # the kernel refused raising the rasterisers back
         self._renderers = set()     # ids of renderers whose rasteriser threads were set
         self._next_adapt = 0.0
         self._raised_before = False
@@ -153,25 +155,28 @@ class CameraPublisher:
         waking thread on the machine on time (a subscriber's middleware too, which SCHED_FIFO
         in this node cannot protect): joint_states at 500 Hz with a 10 fps camera, p99
         interval received 1.47-1.53 periods in the background against 1.36-1.85 at normal
-        priority. A watched camera that cannot keep its rate there moves rendering to normal
-        priority, which a bare renderer also has (0.96-0.99 of its frames against
-        0.87-0.94), but only where the state thread runs at SCHED_FIFO; the background
-        returns once no camera is watched."""
-        if self.mode != 'auto' or not self.may_raise or now < self._next_adapt:
+        priority (interleaved 20 s runs, two vCPUs). A watched camera that cannot keep its
+        rate there moves rendering to normal priority, which a bare renderer also has
+        (0.96-1.00 of its frames against 0.87-0.94), but only while the state thread runs
+        at SCHED_FIFO; the background returns once no camera is watched."""
+        if self.mode != 'auto' or now < self._next_adapt:
             return
         self._next_adapt = now + ADAPT_EVERY_S
         watched = any(s.watched_since and not s.failed for s in self.streams)
-        if not watched and not self.background:
-            self.background = True
-            rasterisers_in_background(True)
+        allowed = self.may_raise() and not self._cannot_raise
+        if not self.background:
+            if not (watched and allowed):   # nobody watches, or the state thread lost FIFO
+                self.background = True
+                rasterisers_in_background(True)
             return
-        slow = self.lagging(FOREGROUND_BELOW, FOREGROUND_SETTLE_S, 1.0) if watched else []
-        if not (self.background and slow):
+        slow = self.lagging(FOREGROUND_BELOW, FOREGROUND_SETTLE_S, 1.0) \
+            if watched and allowed else []
+        if not slow:
             return
         name, fps, rate = slow[0]
         if not rasterisers_in_background(False):
             rasterisers_in_background(True)
-            self.may_raise = False
+            self._cannot_raise = True
             self.logger.info(f'camera {name} at {fps:.1f} fps of {rate:g} asked stays in the '
                              'background: raising its rasteriser threads back needs '
                              'CAP_SYS_NICE or an RLIMIT_NICE of 20; camera_background:=false '

@@ -198,7 +198,7 @@ class SimNode(Node):
                                                 name='sim_node-markers', daemon=True)
         self._markers_thread.start()
         self.state.start()
-        self.cameras.may_raise = self.state.realtime
+        self.cameras.may_raise = lambda: self.state.realtime
         self.cameras.start()
         self._threads_started = True
         if p.log_summary:

@@ -221,7 +221,7 @@ def test_diagnostics_warn_when_a_watched_camera_falls_behind(ctx):
         # priority (where auto moved them), ask less
         assert ('camera_background:=false' in warn.message or
                 'lower the rate or the image size' in warn.message)
-        if node.cameras.may_raise:
+        if node.cameras.may_raise():
             wait_for(lambda: 'lower the rate' in camera_warnings()[-1].message, 10.0,
                      period=0.2)
         else:
@@ -309,11 +309,11 @@ def test_state_thread_priority(ctx, priority):
         if priority and _fifo_allowed():
             assert (policy, prio) == (os.SCHED_FIFO, 50)
             assert node.state.scheduling == 'SCHED_FIFO 50' and node.state.realtime
-            assert node.cameras.may_raise
+            assert node.cameras.may_raise()
         else:
             assert policy == os.SCHED_OTHER
             assert node.state.scheduling == 'ordinary' and not node.state.realtime
-            assert not node.cameras.may_raise
+            assert not node.cameras.may_raise()
     finally:
         node.destroy_node()
 
@@ -335,7 +335,7 @@ def test_auto_background_follows_what_a_watched_camera_needs(ctx, rate):
     spinner = SpinThread(ex, 60.0)
     images = []
     sub = client.create_subscription(Image, 'overhead/image_raw', images.append, 2, raw=True)
-    raises = node.cameras.may_raise and rate == 240.0
+    raises = node.cameras.may_raise() and rate == 240.0
     try:
         wait_for(lambda: len(images) >= 3, 30.0, period=0.1)
         assert _rasteriser_policies() == {os.SCHED_IDLE}
