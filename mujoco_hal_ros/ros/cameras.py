@@ -166,8 +166,8 @@ class CameraPublisher:
         allowed = self.may_raise() and not self._cannot_raise
         if not self.background:
             if not (watched and allowed):   # nobody watches, or the state thread lost FIFO
-                self.background = True
                 rasterisers_in_background(True)
+                self.background = True
             return
         slow = self.lagging(FOREGROUND_BELOW, FOREGROUND_SETTLE_S, 1.0) \
             if watched and allowed else []

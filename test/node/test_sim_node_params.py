@@ -359,26 +359,44 @@ def test_auto_background_follows_what_a_watched_camera_needs(ctx, rate):
 @pytest.mark.skipif(not _fifo_allowed(), reason='this process may not use SCHED_FIFO')
 def test_state_thread_that_falls_behind_gives_its_priority_back(ctx, monkeypatch):
     """A SCHED_FIFO thread that cannot keep its period would hold a core: it returns to
-    ordinary scheduling and says what to lower."""
+    ordinary scheduling and says what to lower; frames that camera_background:=auto had
+    moved to normal priority go back to the background with it."""
     import os
     from mujoco_hal_ros.ros import streams
     publish = streams.StatePublisher._publish
+    slow_down = threading.Event()
 
-    def slow(self, snap, with_tf):         # 1.5 ms of work at a 1 ms period
-        end = time.monotonic() + 1.5e-3
-        while time.monotonic() < end:
-            pass
+    def maybe_slow(self, snap, with_tf):      # then 1.5 ms of work at a 1 ms period
+        if slow_down.is_set():
+            end = time.monotonic() + 1.5e-3
+            while time.monotonic() < end:
+                pass
         return publish(self, snap, with_tf)
-    monkeypatch.setattr(streams.StatePublisher, '_publish', slow)
+    monkeypatch.setattr(streams.StatePublisher, '_publish', maybe_slow)
     warnings = []
-    node = make(ctx, publish_rate=1000.0)
+    node = make(ctx, publish_rate=1000.0, camera_rate=240.0, camera_width=2048,
+                camera_height=2048)
     monkeypatch.setattr(node.state, 'logger', type('L', (), {
         'warning': lambda _s, m: warnings.append(m), 'info': print, 'error': print})())
+    client = rclpy.create_node('falls_behind_client', context=ctx)
+    ex = MultiThreadedExecutor(num_threads=3, context=ctx)
+    ex.add_node(node)
+    ex.add_node(client)
+    spinner = SpinThread(ex, 60.0)
+    client.create_subscription(Image, 'overhead/image_raw', lambda _m: None, 1, raw=True)
     try:
+        wait_for(lambda: not node.cameras.background, 20.0, period=0.1)
+        slow_down.set()
         wait_for(lambda: not node.state.realtime, 10.0, period=0.05)
         assert node.state.scheduling == 'ordinary (fell behind at SCHED_FIFO)'
         assert _state_thread_policy()[0] == os.SCHED_OTHER
         wait_for(lambda: warnings, 2.0, period=0.05)
         assert 'at 1000 Hz: back to ordinary scheduling; lower publish_rate' in warnings[0]
+        wait_for(lambda: node.cameras.background, 5.0, period=0.05)
+        assert _rasteriser_policies() == {os.SCHED_IDLE}
     finally:
+        slow_down.clear()
+        spinner.stop(5.0)
+        ex.shutdown(timeout_sec=2.0)
+        client.destroy_node()
         node.destroy_node()
