@@ -668,7 +668,7 @@ class Device:
             if move is not None and not move.done():
                 move.finish(self._move_result(move, errors.STOPPED, False, 'held'))
             return s.setpoint.copy()
-        sp = self.stepper.post(apply, wait=True)
+        sp = self.stepper.post(apply, wait=True, urgent=True)   # even inside a step(n)
         self._record('hold', {}, self._native_all(sp))
         return {'success': True, 'code': errors.DONE, 'message': 'holding'}
 
@@ -734,10 +734,12 @@ class Device:
         self.stepper.pause(bool(paused))
         self._record('pause', {'paused': bool(paused)}, {})
 
-    def step(self, n=1):
-        """Advance ``n`` steps while paused (NOT_PAUSED otherwise); returns the sim time."""
+    def step(self, n=1, wait=True):
+        """Advance ``n`` steps while paused (NOT_PAUSED otherwise); returns the sim time, or
+        with ``wait=False`` a ``concurrent.futures.Future`` of it. A hold during the steps
+        takes effect at once; the steps go on from the held setpoints."""
         n = kernel.step_count(n)
-        return self.stepper.step(n)
+        return self.stepper.step(n, wait=wait)
 
     def reset(self):
         """Back to the keyframe and hold there; simulated time keeps running forward."""

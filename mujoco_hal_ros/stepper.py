@@ -7,6 +7,7 @@ half-written state. Steps run in chunks: the setpoints for a whole chunk are com
 numpy in one go, so a running goal costs a few microseconds per chunk, not per step.
 """
 
+from concurrent.futures import Future
 from dataclasses import dataclass
 import math
 import threading
@@ -74,6 +75,7 @@ class Stepper:
         self.plans = []
         self._lock = threading.Lock()
         self._mail = []
+        self._urgent = []        # hold and the like: also taken between the chunks of a step(n)
         self._wake = threading.Event()
         self._closed = False
         self._paused = bool(start_paused)
@@ -116,12 +118,14 @@ class Stepper:
         self._thread.start()
 
     # --- the hand-off -------------------------------------------------------------------
-    def post(self, fn, wait=False, timeout=10.0):
+    def post(self, fn, wait=False, timeout=10.0, urgent=False):
         """Run ``fn(stepper)`` on the stepper thread before the next chunk.
 
         With ``wait``, returns what ``fn`` returned (or raises what it raised). A request
         that has not started within ``timeout`` is withdrawn and never runs (TIMEOUT: nothing
-        changed); one that has started is waited for.
+        changed); one that has started is waited for. ``urgent`` requests run first, and
+        also between the chunks of a running ``step(n)``, so a hold is never queued behind
+        a million steps.
         """
         if not self._thread.is_alive() and not self._closed:
             raise DeviceError(STEPPER_DEAD, 'the stepping thread has stopped '
@@ -145,7 +149,7 @@ class Stepper:
         with self._lock:
             if self._closed:
                 raise ClosedError('the device stepper')
-            self._mail.append(call)
+            (self._urgent if urgent else self._mail).append(call)
         self._wake.set()
         if done is None:
             return None
@@ -164,6 +168,21 @@ class Stepper:
         if 'error' in box:
             raise box['error']
         return box.get('value')
+
+    def submit(self, fn):
+        """``post`` without waiting: a ``concurrent.futures.Future`` of what ``fn`` returns
+        (or raises), for callers that must not block, such as a ROS service coroutine."""
+        job = Future()
+
+        def call(stepper):
+            if not job.set_running_or_notify_cancel():
+                return
+            try:
+                job.set_result(fn(stepper))
+            except BaseException as exc:  # noqa: B902 - handed back to the caller
+                job.set_exception(exc)
+        self.post(call)
+        return job
 
     # --- controls -----------------------------------------------------------------------
     @property
@@ -186,7 +205,9 @@ class Stepper:
             s._rebase()
         self.post(apply, wait=True)
 
-    def step(self, n, timeout=None):
+    def step(self, n, timeout=None, wait=True):
+        """Advance ``n`` steps while paused; the simulated time after them. Urgent requests
+        (hold) run between chunks. With ``wait=False``, a Future of that time."""
         timeout = 60.0 + 1e-3 * n if timeout is None else timeout
 
         def apply(s):
@@ -196,15 +217,20 @@ class Stepper:
             s._busy = f'step({n})'
             try:
                 while left > 0:
+                    if s._closed:
+                        raise ClosedError('the device stepper')
                     k = min(left, s._chunk_steps)
                     s._advance(k)
                     left -= k
                     s.snapshot = s._snap()
                     if s._on_chunk is not None:
                         s._on_chunk(s)
+                    s._drain(urgent_only=True)
             finally:
                 s._busy = None
             return s.snapshot.time
+        if not wait:
+            return self.submit(apply)
         return self.post(apply, wait=True, timeout=timeout)
 
     def reset(self, on_reset=None):
@@ -256,9 +282,11 @@ class Stepper:
     def _bad_warnings(self):
         return int(self.data.warning.number[self._bad_idx].sum())
 
-    def _drain(self):
+    def _drain(self, urgent_only=False):
         with self._lock:
-            mail, self._mail = self._mail, []
+            mail, self._urgent = self._urgent, []
+            if not urgent_only:
+                mail, self._mail = mail + self._mail, []
         if not mail:
             return
         for call in mail:
@@ -505,7 +533,7 @@ class Stepper:
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=5.0)
         with self._lock:
-            mail, self._mail = self._mail, []
+            mail, self._mail, self._urgent = self._urgent + self._mail, [], []
         for call in mail:   # requests that raced with close: answer them, do nothing
             call(_Closed())
 

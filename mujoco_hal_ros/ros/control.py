@@ -18,6 +18,7 @@ while a flood of other requests keeps the control group busy.
 import threading
 import time
 
+import mujoco
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -34,6 +35,7 @@ from ..srv import Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step
 POLL_S = 0.02
 FEEDBACK_S = 0.1
 STILL_SPEED = 0.01          # rad/s or m/s: "all velocities near zero" for the Hold action
+STILL_FOR_S = 0.2          # ... for this long
 HOLD_SETTLE_S = 3.0
 
 
@@ -73,6 +75,11 @@ class Control:
                                          daemon=True)
         self._watcher.start()
         self._refused_topic = {}
+        m = device.model
+        self._joint_dofs = np.array(
+            [m.jnt_dofadr[j] for j in range(m.njnt)
+             if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)],
+            dtype=int)
         n, g = node, self.group
         self.move_action = ActionServer(
             n, MoveToAction, 'move_to', execute_callback=self._execute_move, callback_group=g,
@@ -256,20 +263,42 @@ class Control:
 
     # --- hold -------------------------------------------------------------------------------
     def _srv_hold(self, _req, res):
-        out = self.device.hold()
-        res.success, res.message = True, out['message']
+        try:
+            res.success, res.message = True, self.device.hold()['message']
+        except DeviceError as err:           # closed or dead: say so, never take spin down
+            res.success, res.message = False, cv.error_line(err)
         return res
 
     def _max_joint_speed(self):
-        snap = self.device.snapshot
-        return float(np.abs(snap.qvel).max()) if snap.qvel.size else 0.0
+        """Over the hinge and slide joints joint_states reports: a block the arm knocked
+        over may slide on, but the arm is still."""
+        qvel = self.device.snapshot.qvel[self._joint_dofs]
+        return float(np.abs(qvel).max()) if qvel.size else 0.0
+
+    def _still_for(self, seconds):
+        """A check that holds once every joint has stayed under STILL_SPEED for ``seconds``:
+        a servo settling from a fast move swings through zero speed on its way."""
+        since = [None]
+
+        def check():
+            now = time.monotonic()
+            if self._max_joint_speed() >= STILL_SPEED:
+                since[0] = None
+                return False
+            since[0] = now if since[0] is None else since[0]
+            return now - since[0] >= seconds
+        return check
 
     async def _execute_hold(self, goal):
-        out = self.device.hold()
+        try:
+            out = self.device.hold()
+        except DeviceError as err:
+            goal.abort()
+            return HoldAction.Result(success=False, code=err.code, message=cv.error_line(err))
 
         def feedback():
             goal.publish_feedback(HoldAction.Feedback(max_joint_speed=self._max_joint_speed()))
-        still = await self._watch(check=lambda: self._max_joint_speed() < STILL_SPEED,
+        still = await self._watch(check=self._still_for(STILL_FOR_S),
                                   deadline=time.monotonic() + HOLD_SETTLE_S,
                                   feedback=feedback).future
         result = HoldAction.Result(success=True, code=errors.DONE, message=out['message'])
@@ -357,9 +386,15 @@ class Control:
             res.success, res.message = False, cv.error_line(err)
         return res
 
-    def _srv_step(self, req, res):
+    async def _srv_step(self, req, res):
+        """A coroutine: a million steps must not hold an executor thread, and a hold sent
+        meanwhile runs between their chunks."""
         try:
-            res.sim_time = float(self.device.step(int(req.steps)))
+            job = self.device.step(int(req.steps), wait=False)
+            await self._watch(check=job.done).future
+            if not job.done():
+                raise DeviceError(errors.CLOSED, 'sim_node stopped before the steps ended')
+            res.sim_time = float(job.result())
             res.success, res.message = True, f'stepped {req.steps}'
         except DeviceError as err:
             res.success, res.message = False, cv.error_line(err)

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from mujoco_hal_ros import errors
+from mujoco_hal_ros import errors, kernel
 from mujoco_hal_ros.device import Device
 from mujoco_hal_ros.errors import DeviceError
 from mujoco_hal_ros.trajectory import PEAK
@@ -240,6 +240,41 @@ def test_pause_step_and_real_time_factor(open_device, h):
     assert dev.health()['lag_s'] == 0.0
     kinds = [e['kind'] for e in dev.audit()]
     assert kinds.count('pause') == 3 and kinds.count('real_time_factor') == 2
+
+
+def test_hold_runs_inside_a_long_step(open_device, h):
+    """hold always wins: it is taken between the chunks of step(n), not queued behind a
+    million steps; the steps go on from the held setpoints."""
+    dev = open_device(h.BENCH_YAML, start_paused=True)
+    dev.set_goals({'pan_goal': 30})
+    job = dev.step(kernel.MAX_STEPS, wait=False)
+    t0 = dev.snapshot.time
+    deadline = time.monotonic() + 5.0
+    while dev.snapshot.time < t0 + 0.05 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert dev.snapshot.moving
+    assert dev.hold()['code'] == errors.DONE
+    assert not job.done(), 'hold waited for the steps to end'
+    held, t1 = dev.snapshot.setpoint.copy(), dev.snapshot.time
+    assert not dev.snapshot.moving
+    time.sleep(0.1)
+    assert dev.snapshot.time > t1                           # still stepping, held
+    np.testing.assert_array_equal(dev.snapshot.setpoint, held)
+    refuse(errors.TIMEOUT, dev.stepper.post, lambda s: None, wait=True, timeout=0.2)
+    dev.close()
+    assert isinstance(job.exception(timeout=5.0), errors.ClosedError)
+
+
+def test_step_without_waiting_reports_its_refusal(open_device, h):
+    dev = open_device(h.BENCH_YAML)
+    with pytest.raises(DeviceError) as err:
+        dev.step(5, wait=False).result(timeout=5.0)
+    assert err.value.code == errors.NOT_PAUSED
+    refuse(errors.INVALID_ARGUMENT, dev.step, 0, wait=False)
+    refuse(errors.INVALID_ARGUMENT, dev.step, True, wait=False)
+    dev.pause(True)
+    t = dev.snapshot.time
+    assert dev.step(4, wait=False).result(timeout=5.0) == pytest.approx(t + 4 * DT)
 
 
 def test_audit_records_native_targets(bench):

@@ -461,6 +461,28 @@ def test_run_action(sim):
 
 
 # --- run-time control ------------------------------------------------------------------------
+def test_hold_answers_during_a_long_step(sim):
+    """step(n) waits as a coroutine, not on an executor thread, and a hold sent while it
+    runs is taken between its chunks: both answer, hold first, and the node lives on."""
+    n = 50000
+    assert sim.call(SetBool, 'pause', SetBool.Request(data=True)).success
+    cli = sim.client.create_client(Step, 'step')
+    try:
+        assert cli.wait_for_service(timeout_sec=5.0)
+        t0 = sim.device.snapshot.time
+        stepping = cli.call_async(Step.Request(steps=n))
+        assert wait_for(lambda: sim.device.snapshot.time > t0 + 0.02, 10.0)
+        assert sim.call(Trigger, 'hold', Trigger.Request(), timeout=5.0).success
+        desc = sim.call(Describe, 'describe', Describe.Request(), timeout=5.0)
+        assert desc.device and not stepping.done(), 'hold or describe waited for the steps'
+        res = sim.wait(stepping, timeout=120.0)
+        assert res.success and res.sim_time == pytest.approx(t0 + n * 0.002)
+        assert not sim.device.snapshot.moving
+    finally:
+        sim.client.destroy_client(cli)
+        sim.call(SetBool, 'pause', SetBool.Request(data=False))
+
+
 def test_pause_step_and_reset_keep_the_clock_monotonic(sim):
     res = sim.call(Step, 'step', Step.Request(steps=5))
     assert not res.success and 'paused' in res.message
