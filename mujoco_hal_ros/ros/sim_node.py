@@ -48,9 +48,7 @@ class SimNode(Node):
 
     def __init__(self, node_name='sim_node', **kwargs):
         super().__init__(node_name, **kwargs)
-        self.device = None
-        self.swap = None
-        self._threads_started = False
+        self.device = self.swap = self.state = self.cameras = self.control = None
         self.p = self._declare_all()
         device_file, model = P.device_arguments(self.p)
         self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
@@ -59,10 +57,7 @@ class SimNode(Node):
         try:
             self._build()
         except BaseException:
-            if self.swap is not None:
-                self.swap.destroy()
-                self.swap = None
-            self.device.close()
+            self._stop_parts()       # a refused start leaves no thread or action server behind
             raise
 
     # --- parameters -------------------------------------------------------------------------
@@ -200,7 +195,6 @@ class SimNode(Node):
         self.state.start()
         self.cameras.may_raise = lambda: self.state.realtime
         self.cameras.start()
-        self._threads_started = True
         if p.log_summary:
             self._log_start()
 
@@ -300,23 +294,28 @@ class SimNode(Node):
     # --- lifetime ---------------------------------------------------------------------------
     def destroy_node(self):
         """Stop every thread that publishes before the publishers go away."""
+        self._stop_parts()
+        return super().destroy_node()
+
+    def _stop_parts(self):
+        """Stop whatever parts exist, built fully or only up to a refused parameter."""
         thread = getattr(self, '_markers_thread', None)
         if thread is not None:
             self._markers_stop.set()
             with self._markers_lock:
                 pass                        # a publish in progress has finished
             thread.join(5.0)
-        if self._threads_started:
-            self.state.stop()
-            self.cameras.stop()
+        for part in (self.state, self.cameras):
+            if part is not None:
+                part.stop()
+        if self.control is not None:
             self.control.destroy()
-            self._threads_started = False
+        self.state = self.cameras = self.control = None
         if self.swap is not None:
             self.swap.destroy()
             self.swap = None
         if self.device is not None:
             self.device.close()
-        return super().destroy_node()
 
 
 def _text(v):

@@ -10,7 +10,7 @@ sim_node checks the user's parameters for unknown names.
 from rcl_interfaces.msg import ParameterType
 
 from .topic_control import TopicControl
-from .trajectory_controller import TrajectoryController, declare
+from .trajectory_controller import TrajectoryController, declare, declare_controllers_file
 
 
 class SwapInterfaces:
@@ -55,6 +55,7 @@ def attach_swap_interfaces(node, device, params=None):
     use_sim = declare(node, 'simulation_interfaces', True,
                       'Serve the simulation_interfaces services and action (where the '
                       'package is installed).', ParameterType.PARAMETER_BOOL)
+    declare_controllers_file(node)
     parts = SwapInterfaces()
     try:
         if name:

@@ -68,6 +68,16 @@ _PY = {ParameterType.PARAMETER_DOUBLE: float, ParameterType.PARAMETER_BOOL: bool
        ParameterType.PARAMETER_INTEGER: int}
 
 
+def declare_controllers_file(node):
+    """Declared whether or not a trajectory controller runs, so that one launch file with
+    ``controllers_file`` also starts the node with ``trajectory_controller:=''``."""
+    return declare(node, 'controllers_file', '',
+                   'ros2_control controllers YAML of the real arm: its "<name>: '
+                   'ros__parameters:" block gives the defaults of every <name>.* parameter '
+                   '(joints, constraints...), so both run one file.',
+                   ParameterType.PARAMETER_STRING)
+
+
 def declare(node, name, default, description, kind):
     """Declare once with type and description; a parameter declared earlier is read as is.
 
@@ -193,10 +203,7 @@ class TrajectoryController:
                            'serves <name>/follow_joint_trajectory, <name>/joint_trajectory and '
                            '<name>/controller_state. Empty: none.', S)
         self.name = name
-        path = declare(node, 'controllers_file', '',
-                       'ros2_control controllers YAML of the real arm: its "<name>: '
-                       'ros__parameters:" block gives the defaults of every <name>.* '
-                       'parameter (joints, constraints...), so both run one file.', S)
+        path = declare_controllers_file(node)
         given = controller_block(path, name) if path else {}
         p = f'{name}.'
 

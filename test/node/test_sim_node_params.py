@@ -58,6 +58,23 @@ def test_bad_parameter_is_one_clear_error(ctx, overrides, expected):
     text = str(info.value)
     assert expected in text
     assert '\n' not in text
+    # refused means nothing left running: no stepper, watcher, state or camera thread
+    assert wait_for(lambda: not [t.name for t in threading.enumerate()
+                                 if t.name.startswith(('mujoco_hal_ros', 'sim_node'))], 5.0), \
+        [t.name for t in threading.enumerate()]
+
+
+def test_controllers_file_is_accepted_without_a_trajectory_controller(ctx, tmp_path):
+    """One launch file passes controllers_file; turning the controller off must not turn
+    that into an unknown parameter."""
+    path = tmp_path / 'controllers.yaml'
+    path.write_text('arm_controller:\n  ros__parameters:\n    joints: [pan]\n')
+    node = make(ctx, trajectory_controller='', controllers_file=str(path))
+    try:
+        assert node.get_parameter('controllers_file').value == str(path)
+        assert node.swap.trajectory is None
+    finally:
+        node.destroy_node()
 
 
 def test_main_prints_one_line_and_exits_non_zero(capsys):
