@@ -26,7 +26,7 @@ process so that each thread's CPU time can be read. Ratios:
   divided by a bare ``mujoco.Renderer`` loop with the same settings and pose, in
   alternating windows.
 - latency: move_to goal accepted -> first joint motion seen in joint_states, and hold
-  answered -> every joint velocity below 0.01 rad/s, in ms.
+  requested -> every joint velocity below 0.01 rad/s, in ms.
 
 On a shared 2-core machine other processes' load lands in every number, and the VM's
 speed drifts: the overhead alternates bare-loop and node windows in one process (ratio of
@@ -315,10 +315,11 @@ def node_rtf0(seconds, swap=True, rounds=3):
     loop in the same process: windows of each in turn, ``rounds`` times.
 
     Interleaved because this shared VM's speed drifts by tens of per cent within a minute:
-    the ratio of the sums compares the two under the same drift. While the bare loop runs
-    the node is paused (its state thread keeps publishing, as a real driver's would).
-    In-process so each thread's CPU time can be read: the stepper's steps per CPU second
-    show what the ROS layer costs the physics thread itself.
+    the ratio of the sums compares the two under the same drift. The bare loop runs with
+    no node in the process at all (each round starts a fresh node and destroys it before
+    the bare window), so nothing of ours slows the baseline. In-process so each thread's
+    CPU time can be read: the stepper's steps per CPU second show what the ROS layer costs
+    the physics thread itself.
     """
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
@@ -329,34 +330,27 @@ def node_rtf0(seconds, swap=True, rounds=3):
     if not swap:
         params.update(trajectory_controller='', simulation_interfaces=False,
                       joint_commands_topic='')
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, args=[])
-    node = SimNode(context=ctx, parameter_overrides=[Parameter(k, value=v)
-                                                     for k, v in params.items()])
-    ex = MultiThreadedExecutor(num_threads=4, context=ctx)
-    ex.add_node(node)
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            ex.spin_once(timeout_sec=0.1)
-    spinner = threading.Thread(target=spin, name='executor', daemon=True)
-    spinner.start()
-    bare = BareLoop(node.device.model)
     window = seconds / rounds
     steps = wall = 0.0
     bare_steps = bare_wall = bare_cpu = 0.0
-    cpu = {}
-    try:
-        time.sleep(1.0)
-        names = {t.native_id: t.name for t in threading.enumerate()}
-        for _ in range(rounds):
-            node.device.pause(True)
-            time.sleep(0.05)
-            n, w, c = bare.run(window, node.device.snapshot)
-            bare_steps, bare_wall, bare_cpu = bare_steps + n, bare_wall + w, bare_cpu + c
-            node.device.pause(False)
-            time.sleep(0.1)
+    cpu, js_hz = {}, []
+    for _ in range(rounds):
+        ctx = rclpy.Context()
+        rclpy.init(context=ctx, args=[])
+        node = SimNode(context=ctx, parameter_overrides=[Parameter(k, value=v)
+                                                         for k, v in params.items()])
+        ex = MultiThreadedExecutor(num_threads=4, context=ctx)
+        ex.add_node(node)
+        stop = threading.Event()
+
+        def spin():
+            while not stop.is_set():
+                ex.spin_once(timeout_sec=0.1)
+        spinner = threading.Thread(target=spin, name='executor', daemon=True)
+        spinner.start()
+        try:
+            time.sleep(1.0)
+            names = {t.native_id: t.name for t in threading.enumerate()}
             c0, h0, t0 = thread_cpu_s(), node.device.health()['steps'], time.monotonic()
             time.sleep(window)
             c1, h1, t1 = thread_cpu_s(), node.device.health()['steps'], time.monotonic()
@@ -365,16 +359,20 @@ def node_rtf0(seconds, swap=True, rounds=3):
                 name = names.get(tid, 'other')
                 name = 'executor' if name.startswith(('executor', 'ThreadPool')) else name
                 cpu[name] = cpu.get(name, 0.0) + c - c0.get(tid, c)
-        js_hz = node.state.joint_meter.rate()
-    finally:
-        stop.set()
-        spinner.join(5.0)
-        ex.shutdown(timeout_sec=2.0)
-        node.destroy_node()
-        rclpy.shutdown(context=ctx)
+            js_hz.append(node.state.joint_meter.rate())
+            model, snap = node.device.model, node.device.snapshot
+        finally:
+            stop.set()
+            spinner.join(5.0)
+            ex.shutdown(timeout_sec=2.0)
+            node.destroy_node()
+            rclpy.shutdown(context=ctx)
+        time.sleep(0.2)
+        n, w, c = BareLoop(model).run(window, snap)    # the same physics, nothing else here
+        bare_steps, bare_wall, bare_cpu = bare_steps + n, bare_wall + w, bare_cpu + c
     share = {k: v / wall for k, v in cpu.items()}
     stepper = share.get('mujoco_hal_ros-stepper', 0.0)
-    return {'steps_per_s': steps / wall, 'joint_states_hz': js_hz,
+    return {'steps_per_s': steps / wall, 'joint_states_hz': float(np.median(js_hz)),
             'bare_steps_per_s': bare_steps / bare_wall,
             'bare_steps_per_cpu_s': bare_steps / max(bare_cpu, 1e-9),
             'stepper_cpu': stepper,
@@ -490,9 +488,8 @@ def measure_latency(probe, rounds):
                          if np.abs(np.array(joint_state(r).position) - q0).max() > MOTION_RAD)
             starts.append((moved - accepted) * 1e3)
             time.sleep(0.3)                                    # well into the move
+            n, held = len(probe.js), time.monotonic()         # from the request, not its answer
             probe.wait(holder.call_async(Trigger.Request()))
-            held = time.monotonic()
-            n = len(probe.js)
             wait_until(lambda: any(np.abs(joint_state(r).velocity).max() < 0.01
                                    for _, r in probe.js[n:]), 10.0, 'joints at rest')
             still = next(t for t, r in probe.js[n:]
