@@ -50,6 +50,8 @@ class Snapshot:
     paused: bool
     moving: bool
     target: np.ndarray = None  # where each actuator's path ends (the goal it was given)
+    cam_xpos: np.ndarray = None   # cameras in the world: tracking cameras move with the state
+    cam_xmat: np.ndarray = None
 
 
 class _Closed:
@@ -505,7 +507,8 @@ class Stepper:
                         sensordata=d.sensordata.copy(), mocap_pos=d.mocap_pos.copy(),
                         mocap_quat=d.mocap_quat.copy(), act=d.act.copy(),
                         paused=self._paused, moving=bool(self.plans),
-                        target=self._targets())
+                        target=self._targets(), cam_xpos=d.cam_xpos.copy(),
+                        cam_xmat=d.cam_xmat.copy())
 
     # --- health ---------------------------------------------------------------------------
     def health(self):

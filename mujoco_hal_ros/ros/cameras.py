@@ -27,7 +27,6 @@ import numpy as np
 from rclpy.qos import QoSProfile
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import CameraInfo, Image
-from tf2_msgs.msg import TFMessage
 
 from . import cdr
 from . import conversions as cv
@@ -79,7 +78,7 @@ class CameraPublisher:
     """Renders subscribed cameras at their rates: one thread here, plus each camera's GL
     thread."""
 
-    def __init__(self, node, device, frames, configs, tf_pub, logger, background='auto'):
+    def __init__(self, node, device, frames, configs, logger, background='auto'):
         self.device = device
         self.mode = background                      # camera_background: auto, true, false
         self.background = background != 'false'    # where the rasterisers are now
@@ -90,7 +89,6 @@ class CameraPublisher:
         self._next_adapt = 0.0
         self._raised_before = False
         self.frames = frames
-        self.tf_pub = tf_pub
         self.logger = logger
         self.streams = []
         for cfg in configs:
@@ -249,11 +247,11 @@ class CameraPublisher:
 
     def _deliver(self, submitted):
         """Wait for a submitted frame and publish it; False once stopping."""
-        s, job, camera_tf, seconds = submitted
+        s, job, seconds = submitted
         try:
             frame = job.result()
             if not s.failed:
-                self._send(s, frame, camera_tf, seconds)
+                self._send(s, frame, seconds)
         except Exception as err:  # noqa: BLE001 - reported once, stream stopped
             if self._stop.is_set():
                 return False
@@ -283,14 +281,10 @@ class CameraPublisher:
         with self._lock:
             data = self.device.render_data(snap)
             job = renderer.submit(data, rgb=True, depth=c.depth)
-            camera_tf = (None if self.frames.cameras[c.camera]['fixed'] else
-                         self.frames.camera_transform(c.camera, data, cv.stamp(snap.time)))
-        return s, job, camera_tf, snap.time
+        return s, job, snap.time
 
-    def _send(self, s, frame, camera_tf, seconds):
+    def _send(self, s, frame, seconds):
         st = cv.stamp(seconds)
-        if camera_tf is not None:
-            self.tf_pub.publish(TFMessage(transforms=[camera_tf]))
         if s.info_bytes is not None:
             info = s.info_bytes.pack(seconds)
         else:

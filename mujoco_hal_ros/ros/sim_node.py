@@ -160,7 +160,7 @@ class SimNode(Node):
         log = self.get_logger()
         self.state = StatePublisher(self, device, self.frames, p, log)
         self.cameras = CameraPublisher(self, device, self.frames, camera_configs,
-                                       self.state.tf_pub, log, p.camera_background)
+                                       log, p.camera_background)
         self.static_pub = self.create_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)
         self.markers_pub = self.create_publisher(MarkerArray, 'scene_markers', TF_STATIC_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)

@@ -102,11 +102,9 @@ class StatePublisher:
         self.joint_meter = RateMeter()
         self.tf_meter = RateMeter(200)
         self._js = JointState(name=list(self.joint_names))
-        dyn = frames.dynamic_bodies
-        self._tf_bodies = np.asarray(dyn, dtype=np.intp)
         self._js_bytes = cdr.JointStateBytes(self.joint_names)
-        self._tf_bytes = cdr.TransformsBytes([frames.world] * len(dyn),
-                                             [frames.body_frames[b] for b in dyn])
+        self._tf_bytes = cdr.TransformsBytes([frames.world] * len(frames.moving_frames),
+                                             frames.moving_frames)
         self.raw = raw_messages_ok(self._js_bytes, self._tf_bytes, self.joint_names)
         if not self.raw:
             logger.info('state publisher: this middleware does not read our CDR bytes back; '
@@ -137,7 +135,7 @@ class StatePublisher:
     def describe(self):
         """What this publishes, for the start-up summary."""
         out = [f'joint_states ({len(self.joint_names)} joints @ {self.params.publish_rate:g} Hz)',
-               f'/tf ({len(self.frames.dynamic_bodies)} moving bodies @ '
+               f'/tf ({len(self.frames.moving_frames)} moving frames @ '
                f'{self.params.tf_rate:g} Hz)']
         if self.clock_pub is not None:
             out.append('/clock')
@@ -215,10 +213,9 @@ class StatePublisher:
         if self.clock_pub is not None and t != self._last_clock:
             self._last_clock = t
             self.clock_pub.publish(cdr.clock_bytes(t))
-        if with_tf and len(self._tf_bodies):
-            quat = snap.xquat[self._tf_bodies]
-            self.tf_pub.publish(self._tf_bytes.pack(t, snap.xpos[self._tf_bodies],
-                                                    quat[:, _XYZW]))
+        if with_tf and self._tf_bytes.size:
+            pos, quat = self.frames.moving_poses(snap)
+            self.tf_pub.publish(self._tf_bytes.pack(t, pos, quat[:, _XYZW]))
             self.tf_meter.tick()
         if self._any_wanted:
             st = cv.stamp(t)
@@ -238,7 +235,7 @@ class StatePublisher:
         if self.clock_pub is not None and snap.time != self._last_clock:
             self._last_clock = snap.time
             self.clock_pub.publish(Clock(clock=st))
-        if with_tf and self.frames.dynamic_bodies:
+        if with_tf and self.frames.moving_frames:
             self.tf_pub.publish(TFMessage(transforms=self.frames.dynamic_transforms(snap, st)))
             self.tf_meter.tick()
         self._publish_poses(snap, st)

@@ -4,8 +4,9 @@ The tree is flat (every body straight under the world frame) because MuJoCo alre
 world poses (``xpos``/``xquat``) in every snapshot: no URDF, no robot_state_publisher,
 no chance of a chain disagreeing with the physics. Bodies welded to the world go to
 ``/tf_static`` once; so do optical frames of fixed cameras, relative to their body.
-Cameras that track a body (MuJoCo camera modes other than fixed) are posed by the camera
-thread from the state it renders, as those poses are not in the snapshot.
+Cameras that track a body (MuJoCo camera modes other than fixed) move with the state:
+their optical frames go on ``/tf`` with the moving bodies, whether or not anyone watches
+their images.
 """
 
 from geometry_msgs.msg import TransformStamped
@@ -16,6 +17,7 @@ from . import conversions as cv
 
 # Quaternion (w, x, y, z) of OPTICAL_FROM_MUJOCO = diag(1, -1, -1): 180 degrees about x.
 Q_OPTICAL = np.array([0.0, 1.0, 0.0, 0.0])
+OPTICAL_AXES = np.array([1.0, -1.0, -1.0])     # the same, on a rotation matrix's columns
 
 
 def _name(model, objtype, i, fallback):
@@ -44,8 +46,14 @@ class FrameTree:
             fixed = int(model.cam_mode[c]) == int(mujoco.mjtCamLight.mjCAMLIGHT_FIXED)
             self.cameras[name] = {'id': c, 'frame': f'{prefix}{name}_optical_frame',
                                   'fixed': fixed, 'body': int(model.cam_bodyid[c])}
-        self._dynamic_msgs = [self._transform(world, self.body_frames[b])
-                              for b in self.dynamic_bodies]
+        self.tracking_cameras = [cam['id'] for cam in self.cameras.values() if not cam['fixed']]
+        self._bodies = np.asarray(self.dynamic_bodies, dtype=np.intp)
+        self._cams = np.asarray(self.tracking_cameras, dtype=np.intp)
+        # every frame /tf carries, all straight under the world frame
+        self.moving_frames = [self.body_frames[b] for b in self.dynamic_bodies] + [
+            cam['frame'] for cam in self.cameras.values() if not cam['fixed']]
+        self._dynamic_msgs = [self._transform(world, f) for f in self.moving_frames]
+        self._cam_quat = np.empty((len(self._cams), 4))
 
     def optical_frame(self, camera):
         return self.cameras[camera]['frame']
@@ -81,19 +89,21 @@ class FrameTree:
             out.append(self._pose(t, m.cam_pos[c], cv.quat_mul(m.cam_quat[c], Q_OPTICAL)))
         return out
 
-    def dynamic_transforms(self, snapshot, stamp):
-        """world -> every moving body; the message objects are reused between calls."""
-        xpos, xquat = snapshot.xpos, snapshot.xquat
-        for t, b in zip(self._dynamic_msgs, self.dynamic_bodies):
-            t.header.stamp = stamp
-            self._pose(t, xpos[b], xquat[b])
-        return self._dynamic_msgs
+    def moving_poses(self, snapshot):
+        """World positions (n, 3) and quaternions (n, 4, w first) of ``moving_frames``."""
+        pos, quat = snapshot.xpos[self._bodies], snapshot.xquat[self._bodies]
+        if not len(self._cams):
+            return pos, quat
+        for i, c in enumerate(self._cams):
+            optical = snapshot.cam_xmat[c].reshape(3, 3) * OPTICAL_AXES
+            mujoco.mju_mat2Quat(self._cam_quat[i], optical.ravel())
+        return (np.concatenate([pos, snapshot.cam_xpos[self._cams]]),
+                np.concatenate([quat, self._cam_quat]))
 
-    def camera_transform(self, camera, data, stamp):
-        """world -> optical frame from posed MjData (for cameras that track a body)."""
-        cam = self.cameras[camera]
-        c = cam['id']
-        rot = data.cam_xmat[c].reshape(3, 3) @ np.diag([1.0, -1.0, -1.0])
-        t = self._transform(self.world, cam['frame'])
-        t.header.stamp = stamp
-        return self._pose(t, data.cam_xpos[c], cv.quat_from_mat(rot))
+    def dynamic_transforms(self, snapshot, stamp):
+        """world -> every moving frame; the message objects are reused between calls."""
+        pos, quat = self.moving_poses(snapshot)
+        for t, p, q in zip(self._dynamic_msgs, pos, quat):
+            t.header.stamp = stamp
+            self._pose(t, p, q)
+        return self._dynamic_msgs

@@ -4,6 +4,7 @@ import math
 import threading
 import time
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -417,3 +418,98 @@ def test_state_thread_that_falls_behind_gives_its_priority_back(ctx, monkeypatch
         ex.shutdown(timeout_sec=2.0)
         client.destroy_node()
         node.destroy_node()
+
+
+TRACKING_SCENE = """
+<mujoco>
+  <worldbody>
+    <camera name="still" pos="0 0 2"/>
+    <body name="cart" pos="0 0 0.1">
+      <joint name="slide" type="slide" axis="1 0 0" damping="5"/>
+      <geom type="box" size="0.05 0.05 0.05" mass="1"/>
+      <camera name="chase" mode="track" pos="-0.5 0 0.3" xyaxes="0 -1 0 0.5 0 1"/>
+    </body>
+  </worldbody>
+  <actuator><motor name="push" joint="slide" gear="1"/></actuator>
+  <keyframe><key name="start" qpos="0.2"/></keyframe>
+</mujoco>
+"""
+
+
+def test_tracking_camera_frames_move_on_tf_without_a_viewer(ctx, tmp_path):
+    """A camera that follows a body (MuJoCo mode track) moves: its optical frame is on
+    /tf with the bodies, where it is, whether or not anyone renders it; a fixed camera's
+    stays on /tf_static."""
+    scene = tmp_path / 'cart.xml'
+    scene.write_text(TRACKING_SCENE)
+    node = make(ctx, model=str(scene), keyframe='start', tf_rate=100.0)
+    client = rclpy.create_node('tracking_test_client', context=ctx)
+    ex = MultiThreadedExecutor(num_threads=3, context=ctx)
+    ex.add_node(node)
+    client_ex = rclpy.executors.SingleThreadedExecutor(context=ctx)
+    client_ex.add_node(client)
+    spinners = [SpinThread(e, 30.0) for e in (ex, client_ex)]
+    got, static = [], []
+    subs = [client.create_subscription(TFMessage, '/tf', got.append, 50),
+            client.create_subscription(TFMessage, '/tf_static', static.append, LATCHED)]
+    try:
+        assert wait_for(lambda: len(got) > 5 and static, 10.0)
+        node.device.set_goals({'push_goal': 0.4})          # metres along the slide
+        n = len(got)
+        assert wait_for(lambda: len(got) > n + 30, 10.0)
+        chase = [t for m in got for t in m.transforms
+                 if t.child_frame_id == 'chase_optical_frame']
+        assert len(chase) > 10 and all(t.header.frame_id == 'world' for t in chase)
+        assert 'chase_optical_frame' not in {t.child_frame_id for m in static
+                                             for t in m.transforms}
+        assert 'still_optical_frame' in {t.child_frame_id for m in static for t in m.transforms}
+        xs = [t.transform.translation.x for t in chase]
+        assert xs[0] == pytest.approx(-0.3) and xs[-1] > xs[0] + 0.01, \
+            'the cart moves along x: its camera follows'
+        last = chase[-1]
+        snap_t = last.header.stamp.sec + last.header.stamp.nanosec * 1e-9
+        cart_x = [t.transform.translation.x for m in got for t in m.transforms
+                  if t.child_frame_id == 'cart' and
+                  t.header.stamp.sec + t.header.stamp.nanosec * 1e-9 == snap_t]
+        assert cart_x and last.transform.translation.x == pytest.approx(cart_x[0] - 0.5)
+        # optical axes: z forward along the camera's view (-z of the MuJoCo camera), x right,
+        # y down the image; xyaxes put the camera's x along world -y, its y up and forward
+        q = last.transform.rotation
+        rot = np.empty(9)
+        mujoco.mju_quat2Mat(rot, [q.w, q.x, q.y, q.z])
+        rot = rot.reshape(3, 3)
+        m = mujoco.MjModel.from_xml_path(str(scene))
+        d = mujoco.MjData(m)
+        mujoco.mj_forward(m, d)          # a tracking camera keeps its world orientation
+        cam = d.cam_xmat[m.camera('chase').id].reshape(3, 3)
+        np.testing.assert_allclose(rot[:, 0], cam[:, 0], atol=1e-6)
+        np.testing.assert_allclose(rot[:, 1], -cam[:, 1], atol=1e-6)
+        np.testing.assert_allclose(rot[:, 2], -cam[:, 2], atol=1e-6)
+    finally:
+        for sub in subs:
+            client.destroy_subscription(sub)
+        for sp in spinners:
+            sp.stop(5.0)
+        client.destroy_node()
+        node.destroy_node()
+
+
+def test_every_parameter_is_in_the_readme_reference(ctx):
+    """The README's table is where users look first: a parameter added without a line
+    there fails here."""
+    import os
+    readme = os.path.join(os.path.dirname(__file__), '..', '..', 'README.md')
+    with open(readme, encoding='utf-8') as handle:
+        text = handle.read()
+    section = text.split('## sim_node reference', 1)[1].split('\n## ', 1)[0]
+    node = make(ctx)
+    try:
+        controller = node.get_parameter('trajectory_controller').value
+        names = [n for n in node._parameters
+                 if n not in sim_node.ALWAYS_DECLARED
+                 and not n.startswith(('cameras.', f'{controller}.', 'qos_overrides.'))]
+    finally:
+        node.destroy_node()
+    assert len(names) > 20
+    missing = [n for n in names if f'`{n}`' not in section]
+    assert not missing, f'README "sim_node reference" lacks {missing}'
