@@ -74,6 +74,8 @@ class Move:
         self.plan_end = None
         self.best_miss = None
         self.best_time = None
+        self.planned = None          # where the solved joints put the point, and its miss
+        self.planned_miss = None
         self.accepted_wall = time.monotonic()
         self._done = threading.Event()
 
@@ -479,6 +481,8 @@ class Device:
         move.then = kernel.check_goals(self.layout, act.then) if act.then else {}
         move.q_goal = q_goal
         move.path = use_path
+        move.planned = np.asarray(sol.reached, dtype=float)   # where the IK puts the point
+        move.planned_miss = float(sol.pos_error)
 
         def apply(s):
             now = s.data.time

@@ -256,9 +256,10 @@ class Control:
             msg = f'still moving after {wait:g} s'
         else:
             msg = 'moving'
+        # still on its way: where it would get to, as the solved joints put it
         res.success, res.code, res.message = True, errors.STARTED, msg
-        res.reached = cv.point(self._point_now(move))
-        res.miss = float(np.linalg.norm(self._point_now(move) - move.target))
+        res.reached = cv.point(move.planned)
+        res.miss = move.planned_miss
         return res
 
     # --- hold -------------------------------------------------------------------------------

@@ -345,6 +345,23 @@ def test_move_to_service_waits_for_arrival(sim):
     assert not res.success and res.code == 'LIMIT_EXCEEDED'
 
 
+def test_move_to_service_without_waiting_says_where_it_will_get_to(sim):
+    """wait=false answers STARTED at once, with the point the solved joints reach and its
+    miss, not where the site happens to be as the move begins; then the site gets there."""
+    hold(sim)
+    req = MoveToSrv.Request()
+    req.target.x, req.target.y, req.target.z = 0.15, -0.04, 0.07
+    res = sim.call(MoveToSrv, 'move_to', req)
+    assert res.success and res.code == 'STARTED'
+    reached = np.array([res.reached.x, res.reached.y, res.reached.z])
+    assert res.miss < 0.002
+    assert np.linalg.norm(reached - [0.15, -0.04, 0.07]) == pytest.approx(res.miss, abs=1e-9)
+    tip = sim.device.layout.sites.index('tip')
+    assert wait_for(lambda: not sim.device.snapshot.moving, 10.0)
+    assert sim.wait_still()
+    np.testing.assert_allclose(sim.device.snapshot.site_xpos[tip], reached, atol=0.002)
+
+
 def test_hold_action_stops_a_move(sim, move_client):
     handle = send(sim, move_client, move_goal(0.14, -0.06, 0.09))
     time.sleep(0.2)
