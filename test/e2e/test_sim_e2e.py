@@ -17,7 +17,8 @@ rclpy = pytest.importorskip('rclpy')
 from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
+from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from mujoco_hal_ros import menagerie  # noqa: E402
@@ -126,6 +127,74 @@ def test_bench_arm_publishes_serves_and_moves(start_sim, spawn, client):
     out = spawn.output(proc)
     assert 'publishing: joint_states (4 joints @ 100 Hz)' in out
     assert 'serving: move_to (action and service)' in out
+
+
+def test_bench_arm_camera_preemption_hold_and_bad_goals_over_dds(start_sim, spawn, client):
+    """What a user's other processes see: a rendered frame with its camera_info (same stamp
+    and frame), a move preempted by the next, hold ending a move, a NaN goal refused with
+    nothing moved."""
+    proc = start_sim()
+    client.wait_graph(['/overhead/image_raw', '/overhead/camera_info', '/hold',
+                       '/move_to/_action/send_goal'], START_S, proc, spawn)
+    got = {'image': [], 'info': []}
+    node = client.node
+    subs = [node.create_subscription(Image, '/overhead/image_raw', got['image'].append, 2),
+            node.create_subscription(CameraInfo, '/overhead/camera_info', got['info'].append,
+                                     2)]
+
+    def paired():
+        stamps = {(m.header.stamp.sec, m.header.stamp.nanosec) for m in got['info']}
+        return [m for m in got['image']
+                if (m.header.stamp.sec, m.header.stamp.nanosec) in stamps]
+    try:
+        assert wait_for(lambda: paired(), 60.0), spawn.output(proc)[-2000:]
+    finally:
+        for sub in subs:
+            node.destroy_subscription(sub)
+    image = paired()[0]
+    info = next(m for m in got['info'] if m.header.stamp == image.header.stamp)
+    assert (image.width, image.height, image.encoding, image.step) == (640, 480, 'rgb8', 1920)
+    assert image.header.frame_id == info.header.frame_id == 'overhead_optical_frame'
+    pixels = np.frombuffer(bytes(image.data), np.uint8).reshape(480, 640, 3)
+    assert pixels.std() > 5, 'a rendered scene, not a blank frame'
+    assert (info.width, info.height) == (640, 480) and info.k[0] > 0
+    assert info.k[2] == pytest.approx(320, abs=1) and info.k[5] == pytest.approx(240, abs=1)
+
+    mover = ActionClient(node, MoveToAction, '/move_to')
+    holder = node.create_client(Trigger, '/hold')
+    try:
+        assert mover.wait_for_server(timeout_sec=10.0) and holder.wait_for_service(10.0)
+
+        def send(xyz):
+            goal = MoveToAction.Goal()
+            goal.target.x, goal.target.y, goal.target.z = xyz
+            handle = client.wait(mover.send_goal_async(goal), 30.0)
+            assert handle.accepted
+            return handle
+        first = send((0.14, 0.06, 0.09))
+        second = send((0.2, -0.05, 0.04))
+        assert client.wait(first.get_result_async(), 20.0).result.code == 'PREEMPTED'
+        time.sleep(0.2)
+        assert client.wait(holder.call_async(Trigger.Request()), 10.0).success
+        stopped = client.wait(second.get_result_async(), 20.0)
+        assert stopped.result.code == 'STOPPED' and not stopped.result.success
+        still = client.latest(JointState, '/joint_states', timeout=10.0, until=lambda got: (
+            max(abs(v) for v in got[-1].velocity) < 0.01))
+        assert still and max(abs(v) for v in still[-1].velocity) < 0.01
+        before = np.array(still[-1].position)
+        goal = MoveToAction.Goal()
+        goal.target.x, goal.target.y, goal.target.z = math.nan, 0.0, 0.05
+        handle = client.wait(mover.send_goal_async(goal), 30.0)
+        refused = client.wait(handle.get_result_async(), 20.0)
+        assert refused.status == GoalStatus.STATUS_ABORTED
+        assert refused.result.code == 'INVALID_ARGUMENT' and 'nan' in refused.result.message.lower()
+        time.sleep(0.3)
+        after = np.array(client.latest(JointState, '/joint_states')[0].position)
+        np.testing.assert_allclose(after, before, atol=1e-3)
+    finally:
+        mover.destroy()
+        node.destroy_client(holder)
+    assert proc.poll() is None
 
 
 def test_panda_zero_config_move_to_body_hand(start_sim, spawn, client):
