@@ -187,7 +187,8 @@ def test_bench_arm_camera_preemption_hold_and_bad_goals_over_dds(start_sim, spaw
         handle = client.wait(mover.send_goal_async(goal), 30.0)
         refused = client.wait(handle.get_result_async(), 20.0)
         assert refused.status == GoalStatus.STATUS_ABORTED
-        assert refused.result.code == 'INVALID_ARGUMENT' and 'nan' in refused.result.message.lower()
+        assert refused.result.code == 'INVALID_ARGUMENT'
+        assert 'nan' in refused.result.message.lower()
         time.sleep(0.3)
         after = np.array(client.latest(JointState, '/joint_states')[0].position)
         np.testing.assert_allclose(after, before, atol=1e-3)
