@@ -12,6 +12,7 @@ import re
 import tempfile
 
 from ..errors import ConfigError
+from .params import auto_prefix
 
 PACKAGE = 'mujoco_hal_ros'
 
@@ -95,7 +96,7 @@ def sim_parameters(args):
     ns = namespace(a['namespace'])
     prefix = a['frame_prefix'].strip()
     if prefix == 'auto':
-        prefix = f'{ns.strip("/")}/' if ns else ''
+        prefix = auto_prefix(ns)
     params = {'real_time_factor': as_float('real_time_factor', a['real_time_factor'], 0.0),
               'publish_rate': as_float('publish_rate', a['publish_rate'], 0.0),
               'publish_clock': as_bool('publish_clock', a['publish_clock']),

@@ -25,8 +25,10 @@ TABLE = {
     'start_paused': ('bool', False, 'Start with physics paused (use the pause/step services).'),
     'publish_rate': ('double', 100.0, 'joint_states and /clock rate in Hz (wall clock).'),
     'tf_rate': ('double', 100.0, '/tf rate in Hz (wall clock); at most publish_rate.'),
-    'frame_prefix': ('string', '', 'Prefix for every TF frame this node names except '
-                     'world_frame (e.g. "arm1/").'),
+    'frame_prefix': ('string', 'auto', 'Prefix for every TF frame this node names except '
+                     'world_frame (e.g. "arm1/"). auto: "<namespace>/" in a namespace, so '
+                     'instances side by side never share a frame; none at the root. Empty: '
+                     'none.'),
     'world_frame': ('string', 'world', 'The fixed frame every body is published against.'),
     'publish_clock': ('bool', True, 'Publish /clock from simulated time; with several '
                       'instances set it true on exactly one.'),
@@ -109,9 +111,17 @@ def _frame(name, value):
     return value
 
 
-def check(values):
+def auto_prefix(namespace):
+    """frame_prefix "auto": "arm1/" in /arm1, "a/b/" in /a/b, nothing at the root."""
+    ns = (namespace or '').strip('/')
+    return f'{ns}/' if ns else ''
+
+
+def check(values, namespace='/'):
     """{name: value} (as ROS handed them over) -> SimParams, or ConfigError naming one."""
     p = SimParams(**{k: v for k, v in values.items() if k in SimParams.__dataclass_fields__})
+    if p.frame_prefix.strip() == 'auto':
+        p.frame_prefix = auto_prefix(namespace)
     if p.device_file and not os.path.isfile(p.device_file):
         raise ConfigError(f'file not found: {p.device_file}', where=_where('device_file'))
     if p.model and not os.path.isfile(p.model):

@@ -104,7 +104,7 @@ class SimNode(Node):
     def _declare_all(self):
         values = {name: self._declare(name, kind, default, text)
                   for name, (kind, default, text) in P.TABLE.items()}
-        return P.check(values)
+        return P.check(values, self.get_namespace())
 
     def _declare_cameras(self):
         """cameras.<channel>.rate/width/height, defaults from the globals and the device file."""
@@ -187,6 +187,7 @@ class SimNode(Node):
             self.create_timer(p.summary_period, self._log_health, callback_group=self._slow)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self._last_unstable = 0
+        self._clock_warned = False
         self._hardware_id = str(device.describe()['id'])
         # Meshes can hold 10^5 triangles: build the markers off the start-up path.
         self._markers_thread = threading.Thread(target=self._publish_markers,
@@ -264,6 +265,16 @@ class SimNode(Node):
                    'rendering cannot keep up; lower the rate or the image size')
             level, message = DiagnosticStatus.WARN, (f'camera {name} at {fps:.1f} fps of '
                                                      f'{rate:g} asked: {why}')
+        # Two simulators both on /clock make every use_sim_time node's time jump between them.
+        clocks = self.count_publishers('/clock') if self.state.clock_pub is not None else 0
+        if clocks > 1:
+            why = (f'{clocks} publishers on /clock: with several simulators set '
+                   'publish_clock:=false on all but one')
+            if not self._clock_warned:
+                self._clock_warned = True
+                self.get_logger().warning(why)
+            if level == DiagnosticStatus.OK:
+                level, message = DiagnosticStatus.WARN, why
         if h['unstable_events'] > self._last_unstable:
             self._last_unstable = h['unstable_events']
             level, message = DiagnosticStatus.ERROR, 'simulation went unstable; reset and held'
@@ -275,7 +286,8 @@ class SimNode(Node):
                   'joint_states_hz': self.state.joint_meter.rate(),
                   'tf_hz': self.state.tf_meter.rate(),
                   'state_thread_scheduling': self.state.scheduling,
-                  'cameras_in_background': self.cameras.background}
+                  'cameras_in_background': self.cameras.background,
+                  'clock_publishers': clocks}
         for name, fps in self.cameras.rates().items():
             values[f'camera {name} fps'] = fps
         status = DiagnosticStatus(level=level, name=f'{self.get_fully_qualified_name()}: '

@@ -230,7 +230,7 @@ def test_panda_zero_config_move_to_body_hand(start_sim, spawn, client):
 
 
 def test_two_namespaced_instances_do_not_collide(start_sim, spawn, client):
-    left = start_sim('frame_prefix:=left/', namespace='/left', name='left')
+    left = start_sim(namespace='/left', name='left')     # frame_prefix auto: left/
     right = start_sim('frame_prefix:=right/', 'publish_clock:=false', namespace='/right',
                       name='right')
     for proc, ns in ((left, '/left'), (right, '/right')):

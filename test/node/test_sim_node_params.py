@@ -513,3 +513,37 @@ def test_every_parameter_is_in_the_readme_reference(ctx):
     assert len(names) > 20
     missing = [n for n in names if f'`{n}`' not in section]
     assert not missing, f'README "sim_node reference" lacks {missing}'
+
+
+def test_namespaced_instances_prefix_their_frames_and_warn_of_two_clocks(ctx):
+    """Side by side in /a and /b with defaults: frames a/... and b/...; both on /clock is
+    the one thing left to the user, so diagnostics say so, naming the fix."""
+    DiagnosticArray = pytest.importorskip('diagnostic_msgs.msg').DiagnosticArray
+    nodes = [SimNode(context=ctx, namespace=ns, parameter_overrides=[
+        Parameter('diagnostics_rate', value=5.0)]) for ns in ('/a', '/b')]
+    bare = SimNode(context=ctx, namespace='/c', node_name='plain', parameter_overrides=[
+        Parameter('frame_prefix', value=''), Parameter('publish_clock', value=False)])
+    client = rclpy.create_node('clock_test_client', context=ctx)
+    ex = MultiThreadedExecutor(num_threads=4, context=ctx)
+    for n in nodes + [bare]:
+        ex.add_node(n)
+    client_ex = rclpy.executors.SingleThreadedExecutor(context=ctx)
+    client_ex.add_node(client)
+    spinners = [SpinThread(e, 30.0) for e in (ex, client_ex)]
+    warned = []
+    sub = client.create_subscription(
+        DiagnosticArray, '/a/diagnostics',
+        lambda m: warned.append(m.status[0].message) if 'publish_clock:=false' in
+        m.status[0].message else None, 10)
+    try:
+        assert [n.frames.prefix for n in nodes + [bare]] == ['a/', 'b/', '']
+        assert nodes[0].frames.body_frames[1:3] == ['a/base', 'a/turret']
+        assert wait_for(lambda: warned, 10.0)
+        assert warned[-1].startswith('2 publishers on /clock')
+    finally:
+        client.destroy_subscription(sub)
+        for sp in spinners:
+            sp.stop(5.0)
+        client.destroy_node()
+        for n in nodes + [bare]:
+            n.destroy_node()
