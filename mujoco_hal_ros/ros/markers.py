@@ -4,7 +4,9 @@ With these and /tf, rviz shows the scene with no URDF: every marker is ``frame_l
 its body frame, so it moves with the body as TF updates. Geoms in groups 0-2 are drawn, as
 MuJoCo's viewer does by default (Menagerie puts collision geoms in group 3). Meshes become
 TRIANGLE_LISTs from the compiled vertices and faces, which already carry the mesh scale and
-sit in the geom frame.
+sit in the geom frame. The other geoms (groups 3-5: Menagerie's collision shapes, often
+made invisible) go to a second array, drawn in one colour, as rviz's RobotModel offers
+its collision geometry: off until asked for.
 """
 
 import mujoco
@@ -17,6 +19,7 @@ VISIBLE_GROUPS = 3
 INFINITE_PLANE = 5.0          # metres drawn for a plane with a zero (infinite) size
 PLANE_THICKNESS = 0.001
 DEFAULT_RGBA = np.array([0.5, 0.5, 0.5, 1.0], dtype=np.float32)
+COLLISION_RGBA = np.array([0.9, 0.45, 0.1, 0.6])
 
 
 def geom_rgba(model, g):
@@ -52,12 +55,12 @@ def mesh_points(model, mesh):
     return verts[faces.reshape(-1)]
 
 
-def geom_markers(model, g, frame):
+def geom_markers(model, g, frame, rgba=None):
     """Markers for geom ``g``; empty for types rviz has no shape for (height fields, SDFs)."""
     gtype = mujoco.mjtGeom(int(model.geom_type[g]))
     size = model.geom_size[g]
     pos, quat = model.geom_pos[g], model.geom_quat[g]
-    rgba = geom_rgba(model, g)
+    rgba = geom_rgba(model, g) if rgba is None else rgba
     ns = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, g) or f'geom{g}'
     mid = 4 * g
     if gtype == mujoco.mjtGeom.mjGEOM_PLANE:
@@ -93,8 +96,9 @@ def geom_markers(model, g, frame):
     return []
 
 
-def scene_markers(model, frames, cancelled=lambda: False):
-    """Every visible geom of the model as one MarkerArray (see module docstring).
+def scene_markers(model, frames, cancelled=lambda: False, collision=False):
+    """Every visible geom of the model as one MarkerArray, or with ``collision`` every other
+    geom (see module docstring).
 
     ``cancelled()`` is asked between geoms so a node shutting down need not wait for
     10^5 triangles; it then returns None.
@@ -103,7 +107,10 @@ def scene_markers(model, frames, cancelled=lambda: False):
     for g in range(model.ngeom):
         if cancelled():
             return None
-        if model.geom_group[g] >= VISIBLE_GROUPS or geom_rgba(model, g)[3] <= 0:
+        visible = model.geom_group[g] < VISIBLE_GROUPS and geom_rgba(model, g)[3] > 0
+        if visible == collision:
             continue
-        array.markers.extend(geom_markers(model, g, frames.body_frames[model.geom_bodyid[g]]))
+        frame = frames.body_frames[model.geom_bodyid[g]]
+        array.markers.extend(geom_markers(model, g, frame, COLLISION_RGBA if collision
+                                          else None))
     return array

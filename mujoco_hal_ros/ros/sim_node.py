@@ -163,6 +163,8 @@ class SimNode(Node):
                                        log, p.camera_background)
         self.static_pub = self.create_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)
         self.markers_pub = self.create_publisher(MarkerArray, 'scene_markers', TF_STATIC_QOS)
+        self.collision_pub = self.create_publisher(MarkerArray, 'collision_markers',
+                                                   TF_STATIC_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
         self.control = Control(self, device)
         # Parts log as they come up; a typo found by the check below must still be the one
@@ -210,11 +212,13 @@ class SimNode(Node):
 
     def _publish_markers(self):
         try:
-            array = markers.scene_markers(self.device.model, self.frames,
-                                          cancelled=self._markers_stop.is_set)
-            with self._markers_lock:
-                if array is not None and not self._markers_stop.is_set():
-                    self.markers_pub.publish(array)
+            for pub, collision in ((self.markers_pub, False), (self.collision_pub, True)):
+                array = markers.scene_markers(self.device.model, self.frames,
+                                              cancelled=self._markers_stop.is_set,
+                                              collision=collision)
+                with self._markers_lock:
+                    if array is not None and not self._markers_stop.is_set():
+                        pub.publish(array)
         except Exception as err:  # noqa: BLE001 - rviz loses the scene, the device works
             if not self._markers_stop.is_set():
                 self.get_logger().error(f'scene_markers: {type(err).__name__}: {err}')
@@ -229,7 +233,8 @@ class SimNode(Node):
         log.info(f'{d["device"]} ({d["id"]}): {d["model"]}, timestep {d["timestep"]:g} s, '
                  f'real_time_factor {self.p.real_time_factor:g}'
                  f'{", paused" if self.p.start_paused else ""}, namespace {ns}')
-        published = self.state.describe() + ['/tf_static', 'scene_markers', 'diagnostics']
+        published = self.state.describe() + ['/tf_static', 'scene_markers',
+                                             'collision_markers', 'diagnostics']
         log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
         log.info('serving: ' + ', '.join(self.control.describe() + (
             self.swap.describe() if self.swap is not None else [])))

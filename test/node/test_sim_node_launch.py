@@ -94,7 +94,10 @@ def test_rviz_config_shows_the_scene_without_a_robot_model(tmp_path):
         cfg = yaml.safe_load(f)
     manager = cfg['Visualization Manager']
     assert manager['Global Options']['Fixed Frame'] == 'world'
-    displays = {d['Class']: d for d in manager['Displays']}
+    collision = [d for d in manager['Displays'] if d['Name'] == 'Collision geoms']
+    assert collision[0]['Topic']['Value'] == '/collision_markers'
+    assert collision[0]['Enabled'] is False                  # as rviz's RobotModel: off
+    displays = {d['Class']: d for d in manager['Displays'] if d['Name'] != 'Collision geoms'}
     assert {'rviz_default_plugins/Grid', 'rviz_default_plugins/TF',
             'rviz_default_plugins/MarkerArray', 'rviz_default_plugins/Image'} <= set(displays)
     assert 'rviz_default_plugins/RobotModel' not in displays
@@ -106,7 +109,8 @@ def test_rviz_config_shows_the_scene_without_a_robot_model(tmp_path):
     path = la.rviz_config('/arm1', SHARE, out_dir=str(tmp_path))
     with open(path, encoding='utf-8') as f:
         moved = yaml.safe_load(f)
-    displays = {d['Class']: d for d in moved['Visualization Manager']['Displays']}
+    displays = {d['Class']: d for d in moved['Visualization Manager']['Displays']
+                if d['Name'] != 'Collision geoms'}
     assert displays['rviz_default_plugins/MarkerArray']['Topic']['Value'] == \
         '/arm1/scene_markers'
     assert displays['rviz_default_plugins/Image']['Topic']['Value'] == \
