@@ -174,13 +174,14 @@ class Probe:
             except Exception:  # noqa: BLE001 - entities destroyed while waiting
                 pass
 
-    def subscribe(self, joint_states=True, image=False, diagnostics=False):
+    def subscribe(self, joint_states=True, image=False, diagnostics=False,
+                  topic='joint_states'):
         subs = []
         if joint_states:
             # MessageInfo: when the node's middleware sent it and when ours received it,
             # before this process's Python executor adds its own delay
             subs.append(self.node.create_subscription(
-                JointState, 'joint_states',
+                JointState, topic,
                 lambda raw, info: self.js.append((time.monotonic(), raw)) or self.js_info.append(
                     (info['source_timestamp'], info['received_timestamp'])), 1000, raw=True))
         if image:
@@ -410,6 +411,33 @@ def cpu_steal():
     return (fields[7] if len(fields) > 7 else 0), sum(fields)
 
 
+def measure_bare_publisher(probe, seconds, priority):
+    """The same p99 window on bench/bare_joint_states.py: a hand-written 500 Hz rclpy
+    publisher at the node's thread priority, with nothing else in its process and no
+    camera anywhere. What this machine and middleware allow any publisher."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'bare_joint_states.py')
+    proc = subprocess.Popen([sys.executable, script, '--rate', '500', '--priority',
+                             str(priority)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    probe.js.clear()
+    probe.js_info.clear()
+    subs = probe.subscribe(topic='bare_joint_states')
+    try:
+        wait_until(lambda: len(probe.js) >= 100, 60.0, 'bare_joint_states')
+        start = len(probe.js)
+        steal0 = cpu_steal()
+        time.sleep(seconds)
+        steal1 = cpu_steal()
+        info = np.array(probe.js_info[start:], dtype=float) * 1e-9
+        received, sent = np.diff(info[:, 1]) * 500.0, np.diff(info[:, 0]) * 500.0
+        return {'p99_interval_periods': float(np.percentile(received, 99)),
+                'p99_sent_interval_periods': float(np.percentile(sent, 99)),
+                'vm_steal': (steal1[0] - steal0[0]) / max(steal1[1] - steal0[1], 1)}
+    finally:
+        probe.drop(subs)
+        stop_sim(proc)
+
+
 def measure_real_time(probe, seconds, latency_rounds, *params, camera=True):
     proc = start_sim('real_time_factor:=1.0', 'publish_rate:=500.0', *params)
     probe.js.clear()
@@ -568,6 +596,8 @@ def main():
         if not args.quick:    # what a user without an rtprio limit gets
             results['ordinary'] = measure_real_time(probe, 20.0, 0, 'thread_priority:=0')
             results['no_camera'] = measure_real_time(probe, 20.0, 0, camera=False)
+        results['bare_publisher'] = measure_bare_publisher(
+            probe, seconds if args.quick else 20.0, 50)
         cam_s, cam_rounds = (seconds, 3) if args.quick else (16.0, 8)
         results.update(measure_camera(probe, cam_s, cam_rounds))
         results['camera_ratio_background'] = measure_camera(
@@ -603,6 +633,13 @@ def main():
               f'{o.get("cameras_in_background", "?")}): p99 received '
               f'{o["p99_interval_periods"]:.2f}, sent {o["p99_sent_interval_periods"]:.2f}; '
               f'measured factor {o["measured_rtf"]:.3f}; VM steal {o["vm_steal"]:.1%}')
+    b = r['bare_publisher']
+    print(f'  baseline, a hand-written 500 Hz rclpy publisher at SCHED_FIFO 50 with no physics '
+          f'or camera: p99 received {b["p99_interval_periods"]:.2f}, sent '
+          f'{b["p99_sent_interval_periods"]:.2f}; VM steal {b["vm_steal"]:.1%}; sim_node with '
+          f'its camera / baseline = {r["p99_interval_periods"] / b["p99_interval_periods"]:.2f}'
+          f' received, {r["p99_sent_interval_periods"] / b["p99_sent_interval_periods"]:.2f} '
+          f'sent')
     if 'no_camera' in r:
         o = r['no_camera']
         print(f'  the same without a camera (what this machine allows): p99 received '
