@@ -227,6 +227,35 @@ def test_panda_zero_config_move_to_body_hand(start_sim, spawn, client):
     finally:
         client.node.destroy_client(desc)
     assert d.id == 'scene' and len([c for c in d.channels if c.direction == 'write']) == 8
+    # every refusal leaves the arm where it was
+    before = np.array(client.latest(JointState, '/joint_states')[0].position)
+    for xyz, site, code in (((0.0, 0.0, 2.5), 'hand', 'UNREACHABLE'),
+                            (tuple(target), 'no_such_site', 'UNKNOWN_NAME'),
+                            ((math.inf, 0.0, 0.5), 'hand', 'INVALID_ARGUMENT')):
+        refused = client.move_to('/move_to', xyz, site=site)
+        assert refused.status == GoalStatus.STATUS_ABORTED and refused.result.code == code, \
+            refused.result.message
+    time.sleep(0.3)
+    after = np.array(client.latest(JointState, '/joint_states')[0].position)
+    np.testing.assert_allclose(after[:7], before[:7], atol=2e-3)
+    # a goal preempted by the next, which hold then stops
+    mover = ActionClient(client.node, MoveToAction, '/move_to')
+    holder = client.node.create_client(Trigger, '/hold')
+    try:
+        assert mover.wait_for_server(timeout_sec=10.0) and holder.wait_for_service(10.0)
+        handles = []
+        for xyz in (start + [0.0, -0.1, -0.05], start + [0.05, 0.05, 0.0]):
+            goal = MoveToAction.Goal(site='hand')
+            goal.target.x, goal.target.y, goal.target.z = (float(v) for v in xyz)
+            handles.append(client.wait(mover.send_goal_async(goal), 30.0))
+        first = client.wait(handles[0].get_result_async(), 20.0)
+        assert first.result.code == 'PREEMPTED'
+        assert client.wait(holder.call_async(Trigger.Request()), 10.0).success
+        assert client.wait(handles[1].get_result_async(), 20.0).result.code == 'STOPPED'
+    finally:
+        mover.destroy()
+        client.node.destroy_client(holder)
+    assert proc.poll() is None
 
 
 def test_two_namespaced_instances_do_not_collide(start_sim, spawn, client):
