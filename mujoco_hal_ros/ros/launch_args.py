@@ -23,6 +23,9 @@ SIM_ARGS = {
     'namespace': ('', 'Namespace for every relative topic, service and action.'),
     'real_time_factor': ('1.0', 'Simulated seconds per wall second; 0 = as fast as possible.'),
     'rviz': ('false', 'Also start rviz2 with config/sim.rviz.'),
+    'rviz_image': ('auto', 'Image topic rviz shows (relative, e.g. wrist/image_raw); "auto": '
+                   'overhead/image_raw on the built-in arm, none on other models; empty: '
+                   'none.'),
     'frame_prefix': ('auto', 'TF frame prefix; "auto": "<namespace>/" when namespaced, else '
                      'none.'),
     'publish_clock': ('true', 'Publish /clock (true on exactly one instance).'),
@@ -137,17 +140,36 @@ def driver_node(args):
             'namespace': namespace(a['namespace']), 'output': 'screen', 'parameters': params}
 
 
-def rviz_config(ns, share_dir, out_dir=None):
-    """config/sim.rviz, with its topics moved under ``ns`` when namespaced (a temp copy)."""
+BUILTIN_IMAGE = 'overhead/image_raw'      # the built-in arm's camera, as config/sim.rviz has it
+
+
+def rviz_image(args):
+    """The image topic rviz shows, relative, or '' for none (see SIM_ARGS)."""
+    a = _with_defaults(args)
+    topic = a['rviz_image'].strip()
+    if topic != 'auto':
+        return topic.strip('/')
+    builtin = not a['model'].strip() and not a['device_file'].strip()
+    return BUILTIN_IMAGE if builtin else ''
+
+
+def rviz_config(ns, share_dir, out_dir=None, image=BUILTIN_IMAGE):
+    """config/sim.rviz, with its topics moved under ``ns`` when namespaced and its Image
+    display showing ``image`` (none when empty): a temp copy where either differs."""
     base = os.path.join(share_dir, 'config', 'sim.rviz')
-    if not ns:
+    if not ns and image == BUILTIN_IMAGE:
         return base
     with open(base, encoding='utf-8') as f:
         text = f.read()
+    if image != BUILTIN_IMAGE:                # another model's camera, or no Image display
+        display = re.compile(r'    - Class: rviz_default_plugins/Image\n(      .*\n)+')
+        text = (display.sub('', text) if not image else
+                text.replace(f'Value: /{BUILTIN_IMAGE}', f'Value: /{image}'))
     text = re.sub(r'(Value|Topic): /(?!tf\b|tf_static\b|clock\b)([A-Za-z_])',
-                  lambda m: f'{m.group(1)}: {ns}/{m.group(2)}', text)
+                  lambda m: f'{m.group(1)}: {ns}/{m.group(2)}', text) if ns else text
     out_dir = out_dir or tempfile.mkdtemp(prefix='mujoco_hal_ros_rviz_')
-    path = os.path.join(out_dir, f'sim{ns.replace("/", "_")}.rviz')
+    name = (ns or '_root').replace('/', '_') + ('_' + image.replace('/', '_') if image else '')
+    path = os.path.join(out_dir, f'sim{name}.rviz')
     with open(path, 'w', encoding='utf-8') as f:
         f.write(text)
     return path
@@ -159,7 +181,7 @@ def rviz_node(args, share_dir):
         return None
     ns = namespace(a['namespace'])
     return {'package': 'rviz2', 'executable': 'rviz2', 'name': 'rviz2', 'output': 'screen',
-            'arguments': ['-d', rviz_config(ns, share_dir)]}
+            'arguments': ['-d', rviz_config(ns, share_dir, image=rviz_image(args))]}
 
 
 def sim_launch(args, share_dir):

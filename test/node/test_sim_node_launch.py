@@ -165,3 +165,25 @@ def test_launch_files_parse_and_use_only_what_launch_args_has(name):
     assert used and all(hasattr(la, attr) for attr in used), used
     assert any(isinstance(n, ast.FunctionDef) and n.name == 'generate_launch_description'
                for n in tree.body)
+
+
+def test_rviz_image_display_follows_the_model(tmp_path):
+    """The Image display shows the built-in arm's camera only on the built-in arm; another
+    model gets none unless rviz_image names one, moved under the namespace like the rest."""
+    def displays(path):
+        with open(path, encoding='utf-8') as f:
+            cfg = yaml.safe_load(f)
+        return {d['Class']: d for d in cfg['Visualization Manager']['Displays']
+                if d['Name'] != 'Collision geoms'}
+    assert la.rviz_image({}) == 'overhead/image_raw'
+    assert la.rviz_image({'model': '/some/scene.xml'}) == ''
+    assert la.rviz_image({'model': '/s.xml', 'rviz_image': '/wrist/image_raw'}) == \
+        'wrist/image_raw'
+    other = displays(la.rviz_config('', SHARE, out_dir=str(tmp_path), image=''))
+    assert 'rviz_default_plugins/Image' not in other
+    assert other['rviz_default_plugins/MarkerArray']['Topic']['Value'] == '/scene_markers'
+    named = displays(la.rviz_config('/arm2', SHARE, out_dir=str(tmp_path),
+                                    image='wrist/image_raw'))
+    assert named['rviz_default_plugins/Image']['Topic']['Value'] == '/arm2/wrist/image_raw'
+    nodes = la.sim_launch({'rviz': 'true', 'model': '/some/scene.xml'}, SHARE)
+    assert 'rviz_default_plugins/Image' not in displays(nodes[1]['arguments'][1])
