@@ -1,8 +1,8 @@
 """The simulated device (and optionally rviz): `ros2 launch mujoco_hal_ros sim.launch.py`.
 
 Arguments: device_file, model, namespace, real_time_factor, rviz, rviz_image (and
-frame_prefix, publish_clock, publish_rate, log_summary, controllers_file). The mapping to parameters lives in
-mujoco_hal_ros/ros/launch_args.py, which the tests cover.
+frame_prefix, publish_clock, publish_rate, log_summary, controllers_file). The mapping to
+parameters lives in mujoco_hal_ros/ros/launch_args.py, which the tests cover.
 """
 
 from ament_index_python.packages import get_package_share_directory
