@@ -139,11 +139,11 @@ class SpinThread:
                 and self.executor.context.ok():
             try:
                 self.executor.spin_once(timeout_sec=0.1)
-            except (InvalidHandle, _rclpy.RCLError):
+            except (InvalidHandle, _rclpy.RCLError, AttributeError):
                 # A test destroyed an entity (an ActionClient: "action client pointer is
-                # invalid") while this thread was building the wait set. Before this was
-                # caught, that race ended the spin thread and every later test of the
-                # module timed out waiting for answers no one took.
+                # invalid", or its _lock already deleted) while this thread was building
+                # the wait set. Before this was caught, that race ended the spin thread and
+                # every later test of the module timed out waiting for answers no one took.
                 pass
 
     def stop(self, join_s=10.0):

@@ -227,8 +227,16 @@ def test_panda_zero_config_move_to_body_hand(start_sim, spawn, client):
     finally:
         client.node.destroy_client(desc)
     assert d.id == 'scene' and len([c for c in d.channels if c.direction == 'write']) == 8
-    # every refusal leaves the arm where it was
-    before = np.array(client.latest(JointState, '/joint_states')[0].position)
+    # every refusal leaves the arm where it was: held and settled first
+    hold = client.node.create_client(Trigger, '/hold')
+    try:
+        assert hold.wait_for_service(10.0)
+        assert client.wait(hold.call_async(Trigger.Request()), 10.0).success
+    finally:
+        client.node.destroy_client(hold)
+    settled = client.latest(JointState, '/joint_states', timeout=10.0, until=lambda got: (
+        max(abs(v) for v in got[-1].velocity[:7]) < 1e-3))
+    before = np.array(settled[-1].position)
     for xyz, site, code in (((0.0, 0.0, 2.5), 'hand', 'UNREACHABLE'),
                             (tuple(target), 'no_such_site', 'UNKNOWN_NAME'),
                             ((math.inf, 0.0, 0.5), 'hand', 'INVALID_ARGUMENT')):
