@@ -438,16 +438,42 @@ def measure_bare_publisher(probe, seconds, priority):
         stop_sim(proc)
 
 
-def measure_real_time(probe, seconds, latency_rounds, *params, camera=True):
+def start_viewer():
+    """bench/image_sink.py on the node's camera: a viewer in its own process, as rviz."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'image_sink.py')
+    return subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+
+
+def stop_viewer(proc):
+    """Frames per second the viewer saw."""
+    import signal
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, _ = proc.communicate(timeout=10.0)
+        got = json.loads(out.strip().splitlines()[-1])
+        return (got['frames'] - 1) / got['span_s'] if got['span_s'] > 0 else 0.0
+    except (subprocess.TimeoutExpired, ValueError, IndexError, KeyError):
+        stop_sim(proc)
+        return 0.0
+
+
+def measure_real_time(probe, seconds, latency_rounds, *params, camera='viewer'):
+    """``camera``: 'viewer' (a viewer process subscribes, as rviz would), 'probe' (this
+    process takes the frames too, next to joint_states), or None."""
     proc = start_sim('real_time_factor:=1.0', 'publish_rate:=500.0', *params)
     probe.js.clear()
     probe.js_info.clear()           # paired with js by index
     probe.images.clear()
     probe.diag.clear()
-    subs = probe.subscribe(joint_states=True, image=camera, diagnostics=True)
+    subs = probe.subscribe(joint_states=True, image=camera == 'probe', diagnostics=True)
+    viewer = start_viewer() if camera == 'viewer' else None
     try:
-        if camera:
+        if camera == 'probe':
             wait_until(lambda: len(probe.images) >= 3, 60.0, 'camera frames')
+        elif camera == 'viewer':
+            wait_until(lambda: any(float(d.get('camera overhead fps', 0)) > 5
+                                   for _, d in probe.diag[-1:]), 60.0, 'camera frames')
         else:
             wait_until(lambda: len(probe.js) >= 100, 60.0, 'joint_states')
         start = len(probe.js)
@@ -466,6 +492,8 @@ def measure_real_time(probe, seconds, latency_rounds, *params, camera=True):
         cam_times = [t for t in probe.images if t >= window[0][0]]
         cam_fps = (len(cam_times) - 1) / (cam_times[-1] - cam_times[0]) \
             if len(cam_times) > 1 else 0.0
+        if viewer is not None:
+            cam_fps, viewer = stop_viewer(viewer), None
         out = {'measured_rtf': stamp / wall, 'joint_states_hz': (len(window) - 1) / wall,
                'p99_interval_periods': float(np.percentile(intervals, 99)),
                'max_interval_periods': float(intervals.max()), 'camera_fps_at_10hz': cam_fps,
@@ -482,6 +510,8 @@ def measure_real_time(probe, seconds, latency_rounds, *params, camera=True):
             out.update(measure_latency(probe, latency_rounds))
     finally:
         probe.drop(subs)
+        if viewer is not None:
+            stop_viewer(viewer)
         stop_sim(proc)
     return out
 
@@ -595,7 +625,7 @@ def main():
         results.update(measure_real_time(probe, seconds if args.quick else 20.0, rounds))
         if not args.quick:    # what a user without an rtprio limit gets
             results['ordinary'] = measure_real_time(probe, 20.0, 0, 'thread_priority:=0')
-            results['no_camera'] = measure_real_time(probe, 20.0, 0, camera=False)
+            results['no_camera'] = measure_real_time(probe, 20.0, 0, camera=None)
         results['bare_publisher'] = measure_bare_publisher(
             probe, seconds if args.quick else 20.0, 50)
         cam_s, cam_rounds = (seconds, 3) if args.quick else (16.0, 8)

@@ -16,6 +16,7 @@ rclpy = pytest.importorskip('rclpy')
 
 from mujoco_hal_ros.ros.sim_node import SimNode  # noqa: E402  (sets headless GL first)
 from mujoco_hal_ros.ros import markers  # noqa: E402
+from mujoco_hal_ros.trajectory import PEAK  # noqa: E402
 from mujoco_hal_ros.ros.tf import FrameTree  # noqa: E402
 from mujoco_hal_ros import menagerie  # noqa: E402
 import mujoco  # noqa: E402
@@ -322,7 +323,9 @@ def test_move_to_action_arrives_with_feedback(sim, move_client):
      'UNREACHABLE'),
     (move_goal(math.nan, 0.0, 0.06), 'INVALID_ARGUMENT'),
     (move_goal(0.17, 0.0, 0.06, site='no_such_site'), 'UNKNOWN_NAME'),
-], ids=['outside-box', 'unreachable', 'nan', 'unknown-site'])
+    (move_goal(0.17, 0.0, 0.06, speed=-0.1), 'INVALID_ARGUMENT'),
+    (move_goal(0.17, 0.0, 0.06, speed=math.inf), 'INVALID_ARGUMENT'),
+], ids=['outside-box', 'unreachable', 'nan', 'unknown-site', 'negative-speed', 'inf-speed'])
 def test_move_to_refusals_change_nothing(sim, move_client, goal, code):
     before = sim.device.goals()
     handle = send(sim, move_client, goal)
@@ -333,6 +336,25 @@ def test_move_to_refusals_change_nothing(sim, move_client, goal, code):
     if code == 'UNREACHABLE':
         assert res.result.miss > 0.001 and math.isfinite(res.result.reached.z)
     assert sim.device.goals() == before
+
+
+def test_move_to_speed_sets_the_pace(sim, move_client):
+    """speed (m/s here: the bench arm's move_to has no speed argument of its own) stretches
+    the path so its peak Cartesian speed is about what was asked: measured in simulated
+    time, so a busy machine does not change it."""
+    hold(sim)
+    tip = sim.device.layout.sites.index('tip')
+    for target in ((0.15, 0.04, 0.05), (0.19, -0.03, 0.07)):
+        start = sim.device.snapshot.site_xpos[tip].copy()
+        dist = float(np.linalg.norm(np.array(target) - start))
+        speed = 0.08
+        t0 = sim.device.snapshot.time
+        res = sim.wait(send(sim, move_client, move_goal(*target, speed=speed))
+                       .get_result_async(), 30.0)
+        took = sim.device.snapshot.time - t0
+        assert res.result.code == 'DONE', res.result.message
+        planned = PEAK * dist / speed                 # min-jerk: peak = PEAK x mean speed
+        assert dist > 0.03 and planned * 0.95 < took < planned + 2.0, (dist, took, planned)
 
 
 def test_second_goal_preempts_the_first(sim, move_client):
@@ -435,6 +457,15 @@ def test_hold_wins_under_a_flood(sim):
             assert sim.call(Trigger, 'hold', Trigger.Request(), timeout=5.0).success
             latencies.append(time.monotonic() - t0)
             time.sleep(0.1)
+        holder = ActionClient(sim.client, HoldAction, 'hold')      # the action, too
+        try:
+            assert holder.wait_for_server(timeout_sec=5.0)
+            h = sim.wait(holder.send_goal_async(HoldAction.Goal()), 5.0)
+            assert h.accepted
+            done = sim.wait(h.get_result_async(), 10.0)
+            assert done.status == GoalStatus.STATUS_SUCCEEDED and done.result.code == 'DONE'
+        finally:
+            holder.destroy()
     finally:
         stop.set()
         for t in flooders:

@@ -547,3 +547,35 @@ def test_namespaced_instances_prefix_their_frames_and_warn_of_two_clocks(ctx):
         client.destroy_node()
         for n in nodes + [bare]:
             n.destroy_node()
+
+
+def test_start_paused_with_a_camera_rate_of_its_own(ctx):
+    """start_paused holds simulated time at the keyframe until pause(false); frames still
+    come, at the camera's own rate (cameras.overhead.rate) rather than camera_rate."""
+    node = make(ctx, start_paused=True, camera_rate=30.0, **{'cameras.overhead.rate': 2.0})
+    client = rclpy.create_node('paused_test_client', context=ctx)
+    ex = MultiThreadedExecutor(num_threads=3, context=ctx)
+    ex.add_node(node)
+    client_ex = rclpy.executors.SingleThreadedExecutor(context=ctx)
+    client_ex.add_node(client)
+    spinners = [SpinThread(e, 30.0) for e in (ex, client_ex)]
+    frames = []
+    sub = client.create_subscription(Image, 'overhead/image_raw',
+                                     lambda m: frames.append(time.monotonic()), 2)
+    try:
+        assert node.cameras.streams[0].cfg.rate == 2.0
+        assert wait_for(lambda: len(frames) >= 2, 20.0)
+        time.sleep(3.0)
+        span = frames[-1] - frames[1]
+        rate = (len(frames) - 2) / span if span > 0 else 0.0
+        assert 1.0 < rate < 3.0, f'{rate:.2f} fps at 2 asked'
+        snap = node.device.snapshot
+        assert snap.paused and snap.time == 0.0 and node.device.health()['steps'] == 0
+        node.device.pause(False)
+        assert wait_for(lambda: node.device.snapshot.time > 0.05, 5.0)
+    finally:
+        client.destroy_subscription(sub)
+        for sp in spinners:
+            sp.stop(5.0)
+        client.destroy_node()
+        node.destroy_node()
