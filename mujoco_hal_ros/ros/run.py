@@ -25,8 +25,11 @@ def one_line(err):
 # A node's state thread wakes every 1-2 ms to publish; when it wakes while another thread
 # runs Python it waits up to this long. Measured with joint_states at 500 Hz and a 640x480
 # camera at 10 fps (bench/bench_node.py): p99 interval between sends 2.1-2.9 periods at 5 ms,
-# 1.6-1.9 at 0.5 ms; the physics thread's steps per CPU second did not change.
-SWITCH_INTERVAL_S = 0.0005
+# 1.6-1.9 at 0.5 ms; six interleaved 15 s pairs at 0.5 ms against 0.1 ms: sent 1.15-1.76
+# (median 1.41) -> 1.11-1.35 (1.26), received 1.55-2.26 (1.98) -> 1.59-1.92 (1.80). Rtf-0
+# stepping did not change beyond this VM's noise (the physics thread releases the GIL for
+# every chunk it steps in C).
+SWITCH_INTERVAL_S = 0.0001
 
 
 # glibc gives a freed block over its trim threshold back to the kernel, and serves blocks
