@@ -411,6 +411,14 @@ def cpu_steal():
     return (fields[7] if len(fields) > 7 else 0), sum(fields)
 
 
+def steal_over(seconds):
+    """Sleep ``seconds`` while a window is sampled; the VM's steal over it (a fraction)."""
+    before = cpu_steal()
+    time.sleep(seconds)
+    after = cpu_steal()
+    return (after[0] - before[0]) / max(after[1] - before[1], 1)
+
+
 def measure_bare_publisher(probe, seconds, priority):
     """The same p99 window on bench/bare_joint_states.py: a hand-written 500 Hz rclpy
     publisher at the node's thread priority, with nothing else in its process and no
@@ -425,14 +433,11 @@ def measure_bare_publisher(probe, seconds, priority):
     try:
         wait_until(lambda: len(probe.js) >= 100, 60.0, 'bare_joint_states')
         start = len(probe.js)
-        steal0 = cpu_steal()
-        time.sleep(seconds)
-        steal1 = cpu_steal()
+        steal = steal_over(seconds)
         info = np.array(probe.js_info[start:], dtype=float) * 1e-9
         received, sent = np.diff(info[:, 1]) * 500.0, np.diff(info[:, 0]) * 500.0
         return {'p99_interval_periods': float(np.percentile(received, 99)),
-                'p99_sent_interval_periods': float(np.percentile(sent, 99)),
-                'vm_steal': (steal1[0] - steal0[0]) / max(steal1[1] - steal0[1], 1)}
+                'p99_sent_interval_periods': float(np.percentile(sent, 99)), 'vm_steal': steal}
     finally:
         probe.drop(subs)
         stop_sim(proc)
@@ -477,9 +482,7 @@ def measure_real_time(probe, seconds, latency_rounds, *params, camera='viewer'):
         else:
             wait_until(lambda: len(probe.js) >= 100, 60.0, 'joint_states')
         start = len(probe.js)
-        steal0 = cpu_steal()
-        time.sleep(seconds)
-        steal1 = cpu_steal()
+        steal = steal_over(seconds)
         window = probe.js[start:]
         info = np.array(probe.js_info[start:start + len(window)], dtype=float) * 1e-9
         first, last = joint_state(window[0][1]), joint_state(window[-1][1])
@@ -499,7 +502,7 @@ def measure_real_time(probe, seconds, latency_rounds, *params, camera='viewer'):
                'max_interval_periods': float(intervals.max()), 'camera_fps_at_10hz': cam_fps,
                'p99_sent_interval_periods': float(np.percentile(sent, 99)),
                'p99_callback_interval_periods': float(np.percentile(handled, 99)),
-               'vm_steal': (steal1[0] - steal0[0]) / max(steal1[1] - steal0[1], 1)}
+               'vm_steal': steal}
         if probe.diag:                   # how the node's threads are scheduled on this machine
             diag = probe.diag[-1][1]
             out['state_thread_scheduling'] = diag.get('state_thread_scheduling', '?')

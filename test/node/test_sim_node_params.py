@@ -1,5 +1,6 @@
 """sim_node parameters: each bad one stops the node with one line; the others take effect."""
 
+import contextlib
 import math
 import threading
 import time
@@ -26,6 +27,30 @@ from mujoco_hal_ros.menagerie import bench_arm_path  # noqa: E402
 from helpers import SpinThread, wait_for  # noqa: E402
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+@contextlib.contextmanager
+def spun(ctx, nodes, client_name, budget=30.0):
+    """``nodes`` spun by three threads, and a client node with an executor of its own (rclpy
+    rebuilds a wait set over every entity of its nodes for each message, and a sim node has
+    dozens); yields the client, destroys every node after."""
+    client = rclpy.create_node(client_name, context=ctx)
+    ex = MultiThreadedExecutor(num_threads=3, context=ctx)
+    for node in nodes:
+        ex.add_node(node)
+    client_ex = rclpy.executors.SingleThreadedExecutor(context=ctx)
+    client_ex.add_node(client)
+    spinners = [SpinThread(e, budget) for e in (ex, client_ex)]
+    try:
+        yield client
+    finally:
+        for spinner in spinners:
+            spinner.stop(5.0)
+        ex.shutdown(timeout_sec=2.0)
+        client_ex.shutdown(timeout_sec=2.0)
+        client.destroy_node()
+        for node in nodes:
+            node.destroy_node()
 
 
 def make(ctx, **overrides):
@@ -89,22 +114,14 @@ def test_zero_config_prefix_no_clock_depth_and_1khz(ctx):
     """The model alone, fast, namespaced frames, no /clock, depth, joint_states at 1 kHz."""
     node = make(ctx, model=bench_arm_path(), frame_prefix='arm1/', publish_clock=False,
                 publish_rate=1000, real_time_factor=0.0, depth='overhead', tf_rate=50)
-    client = rclpy.create_node('params_test_client', context=ctx)
-    # The client gets its own executor: rclpy rebuilds a wait set over every entity of its
-    # nodes for each message, and the sim node has dozens.
-    ex = MultiThreadedExecutor(num_threads=3, context=ctx)
-    ex.add_node(node)
-    client_ex = rclpy.executors.SingleThreadedExecutor(context=ctx)
-    client_ex.add_node(client)
-    spinners = [SpinThread(e, 60.0) for e in (ex, client_ex)]
-    got = {'js': [], 'tf': [], 'static': [], 'depth': []}
-    # raw: the test's own deserialisation must not be what limits the 1 kHz check
-    subs = [client.create_subscription(JointState, 'joint_states',
-                                       lambda m: got['js'].append(time.monotonic()), 100,
-                                       raw=True),
-            client.create_subscription(TFMessage, '/tf', got['tf'].append, 10),
-            client.create_subscription(TFMessage, '/tf_static', got['static'].append, LATCHED)]
-    try:
+    with spun(ctx, [node], 'params_test_client', 60.0) as client:
+        got = {'js': [], 'tf': [], 'static': [], 'depth': []}
+        # raw: the test's own deserialisation must not be what limits the 1 kHz check
+        subs = [client.create_subscription(JointState, 'joint_states',
+                                           lambda m: got['js'].append(time.monotonic()), 100,
+                                           raw=True),
+                client.create_subscription(TFMessage, '/tf', got['tf'].append, 10),
+                client.create_subscription(TFMessage, '/tf_static', got['static'].append, LATCHED)]
         assert node.p.publish_rate == 1000.0            # an integer was taken as a double
         assert node.p.depth == ['overhead']             # a string was taken as a list
         assert node.state.clock_pub is None
@@ -153,13 +170,6 @@ def test_zero_config_prefix_no_clock_depth_and_1khz(ctx):
         assert results[0].code == 'INVALID_ARGUMENT' and 'name a site' in results[0].message
         assert results[1].success and results[1].code == 'DONE', results[1].message
         assert results[1].miss < 0.002
-    finally:
-        for spinner in spinners:
-            spinner.stop(5.0)
-        ex.shutdown(timeout_sec=2.0)
-        client_ex.shutdown(timeout_sec=2.0)
-        client.destroy_node()
-        node.destroy_node()
 
 
 def test_real_time_factor_changes_at_run_time_other_parameters_are_read_only(ctx):
@@ -443,16 +453,10 @@ def test_tracking_camera_frames_move_on_tf_without_a_viewer(ctx, tmp_path):
     scene = tmp_path / 'cart.xml'
     scene.write_text(TRACKING_SCENE)
     node = make(ctx, model=str(scene), keyframe='start', tf_rate=100.0)
-    client = rclpy.create_node('tracking_test_client', context=ctx)
-    ex = MultiThreadedExecutor(num_threads=3, context=ctx)
-    ex.add_node(node)
-    client_ex = rclpy.executors.SingleThreadedExecutor(context=ctx)
-    client_ex.add_node(client)
-    spinners = [SpinThread(e, 30.0) for e in (ex, client_ex)]
-    got, static = [], []
-    subs = [client.create_subscription(TFMessage, '/tf', got.append, 50),
-            client.create_subscription(TFMessage, '/tf_static', static.append, LATCHED)]
-    try:
+    with spun(ctx, [node], 'tracking_test_client', 30.0) as client:
+        got, static = [], []
+        client.create_subscription(TFMessage, '/tf', got.append, 50)
+        client.create_subscription(TFMessage, '/tf_static', static.append, LATCHED)
         assert wait_for(lambda: len(got) > 5 and static, 10.0)
         node.device.set_goals({'push_goal': 0.4})          # metres along the slide
         n = len(got)
@@ -485,13 +489,6 @@ def test_tracking_camera_frames_move_on_tf_without_a_viewer(ctx, tmp_path):
         np.testing.assert_allclose(rot[:, 0], cam[:, 0], atol=1e-6)
         np.testing.assert_allclose(rot[:, 1], -cam[:, 1], atol=1e-6)
         np.testing.assert_allclose(rot[:, 2], -cam[:, 2], atol=1e-6)
-    finally:
-        for sub in subs:
-            client.destroy_subscription(sub)
-        for sp in spinners:
-            sp.stop(5.0)
-        client.destroy_node()
-        node.destroy_node()
 
 
 def test_every_parameter_is_in_the_readme_reference(ctx):
@@ -523,46 +520,26 @@ def test_namespaced_instances_prefix_their_frames_and_warn_of_two_clocks(ctx):
         Parameter('diagnostics_rate', value=5.0)]) for ns in ('/a', '/b')]
     bare = SimNode(context=ctx, namespace='/c', node_name='plain', parameter_overrides=[
         Parameter('frame_prefix', value=''), Parameter('publish_clock', value=False)])
-    client = rclpy.create_node('clock_test_client', context=ctx)
-    ex = MultiThreadedExecutor(num_threads=4, context=ctx)
-    for n in nodes + [bare]:
-        ex.add_node(n)
-    client_ex = rclpy.executors.SingleThreadedExecutor(context=ctx)
-    client_ex.add_node(client)
-    spinners = [SpinThread(e, 30.0) for e in (ex, client_ex)]
-    warned = []
-    sub = client.create_subscription(
-        DiagnosticArray, '/a/diagnostics',
-        lambda m: warned.append(m.status[0].message) if 'publish_clock:=false' in
-        m.status[0].message else None, 10)
-    try:
+    with spun(ctx, nodes + [bare], 'clock_test_client', 30.0) as client:
+        warned = []
+        client.create_subscription(
+            DiagnosticArray, '/a/diagnostics',
+            lambda m: warned.append(m.status[0].message) if 'publish_clock:=false' in
+            m.status[0].message else None, 10)
         assert [n.frames.prefix for n in nodes + [bare]] == ['a/', 'b/', '']
         assert nodes[0].frames.body_frames[1:3] == ['a/base', 'a/turret']
         assert wait_for(lambda: warned, 10.0)
         assert warned[-1].startswith('2 publishers on /clock')
-    finally:
-        client.destroy_subscription(sub)
-        for sp in spinners:
-            sp.stop(5.0)
-        client.destroy_node()
-        for n in nodes + [bare]:
-            n.destroy_node()
 
 
 def test_start_paused_with_a_camera_rate_of_its_own(ctx):
     """start_paused holds simulated time at the keyframe until pause(false); frames still
     come, at the camera's own rate (cameras.overhead.rate) rather than camera_rate."""
     node = make(ctx, start_paused=True, camera_rate=30.0, **{'cameras.overhead.rate': 2.0})
-    client = rclpy.create_node('paused_test_client', context=ctx)
-    ex = MultiThreadedExecutor(num_threads=3, context=ctx)
-    ex.add_node(node)
-    client_ex = rclpy.executors.SingleThreadedExecutor(context=ctx)
-    client_ex.add_node(client)
-    spinners = [SpinThread(e, 30.0) for e in (ex, client_ex)]
-    frames = []
-    sub = client.create_subscription(Image, 'overhead/image_raw',
-                                     lambda m: frames.append(time.monotonic()), 2)
-    try:
+    with spun(ctx, [node], 'paused_test_client', 30.0) as client:
+        frames = []
+        client.create_subscription(Image, 'overhead/image_raw',
+                                   lambda m: frames.append(time.monotonic()), 2)
         assert node.cameras.streams[0].cfg.rate == 2.0
         assert wait_for(lambda: len(frames) >= 2, 20.0)
         time.sleep(3.0)
@@ -573,9 +550,3 @@ def test_start_paused_with_a_camera_rate_of_its_own(ctx):
         assert snap.paused and snap.time == 0.0 and node.device.health()['steps'] == 0
         node.device.pause(False)
         assert wait_for(lambda: node.device.snapshot.time > 0.05, 5.0)
-    finally:
-        client.destroy_subscription(sub)
-        for sp in spinners:
-            sp.stop(5.0)
-        client.destroy_node()
-        node.destroy_node()
