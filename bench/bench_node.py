@@ -20,8 +20,11 @@ process so that each thread's CPU time can be read. Ratios:
   (which adds this process's own executor delay to the node's). The node runs as a user
   starts it: its state thread at SCHED_FIFO 50 where this user may (root here), and the
   full run repeats the measurement with thread_priority:=0, what a user without an rtprio
-  limit gets, and without the camera, the floor this machine allows. Each prints the VM's
-  steal time over its window (/proc/stat): a vCPU the host takes away delays every thread.
+  limit gets, and without the camera. The baseline is bench/bare_joint_states.py, a
+  hand-written 500 Hz rclpy publisher at the same priority with no physics or camera:
+  what this machine and middleware allow any publisher. The camera is watched by
+  bench/image_sink.py in its own process, as rviz would watch it. Each window prints the
+  VM's steal time (/proc/stat): a vCPU the host takes away delays every thread.
 - camera: published frames/s with the camera rate set far above what rendering can do,
   divided by a bare ``mujoco.Renderer`` loop with the same settings and pose, in
   alternating windows.
