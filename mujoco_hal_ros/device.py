@@ -64,7 +64,7 @@ class Log(collections.deque):
 
 
 class Move:
-    """A move in flight: wait for it, poll it, or read its result."""
+    """A move in flight: wait for it, poll it, be called back, or read its result."""
 
     def __init__(self, target, point, action):
         self.target = np.asarray(target, dtype=float)
@@ -78,11 +78,27 @@ class Move:
         self.planned_miss = None
         self.accepted_wall = time.monotonic()
         self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks = []
 
     def finish(self, result):
-        if self.result is None:
+        with self._lock:
+            if self.result is not None:
+                return
             self.result = result
             self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn(self)
+
+    def add_done_callback(self, fn):
+        """``fn(move)`` once the move has its result: on the thread that finishes it (the
+        stepper's: keep it short), or here at once if it already has one."""
+        with self._lock:
+            if self.result is None:
+                self._callbacks.append(fn)
+                return
+        fn(self)
 
     def done(self):
         return self._done.is_set()

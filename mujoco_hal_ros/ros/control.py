@@ -239,6 +239,7 @@ class Control:
         if goal.is_cancel_requested:
             self.device.hold()
         w = self._watch(move=move, goal=goal, feedback=self._move_feedback(goal, move))
+        move.add_done_callback(self._wake_now)        # the result goes out now, not at a poll
         outcome = await w.future
         if outcome is None:
             outcome = {'success': False, 'code': errors.CLOSED, 'message': 'sim_node stopped'}
@@ -257,7 +258,9 @@ class Control:
             return cv.fill_error(res, err)
         if req.wait:
             wait = self.device.params['action_wait']
-            outcome = await self._watch(move=move, deadline=time.monotonic() + wait).future
+            watch = self._watch(move=move, deadline=time.monotonic() + wait)
+            move.add_done_callback(self._wake_now)
+            outcome = await watch.future
             if outcome is not None:
                 return cv.fill_move_result(res, outcome)
             msg = f'still moving after {wait:g} s'

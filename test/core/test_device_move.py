@@ -156,11 +156,18 @@ def test_started_after_action_wait(open_device, h):
 
 def test_newer_move_preempts(bench):
     first = bench.move_to({'x': 170, 'y': 0, 'z': 60}, wait=False)
+    called = []
+    first.add_done_callback(lambda m: called.append(('before', m.result['code'])))
     bench.step(10)
+    assert not called
     second = bench.move_to({'x': 150, 'y': 30, 'z': 50}, wait=False)
     assert first.done() and first.result['code'] == errors.PREEMPTED
+    assert called == [('before', errors.PREEMPTED)]            # once, when it finished
+    first.add_done_callback(lambda m: called.append(('after', m.result['code'])))
+    assert called[-1] == ('after', errors.PREEMPTED)          # already done: at once
     bench.step(3000)
     assert second.result['code'] == errors.DONE and second.result['success']
+    assert len(called) == 2
 
 
 def test_then_and_named_actions(open_device, h):
