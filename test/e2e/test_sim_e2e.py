@@ -17,6 +17,7 @@ rclpy = pytest.importorskip('rclpy')
 from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
@@ -192,6 +193,24 @@ def test_bench_arm_camera_preemption_hold_and_bad_goals_over_dds(start_sim, spaw
         time.sleep(0.3)
         after = np.array(client.latest(JointState, '/joint_states')[0].position)
         np.testing.assert_allclose(after, before, atol=1e-3)
+        # reset: back to the keyframe while /clock keeps going forward
+        clocks = []
+        sub = node.create_subscription(
+            Clock, '/clock', lambda m: clocks.append(m.clock.sec + m.clock.nanosec * 1e-9), 50)
+        resetter = node.create_client(Trigger, '/reset')
+        try:
+            assert resetter.wait_for_service(10.0) and wait_for(lambda: len(clocks) > 10, 10.0)
+            assert client.wait(resetter.call_async(Trigger.Request()), 10.0).success
+            n = len(clocks)
+            assert wait_for(lambda: len(clocks) > n + 20, 10.0)
+        finally:
+            node.destroy_subscription(sub)
+            node.destroy_client(resetter)
+        assert all(b > a for a, b in zip(clocks, clocks[1:])), 'the clock went back on reset'
+        settled = client.latest(JointState, '/joint_states', timeout=10.0, until=lambda got: (
+            max(abs(v) for v in got[-1].velocity) < 0.01))
+        rest = np.array(settled[-1].position)
+        np.testing.assert_allclose(rest, [0.0, 0.2, 0.9, 0.9], atol=0.02)   # the rest keyframe
     finally:
         mover.destroy()
         node.destroy_client(holder)
