@@ -18,7 +18,7 @@ import rclpy
 from rclpy.executors import ExternalShutdownException
 from sensor_msgs.msg import JointState
 
-from mujoco_hal_ros import sched
+from mujoco_hal_ros.fastpath import sched
 
 
 def main():

@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
-from mujoco_hal_ros import gl  # noqa: E402
+from mujoco_hal_ros.render import gl  # noqa: E402
 
 gl.ensure_headless_gl()
 
@@ -31,7 +31,7 @@ import cv2  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
-from mujoco_hal_ros.camera import PNG_PARAMS, CameraRenderer  # noqa: E402
+from mujoco_hal_ros.render.camera import PNG_PARAMS, CameraRenderer  # noqa: E402
 from mujoco_hal_ros.menagerie import bench_arm_path, model_path  # noqa: E402
 
 WIDTH, HEIGHT = 640, 480

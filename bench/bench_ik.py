@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
-from mujoco_hal_ros import ik  # noqa: E402
+from mujoco_hal_ros.motion import ik  # noqa: E402
 from mujoco_hal_ros.menagerie import model_path  # noqa: E402
 
 GOAL_MS = 2.0

@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 
-from mujoco_hal_ros import gl
+from mujoco_hal_ros.render import gl
 
 gl.ensure_headless_gl()
 
@@ -59,8 +59,8 @@ from sensor_msgs.msg import Image, JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from mujoco_hal_ros.action import MoveTo  # noqa: E402
-from mujoco_hal_ros.device import Device  # noqa: E402
-from mujoco_hal_ros.ros.params import builtin_device_file  # noqa: E402
+from mujoco_hal_ros.sim.device import Device  # noqa: E402
+from mujoco_hal_ros.ros.sim.params import builtin_device_file  # noqa: E402
 from mujoco_hal_ros.menagerie import bench_arm_path  # noqa: E402
 
 OVERHEAD_GOAL = 0.85
@@ -328,7 +328,7 @@ def node_rtf0(seconds, swap=True, rounds=3):
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
     from mujoco_hal_ros.ros.run import tune_interpreter
-    from mujoco_hal_ros.ros.sim_node import SimNode
+    from mujoco_hal_ros.ros.sim.sim_node import SimNode
     tune_interpreter()                # as the sim_node executable does
     params = {'real_time_factor': 0.0, 'publish_rate': 1000.0, 'tf_rate': 1000.0}
     if not swap:

@@ -27,7 +27,7 @@ import numpy as np
 
 from mujoco_hal_ros import menagerie
 from mujoco_hal_ros.pool import EnvPool
-from mujoco_hal_ros.ros.pool_client import ShardedPoolClient
+from mujoco_hal_ros.ros.pool.pool_client import ShardedPoolClient
 
 
 def node_command():
@@ -35,8 +35,8 @@ def node_command():
         path = os.path.join(prefix, 'lib', 'mujoco_hal_ros', 'pool_node')
         if prefix and os.access(path, os.X_OK):
             return [sys.executable, path]
-    return [sys.executable, '-c', 'import sys; from mujoco_hal_ros.ros.pool_node import main; '
-            'sys.exit(main())']
+    return [sys.executable, '-c',
+            'import sys; from mujoco_hal_ros.ros.pool.pool_node import main; sys.exit(main())']
 
 
 def cpu_seconds(pid):

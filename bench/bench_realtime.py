@@ -18,7 +18,7 @@ import time
 sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(__file__), '..')))
 
 from mujoco_hal_ros import menagerie  # noqa: E402
-from mujoco_hal_ros.device import Device  # noqa: E402
+from mujoco_hal_ros.sim.device import Device  # noqa: E402
 
 
 def main(argv=None):

@@ -24,7 +24,7 @@ import mujoco
 sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(__file__), '..')))
 
 from mujoco_hal_ros import menagerie  # noqa: E402
-from mujoco_hal_ros.device import Device  # noqa: E402
+from mujoco_hal_ros.sim.device import Device  # noqa: E402
 
 
 def slow_doc(path, model):

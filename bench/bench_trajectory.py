@@ -34,8 +34,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 
 import numpy as np  # noqa: E402
 
-from mujoco_hal_ros import joint_trajectory as jt  # noqa: E402
-from mujoco_hal_ros.device import Device  # noqa: E402
+from mujoco_hal_ros.motion import joint_trajectory as jt  # noqa: E402
+from mujoco_hal_ros.sim.device import Device  # noqa: E402
 from mujoco_hal_ros.menagerie import model_path  # noqa: E402
 
 DURATION = 5.0
@@ -115,7 +115,7 @@ class ActionRig:
         from control_msgs.action import FollowJointTrajectory
         from rclpy.action import ActionClient
         from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
-        from mujoco_hal_ros.ros.swap import attach_swap_interfaces
+        from mujoco_hal_ros.ros.swap.serve import attach_swap_interfaces
         from rclpy.action import GoalResponse
         self.rclpy = rclpy
         self.FJT = FollowJointTrajectory

@@ -12,7 +12,7 @@ import re
 import tempfile
 
 from ..errors import ConfigError
-from .params import auto_prefix
+from .sim.params import auto_prefix
 
 PACKAGE = 'mujoco_hal_ros'
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mujoco_hal_ros import menagerie
-from mujoco_hal_ros.device import Device
+from mujoco_hal_ros.sim.device import Device
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, '..', '..'))

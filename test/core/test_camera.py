@@ -14,9 +14,9 @@ import threading
 import numpy as np
 import pytest
 
-from mujoco_hal_ros import gl
-from mujoco_hal_ros.camera import (MAX_SIZE, OPTICAL_FROM_MUJOCO, CameraRenderer, camera_names,
-                                   encode_png, list_cameras)
+from mujoco_hal_ros.render import gl
+from mujoco_hal_ros.render.camera import (MAX_SIZE, OPTICAL_FROM_MUJOCO, CameraRenderer,
+                                          camera_names, encode_png, list_cameras)
 from mujoco_hal_ros.errors import ClosedError, DeviceError, InvalidArgument, UnknownName
 from mujoco_hal_ros.menagerie import bench_arm_path
 
@@ -348,7 +348,7 @@ def test_background_rendering_yields_the_cpu(model, data):
     """Background rendering puts Mesa's software rasteriser threads on SCHED_IDLE, so frames
     never push physics or state publishing off the cores; threads that run Python (the GL
     thread, the caller) keep their policy, so none can sit on the GIL while starved."""
-    from mujoco_hal_ros.camera import _rasteriser_threads
+    from mujoco_hal_ros.render.camera import _rasteriser_threads
     with CameraRenderer(model, 'overhead', 64, 48, background=True) as renderer:
         expected = renderer.render_rgb(data)
         raster = _rasteriser_threads()
@@ -366,7 +366,7 @@ def test_background_rendering_yields_the_cpu(model, data):
 def test_rasterisers_move_between_background_and_normal_priority(model, data):
     """What camera_background:=auto does while a camera is watched: down needs no
     privilege; back up needs CAP_SYS_NICE or RLIMIT_NICE, and says False where refused."""
-    from mujoco_hal_ros.camera import _rasteriser_threads, rasterisers_in_background
+    from mujoco_hal_ros.render.camera import _rasteriser_threads, rasterisers_in_background
     with CameraRenderer(model, 'overhead', 64, 48) as renderer:
         expected = renderer.render_rgb(data)
         raster = _rasteriser_threads()
@@ -403,7 +403,7 @@ def _run_clean(code, **env):
 
 
 def test_headless_picks_egl_before_mujoco_import():
-    code = ('import os; from mujoco_hal_ros import gl; b = gl.ensure_headless_gl(); '
+    code = ('import os; from mujoco_hal_ros.render import gl; b = gl.ensure_headless_gl(); '
             'import mujoco.rendering.classic.gl_context as g; '
             'print(b, os.environ["MUJOCO_GL"], os.environ["PYOPENGL_PLATFORM"], '
             'g.GLContext.__module__)')
@@ -411,9 +411,9 @@ def test_headless_picks_egl_before_mujoco_import():
 
 
 def test_user_choice_wins_and_late_call_repairs():
-    code = 'from mujoco_hal_ros import gl; print(gl.ensure_headless_gl())'
+    code = 'from mujoco_hal_ros.render import gl; print(gl.ensure_headless_gl())'
     assert _run_clean(code, MUJOCO_GL='osmesa') == ['osmesa']
-    late = ('import mujoco; from mujoco_hal_ros import gl; '
+    late = ('import mujoco; from mujoco_hal_ros.render import gl; '
             'import mujoco.rendering.classic.gl_context as g; '
             'print(g.GLContext.__module__, gl.ensure_headless_gl(), g.GLContext.__module__)')
     assert _run_clean(late) == ['mujoco.glfw', 'egl', 'mujoco.egl']

@@ -9,10 +9,12 @@ import time
 import numpy as np
 import pytest
 
-from mujoco_hal_ros import errors, kernel
-from mujoco_hal_ros.device import Device
+from mujoco_hal_ros import errors
+
+from mujoco_hal_ros.config import limits
+from mujoco_hal_ros.sim.device import Device
 from mujoco_hal_ros.errors import DeviceError
-from mujoco_hal_ros.trajectory import PEAK
+from mujoco_hal_ros.motion.trajectory import PEAK
 
 DT = 0.002
 REST = {'pan': 0.0, 'lift': 0.2, 'elbow': 0.9, 'wrist': 0.9}
@@ -247,7 +249,7 @@ def test_hold_runs_inside_a_long_step(open_device, h):
     million steps; the steps go on from the held setpoints."""
     dev = open_device(h.BENCH_YAML, start_paused=True)
     dev.set_goals({'pan_goal': 30})
-    job = dev.step(kernel.MAX_STEPS, wait=False)
+    job = dev.step(limits.MAX_STEPS, wait=False)
     t0 = dev.snapshot.time
     deadline = time.monotonic() + 5.0
     while dev.snapshot.time < t0 + 0.05 and time.monotonic() < deadline:

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from mujoco_hal_ros import device_file
-from mujoco_hal_ros.device import Device
+from mujoco_hal_ros.config import device_file
+from mujoco_hal_ros.sim.device import Device
 from mujoco_hal_ros.errors import CONFIG_ERROR, MODEL_ERROR, ConfigError, DeviceError
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from mujoco_hal_ros import errors
 from mujoco_hal_ros.errors import DeviceError
-from mujoco_hal_ros.trajectory import PEAK
+from mujoco_hal_ros.motion.trajectory import PEAK
 
 DT = 0.002
 TOL = 1e-3

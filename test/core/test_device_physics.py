@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mujoco_hal_ros import errors
-from mujoco_hal_ros.trajectory import MinJerkPlan
+from mujoco_hal_ros.motion.trajectory import MinJerkPlan
 
 DT = 0.002
 
@@ -168,7 +168,7 @@ def test_stepper_survives_an_error_in_its_loop(bench):
 
 
 def test_rollout_chunks_match_python_steps(open_device, h, monkeypatch):
-    from mujoco_hal_ros import stepper
+    from mujoco_hal_ros.sim import stepper
     monkeypatch.setattr(stepper, 'ROLLOUT_MIN', 2)     # step(n) chunks are 2 steps here
     devs = [open_device(h.BENCH_YAML, start_paused=True) for _ in range(2)]
     calls = []

@@ -11,7 +11,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from mujoco_hal_ros import cartesian, errors, ik
+from mujoco_hal_ros.motion import cartesian, ik
+
+from mujoco_hal_ros import errors
 from mujoco_hal_ros.errors import InvalidArgument, UnknownName
 from mujoco_hal_ros.menagerie import bench_arm_path, model_path
 

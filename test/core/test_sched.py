@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from mujoco_hal_ros import sched
+from mujoco_hal_ros.fastpath import sched
 
 
 def _in_thread(fn):

@@ -7,8 +7,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from mujoco_hal_ros import device_file, units
-from mujoco_hal_ros.channels import Layout
+from mujoco_hal_ros.config import device_file, units
+from mujoco_hal_ros.config.channels import Layout
 from mujoco_hal_ros.errors import CONFIG_ERROR, ConfigError
 
 

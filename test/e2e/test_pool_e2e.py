@@ -18,8 +18,8 @@ rclpy = pytest.importorskip('rclpy')
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.errors import DeviceError  # noqa: E402
 from mujoco_hal_ros.pool import EnvPool  # noqa: E402
-from mujoco_hal_ros.ros.pool_client import ShardedPoolClient  # noqa: E402
-from mujoco_hal_ros.ros.pool_node import model_fingerprint  # noqa: E402
+from mujoco_hal_ros.ros.pool.pool_client import ShardedPoolClient  # noqa: E402
+from mujoco_hal_ros.ros.pool.pool_node import model_fingerprint  # noqa: E402
 from helpers import exit_lines, START_S  # noqa: E402
 
 

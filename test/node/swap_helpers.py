@@ -14,7 +14,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from mujoco_hal_ros.ros.swap import attach_swap_interfaces
+from mujoco_hal_ros.ros.swap.serve import attach_swap_interfaces
 from helpers import duration, SpinInline  # duration: test_trajectory_controller takes it here
 
 

@@ -9,9 +9,9 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Image, JointState
 from tf2_msgs.msg import TFMessage
 
-from mujoco_hal_ros.ros import cdr
-from mujoco_hal_ros.ros.cameras import raw_images_ok
-from mujoco_hal_ros.ros.streams import raw_messages_ok
+from mujoco_hal_ros.fastpath import cdr
+from mujoco_hal_ros.ros.sim.cameras import raw_images_ok
+from mujoco_hal_ros.ros.sim.streams import raw_messages_ok
 
 # names whose lengths exercise every string padding (0..3 bytes) and a non-ASCII one
 NAMES = ['a', 'bb', 'ccc', 'dddd', 'joint_5', 'épaule']

@@ -24,9 +24,9 @@ from mujoco_hal_ros.action import Evaluate  # noqa: E402
 from mujoco_hal_ros.errors import DeviceError  # noqa: E402
 from mujoco_hal_ros.msg import FloatArray  # noqa: E402
 from mujoco_hal_ros.pool import EnvPool  # noqa: E402
-from mujoco_hal_ros.ros import pool_node  # noqa: E402
-from mujoco_hal_ros.ros.arrays import to_msg  # noqa: E402
-from mujoco_hal_ros.ros.pool_node import PoolNode  # noqa: E402
+from mujoco_hal_ros.ros.pool import pool_node  # noqa: E402
+from mujoco_hal_ros.ros.pool.arrays import to_msg  # noqa: E402
+from mujoco_hal_ros.ros.pool.pool_node import PoolNode  # noqa: E402
 from mujoco_hal_ros.srv import PoolInfo, PoolReset, SiteJacobians  # noqa: E402
 from helpers import SpunNodes, wait_for  # noqa: E402
 

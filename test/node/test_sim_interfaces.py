@@ -22,7 +22,7 @@ from simulation_interfaces.srv import (GetEntityState, GetSimulationState,  # no
                                        SetSimulationState, StepSimulation)
 
 from mujoco_hal_ros import menagerie  # noqa: E402
-from mujoco_hal_ros.device import Device  # noqa: E402
+from mujoco_hal_ros.sim.device import Device  # noqa: E402
 from swap_helpers import DEG, Harness  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))

@@ -14,10 +14,10 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from mujoco_hal_ros.ros.sim_node import SimNode  # noqa: E402  (sets headless GL first)
-from mujoco_hal_ros.ros import markers  # noqa: E402
-from mujoco_hal_ros.trajectory import PEAK  # noqa: E402
-from mujoco_hal_ros.ros.tf import FrameTree  # noqa: E402
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
+from mujoco_hal_ros.ros.sim import markers  # noqa: E402
+from mujoco_hal_ros.motion.trajectory import PEAK  # noqa: E402
+from mujoco_hal_ros.ros.sim.tf import FrameTree  # noqa: E402
 from mujoco_hal_ros import menagerie  # noqa: E402
 import mujoco  # noqa: E402
 

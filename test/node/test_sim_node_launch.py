@@ -8,7 +8,7 @@ import yaml
 
 from mujoco_hal_ros.errors import ConfigError
 from mujoco_hal_ros.ros import launch_args as la
-from mujoco_hal_ros.ros.params import share_dir
+from mujoco_hal_ros.ros.sim.params import share_dir
 
 SHARE = share_dir()
 
@@ -122,7 +122,7 @@ def test_rviz_config_shows_the_scene_without_a_robot_model(tmp_path):
 def test_launch_parameters_are_what_sim_node_accepts():
     rclpy = pytest.importorskip('rclpy')
     from rclpy.parameter import Parameter
-    from mujoco_hal_ros.ros.sim_node import SimNode
+    from mujoco_hal_ros.ros.sim.sim_node import SimNode
     ctx = rclpy.Context()
     rclpy.init(context=ctx, args=[])
     try:

@@ -11,8 +11,8 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from mujoco_hal_ros.ros import sim_node  # noqa: E402  (sets headless GL first)
-from mujoco_hal_ros.ros.sim_node import SimNode  # noqa: E402
+from mujoco_hal_ros.ros.sim import sim_node  # noqa: E402  (sets headless GL first)
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402
 
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
@@ -193,7 +193,7 @@ def test_camera_threads_render_in_the_background_and_stop_with_the_node(ctx):
     as SCHED_IDLE, so frames never delay physics or joint_states; the camera and GL threads
     end with the node."""
     import os
-    from mujoco_hal_ros.camera import _rasteriser_threads
+    from mujoco_hal_ros.render.camera import _rasteriser_threads
     node = make(ctx, camera_rate=20.0, camera_background=True)
     assert node.p.camera_background == 'true' and node.cameras.background is True
     client = rclpy.create_node('camera_threads_client', context=ctx)
@@ -298,7 +298,7 @@ def test_depth_camera_publishes_metres_matching_the_rgb_frame(ctx):
 
 
 def _fifo_allowed():
-    from mujoco_hal_ros import sched
+    from mujoco_hal_ros.fastpath import sched
     out = []
 
     def ask():
@@ -318,7 +318,7 @@ def _state_thread_policy():
 
 def _rasteriser_policies():
     import os
-    from mujoco_hal_ros.camera import _rasteriser_threads
+    from mujoco_hal_ros.render.camera import _rasteriser_threads
     return {os.sched_getscheduler(tid) for tid in _rasteriser_threads()}
 
 
@@ -390,7 +390,7 @@ def test_state_thread_that_falls_behind_gives_its_priority_back(ctx, monkeypatch
     ordinary scheduling and says what to lower; frames that camera_background:=auto had
     moved to normal priority go back to the background with it."""
     import os
-    from mujoco_hal_ros.ros import streams
+    from mujoco_hal_ros.ros.sim import streams
     publish = streams.StatePublisher._publish
     slow_down = threading.Event()
 

@@ -14,7 +14,7 @@ from rclpy.action import ActionClient
 from trajectory_msgs.msg import JointTrajectory
 
 from mujoco_hal_ros import menagerie
-from mujoco_hal_ros.device import Device
+from mujoco_hal_ros.sim.device import Device
 from swap_helpers import DEG, Harness, duration, trajectory
 
 R = FollowJointTrajectory.Result

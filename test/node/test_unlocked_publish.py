@@ -12,8 +12,8 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
-from mujoco_hal_ros.ros import cdr  # noqa: E402
-from mujoco_hal_ros.ros.unlocked_publish import BytesPublisher  # noqa: E402
+from mujoco_hal_ros.fastpath import cdr  # noqa: E402
+from mujoco_hal_ros.fastpath.unlocked_publish import BytesPublisher  # noqa: E402
 from helpers import SpinThread, wait_for  # noqa: E402
 
 

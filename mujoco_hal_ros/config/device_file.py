@@ -1,0 +1,300 @@
+"""The device file: YAML that names the model, its channels, limits and actions.
+
+Parsing is strict on purpose: an unknown or misspelt key is an error naming its path
+(``write.pan_goal.max_chnage_per_s``), since a silently ignored limit is a safety bug.
+The result is plain dicts of checked values; resolving names against the model is
+``channels.py``'s job.
+"""
+
+import copy
+import os
+import re
+
+import yaml
+
+from ..errors import ConfigError
+from .units import finite_float, parse_quantity
+
+TOP_KEYS = {'device', 'id', 'connect', 'read', 'write', 'actions', 'safe_state', 'hazard',
+            'description'}
+CONNECT_KEYS = {'mujoco', 'model', 'keyframe', 'timestep', 'action_wait', 'tolerance',
+                'aim_tolerance', 'real_time_factor', 'gravity_compensation'}
+READ_KEYS = {'unit', 'every', 'map', 'type', 'description', 'min', 'max'}
+READ_MAP_KEYS = {'joint', 'site', 'body', 'axis', 'camera', 'width', 'height', 'depth',
+                 'sensor', 'unit'}
+WRITE_KEYS = {'unit', 'min', 'max', 'max_change_per_s', 'map', 'description'}
+WRITE_MAP_KEYS = {'actuator', 'joint', 'unit'}
+ACTION_KEYS = {'args', 'map', 'effects', 'description'}
+ARG_KEYS = {'unit', 'min', 'max', 'description'}
+ACTION_MAP_KEYS = {'command', 'site', 'body', 'axes', 'at', 'aim', 'joints', 'then', 'speed',
+                   'path', 'path_tolerance'}
+AIM_KEYS = {'axis', 'toward'}
+COMMANDS = ('move_to', 'hold')
+HAZARDS = ('none', 'low', 'medium', 'high')
+AXES = ('x', 'y', 'z')
+
+
+def _keys(section, allowed, where):
+    if not isinstance(section, dict):
+        raise ConfigError(f'expected a mapping, got {type(section).__name__}', where=where)
+    for key in section:
+        if key not in allowed:
+            raise ConfigError(f'unknown key {key!r}', where=where,
+                              allowed=', '.join(sorted(allowed)))
+    return section
+
+
+def _mapping(section, where):
+    """A section that may be left out (None) or must be a mapping."""
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise ConfigError(f'expected a mapping, got {type(section).__name__}', where=where)
+    return section
+
+
+def _name(value, where):
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f'expected a non-empty name, got {value!r}', where=where)
+    return value
+
+
+_FLOAT = re.compile(r'^\s*[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+\s*$')
+
+
+def number(value, where):
+    # YAML 1.1 reads 1e-3 (no dot) as a string; it is plainly a number, so take it.
+    if isinstance(value, str) and _FLOAT.match(value):
+        value = float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f'expected a finite number, got {value!r}', where=where)
+    return finite_float(value, 'number', where)
+
+
+def vector3(value, where):
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise ConfigError(f'expected 3 numbers, got {value!r}', where=where)
+    out = [number(v, f'{where}[{i}]') for i, v in enumerate(value)]
+    if not any(out):
+        raise ConfigError('a direction cannot be all zeros', where=where)
+    return out
+
+
+def _limits(entry, where):
+    """Check min/max and store them back as floats."""
+    lo = number(entry['min'], f'{where}.min') if 'min' in entry else None
+    hi = number(entry['max'], f'{where}.max') if 'max' in entry else None
+    if lo is not None and hi is not None and lo > hi:
+        raise ConfigError(f'min {lo} is above max {hi}', where=where)
+    for key, value in (('min', lo), ('max', hi)):
+        if value is not None:
+            entry[key] = value
+    return lo, hi
+
+
+def _channels(section, keys, map_keys, where):
+    out = {}
+    for name, entry in _mapping(section, where).items():
+        here = f'{where}.{name}'
+        _name(name, here)
+        entry = _keys(entry if entry is not None else {}, keys, here)
+        if 'map' in entry:
+            _keys(entry['map'], map_keys, f'{here}.map')
+        _limits(entry, here)
+        if 'unit' in entry and not isinstance(entry['unit'], str):
+            raise ConfigError(f'expected a unit name, got {entry["unit"]!r}', where=here)
+        if 'max_change_per_s' in entry:
+            rate = number(entry['max_change_per_s'], f'{here}.max_change_per_s')
+            entry['max_change_per_s'] = rate
+            if rate <= 0:
+                raise ConfigError('must be above zero (leave it out to jump in one step)',
+                                  where=f'{here}.max_change_per_s')
+        axis = (entry.get('map') or {}).get('axis')
+        if axis is not None and axis not in AXES:
+            raise ConfigError(f'unknown axis {axis!r}', where=f'{here}.map.axis',
+                              allowed='x, y, z')
+        if entry.get('type', 'scalar') not in ('scalar', 'image'):
+            raise ConfigError(f'unknown channel type {entry["type"]!r}', where=f'{here}.type',
+                              allowed='scalar, image')
+        out[name] = entry
+    return out
+
+
+def _action(name, entry, write, where):
+    entry = _keys(entry if entry is not None else {}, ACTION_KEYS, where)
+    amap = _keys(entry.get('map', {}) or {}, ACTION_MAP_KEYS, f'{where}.map')
+    command = amap.get('command', name if name in COMMANDS else None)
+    if command not in COMMANDS:
+        raise ConfigError(f'no known command for action {name!r}', where=f'{where}.map.command',
+                          allowed=', '.join(COMMANDS))
+    args = {}
+    for arg, spec in _mapping(entry.get('args'), f'{where}.args').items():
+        here = f'{where}.args.{arg}'
+        _name(arg, here)
+        spec = _keys(spec if spec is not None else {}, ARG_KEYS, here)
+        _limits(spec, here)
+        if 'unit' in spec and not isinstance(spec['unit'], str):
+            raise ConfigError(f'expected a unit name, got {spec["unit"]!r}', where=here)
+        args[arg] = spec
+    if 'aim' in amap:
+        aim = _keys(amap['aim'], AIM_KEYS, f'{where}.map.aim')
+        for key in AIM_KEYS:
+            if key not in aim:
+                raise ConfigError(f'aim needs {key!r}', where=f'{where}.map.aim')
+            vector3(aim[key], f'{where}.map.aim.{key}')
+    effects = entry.get('effects', [])
+    if not isinstance(effects, list) or not all(isinstance(e, str) for e in effects):
+        raise ConfigError('expected a list of goal channel names', where=f'{where}.effects')
+    for effect in effects:
+        if effect not in write:
+            raise ConfigError(f'{effect!r} is not a goal channel', where=f'{where}.effects',
+                              allowed=', '.join(write) or 'none')
+    then = amap.get('then', {}) or {}
+    if not isinstance(then, dict):
+        raise ConfigError('expected channel: value pairs', where=f'{where}.map.then')
+    for key in ('site', 'body'):
+        if key in amap:
+            _name(amap[key], f'{where}.map.{key}')
+    for channel, value in then.items():
+        number(value, f'{where}.map.then.{channel}')
+        if channel not in effects:
+            raise ConfigError(f'action {name!r} sets {channel!r} in `then` but does not list '
+                              'it in effects; add it to effects', where=f'{where}.effects')
+    if command == 'move_to':
+        for key in ('axes', 'at'):
+            if not isinstance(amap.get(key, {}), dict):
+                raise ConfigError('expected a mapping', where=f'{where}.map.{key}')
+        for arg, axis in amap.get('axes', {}).items():
+            if arg not in args or axis not in AXES:
+                raise ConfigError(f'axes maps argument {arg!r} to {axis!r}',
+                                  where=f'{where}.map.axes',
+                                  allowed=f'arguments {sorted(args)} to x, y or z')
+        if amap.get('path', 'joint') not in ('joint', 'cartesian'):
+            raise ConfigError(f'unknown path {amap["path"]!r}', where=f'{where}.map.path',
+                              allowed='joint, cartesian')
+        speed = amap.get('speed')
+        if speed is not None:
+            if speed not in args:
+                raise ConfigError(f'speed names {speed!r}, which is not an argument',
+                                  where=f'{where}.map.speed', allowed=', '.join(args))
+            lo = args[speed].get('min')
+            if lo is None or lo <= 0:
+                raise ConfigError('a speed argument needs a min above zero',
+                                  where=f'{where}.args.{speed}.min')
+    return {'name': name, 'command': command, 'args': args, 'map': amap, 'effects': effects}
+
+
+def _connect(section):
+    """connect: the model (an environment variable or a path), keyframe and parameters."""
+    connect = _keys(_mapping(section, 'connect'), CONNECT_KEYS, 'connect')
+    for key in ('mujoco', 'model', 'keyframe'):
+        if key in connect and connect[key] is not None:
+            _name(connect[key], f'connect.{key}')
+    for key, kind in (('timestep', 'time'), ('action_wait', 'time'), ('tolerance', 'length'),
+                      ('aim_tolerance', 'angle')):
+        if key in connect:
+            value = parse_quantity(connect[key], kind, f'connect.{key}')
+            if not value > 0:
+                raise ConfigError(f'must be above zero, got {connect[key]!r}',
+                                  where=f'connect.{key}')
+    if 'gravity_compensation' in connect and \
+            not isinstance(connect['gravity_compensation'], bool):
+        raise ConfigError(f'expected true or false, got {connect["gravity_compensation"]!r}',
+                          where='connect.gravity_compensation')
+    if 'real_time_factor' in connect:
+        rtf = number(connect['real_time_factor'], 'connect.real_time_factor')
+        if rtf < 0:
+            raise ConfigError('must be 0 (as fast as possible) or above',
+                              where='connect.real_time_factor')
+    return connect
+
+
+def parse(doc, source='device file'):
+    """Check a loaded device-file mapping; return it with channels and actions normalised."""
+    if doc is None:
+        doc = {}
+    _keys(doc, TOP_KEYS, source)
+    doc = copy.deepcopy(doc)         # the checks normalise values in place
+    connect = _connect(doc.get('connect'))
+    read = _channels(doc.get('read'), READ_KEYS, READ_MAP_KEYS, 'read')
+    write = _channels(doc.get('write'), WRITE_KEYS, WRITE_MAP_KEYS, 'write')
+    actions = {}
+    for name, entry in _mapping(doc.get('actions'), 'actions').items():
+        actions[_name(name, 'actions')] = _action(name, entry, write, f'actions.{name}')
+    safe = doc.get('safe_state', {'action': 'hold'}) or {'action': 'hold'}
+    _keys(safe, {'action'}, 'safe_state')
+    safe = {'action': safe.get('action', 'hold')}
+    if safe['action'] != 'hold' and safe['action'] not in actions:
+        raise ConfigError(f'safe_state names unknown action {safe["action"]!r}',
+                          where='safe_state.action', allowed=', '.join(actions) or 'hold')
+    hazard = doc.get('hazard', 'none')
+    if not isinstance(hazard, str) or hazard not in HAZARDS:
+        raise ConfigError(f'unknown hazard {hazard!r}', where='hazard',
+                          allowed=', '.join(HAZARDS))
+    return {'device': str(doc.get('device', '')), 'id': str(doc.get('id', '')),
+            'connect': connect, 'read': read, 'write': write, 'actions': actions,
+            'safe_state': safe, 'hazard': hazard}
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice (YAML would keep the last silently)."""
+
+
+def _no_duplicates(loader, node, deep=False):
+    seen = set()
+    for key_node, _value in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+        except TypeError:
+            duplicate = False
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                None, None, f'key {key!r} is given twice', key_node.start_mark)
+        try:
+            seen.add(key)
+        except TypeError:
+            pass
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
+
+
+def load(path):
+    """Read and check a device file; errors name the file and the key."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise ConfigError(f'expected a device file path, got {path!r}', where='device_file')
+    try:
+        with open(path, encoding='utf-8') as handle:
+            doc = yaml.load(handle, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
+    except OSError as exc:
+        raise ConfigError(f'cannot read device file: {exc.strerror}', where=str(path)) from None
+    except UnicodeDecodeError:
+        raise ConfigError('not a text (UTF-8) file', where=str(path)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'not valid YAML: {exc}', where=str(path)) from None
+    spec = parse(doc, source=str(path))
+    spec['path'] = os.path.abspath(path)
+    return spec
+
+
+def model_path(spec, override=None, environ=os.environ):
+    """The MJCF path: an explicit override, else the variable named by connect.mujoco."""
+    if override:
+        return override
+    connect = spec['connect']
+    if 'model' in connect:
+        path = connect['model']
+        base = os.path.dirname(spec.get('path', '.'))
+        return path if os.path.isabs(path) else os.path.join(base, path)
+    var = connect.get('mujoco')
+    if not var:
+        raise ConfigError('no model: set connect.mujoco to an environment variable that '
+                          'holds the MJCF path, or pass a model path', where='connect')
+    value = environ.get(var)
+    if not value:
+        raise ConfigError(f'environment variable {var} is not set; export {var}=/path/to/'
+                          'model.xml or pass the model path explicitly',
+                          where='connect.mujoco')
+    return value

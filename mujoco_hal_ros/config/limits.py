@@ -1,0 +1,138 @@
+"""The limits kernel: every request checked against the device file before it acts.
+
+Each function validates a whole request and returns it converted to native units, or
+raises; nothing here touches the simulation, which is what makes requests all-or-nothing.
+"""
+
+import numpy as np
+
+from ..checks import finite_number, finite_vector, is_bool, known_name
+from ..errors import InvalidArgument, LimitExceeded
+
+MAX_STEPS = 1_000_000
+
+
+def _limit_text(lo, hi, unit):
+    lo = '-inf' if lo is None else f'{lo:g}'
+    hi = 'inf' if hi is None else f'{hi:g}'
+    return f'{lo}..{hi} {unit}'.strip()
+
+
+def check_goals(layout, goals):
+    """{channel: value in its unit} -> {channel: native target}; refuses the whole set."""
+    if not isinstance(goals, dict) or not goals:
+        raise InvalidArgument('expected one or more channel: value pairs', where='goals',
+                              allowed=', '.join(layout.goals))
+    out = {}
+    for name, value in goals.items():
+        known_name(name, layout.goals, 'goal channel')
+        g = layout.goals[name]
+        v = finite_number(value, name)
+        if (g.min is not None and v < g.min) or (g.max is not None and v > g.max):
+            raise LimitExceeded(f'{v:g} {g.unit} is outside the limit', where=name,
+                                allowed=_limit_text(g.min, g.max, g.unit), channel=name,
+                                limit=[g.min, g.max])
+        native = g.to_native(v)
+        if not g.native_lo - 1e-9 <= native <= g.native_hi + 1e-9:
+            raise LimitExceeded(f'{v:g} {g.unit} is beyond what actuator {g.actuator_name!r} '
+                                'can reach', where=name, allowed=_limit_text(
+                                    g.to_unit(g.native_lo), g.to_unit(g.native_hi), g.unit))
+        out[name] = native
+    return out
+
+
+def check_move(act, args, point, speed):
+    """A move_to request -> (target point in metres, speed in m/s or None).
+
+    Arguments come either as ``args`` in the action's own units or as ``point`` in metres;
+    both are checked against the action's argument limits (its workspace box).
+    """
+    if args is not None and point is not None:
+        raise InvalidArgument('give either arguments or a point, not both', where=act.name)
+    target = np.full(3, np.nan)
+    for axis, value in act.at.items():
+        target[axis] = value
+    speed_ms = None
+    if point is not None:
+        p = finite_vector(point, 3, 'point')
+        for axis, value in act.at.items():
+            if abs(p[axis] - value) > 1e-6:
+                raise LimitExceeded(f'{"xyz"[axis]} = {p[axis]:g} m, but {act.name} keeps '
+                                    f'{"xyz"[axis]} at {value:g} m', where=f'point.{"xyz"[axis]}',
+                                    allowed=f'{value:g} m')
+        for i in range(3):
+            target[i] = p[i]
+        by_axis = {i: a for a, i in act.axes.items()}
+        for i in range(3):
+            if i in by_axis:
+                arg = act.args[by_axis[i]]
+                _check_arg(arg, p[i] / arg.scale, act.name)
+    else:
+        args = {} if args is None else args
+        if not isinstance(args, dict):
+            raise InvalidArgument('expected argument: value pairs', where=act.name,
+                                  allowed=', '.join(act.args))
+        for name, value in args.items():
+            known_name(name, act.args, f'argument of {act.name}')
+            v = finite_number(value, f'{act.name}.{name}')
+            arg = act.args[name]
+            _check_arg(arg, v, act.name)
+            if arg.kind == 'speed':
+                speed_ms = v * arg.scale
+            elif name in act.axes:
+                target[act.axes[name]] = v * arg.scale
+    if speed is not None and not (not is_bool(speed) and speed == 0):
+        v = finite_number(speed, 'speed')
+        if v < 0:
+            raise InvalidArgument('speed must be zero (default) or positive', where='speed')
+        if act.speed is not None:
+            arg = act.args[act.speed]
+            _check_arg(arg, v, act.name)
+            speed_ms = v * arg.scale
+        else:
+            speed_ms = v
+    elif act.speed is not None and speed_ms is None:
+        arg = act.args[act.speed]
+        speed_ms = arg.max * arg.scale if arg.max is not None else None
+    missing = ['xyz'[i] for i in range(3) if np.isnan(target[i])]
+    if missing:
+        raise InvalidArgument(f'no value for axis {", ".join(missing)}', where=act.name,
+                              allowed=f'arguments {sorted(act.args)} or a full point')
+    return target, speed_ms
+
+
+def _check_arg(arg, value, action):
+    if (arg.min is not None and value < arg.min - 1e-9) or \
+            (arg.max is not None and value > arg.max + 1e-9):
+        what = 'speed' if arg.kind == 'speed' else 'workspace'
+        raise LimitExceeded(f'{value:g} {arg.unit} is outside the {what} limit',
+                            where=f'{action}.{arg.name}',
+                            allowed=_limit_text(arg.min, arg.max, arg.unit),
+                            argument=arg.name, limit=[arg.min, arg.max])
+
+
+def check_aim(aim):
+    if not isinstance(aim, (tuple, list)) or len(aim) != 2:
+        raise InvalidArgument('aim is (site axis, world direction)', where='aim')
+    axis = finite_vector(aim[0], 3, 'aim.axis')
+    toward = finite_vector(aim[1], 3, 'aim.toward')
+    for name, v in (('aim.axis', axis), ('aim.toward', toward)):
+        if np.linalg.norm(v) < 1e-9:
+            raise InvalidArgument('a direction cannot be all zeros', where=name)
+    return axis, toward
+
+
+def real_time_factor(value):
+    v = finite_number(value, 'real_time_factor')
+    if v < 0:
+        raise InvalidArgument(f'{v:g} is negative', where='real_time_factor',
+                              allowed='0 (as fast as possible) or above')
+    return v
+
+
+def step_count(n):
+    if is_bool(n) or not isinstance(n, (int, np.integer)):
+        raise InvalidArgument(f'expected a whole number of steps, got {n!r}', where='step')
+    if not 1 <= n <= MAX_STEPS:
+        raise InvalidArgument(f'{n} steps', where='step', allowed=f'1..{MAX_STEPS}')
+    return int(n)

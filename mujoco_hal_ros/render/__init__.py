@@ -1,0 +1,2 @@
+"""Rendering: headless GL selection, double-buffered offscreen targets, named cameras.
+"""

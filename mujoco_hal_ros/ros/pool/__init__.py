@@ -1,0 +1,2 @@
+"""pool_node: the batched EnvPool over ROS 2, and a client that splits a batch over nodes.
+"""

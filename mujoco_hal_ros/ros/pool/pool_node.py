@@ -1,0 +1,385 @@
+"""pool_node: a batched EnvPool served over ROS 2 for sampling planners and rollouts.
+
+Serves, under the node's namespace:
+  evaluate      action (Evaluate): reset, roll controls forward, return final states,
+                sensors and costs; feedback after every chunk and every 0.5 s (a heartbeat
+                that lets ShardedPoolClient tell a slow node from a dead one); cancel stops
+                at the next chunk boundary.
+  reset         service (PoolReset): sparse reset, keyframe or states, randomization.
+  site_jacobians service (SiteJacobians): batched site Jacobians at the current states.
+  pool_info     service (PoolInfo): sizes, state layout, names and a model fingerprint.
+
+The node translates messages to EnvPool calls and nothing more; the pool checks every
+argument before it touches any environment, so a refused request changes nothing.
+
+Threads: the executor is never left waiting on physics it does not need. An evaluation
+runs in its goal's execute callback, one executor thread that spends its time in mj_step
+with the GIL released; goals are serialised by a lock (the pool would serialise them anyway)
+and at most MAX_GOALS are accepted at once, because each waiting one holds a thread. Reset
+and Jacobian requests share one mutually exclusive group, so at most one thread waits for
+the pool's lock while an evaluation holds it; goal, cancel, pool_info and the heartbeat keep
+their own groups and answer at once. (rclpy's coroutine callbacks would free the thread, but
+its executor re-polls a suspended coroutine in a busy loop, which on a 2-core machine steals
+the core the physics needs.)
+"""
+
+import hashlib
+import os
+import sys
+import threading
+
+from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+import mujoco
+import numpy as np
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from . import arrays
+from ..run import run_node
+from ...action import Evaluate
+from ...errors import (CLOSED, DONE, INTERNAL_ERROR, STOPPED, ConfigError, DeviceError,
+                       InvalidArgument, UnknownName)
+from ...pool import MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD, EnvPool
+from ...pool.validate import float_array
+from ...srv import PoolInfo, PoolReset, SiteJacobians
+
+# name: (type, default, description); each declared once, read-only after start.
+PARAMS = {
+    'model': ('string', '', 'MJCF path; empty: the built-in bench arm.'),
+    'nbatch': ('integer', 256, f'Environments in the pool, 1..{MAX_NBATCH}.'),
+    'nthread': ('integer', 0, f'Threads stepping them, 1..{MAX_NTHREAD}; 0: one per CPU core.'),
+    'keyframe': ('string', '', 'Keyframe every environment starts from, and where evaluate '
+                 'and reset begin when given neither states nor a keyframe (empty: the '
+                 "model's reset state)."),
+    'chunk_steps': ('integer', 50, f'Steps between progress feedback and cancel checks, '
+                    f'1..{MAX_NSTEP}.'),
+}
+_TYPES = {'string': (ParameterType.PARAMETER_STRING, Parameter.Type.STRING),
+          'integer': (ParameterType.PARAMETER_INTEGER, Parameter.Type.INTEGER)}
+ALWAYS_DECLARED = {'use_sim_time', 'start_type_description_service'}
+HEARTBEAT_S = 0.5
+MAX_GOALS = 2          # one evaluating, one waiting for it
+COSTS = ('none', 'qpos_distance')
+
+
+def model_fingerprint(model):
+    """sha256 of the compiled model: nodes with equal fingerprints step identically."""
+    buf = np.empty(mujoco.mj_sizeModel(model), dtype=np.uint8)
+    mujoco.mj_saveModel(model, None, buf)
+    return hashlib.sha256(buf).hexdigest()
+
+
+def _names(model, objtype, count):
+    return [mujoco.mj_id2name(model, objtype, i) or '' for i in range(count)]
+
+
+class PoolNode(Node):
+    """EnvPool behind an action and three services; see the module docstring."""
+
+    def __init__(self, node_name='pool_node', **kwargs):
+        super().__init__(node_name, **kwargs)
+        self.pool = None
+        self._closing = False
+        self.p = self._declare_all()
+        self._check_unknown_overrides()
+        self.model = self._load(self.p['model'])
+        self._check_sizes()
+        self.keyframe = self.p['keyframe'] or None
+        self.pool = EnvPool(self.model, self.p['nbatch'], nthread=self.p['nthread'],
+                            keyframe=self.keyframe)
+        self.info = self._info()
+        self._eval_lock = threading.Lock()        # one evaluation at a time, in goal order
+        self._goals_lock = threading.Lock()
+        self._reserved = 0                          # accepted or being accepted, not finished
+        self._active = {}                           # goal id bytes -> [handle, steps, nstep]
+        action_group = MutuallyExclusiveCallbackGroup()
+        self._action = ActionServer(
+            self, Evaluate, 'evaluate', self._execute, callback_group=action_group,
+            goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
+            cancel_callback=lambda _handle: CancelResponse.ACCEPT, result_timeout=10)
+        queries = MutuallyExclusiveCallbackGroup()
+        self.create_service(PoolReset, 'reset', self._reset, callback_group=queries)
+        self.create_service(SiteJacobians, 'site_jacobians', self._jacobians,
+                            callback_group=queries)
+        self.create_service(PoolInfo, 'pool_info', self._pool_info,
+                            callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_timer(HEARTBEAT_S, self._heartbeat,
+                          callback_group=MutuallyExclusiveCallbackGroup())
+
+    # --- parameters -------------------------------------------------------------------------
+    def _overrides(self):
+        return getattr(self, '_parameter_overrides', {})   # rclpy keeps them here
+
+    def _declare(self, name, kind, default, description):
+        ros_type, _ = _TYPES[kind]
+        desc = ParameterDescriptor(name=name, type=ros_type, description=description,
+                                   read_only=True)
+        given = self._overrides().get(name)
+        if kind == 'string' and given is not None and given.type_ in (
+                Parameter.Type.INTEGER, Parameter.Type.DOUBLE):
+            self._overrides()[name] = Parameter(name, Parameter.Type.STRING, str(given.value))
+        try:
+            return self.declare_parameter(name, default, desc).value
+        except Exception as err:  # noqa: BLE001 - rclpy's type errors, said in one line
+            got = f' {given.type_.name.lower()} {given.value!r}' if given is not None else ''
+            raise ConfigError(f'expected {"an" if kind == "integer" else "a"} {kind}, got{got} '
+                              f'({type(err).__name__})', where=f'parameter {name}') from None
+
+    def _declare_all(self):
+        return {name: self._declare(name, kind, default, text)
+                for name, (kind, default, text) in PARAMS.items()}
+
+    def _check_unknown_overrides(self):
+        unknown = sorted(n for n in self._overrides()
+                         if n not in ALWAYS_DECLARED and not self.has_parameter(n))
+        if unknown:
+            raise ConfigError(f'unknown parameter {", ".join(unknown)}', where='parameters',
+                              allowed=', '.join(PARAMS))
+
+    def _load(self, path):
+        if not path:
+            from ...menagerie import bench_arm_path
+            path = bench_arm_path()
+            if path is None or not os.path.isfile(path):
+                raise ConfigError('the built-in bench arm (models/bench_arm.xml) was not found; '
+                                  'source install/setup.bash or pass model',
+                                  where='parameter model')
+        elif not os.path.isfile(path):
+            raise ConfigError(f'file not found: {path}', where='parameter model')
+        self.p['model'] = path
+        try:
+            return mujoco.MjModel.from_xml_path(path)
+        except Exception as err:  # noqa: BLE001 - MuJoCo's compiler errors are ValueError
+            text = ' '.join(str(err).split())
+            raise ConfigError(f'cannot load {path}: {text}', where='parameter model') from None
+
+    def _check_sizes(self):
+        p, m = self.p, self.model
+        if not 1 <= p['nbatch'] <= MAX_NBATCH:
+            raise ConfigError(f'must be 1..{MAX_NBATCH}, got {p["nbatch"]}',
+                              where='parameter nbatch')
+        if p['nthread'] == 0:
+            p['nthread'] = min(os.cpu_count() or 1, MAX_NTHREAD)
+        if not 1 <= p['nthread'] <= MAX_NTHREAD:
+            raise ConfigError(f'must be 0 (one per core) or 1..{MAX_NTHREAD}, got '
+                              f'{p["nthread"]}', where='parameter nthread')
+        if not 1 <= p['chunk_steps'] <= MAX_NSTEP:
+            raise ConfigError(f'must be 1..{MAX_NSTEP}, got {p["chunk_steps"]}',
+                              where='parameter chunk_steps')
+        keys = _names(m, mujoco.mjtObj.mjOBJ_KEY, m.nkey)
+        if p['keyframe'] and p['keyframe'] not in keys:
+            raise ConfigError(f'no keyframe {p["keyframe"]!r} in {p["model"]}',
+                              where='parameter keyframe',
+                              allowed=', '.join(k for k in keys if k) or 'none: the model has '
+                              'no named keyframes')
+
+    def _info(self):
+        m, pool = self.model, self.pool
+        layout = pool.state_layout()
+        return PoolInfo.Response(
+            model=self.p['model'], model_fingerprint=model_fingerprint(m),
+            nbatch=pool.nbatch, nthread=pool.nthread, chunk_steps=self.p['chunk_steps'],
+            timestep=float(m.opt.timestep), nq=m.nq, nv=m.nv, nu=m.nu, na=m.na,
+            nsensordata=m.nsensordata, state_size=pool.state_size,
+            state_names=[n for n, _, _ in layout], state_offsets=[o for _, o, _ in layout],
+            state_sizes=[s for _, _, s in layout], sites=pool.site_names,
+            keyframes=_names(m, mujoco.mjtObj.mjOBJ_KEY, m.nkey),
+            keyframe=self.p['keyframe'], randomizable_fields=list(pool.randomizable_fields))
+
+    def describe(self):
+        """One line for the start-up log."""
+        ns = self.get_namespace().rstrip('/')
+        return (f'{self.p["model"]}: nbatch {self.pool.nbatch}, nthread {self.pool.nthread}, '
+                f'state_size {self.pool.state_size}; serving {ns}/evaluate, {ns}/reset, '
+                f'{ns}/site_jacobians, {ns}/pool_info')
+
+    # --- evaluate ---------------------------------------------------------------------------
+    def _on_goal(self, _goal):
+        """Refuse beyond MAX_GOALS: every waiting goal holds an executor thread."""
+        with self._goals_lock:
+            if self._closing or self._reserved >= MAX_GOALS:
+                return GoalResponse.REJECT
+            self._reserved += 1
+            return GoalResponse.ACCEPT
+
+    def _on_accepted(self, handle):
+        with self._goals_lock:
+            self._active[bytes(handle.goal_id.uuid)] = [handle, 0, int(handle.request.nstep)]
+        handle.execute()
+
+    def _finish(self, handle):
+        with self._goals_lock:
+            self._active.pop(bytes(handle.goal_id.uuid), None)
+            self._reserved = max(0, self._reserved - 1)
+
+    def _heartbeat(self):
+        with self._goals_lock:
+            tracked = [tuple(v) for v in self._active.values()]
+        for handle, steps, nstep in tracked:
+            self._feedback(handle, steps, nstep)
+
+    @staticmethod
+    def _feedback(handle, steps, nstep):
+        handle.publish_feedback(Evaluate.Feedback(
+            progress=steps / nstep if nstep else 0.0, steps_done=steps, nstep=nstep))
+
+    def _execute(self, handle):
+        try:
+            with self._eval_lock:
+                return self._evaluate(handle)
+        finally:
+            self._finish(handle)
+
+    def _evaluate(self, handle):
+        result = Evaluate.Result()
+        if handle.is_cancel_requested:
+            handle.canceled()
+            return _fill_error(result, STOPPED, 'canceled before it started')
+        if self._closing:
+            handle.abort()
+            return _fill_error(result, CLOSED, 'pool_node is shutting down')
+        key = bytes(handle.goal_id.uuid)
+        try:
+            kwargs = self._evaluate_args(handle.request)
+            steps = kwargs['ctrl'].shape[-2] if kwargs['ctrl'].ndim >= 2 else 0
+
+            def progress(fraction):
+                done = int(round(fraction * steps))
+                with self._goals_lock:
+                    if key in self._active:
+                        self._active[key][1:] = [done, steps]
+                self._feedback(handle, done, steps)
+                return not (handle.is_cancel_requested or self._closing)
+
+            res = self.pool.evaluate(**kwargs, progress=progress,
+                                     chunk_steps=self.p['chunk_steps'])
+        except DeviceError as err:
+            handle.abort()
+            return _fill_error(result, err.code, str(err))
+        except Exception as err:  # noqa: BLE001 - reported to the caller, logged here
+            self.get_logger().error(f'evaluate: {type(err).__name__}: {err}')
+            handle.abort()
+            return _fill_error(result, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
+        result.env_ids = [int(i) for i in res.env_ids]
+        result.final_state = arrays.to_msg(res.state)
+        if handle.request.want_sensors:
+            result.sensordata = arrays.to_msg(res.sensordata)
+        if res.cost is not None:
+            result.costs = arrays.to_msg(res.cost)
+        result.steps_done = int(res.steps_done)
+        result.sim_time = res.steps_done * float(self.model.opt.timestep)
+        result.completed = bool(res.completed)
+        result.unstable = [bool(u) for u in res.unstable]
+        if res.completed:
+            result.success, result.code = True, DONE
+            handle.succeed()
+        elif handle.is_cancel_requested:
+            result.code = STOPPED
+            result.message = f'canceled after {res.steps_done} of {steps} steps'
+            handle.canceled()
+        else:
+            result.code = CLOSED
+            result.message = f'pool_node shut down after {res.steps_done} of {steps} steps'
+            handle.abort()
+        return result
+
+    def _evaluate_args(self, goal):
+        """Evaluate goal -> EnvPool.evaluate keyword arguments (the pool checks the rest)."""
+        ids = arrays.env_ids(goal.env_ids)
+        states = arrays.from_msg(goal.initial_state, 'initial_state')
+        keyframe = goal.keyframe or None
+        if keyframe is None and states is None:
+            keyframe = self.keyframe
+        ctrl = arrays.from_msg(goal.ctrl, 'ctrl')
+        if ctrl is None:
+            raise InvalidArgument('no controls given', where='ctrl',
+                                  allowed=f'(nstep, {self.model.nu}) or (n, nstep, '
+                                  f'{self.model.nu}) finite numbers')
+        n = self.pool.nbatch if ids is None else len(ids)
+        return dict(ctrl=ctrl, nstep=int(goal.nstep) or None, keyframe=keyframe,
+                    initial_state=states, env_ids=ids,
+                    randomization=arrays.randomization(goal.randomize_fields,
+                                                       goal.randomize_values),
+                    cost=self._cost(goal, n))
+
+    def _cost(self, goal, n):
+        """The goal's named cost as the pool's ``cost(qpos, qvel)`` callable, or None."""
+        name = goal.cost or 'none'
+        if name not in COSTS:
+            raise UnknownName('cost', name, COSTS, where='cost')
+        if name == 'none':
+            if arrays.given(goal.cost_target) or len(goal.cost_weights):
+                raise InvalidArgument('cost_target or cost_weights given without a cost',
+                                      where='cost', allowed='qpos_distance')
+            return None
+        nq = self.model.nq
+        target, _ = float_array(arrays.from_msg(goal.cost_target, 'cost_target'),
+                                [(nq,), (n, nq)], 'cost_target')
+        weights = np.ones(nq)
+        if len(goal.cost_weights):
+            weights, _ = float_array(np.asarray(goal.cost_weights), [(nq,)], 'cost_weights',
+                                     low=0.0)
+
+        def qpos_distance(qpos, _qvel):
+            return np.sum(weights * (qpos - target) ** 2, axis=1)
+        return qpos_distance
+
+    # --- services ---------------------------------------------------------------------------
+    def _answer(self, res, name, work):
+        try:
+            work()
+        except DeviceError as err:
+            return _fill_error(res, err.code, str(err))
+        except Exception as err:  # noqa: BLE001 - an answer, not a dead service
+            self.get_logger().error(f'{name}: {type(err).__name__}: {err}')
+            return _fill_error(res, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
+        res.success, res.code = True, DONE
+        return res
+
+    def _reset(self, req, res):
+        def work():
+            states = arrays.from_msg(req.states, 'states')
+            keyframe = req.keyframe or None
+            if keyframe is None and states is None:
+                keyframe = self.keyframe
+            self.pool.reset(arrays.env_ids(req.env_ids), keyframe=keyframe, states=states,
+                            randomization=arrays.randomization(req.randomize_fields,
+                                                               req.randomize_values))
+        return self._answer(res, 'reset', work)
+
+    def _jacobians(self, req, res):
+        def work():
+            jacp, jacr = self.pool.site_jacobians(list(req.sites),
+                                                  arrays.env_ids(req.env_ids))
+            res.jacp, res.jacr = arrays.to_msg(jacp), arrays.to_msg(jacr)
+        return self._answer(res, 'site_jacobians', work)
+
+    def _pool_info(self, _req, _res):
+        return self.info
+
+    # --- lifetime ---------------------------------------------------------------------------
+    def destroy_node(self):
+        """Stop a running evaluation at its next chunk, then release the pool's threads."""
+        self._closing = True
+        if self.pool is not None:
+            self.pool.close()
+        return super().destroy_node()
+
+
+def _fill_error(res, code, message):
+    res.success = False
+    res.code = code
+    res.message = message
+    return res
+
+
+def main(argv=None):
+    """Run until Ctrl-C; a bad parameter or model ends it at start with one line, exit 2."""
+    return run_node('pool_node', PoolNode, argv, threads=MAX_GOALS + 4,
+                    started=lambda node: node.get_logger().info(node.describe()))
+
+
+if __name__ == '__main__':
+    sys.exit(main())

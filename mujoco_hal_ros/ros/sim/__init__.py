@@ -1,0 +1,2 @@
+"""sim_node: the simulated device on ROS 2 (state streams, cameras, control, TF).
+"""

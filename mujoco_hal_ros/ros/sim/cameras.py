@@ -1,0 +1,348 @@
+"""Camera streams: <camera>/image_raw + camera_info (and depth), rendered on one thread.
+
+Rendering costs tens of milliseconds a frame on a software rasteriser, so it never runs in
+an executor callback: one thread walks the cameras, renders those that are due *and* have
+a subscriber (an idle camera costs a subscriber count ten times a second and creates no GL
+context), and publishes image and camera_info with the same stamp, the simulated time of
+the snapshot the frame shows. Frames are posed on the device's private render MjData,
+never on the stepper's.
+
+Frames overlap on two threads. This thread poses the render MjData, updates a scene and
+queues it on the camera's GL thread, then serializes and publishes the frame before it
+(about 0.8 ms for 640x480 over Fast DDS, several copies of the pixels) while the GL thread
+draws. So the rasteriser never waits for a scene update, a snapshot, a send or the GIL
+between frames: a frame at a time left it idle 10 % of the time (two vCPUs, llvmpipe).
+The cost is latency, not truth: a frame may show a state one frame older than with one
+frame at a time, stamped with its own simulated time. Every rendered frame is published.
+"""
+
+import collections
+import concurrent.futures
+from dataclasses import dataclass, field
+import sys
+import threading
+import time
+
+import numpy as np
+from rclpy.qos import QoSProfile
+from rclpy.serialization import deserialize_message, serialize_message
+from sensor_msgs.msg import CameraInfo, Image
+
+from ...fastpath import cdr
+from .. import conversions as cv
+from ...fastpath import sched
+from ...render.camera import rasterisers_in_background
+from .streams import RateMeter
+from ...fastpath.unlocked_publish import BytesPublisher
+
+IMAGE_QOS = QoSProfile(depth=2)
+IDLE_POLL_S = 0.1
+# camera_background:=auto: a camera watched this long that publishes under this fraction of
+# its rate over the last second moves rendering to normal priority
+FOREGROUND_SETTLE_S = 1.5
+FOREGROUND_BELOW = 0.9
+ADAPT_EVERY_S = 0.25
+
+
+@dataclass
+class CameraConfig:
+    channel: str          # topic namespace (the device file's image channel name)
+    camera: str           # MuJoCo camera name
+    width: int
+    height: int
+    rate: float
+    depth: bool = False
+
+
+@dataclass
+class _Stream:
+    cfg: CameraConfig
+    frame: str
+    image_pub: object
+    info_pub: object
+    depth_pub: object = None
+    depth_info_pub: object = None
+    info: CameraInfo = None
+    info_bytes: cdr.HeaderFirstBytes = None     # the same, serialized (raw path)
+    due: float = 0.0
+    watched_since: float = 0.0     # monotonic time a subscriber appeared; 0 while unwatched
+    meter: RateMeter = field(default_factory=lambda: RateMeter(100))
+    frames: int = 0
+    failed: str = ''
+    packers: dict = field(default_factory=dict)    # encoding -> cdr.ImageBytes
+    image_out: object = None       # BytesPublisher of image_pub (and of depth_pub)
+    depth_out: object = None
+
+
+class CameraPublisher:
+    """Renders subscribed cameras at their rates: one thread here, plus each camera's GL
+    thread."""
+
+    def __init__(self, node, device, frames, configs, logger, background='auto'):
+        self.device = device
+        self.mode = background                      # camera_background: auto, true, false
+        self.background = background != 'false'    # where the rasterisers are now
+        # auto may leave the background while this says so (the state thread is at FIFO)
+        self.may_raise = lambda: False
+        self._cannot_raise = False  # the kernel refused raising the rasterisers back
+        self._renderers = set()     # ids of renderers whose rasteriser threads were set
+        self._next_adapt = 0.0
+        self._raised_before = False
+        self.frames = frames
+        self.logger = logger
+        self.streams = []
+        for cfg in configs:
+            ns = cfg.channel
+            s = _Stream(cfg, frames.optical_frame(cfg.camera),
+                        node.create_publisher(Image, f'{ns}/image_raw', IMAGE_QOS),
+                        node.create_publisher(CameraInfo, f'{ns}/camera_info', IMAGE_QOS))
+            if cfg.depth:
+                s.depth_pub = node.create_publisher(Image, f'{ns}/depth/image_raw', IMAGE_QOS)
+                s.depth_info_pub = node.create_publisher(CameraInfo, f'{ns}/depth/camera_info',
+                                                         IMAGE_QOS)
+            s.image_out = BytesPublisher(s.image_pub)
+            s.depth_out = BytesPublisher(s.depth_pub) if s.depth_pub is not None else None
+            self.streams.append(s)
+        self._lock = threading.Lock()      # the render MjData is shared by all cameras
+        self.raw = raw_images_ok()
+        self._stop = threading.Event()
+        self._thread = None
+
+    def start(self):
+        if not self.streams:
+            return
+        self._thread = threading.Thread(target=self._run, name='sim_node-cameras',
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
+
+    def describe(self):
+        out = []
+        for s in self.streams:
+            c = s.cfg
+            out.append(f'{c.channel}/image_raw + camera_info ({c.width}x{c.height} @ '
+                       f'{c.rate:g} Hz, on subscription)')
+            if c.depth:
+                out.append(f'{c.channel}/depth/image_raw + camera_info')
+        return out
+
+    def rates(self):
+        return {s.cfg.channel: s.meter.rate(5.0) for s in self.streams}
+
+    def lagging(self, fraction=0.5, settle_s=3.0, span_s=2.0):
+        """``(channel, fps, rate)`` of each watched stream publishing under ``fraction`` of
+        its rate for the last ``span_s``, once it has been watched for ``settle_s``."""
+        now = time.monotonic()
+        out = []
+        for s in self.streams:
+            span = max(span_s, 3.0 / s.cfg.rate)        # three frames at least, at low rates
+            if s.failed or not s.watched_since or now - s.watched_since < max(settle_s, span):
+                continue
+            fps = s.meter.rate(span)
+            if fps < fraction * s.cfg.rate:
+                out.append((s.cfg.channel, fps, s.cfg.rate))
+        return out
+
+    # --- where frames render ----------------------------------------------------------------
+    def _adapt(self, now):
+        """camera_background:=auto. Frames start in the background, which keeps every
+        waking thread on the machine on time (a subscriber's middleware too, which SCHED_FIFO
+        in this node cannot protect): joint_states at 500 Hz with a 10 fps camera, p99
+        interval received 1.47-1.53 periods in the background against 1.36-1.85 at normal
+        priority (interleaved 20 s runs, two vCPUs). A watched camera that cannot keep its
+        rate there moves rendering to normal priority, which a bare renderer also has
+        (0.96-1.00 of its frames against 0.87-0.94), but only while the state thread runs
+        at SCHED_FIFO; the background returns once no camera is watched."""
+        if self.mode != 'auto' or now < self._next_adapt:
+            return
+        self._next_adapt = now + ADAPT_EVERY_S
+        watched = any(s.watched_since and not s.failed for s in self.streams)
+        allowed = self.may_raise() and not self._cannot_raise
+        if not self.background:
+            if not (watched and allowed):   # nobody watches, or the state thread lost FIFO
+                rasterisers_in_background(True)
+                self.background = True
+            return
+        slow = self.lagging(FOREGROUND_BELOW, FOREGROUND_SETTLE_S, 1.0) \
+            if watched and allowed else []
+        if not slow:
+            return
+        name, fps, rate = slow[0]
+        if not rasterisers_in_background(False):
+            rasterisers_in_background(True)
+            self._cannot_raise = True
+            self.logger.info(f'camera {name} at {fps:.1f} fps of {rate:g} asked stays in the '
+                             'background: raising its rasteriser threads back needs '
+                             'CAP_SYS_NICE or an RLIMIT_NICE of 20; camera_background:=false '
+                             'renders at normal priority from the start')
+            return
+        self.background = False
+        log = self.logger.debug if self._raised_before else self.logger.info
+        self._raised_before = True
+        log(f'camera {name} at {fps:.1f} fps of {rate:g} asked in the background: rendering '
+            f'at normal priority while it is watched (the state thread runs at SCHED_FIFO)')
+
+    def _track(self, renderer):
+        """A new renderer may have started the process's rasteriser threads: put them
+        where frames render now."""
+        if id(renderer) not in self._renderers:
+            self._renderers.add(id(renderer))
+            if self.background:
+                rasterisers_in_background(True)
+
+    # --- the loop ---------------------------------------------------------------------------
+    @staticmethod
+    def _wanted(s):
+        pubs = [s.image_pub, s.info_pub, s.depth_pub, s.depth_info_pub]
+        return any(p is not None and p.get_subscription_count() > 0 for p in pubs)
+
+    def _run(self):
+        # This thread and the GL thread take the GIL around every frame; descheduled while
+        # holding it behind the frame's other work (DDS copies, a subscriber), they kept
+        # joint_states waiting: late sends with a camera at 10 fps 92-107 -> 61-87 in 20 s,
+        # p99 1.97-2.06 -> 1.79-1.87 periods (sched.py)
+        sched.short_slice()
+        pending = collections.deque()      # submitted frames, oldest first
+        while not self._stop.is_set():
+            now = time.monotonic()
+            wake = now + IDLE_POLL_S
+            for s in self.streams:
+                if s.failed or not self._wanted(s):
+                    s.watched_since = 0.0
+                    continue
+                if not s.watched_since:
+                    s.watched_since = now
+                if now >= s.due:
+                    s.due = max(s.due + 1.0 / s.cfg.rate, now)
+                    try:
+                        pending.append(self._submit(s))
+                    except Exception as err:  # noqa: BLE001 - reported once, stream stopped
+                        if self._stop.is_set():
+                            return
+                        self._fail(s, err)
+                        continue
+                    # keep the GL thread one frame ahead: finish the older frame only once
+                    # the next one is queued behind it
+                    while len(pending) > 1:
+                        if not self._deliver(pending.popleft()):
+                            return
+                wake = min(wake, s.due)
+            # Nothing more is due now. Deliver what the GL thread finishes before the next
+            # frame is due; a frame still drawing then waits until that one is queued.
+            while pending and time.monotonic() < wake:
+                oldest = pending[0][1]
+                concurrent.futures.wait([oldest], timeout=max(0.0, wake - time.monotonic()))
+                if not oldest.done():
+                    break
+                if not self._deliver(pending.popleft()):
+                    return
+            self._adapt(time.monotonic())
+            delay = wake - time.monotonic()
+            if delay > 0:
+                self._stop.wait(delay)
+
+    def _deliver(self, submitted):
+        """Wait for a submitted frame and publish it; False once stopping."""
+        s, job, seconds = submitted
+        try:
+            frame = job.result()
+            if not s.failed:
+                self._send(s, frame, seconds)
+        except Exception as err:  # noqa: BLE001 - reported once, stream stopped
+            if self._stop.is_set():
+                return False
+            self._fail(s, err)
+        return not self._stop.is_set()
+
+    def _fail(self, s, err):
+        s.failed = f'{type(err).__name__}: {err}'
+        self.logger.error(f'camera {s.cfg.channel}: {s.failed}; not publishing it any more')
+
+    def _submit(self, s):
+        """Start a frame of stream ``s`` at the latest snapshot: ``(s, future of the frame,
+        camera tf, simulated time)``."""
+        c = s.cfg
+        renderer = self.device.renderer(c.camera, c.width, c.height, depth=c.depth)
+        self._track(renderer)
+        if s.info is None:
+            try:
+                s.info = CameraInfo(**renderer.camera_info_fields())
+            except Exception as err:  # noqa: BLE001 - orthographic cameras have no pinhole
+                self.logger.warning(f'camera {c.channel}: no camera_info ({err})')
+                s.info = CameraInfo(width=c.width, height=c.height)
+            s.info.header.frame_id = s.frame
+            if self.raw:
+                s.info_bytes = cdr.HeaderFirstBytes(serialize_message(s.info))
+        snap = self.device.snapshot
+        with self._lock:
+            data = self.device.render_data(snap)
+            job = renderer.submit(data, rgb=True, depth=c.depth)
+        return s, job, snap.time
+
+    def _send(self, s, frame, seconds):
+        st = cv.stamp(seconds)
+        if s.info_bytes is not None:
+            info = s.info_bytes.pack(seconds)
+        else:
+            s.info.header.stamp = st
+            info = s.info
+        image = self._image(s, frame.rgb, 'rgb8', 3, seconds, st)
+        (s.image_out if self.raw else s.image_pub).publish(image)
+        s.info_pub.publish(info)
+        if frame.depth is not None and s.depth_pub is not None:
+            depth = self._image(s, frame.depth, '32FC1', 4, seconds, st)
+            (s.depth_out if self.raw else s.depth_pub).publish(depth)
+            s.depth_info_pub.publish(info)
+        s.meter.tick()
+        s.frames += 1
+
+    def _image(self, s, rows_up, encoding, bytes_per_pixel, seconds, stamp):
+        """Serialized bytes where the middleware reads them (a 640x480 frame, flipped on the
+        way: one copy into the stream's own buffer, without the GIL; about 3 ms through the
+        message object), else the message. ``rows_up``: the frame's pixels bottom row
+        first, as OpenGL reads them."""
+        if not self.raw:
+            return image_msg(rows_up[::-1], encoding, bytes_per_pixel, stamp, s.frame)
+        packer = s.packers.get(encoding)
+        if packer is None:
+            h, w = int(rows_up.shape[0]), int(rows_up.shape[1])
+            packer = s.packers[encoding] = cdr.ImageBytes(
+                h, w, encoding, w * bytes_per_pixel, s.frame, sys.byteorder == 'big')
+        return packer.pack_in_place(seconds, rows_up, bottom_up=True)
+
+
+def raw_images_ok():
+    """Whether this middleware reads a packed frame (flipped from OpenGL's row order) and
+    a restamped camera_info back as the messages they stand for."""
+    pixels = np.arange(24, dtype=np.uint8).reshape(2, 4, 3)
+    try:
+        msg = deserialize_message(
+            cdr.ImageBytes(2, 4, 'rgb8', 12, 'f').pack(1.5, pixels[::-1].copy(),
+                                                       bottom_up=True), Image)
+        info = CameraInfo(width=4, height=2, k=[float(i) for i in range(9)])
+        info.header.frame_id = 'f'
+        info = deserialize_message(
+            cdr.HeaderFirstBytes(serialize_message(info)).pack(2.25), CameraInfo)
+    except Exception:  # noqa: BLE001 - any failure to read back means: send messages
+        return False
+    return ((msg.height, msg.width, msg.step, msg.encoding, msg.header.frame_id)
+            == (2, 4, 12, 'rgb8', 'f') and bytes(msg.data) == pixels.tobytes()
+            and msg.header.stamp.nanosec == 500_000_000
+            and (info.header.stamp.sec, info.header.stamp.nanosec) == (2, 250_000_000)
+            and info.header.frame_id == 'f' and list(info.k) == [float(i) for i in range(9)])
+
+
+def image_msg(pixels, encoding, bytes_per_pixel, stamp, frame):
+    msg = Image()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame
+    msg.height, msg.width = int(pixels.shape[0]), int(pixels.shape[1])
+    msg.encoding = encoding
+    msg.is_bigendian = 1 if sys.byteorder == 'big' else 0
+    msg.step = msg.width * bytes_per_pixel
+    msg.data = pixels.tobytes()
+    return msg

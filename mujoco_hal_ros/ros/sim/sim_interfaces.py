@@ -1,0 +1,289 @@
+"""simulation_interfaces: the ROS 2 standard simulator API over the Device.
+
+Test scripts and scenario tools written for Gazebo or Isaac Sim call ``reset_simulation``,
+``step_simulation``, ``get/set_simulation_state``, ``get/set_entity_state``,
+``get_simulator_features`` and the ``simulate_steps`` action. Serving the same ones here
+lets those tools drive this simulator unchanged; ``get_simulator_features`` says exactly
+which parts are served, so a client can check instead of guessing.
+
+Callbacks never wait on physics: stepping runs in a worker thread and the service or
+action coroutine awaits a future completed from a guard condition, on callback groups of
+their own so a waiting request never blocks the rest of the node.
+"""
+
+import threading
+
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.task import Future
+from simulation_interfaces.action import SimulateSteps
+from simulation_interfaces.msg import Result, SimulationState, SimulatorFeatures
+from simulation_interfaces.srv import (GetEntityState, GetSimulationState,
+                                       GetSimulatorFeatures, ResetSimulation, SetEntityState,
+                                       SetSimulationState, StepSimulation)
+
+from ...config import limits
+from ...sim.entities import Entities, INVALID_POSE
+from ...errors import DeviceError, UNKNOWN_NAME
+
+F = SimulatorFeatures
+FEATURES = [F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET,
+            F.SIMULATION_RESET_STATE, F.SIMULATION_STATE_GETTING, F.SIMULATION_STATE_SETTING,
+            F.SIMULATION_STATE_PAUSE, F.STEP_SIMULATION_SINGLE, F.STEP_SIMULATION_MULTIPLE,
+            F.STEP_SIMULATION_ACTION]
+INFO = ('mujoco_hal_ros sim_node. Entities are the named bodies of the MuJoCo model; only '
+        'free (freejoint) and mocap bodies can be placed. Reset restores the keyframe state '
+        'but simulation time keeps running forward, so ROS clocks never jump back. '
+        'Stepping requires the paused state.')
+FEEDBACK_CHUNKS = 50          # simulate_steps reports progress about this many times
+
+
+def _ok(text=''):
+    return Result(result=Result.RESULT_OK, error_message=text)
+
+
+def _fail(code, text):
+    return Result(result=code, error_message=text)
+
+
+def _stamp(seconds):
+    from builtin_interfaces.msg import Time
+    ns = max(0, int(round(seconds * 1e9)))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+class SimInterfaces:
+    """The simulation_interfaces services and action on ``node`` for ``device``."""
+
+    def __init__(self, node, device):
+        self.node = node
+        self.device = device
+        self.entities = Entities(device)
+        self.stopped = False                  # STATE_STOPPED: paused and reset, until played
+        self._lock = threading.Lock()
+        self._done = []
+        group = ReentrantCallbackGroup()
+        self._waker = node.create_guard_condition(
+            self._drain, callback_group=MutuallyExclusiveCallbackGroup())
+        services = (
+            (GetSimulatorFeatures, 'get_simulator_features', self._features),
+            (ResetSimulation, 'reset_simulation', self._reset),
+            (GetSimulationState, 'get_simulation_state', self._get_state),
+            (SetSimulationState, 'set_simulation_state', self._set_state),
+            (StepSimulation, 'step_simulation', self._step),
+            (GetEntityState, 'get_entity_state', self._get_entity),
+            (SetEntityState, 'set_entity_state', self._set_entity))
+        self._services = [node.create_service(srv_type, name, callback, callback_group=group)
+                          for srv_type, name, callback in services]
+        self._action = ActionServer(node, SimulateSteps, 'simulate_steps',
+                                    execute_callback=self._simulate, callback_group=group,
+                                    goal_callback=lambda _g: GoalResponse.ACCEPT,
+                                    cancel_callback=lambda _h: CancelResponse.ACCEPT)
+
+    # --- background work without blocking the executor ------------------------------------
+    def _in_thread(self, fn):
+        """Run ``fn`` in a worker thread; the returned future completes on the executor."""
+        future = Future()
+
+        def work():
+            try:
+                value = (True, fn())
+            except Exception as exc:  # noqa: BLE001 - handed back to the caller
+                value = (False, exc)
+            with self._lock:
+                self._done.append((future, value))
+            self._waker.trigger()
+        threading.Thread(target=work, name='sim_interfaces-step', daemon=True).start()
+        return future
+
+    def _drain(self):
+        with self._lock:
+            done, self._done = self._done, []
+        for future, value in done:
+            if not future.done():
+                future.set_result(value)
+
+    # --- simulation state -----------------------------------------------------------------
+    def state(self):
+        if not self.device.stepper.paused:
+            self.stopped = False          # played meanwhile (e.g. through sim_node's pause)
+            return SimulationState.STATE_PLAYING
+        return SimulationState.STATE_STOPPED if self.stopped else SimulationState.STATE_PAUSED
+
+    def _features(self, _req, resp):
+        resp.features = SimulatorFeatures(features=list(FEATURES), spawn_formats=[],
+                                          custom_info=INFO)
+        return resp
+
+    def _get_state(self, _req, resp):
+        resp.state = SimulationState(state=self.state())
+        resp.result = _ok()
+        return resp
+
+    def _set_state(self, req, resp):
+        target, now = req.state.state, self.state()
+        S = SimulationState
+        try:
+            if target == now:
+                resp.result = _fail(SetSimulationState.Response.ALREADY_IN_TARGET_STATE,
+                                    'already in that state')
+            elif target == S.STATE_PLAYING:
+                self.device.pause(False)
+                self.stopped = False
+                resp.result = _ok()
+            elif target == S.STATE_PAUSED:
+                self.device.pause(True)
+                self.stopped = False
+                resp.result = _ok()
+            elif target == S.STATE_STOPPED:
+                self.device.pause(True)
+                self.device.reset()
+                self.stopped = True
+                resp.result = _ok('paused and reset to the start state')
+            elif target == S.STATE_QUITTING:
+                resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED,
+                                    'quitting is not served; end sim_node with SIGINT '
+                                    '(Ctrl-C) or by stopping its launch')
+            else:
+                resp.result = _fail(SetSimulationState.Response.INCORRECT_TRANSITION,
+                                    f'state {target} cannot be set; use STATE_PLAYING (1), '
+                                    'STATE_PAUSED (2) or STATE_STOPPED (0)')
+        except DeviceError as exc:
+            resp.result = _fail(SetSimulationState.Response.STATE_TRANSITION_ERROR, str(exc))
+        return resp
+
+    def _reset(self, req, resp):
+        scope = int(req.scope)
+        R = ResetSimulation.Request
+        if scope not in (R.SCOPE_DEFAULT, R.SCOPE_ALL) and not scope & R.SCOPE_STATE:
+            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED,
+                                'only the state can be reset (SCOPE_STATE, SCOPE_DEFAULT or '
+                                'SCOPE_ALL): simulation time keeps running forward and this '
+                                'simulator spawns nothing')
+            return resp
+        try:
+            self.device.reset()
+        except DeviceError as exc:
+            resp.result = _fail(Result.RESULT_OPERATION_FAILED, str(exc))
+            return resp
+        note = '' if scope == R.SCOPE_STATE else 'state reset; simulation time keeps ' \
+            'running forward so ROS clocks never jump back'
+        resp.result = _ok(note)
+        return resp
+
+    # --- stepping -------------------------------------------------------------------------
+    def _check_steps(self, steps):
+        if not self.device.stepper.paused:
+            return _fail(Result.RESULT_OPERATION_FAILED,
+                         'stepping needs the paused state: set_simulation_state to '
+                         'STATE_PAUSED (2) first')
+        if not 1 <= steps <= limits.MAX_STEPS:
+            return _fail(Result.RESULT_OPERATION_FAILED,
+                         f'{steps} steps; ask for 1..{limits.MAX_STEPS}')
+        return None
+
+    async def _step(self, req, resp):
+        steps = int(req.steps)
+        refusal = self._check_steps(steps)
+        if refusal is not None:
+            resp.result = refusal
+            return resp
+        ok, value = await self._in_thread(lambda: self.device.step(steps))
+        resp.result = _ok() if ok else _fail(Result.RESULT_OPERATION_FAILED, str(value))
+        return resp
+
+    async def _simulate(self, handle):
+        steps = int(handle.request.steps)
+        result = SimulateSteps.Result()
+        refusal = self._check_steps(steps)
+        if refusal is not None:
+            result.result = refusal
+            handle.abort()
+            return result
+        chunk = max(1, -(-steps // FEEDBACK_CHUNKS))
+        done = 0
+        while done < steps:
+            if handle.is_cancel_requested:
+                result.result = _ok(f'canceled after {done} of {steps} steps')
+                handle.canceled()
+                return result
+            n = min(chunk, steps - done)
+            ok, value = await self._in_thread(lambda n=n: self.device.step(n))
+            if not ok:
+                result.result = _fail(Result.RESULT_OPERATION_FAILED,
+                                      f'stopped after {done} of {steps} steps: {value}')
+                handle.abort()
+                return result
+            done += n
+            handle.publish_feedback(SimulateSteps.Feedback(completed_steps=done,
+                                                           remaining_steps=steps - done))
+        result.result = _ok()
+        handle.succeed()
+        return result
+
+    # --- entities -------------------------------------------------------------------------
+    def _world_frame(self):
+        if self.node.has_parameter('world_frame'):
+            return self.node.get_parameter('world_frame').value or 'world'
+        return 'world'
+
+    def _get_entity(self, req, resp):
+        try:
+            s = self.entities.state(req.entity)
+        except DeviceError as exc:
+            code = Result.RESULT_NOT_FOUND if exc.code == UNKNOWN_NAME else \
+                Result.RESULT_OPERATION_FAILED
+            resp.result = _fail(code, str(exc))
+            return resp
+        st = resp.state
+        st.header.frame_id = self._world_frame()
+        st.header.stamp = _stamp(s['time'])
+        p, q = s['position'], s['quaternion']
+        st.pose.position.x, st.pose.position.y, st.pose.position.z = (float(v) for v in p)
+        st.pose.orientation.w, st.pose.orientation.x, st.pose.orientation.y, \
+            st.pose.orientation.z = (float(v) for v in q)
+        st.twist.linear.x, st.twist.linear.y, st.twist.linear.z = \
+            (float(v) for v in s['linear'])
+        st.twist.angular.x, st.twist.angular.y, st.twist.angular.z = \
+            (float(v) for v in s['angular'])
+        resp.result = _ok()
+        return resp
+
+    def _set_entity(self, req, resp):
+        frame = req.state.header.frame_id
+        if frame not in ('', self._world_frame()):
+            resp.result = _fail(Result.RESULT_OPERATION_FAILED,
+                                f'frame {frame!r}: states are set in the world frame '
+                                f'({self._world_frame()!r} or empty)')
+            return resp
+        st = req.state
+        o, t = st.pose.orientation, st.twist
+        kw = {}
+        if req.set_pose:
+            kw['position'] = (st.pose.position.x, st.pose.position.y, st.pose.position.z)
+            kw['quaternion'] = (o.w, o.x, o.y, o.z)
+        if req.set_twist:
+            kw['linear'] = (t.linear.x, t.linear.y, t.linear.z)
+            kw['angular'] = (t.angular.x, t.angular.y, t.angular.z)
+        try:
+            if kw:
+                self.entities.set_state(req.entity, **kw)
+            else:
+                self.entities._body(req.entity)       # still say when the name is wrong
+        except DeviceError as exc:
+            code = {UNKNOWN_NAME: Result.RESULT_NOT_FOUND,
+                    INVALID_POSE: SetEntityState.Response.INVALID_POSE}.get(
+                        exc.code, Result.RESULT_OPERATION_FAILED)
+            resp.result = _fail(code, str(exc))
+            return resp
+        resp.result = _ok('acceleration is not set: MuJoCo computes it'
+                          if req.set_acceleration else '')
+        return resp
+
+    # --- lifetime -------------------------------------------------------------------------
+    def destroy(self):
+        for srv in self._services:
+            self.node.destroy_service(srv)
+        self._services = []
+        self._action.destroy()
+        self.node.destroy_guard_condition(self._waker)

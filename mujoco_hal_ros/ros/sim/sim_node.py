@@ -1,0 +1,351 @@
+"""sim_node: a MuJoCo model as a ROS 2 device that a robot stack cannot tell from hardware.
+
+The node translates only: Device (core) does physics, limits, IK and paths. Three kinds
+of work run in three places so none waits on another: the state publisher thread
+(joint_states, /clock, /tf, poses, channels), the camera thread (images on subscription),
+and the executor (services, actions, goal topics, diagnostics). All of them read the
+device's snapshots; only the Device's own stepper thread touches the live MjData.
+"""
+
+from ...render import gl
+
+gl.ensure_headless_gl()     # before anything below imports mujoco: it reads MUJOCO_GL once
+
+import sys  # noqa: E402
+import threading  # noqa: E402
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
+from rcl_interfaces.msg import (  # noqa: E402
+    ParameterDescriptor, ParameterType, SetParametersResult)
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup  # noqa: E402
+from rclpy.logging import LoggingSeverity  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+from visualization_msgs.msg import MarkerArray  # noqa: E402
+
+from .. import conversions as cv  # noqa: E402
+from . import markers, params as P  # noqa: E402
+from .cameras import CameraConfig, CameraPublisher  # noqa: E402
+from .control import Control  # noqa: E402
+from ..run import run_node  # noqa: E402
+from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
+from .tf import FrameTree  # noqa: E402
+from ...sim.device import Device  # noqa: E402
+from ...errors import ConfigError, DeviceError  # noqa: E402
+
+ROS_TYPES = {'string': (ParameterType.PARAMETER_STRING, Parameter.Type.STRING),
+             'double': (ParameterType.PARAMETER_DOUBLE, Parameter.Type.DOUBLE),
+             'integer': (ParameterType.PARAMETER_INTEGER, Parameter.Type.INTEGER),
+             'bool': (ParameterType.PARAMETER_BOOL, Parameter.Type.BOOL),
+             'string_array': (ParameterType.PARAMETER_STRING_ARRAY,
+                              Parameter.Type.STRING_ARRAY)}
+RUNTIME_PARAMS = {'real_time_factor'}      # the rest are read once at start
+ALWAYS_DECLARED = {'use_sim_time', 'start_type_description_service'}
+
+
+class SimNode(Node):
+    """The simulated device node; see the package README for topics and services."""
+
+    def __init__(self, node_name='sim_node', **kwargs):
+        super().__init__(node_name, **kwargs)
+        self.device = self.swap = self.state = self.cameras = self.control = None
+        self.p = self._declare_all()
+        device_file, model = P.device_arguments(self.p)
+        self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
+                             real_time_factor=self.p.real_time_factor,
+                             start_paused=self.p.start_paused)
+        try:
+            self._build()
+        except BaseException:
+            self._stop_parts()       # a refused start leaves no thread or action server behind
+            raise
+
+    # --- parameters -------------------------------------------------------------------------
+    def _overrides(self):
+        return getattr(self, '_parameter_overrides', {})   # rclpy keeps them here
+
+    def _coerce_override(self, name, kind):
+        """Accept `-p rate:=100` for a double and `-p depth:=a,b` for a list, as users type."""
+        overrides = self._overrides()
+        given = overrides.get(name)
+        if given is None:
+            return
+        t, v = given.type_, given.value
+        if kind == 'double' and t == Parameter.Type.INTEGER:
+            overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(v))
+        elif kind == 'string_array' and t == Parameter.Type.STRING:
+            overrides[name] = Parameter(name, Parameter.Type.STRING_ARRAY,
+                                        [s.strip() for s in v.split(',') if s.strip()])
+        elif kind == 'string_array' and t == Parameter.Type.NOT_SET:
+            overrides[name] = Parameter(name, Parameter.Type.STRING_ARRAY, [])
+        elif kind == 'string' and t in (Parameter.Type.INTEGER, Parameter.Type.DOUBLE):
+            overrides[name] = Parameter(name, Parameter.Type.STRING, str(v))
+        elif kind == 'string' and t == Parameter.Type.BOOL:       # camera_background:=false
+            overrides[name] = Parameter(name, Parameter.Type.STRING, str(v).lower())
+
+    def _declare(self, name, kind, default, description):
+        ros_type, py_type = ROS_TYPES[kind]
+        self._coerce_override(name, kind)
+        desc = ParameterDescriptor(name=name, type=ros_type, description=description,
+                                   read_only=name not in RUNTIME_PARAMS)
+        # An empty list would be declared as a byte array; an unset string array reads [].
+        value = py_type if (kind == 'string_array' and not default) else default
+        try:
+            param = self.declare_parameter(name, value, desc)
+        except Exception as err:  # noqa: BLE001 - rclpy's type errors, said in one line
+            given = self._overrides().get(name)
+            got = f' {given.type_.name.lower()} {given.value!r}' if given is not None else ''
+            article = 'an' if kind[0] in 'aeiou' else 'a'
+            raise ConfigError(f'expected {article} {kind.replace("_", " ")}, got{got} '
+                              f'({type(err).__name__})', where=f'parameter {name}') from None
+        value = param.value
+        return [] if value is None and kind == 'string_array' else value
+
+    def _declare_all(self):
+        values = {name: self._declare(name, kind, default, text)
+                  for name, (kind, default, text) in P.TABLE.items()}
+        return P.check(values, self.get_namespace())
+
+    def _declare_cameras(self):
+        """cameras.<channel>.rate/width/height, defaults from the globals and the device file."""
+        configs = []
+        depth_wanted = set(self.p.depth)
+        known = {i.name for i in self.device.layout.images} | \
+            {i.camera for i in self.device.layout.images}
+        unknown = sorted(depth_wanted - known)
+        if unknown:
+            raise ConfigError(f'no camera {", ".join(unknown)}', where='parameter depth',
+                              allowed=', '.join(sorted(known)) or 'none: this device has no '
+                              'cameras')
+        for img in self.device.layout.images:
+            defaults = {'rate': self.p.camera_rate,
+                        'width': self.p.camera_width or img.width,
+                        'height': self.p.camera_height or img.height}
+            got = {}
+            for key, (kind, text) in P.CAMERA_TABLE.items():
+                name = f'cameras.{img.name}.{key}'
+                got[key] = P.check_camera(img.name, key,
+                                          self._declare(name, kind, defaults[key], text))
+            depth = img.depth or img.name in depth_wanted or img.camera in depth_wanted
+            configs.append(CameraConfig(img.name, img.camera, int(got['width']),
+                                        int(got['height']), float(got['rate']), depth))
+        return configs
+
+    def _check_unknown_overrides(self):
+        unknown = sorted(n for n in self._overrides()
+                         if n not in ALWAYS_DECLARED and not self.has_parameter(n))
+        if unknown:
+            raise ConfigError(f'unknown parameter {", ".join(unknown)}', where='parameters',
+                              allowed=', '.join(sorted(P.TABLE)) + ', cameras.<name>.rate|'
+                              'width|height')
+
+    def _on_set_parameters(self, changes):
+        for change in changes:
+            if change.name == 'real_time_factor':
+                try:
+                    value = change.value
+                    if isinstance(value, bool) or not isinstance(value, (int, float)):
+                        raise ConfigError(f'expected a number, got {value!r}',
+                                          where='real_time_factor')
+                    self.device.set_real_time_factor(float(value))
+                except DeviceError as err:
+                    return SetParametersResult(successful=False, reason=str(err))
+        return SetParametersResult(successful=True)
+
+    # --- assembly ---------------------------------------------------------------------------
+    def _build(self):
+        device, p = self.device, self.p
+        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame)
+        camera_configs = self._declare_cameras()
+        log = self.get_logger()
+        self.state = StatePublisher(self, device, self.frames, p, log)
+        self.cameras = CameraPublisher(self, device, self.frames, camera_configs,
+                                       log, p.camera_background)
+        self.static_pub = self.create_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)
+        self.markers_pub = self.create_publisher(MarkerArray, 'scene_markers', TF_STATIC_QOS)
+        self.collision_pub = self.create_publisher(MarkerArray, 'collision_markers',
+                                                   TF_STATIC_QOS)
+        self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
+        self.control = Control(self, device)
+        # Parts log as they come up; a typo found by the check below must still be the one
+        # line the user sees, so their start-up info waits for the check to pass.
+        level = log.get_effective_level()
+        log.set_level(max(level, LoggingSeverity.WARN))
+        try:
+            self._attach_swap(log)
+            self._check_unknown_overrides()     # after every part declared its parameters
+        finally:
+            log.set_level(level)
+        snap = device.snapshot
+        self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
+            snap, cv.stamp(snap.time))))
+        self.markers_ready = threading.Event()
+        self._markers_stop = threading.Event()
+        self._markers_lock = threading.Lock()      # destroy_node waits for a publish
+        self._slow = MutuallyExclusiveCallbackGroup()
+        self.create_timer(1.0 / p.diagnostics_rate, self._publish_diagnostics,
+                          callback_group=self._slow)
+        if p.log_summary:
+            self.create_timer(p.summary_period, self._log_health, callback_group=self._slow)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self._last_unstable = 0
+        self._clock_warned = False
+        self._hardware_id = str(device.describe()['id'])
+        # Meshes can hold 10^5 triangles: build the markers off the start-up path.
+        self._markers_thread = threading.Thread(target=self._publish_markers,
+                                                name='sim_node-markers', daemon=True)
+        self._markers_thread.start()
+        self.state.start()
+        self.cameras.may_raise = lambda: self.state.realtime
+        self.cameras.start()
+        if p.log_summary:
+            self._log_start()
+
+    def _attach_swap(self, log):
+        """The real arm's controller interfaces (trajectory controller, ...), where present."""
+        try:
+            from ..swap.serve import attach_swap_interfaces
+        except ImportError as err:
+            log.warning(f'real-arm controller interfaces not served: {err}')
+            return
+        self.swap = attach_swap_interfaces(self, self.device, self.p)
+
+    def _publish_markers(self):
+        try:
+            for pub, collision in ((self.markers_pub, False), (self.collision_pub, True)):
+                array = markers.scene_markers(self.device.model, self.frames,
+                                              cancelled=self._markers_stop.is_set,
+                                              collision=collision)
+                with self._markers_lock:
+                    if array is not None and not self._markers_stop.is_set():
+                        pub.publish(array)
+        except Exception as err:  # noqa: BLE001 - rviz loses the scene, the device works
+            if not self._markers_stop.is_set():
+                self.get_logger().error(f'scene_markers: {type(err).__name__}: {err}')
+        finally:
+            self.markers_ready.set()
+
+    # --- reporting --------------------------------------------------------------------------
+    def _log_start(self):
+        d = self.device.describe()
+        log = self.get_logger()
+        ns = self.get_namespace()
+        log.info(f'{d["device"]} ({d["id"]}): {d["model"]}, timestep {d["timestep"]:g} s, '
+                 f'real_time_factor {self.p.real_time_factor:g}'
+                 f'{", paused" if self.p.start_paused else ""}, namespace {ns}')
+        published = self.state.describe() + ['/tf_static', 'scene_markers',
+                                             'collision_markers', 'diagnostics']
+        log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
+        log.info('serving: ' + ', '.join(self.control.describe() + (
+            self.swap.describe() if self.swap is not None else [])))
+
+    def health_line(self):
+        h = self.device.health()
+        rtf = h['measured_rtf']
+        cams = ' | '.join(f'{n} {r:.1f} fps' for n, r in self.cameras.rates().items())
+        state = 'paused' if h['paused'] else ('moving' if h['moving'] else 'idle')
+        return (f'sim {h["sim_time"]:.3f} s | rtf {rtf if rtf is not None else 0:.2f} '
+                f'(target {h["target_rtf"]:g}) | lag {h["lag_s"] * 1e3:.1f} ms | overruns '
+                f'{h["overruns"]} | joint_states {self.state.joint_meter.rate():.0f} Hz'
+                + (f' | {cams}' if cams else '') + f' | {state}')
+
+    def _log_health(self):
+        self.get_logger().info(self.health_line())
+
+    def _publish_diagnostics(self):
+        h = self.device.health()
+        rtf = h['measured_rtf']
+        level, message = DiagnosticStatus.OK, 'running'
+        if h['paused']:
+            message = 'paused'
+        elif h['target_rtf'] > 0 and rtf is not None and rtf < 0.9 * h['target_rtf']:
+            level, message = DiagnosticStatus.WARN, (f'slower than asked: real time factor '
+                                                     f'{rtf:.2f} of {h["target_rtf"]:g}')
+        slow = self.cameras.lagging()
+        if slow and level == DiagnosticStatus.OK:
+            name, fps, rate = slow[0]
+            why = ('background rendering only gets CPU time nothing else wants; '
+                   'camera_background:=false renders at normal priority'
+                   if self.cameras.background else
+                   'rendering cannot keep up; lower the rate or the image size')
+            level, message = DiagnosticStatus.WARN, (f'camera {name} at {fps:.1f} fps of '
+                                                     f'{rate:g} asked: {why}')
+        # Two simulators both on /clock make every use_sim_time node's time jump between them.
+        clocks = self.count_publishers('/clock') if self.state.clock_pub is not None else 0
+        if clocks > 1:
+            why = (f'{clocks} publishers on /clock: with several simulators set '
+                   'publish_clock:=false on all but one')
+            if not self._clock_warned:
+                self._clock_warned = True
+                self.get_logger().warning(why)
+            if level == DiagnosticStatus.OK:
+                level, message = DiagnosticStatus.WARN, why
+        if h['unstable_events'] > self._last_unstable:
+            self._last_unstable = h['unstable_events']
+            level, message = DiagnosticStatus.ERROR, 'simulation went unstable; reset and held'
+        values = {'sim_time': h['sim_time'], 'measured_rtf': rtf if rtf is not None else 0.0,
+                  'target_rtf': h['target_rtf'], 'lag_s': h['lag_s'],
+                  'worst_lag_s': h['worst_lag_s'], 'overruns': h['overruns'],
+                  'steps': h['steps'], 'paused': h['paused'], 'moving': h['moving'],
+                  'unstable_events': h['unstable_events'],
+                  'joint_states_hz': self.state.joint_meter.rate(),
+                  'tf_hz': self.state.tf_meter.rate(),
+                  'state_thread_scheduling': self.state.scheduling,
+                  'cameras_in_background': self.cameras.background,
+                  'clock_publishers': clocks}
+        for name, fps in self.cameras.rates().items():
+            values[f'camera {name} fps'] = fps
+        status = DiagnosticStatus(level=level, name=f'{self.get_fully_qualified_name()}: '
+                                  'simulation', message=message,
+                                  hardware_id=self._hardware_id,
+                                  values=[KeyValue(key=k, value=_text(v))
+                                          for k, v in values.items()])
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = cv.stamp(self.device.snapshot.time)
+        try:
+            self.diag_pub.publish(msg)
+        except Exception:  # noqa: BLE001 - Ctrl-C shuts the context down before the timer
+            if self.context.ok():
+                raise
+
+    # --- lifetime ---------------------------------------------------------------------------
+    def destroy_node(self):
+        """Stop every thread that publishes before the publishers go away."""
+        self._stop_parts()
+        return super().destroy_node()
+
+    def _stop_parts(self):
+        """Stop whatever parts exist, built fully or only up to a refused parameter."""
+        thread = getattr(self, '_markers_thread', None)
+        if thread is not None:
+            self._markers_stop.set()
+            with self._markers_lock:
+                pass                        # a publish in progress has finished
+            thread.join(5.0)
+        for part in (self.state, self.cameras):
+            if part is not None:
+                part.stop()
+        if self.control is not None:
+            self.control.destroy()
+        self.state = self.cameras = self.control = None
+        if self.swap is not None:
+            self.swap.destroy()
+            self.swap = None
+        if self.device is not None:
+            self.device.close()
+
+
+def _text(v):
+    if isinstance(v, float):
+        return f'{v:.6g}'
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def main(argv=None):
+    """Run until Ctrl-C; a bad parameter or file ends it at start with one line, exit 2."""
+    return run_node('sim_node', SimNode, argv, threads=4)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,333 @@
+"""The state publisher: joint_states, /clock, /tf, poses and read channels from snapshots.
+
+It runs on its own thread with absolute deadlines rather than as an executor timer: at
+1 kHz an rclpy timer costs a thread-pool hand-off per tick and its jitter grows with every
+service call the executor handles, while a thread that sleeps to the next deadline keeps
+the interval tight and never delays a service. It only reads ``device.snapshot`` (a
+consistent copy the stepper swaps in after each chunk), so it never touches MjData.
+
+Rates: ``publish_rate`` and ``tf_rate`` are wall-clock, like a real driver's. A read
+channel's ``every`` is simulated time (the device samples that often in its own time),
+checked at each joint_states tick.
+"""
+
+import collections
+import threading
+import time
+
+from geometry_msgs.msg import PoseStamped
+import mujoco
+import numpy as np
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
+from tf2_msgs.msg import TFMessage
+
+from ...fastpath import cdr
+from .. import conversions as cv
+from .params import TABLE as PARAMS
+from ...fastpath import sched
+
+TF_QOS = QoSProfile(depth=100)
+TF_STATIC_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                           reliability=ReliabilityPolicy.RELIABLE)
+STATE_QOS = QoSProfile(depth=10)
+SUBSCRIBER_POLL_S = 0.1
+LATE_WINDOW_TICKS = 500      # at SCHED_FIFO, more than half of these late: give it back
+STOP_POLL_S = 0.05           # the longest sleep between looks at the stop flag
+
+
+def moving_joints(model):
+    """(names, qpos addresses, dof addresses) of every named hinge and slide joint."""
+    names, qadr, dadr = [], [], []
+    kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    for j in range(model.njnt):
+        if int(model.jnt_type[j]) in kinds:
+            names.append(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or f'joint{j}')
+            qadr.append(int(model.jnt_qposadr[j]))
+            dadr.append(int(model.jnt_dofadr[j]))
+    return names, qadr, dadr
+
+
+class RateMeter:
+    """Messages per second and worst gaps over a sliding window, for diagnostics and bench."""
+
+    def __init__(self, window=2000):
+        self._times = collections.deque(maxlen=window)
+
+    def tick(self, now=None):
+        self._times.append(time.monotonic() if now is None else now)
+
+    def rate(self, span=2.0):
+        now = time.monotonic()
+        times = [t for t in list(self._times) if now - t <= span]
+        if len(times) < 2:
+            return 0.0
+        return (len(times) - 1) / max(times[-1] - times[0], 1e-9)
+
+    def intervals(self):
+        times = list(self._times)
+        return [b - a for a, b in zip(times, times[1:])]
+
+
+class StatePublisher:
+    """Publishes the device state on its own thread at the configured rates."""
+
+    def __init__(self, node, device, frames, params, logger):
+        self.device = device
+        self.frames = frames
+        self.params = params
+        self.logger = logger
+        model = device.model
+        self.joint_names, self._qadr, self._dadr = moving_joints(model)
+        self.js_pub = node.create_publisher(JointState, 'joint_states', STATE_QOS)
+        self.tf_pub = node.create_publisher(TFMessage, '/tf', TF_QOS)
+        self.clock_pub = (node.create_publisher(Clock, '/clock', STATE_QOS)
+                          if params.publish_clock else None)
+        # poses/<site or body>: one PoseStamped per site/body the device file reads.
+        self.poses = {}
+        for r in device.layout.reads:
+            if r.kind in ('site', 'body') and r.target not in self.poses:
+                self.poses[r.target] = {
+                    'kind': r.kind, 'index': r.index, 'every': r.every, 'last': None,
+                    'pub': node.create_publisher(PoseStamped, f'poses/{r.target}',
+                                                 STATE_QOS)}
+            elif r.kind in ('site', 'body'):
+                self.poses[r.target]['every'] = min(self.poses[r.target]['every'], r.every)
+        self.channels = {r.name: {'every': r.every, 'last': None,
+                                  'pub': node.create_publisher(Float64, f'channels/{r.name}',
+                                                               STATE_QOS)}
+                         for r in device.layout.reads}
+        self.joint_meter = RateMeter()
+        self.tf_meter = RateMeter(200)
+        self._js = JointState(name=list(self.joint_names))
+        self._js_bytes = cdr.JointStateBytes(self.joint_names)
+        self._tf_bytes = cdr.TransformsBytes([frames.world] * len(frames.moving_frames),
+                                             frames.moving_frames)
+        self.raw = raw_messages_ok(self._js_bytes, self._tf_bytes, self.joint_names)
+        if not self.raw:
+            logger.info('state publisher: this middleware does not read our CDR bytes back; '
+                        'publishing message objects instead (slower at high rates)')
+        self._stop = threading.Event()
+        self._thread = None
+        self._last_clock = None
+        self._packed = self._js_payload = self._tf_payload = None   # the last snapshot's bytes
+        self._any_wanted = False
+        self.errors = 0
+        self.scheduling = 'ordinary'         # or SCHED_FIFO <priority>: for diagnostics
+        self._scheduled = threading.Event()
+
+    def start(self):
+        self._thread = threading.Thread(target=self._run, name='sim_node-state', daemon=True)
+        self._thread.start()
+        self._scheduled.wait(5.0)             # so that `realtime` is known when this returns
+
+    @property
+    def realtime(self):
+        """Whether the state thread runs at SCHED_FIFO (thread_priority granted)."""
+        return self.scheduling.startswith('SCHED_FIFO')
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+
+    def describe(self):
+        """What this publishes, for the start-up summary."""
+        out = [f'joint_states ({len(self.joint_names)} joints @ {self.params.publish_rate:g} Hz)',
+               f'/tf ({len(self.frames.moving_frames)} moving frames @ '
+               f'{self.params.tf_rate:g} Hz)']
+        if self.clock_pub is not None:
+            out.append('/clock')
+        out += [f'poses/{n}' for n in self.poses]
+        out += [f'channels/{n}' for n in self.channels]
+        return out
+
+    # --- the loop ---------------------------------------------------------------------------
+    def _run(self):
+        # wake on time while cameras, subscribers and DDS keep both cores busy (sched.py)
+        sched.short_slice()
+        self._take_priority()
+        self._scheduled.set()
+        period = 1.0 / self.params.publish_rate
+        late, ticks = 0, 0
+        tf_every = max(1, int(round(self.params.publish_rate / self.params.tf_rate)))
+        tick = 0
+        deadline = time.monotonic()
+        next_count = 0.0
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if deadline > now:
+                # time.sleep, not Event.wait: a third less CPU per wake (30 against 48 us
+                # here), which at 1 kHz the physics thread on the sibling core gets back
+                while deadline > now and not self._stop.is_set():
+                    time.sleep(min(deadline - now, STOP_POLL_S))
+                    now = time.monotonic()
+                if self._stop.is_set():
+                    break
+            else:
+                late += 1
+            ticks += 1
+            if ticks >= LATE_WINDOW_TICKS:
+                if late > ticks // 2 and self.realtime:
+                    self._drop_priority(late, ticks)
+                late = ticks = 0
+            deadline += period
+            if deadline < time.monotonic() - 4 * period:   # fell far behind: do not burst
+                deadline = time.monotonic() + period
+            try:
+                if deadline >= next_count:     # who listens changes rarely; ask 10x a second
+                    next_count = deadline + SUBSCRIBER_POLL_S
+                    self._count_subscribers()
+                self._publish(self.device.snapshot, tick % tf_every == 0)
+            except Exception as err:  # noqa: BLE001 - a shut-down context ends the loop
+                if self._stop.is_set() or not _context_ok(self.js_pub):
+                    break
+                self.errors += 1
+                if self.errors <= 3:
+                    self.logger.error(f'state publisher: {type(err).__name__}: {err}')
+            tick += 1
+
+    def _take_priority(self):
+        prio = self.params.thread_priority
+        if not prio:
+            return
+        why = sched.realtime(prio)
+        if why is None:
+            self.scheduling = f'SCHED_FIFO {prio}'
+            return
+        # the default asks and carries on quietly where it may not; asked for, it warns
+        log = self.logger.info if prio == PARAMS['thread_priority'][1] else self.logger.warning
+        log(f'state publisher keeps ordinary scheduling (thread_priority {prio}): {why}')
+
+    def _drop_priority(self, late, ticks):
+        # a FIFO thread that cannot keep its period would hold a core: hand it back
+        sched.ordinary()
+        self.scheduling = 'ordinary (fell behind at SCHED_FIFO)'
+        self.logger.warning(f'state publisher missed {late} of {ticks} deadlines at '
+                            f'{self.params.publish_rate:g} Hz: back to ordinary scheduling; '
+                            f'lower publish_rate or tf_rate')
+
+    def _publish(self, snap, with_tf):
+        if not self.raw:
+            return self._publish_objects(snap, with_tf)
+        t = snap.time
+        if snap is not self._packed:
+            # A snapshot lasts a chunk (one physics step at real time, ~6 ms at rtf 0): the
+            # ticks within it send the same bytes again instead of packing them anew.
+            self._packed, self._tf_payload = snap, None
+            self._js_payload = self._js_bytes.pack(t, snap.qpos[self._qadr],
+                                                   snap.qvel[self._dadr],
+                                                   snap.qfrc_actuator[self._dadr])
+        self.js_pub.publish(self._js_payload)
+        self.joint_meter.tick()
+        if self.clock_pub is not None and t != self._last_clock:
+            self._last_clock = t
+            self.clock_pub.publish(cdr.clock_bytes(t))
+        if with_tf and self._tf_bytes.size:
+            if self._tf_payload is None:
+                pos, quat = self.frames.moving_poses(snap)
+                self._tf_payload = self._tf_bytes.pack(t, pos, quat[:, _XYZW])
+            self.tf_pub.publish(self._tf_payload)
+            self.tf_meter.tick()
+        if self._any_wanted:
+            st = cv.stamp(t)
+            self._publish_poses(snap, st)
+            self._publish_channels(snap)
+
+    def _publish_objects(self, snap, with_tf):
+        """The same messages as rclpy objects, for a middleware that is not classic CDR."""
+        st = cv.stamp(snap.time)
+        js = self._js
+        js.header.stamp = st
+        js.position = cv.doubles(snap.qpos[self._qadr])
+        js.velocity = cv.doubles(snap.qvel[self._dadr])
+        js.effort = cv.doubles(snap.qfrc_actuator[self._dadr])
+        self.js_pub.publish(js)
+        self.joint_meter.tick()
+        if self.clock_pub is not None and snap.time != self._last_clock:
+            self._last_clock = snap.time
+            self.clock_pub.publish(Clock(clock=st))
+        if with_tf and self.frames.moving_frames:
+            self.tf_pub.publish(TFMessage(transforms=self.frames.dynamic_transforms(snap, st)))
+            self.tf_meter.tick()
+        self._publish_poses(snap, st)
+        self._publish_channels(snap)
+
+    def _count_subscribers(self):
+        """Poses and channels are only built for topics someone listens to."""
+        any_wanted = False
+        for entry in list(self.poses.values()) + list(self.channels.values()):
+            entry['wanted'] = entry['pub'].get_subscription_count() > 0
+            any_wanted = any_wanted or entry['wanted']
+        self._any_wanted = any_wanted
+
+    @staticmethod
+    def _due(entry, t):
+        if not entry.get('wanted'):
+            return False
+        last = entry['last']
+        return last is None or entry['every'] <= 0 or t - last >= entry['every'] - 1e-9
+
+    def _publish_poses(self, snap, st):
+        for entry in self.poses.values():
+            if not self._due(entry, snap.time):
+                continue
+            entry['last'] = snap.time
+            i = entry['index']
+            msg = PoseStamped()
+            msg.header.stamp = st
+            msg.header.frame_id = self.frames.world
+            if entry['kind'] == 'site':
+                pos, quat = snap.site_xpos[i], cv.quat_from_mat(snap.site_xmat[i])
+            else:
+                pos, quat = snap.xpos[i], snap.xquat[i]
+            msg.pose.position = cv.point(pos)
+            msg.pose.orientation = cv.quat_ros(quat)
+            entry['pub'].publish(msg)
+
+    def _publish_channels(self, snap):
+        due = [n for n, e in self.channels.items() if self._due(e, snap.time)]
+        if not due:
+            return
+        values = self.device.read(due, snapshot=snap)
+        for name in due:
+            entry = self.channels[name]
+            entry['last'] = snap.time
+            entry['pub'].publish(Float64(data=values[name]))
+
+
+_XYZW = [1, 2, 3, 0]   # MuJoCo quaternions are (w, x, y, z); ROS's are (x, y, z, w)
+
+
+def raw_messages_ok(js_bytes, tf_bytes, names):
+    """Whether this middleware reads our packed bytes back as the messages they stand for.
+
+    Every ROS 2 rmw in use speaks classic CDR, so this holds; the check costs a millisecond
+    once and turns a silent garbling on some other middleware into the slower, exact path.
+    """
+    try:
+        n, m = len(names), tf_bytes.size
+        vals = np.arange(3 * n, dtype=float) + 0.25
+        js = deserialize_message(js_bytes.pack(5.5, vals[:n], vals[n:2 * n], vals[2 * n:]),
+                                 JointState)
+        tf = deserialize_message(tf_bytes.pack(7.25, np.full((m, 3), 1.5), np.full((m, 4), 0.5)),
+                                 TFMessage)
+        clock = deserialize_message(cdr.clock_bytes(9.125), Clock)
+    except Exception:  # noqa: BLE001 - any failure to read back means: do not use bytes
+        return False
+    return (list(js.name) == list(names) and list(js.effort) == list(vals[2 * n:])
+            and (js.header.stamp.sec, js.header.stamp.nanosec) == (5, 500_000_000)
+            and len(tf.transforms) == m
+            and all(t.transform.rotation.w == 0.5 and t.transform.translation.z == 1.5
+                    and t.header.stamp.nanosec == 250_000_000 for t in tf.transforms)
+            and (clock.clock.sec, clock.clock.nanosec) == (9, 125_000_000))
+
+
+def _context_ok(pub):
+    try:
+        return pub.handle is not None and pub.get_subscription_count() >= 0
+    except Exception:  # noqa: BLE001 - InvalidHandle once the node is gone
+        return False

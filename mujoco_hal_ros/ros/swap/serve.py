@@ -1,0 +1,74 @@
+"""Everything that lets a robot stack swap the real arm for sim_node with no config change.
+
+One call from the node that owns the Device: the joint_trajectory_controller interface
+(what MoveIt and rviz drive), the topic_based_ros2_control command topic (what a
+ros2_control set-up drives), and simulation_interfaces where that package is installed
+(what scenario and test tools drive). Each part declares its own parameters, once, before
+sim_node checks the user's parameters for unknown names.
+"""
+
+from rcl_interfaces.msg import ParameterType
+
+from .topic_control import TopicControl
+from .trajectory_controller import TrajectoryController, declare, declare_controllers_file
+
+
+class SwapInterfaces:
+    """What ``attach_swap_interfaces`` built; ``destroy()`` removes all of it."""
+
+    def __init__(self, trajectory=None, topic=None, simulation=None):
+        self.trajectory = trajectory
+        self.topic = topic
+        self.simulation = simulation
+
+    def describe(self):
+        out = []
+        if self.trajectory is not None:
+            n = self.trajectory.name
+            out += [f'{n}/follow_joint_trajectory', f'{n}/joint_trajectory',
+                    f'{n}/controller_state']
+        if self.topic is not None and self.topic.topic:
+            out.append(self.topic.topic)
+        if self.simulation is not None:
+            out.append('simulation_interfaces (reset/step/get+set state/entities/'
+                       'simulate_steps)')
+        return out
+
+    def destroy(self):
+        for part in (self.trajectory, self.topic, self.simulation):
+            if part is not None:
+                part.destroy()
+        self.trajectory = self.topic = self.simulation = None
+
+
+def attach_swap_interfaces(node, device, params=None):
+    """Attach the real-arm interfaces to ``node`` for ``device`` and return them.
+
+    ``params`` is unused by the parts (each reads its own ROS parameters) and kept so the
+    caller can hand over its checked parameters when a part needs one later.
+    """
+    del params
+    name = declare(node, 'trajectory_controller', 'arm_controller',
+                   'Name of the joint trajectory controller this node stands in for: serves '
+                   '<name>/follow_joint_trajectory, <name>/joint_trajectory and '
+                   '<name>/controller_state. Empty: none.', ParameterType.PARAMETER_STRING)
+    use_sim = declare(node, 'simulation_interfaces', True,
+                      'Serve the simulation_interfaces services and action (where the '
+                      'package is installed).', ParameterType.PARAMETER_BOOL)
+    declare_controllers_file(node)
+    parts = SwapInterfaces()
+    try:
+        if name:
+            parts.trajectory = TrajectoryController(node, device, name)
+        parts.topic = TopicControl(node, device)
+        if use_sim:
+            try:
+                from ..sim.sim_interfaces import SimInterfaces
+            except ImportError as err:
+                node.get_logger().warning(f'simulation_interfaces not served: {err}')
+            else:
+                parts.simulation = SimInterfaces(node, device)
+    except BaseException:
+        parts.destroy()
+        raise
+    return parts

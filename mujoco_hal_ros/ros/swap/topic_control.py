@@ -1,0 +1,74 @@
+"""The topic_based_ros2_control contract: joint commands in, joint_states out.
+
+A ros2_control set-up that runs its controllers against ``topic_based_ros2_control`` (the
+hardware plugin Isaac Sim and other simulators use) publishes a ``sensor_msgs/JointState``
+whose positions are the position command interfaces, and reads the robot back from
+``joint_states``. sim_node already publishes ``joint_states``; this subscribes the command
+topic and puts every message through the device's limits kernel, all or nothing, so a
+controller bug cannot drive the simulated arm past its device file.
+"""
+
+from rcl_interfaces.msg import ParameterType
+from sensor_msgs.msg import JointState
+
+from ...motion import joint_trajectory as jt
+from ...errors import DeviceError, InvalidArgument, UnknownName
+from .trajectory_controller import declare
+
+
+class TopicControl:
+    """Subscribes ``joint_commands_topic``; positions go to ``Device.set_goals``."""
+
+    def __init__(self, node, device, topic=None):
+        self.node = node
+        self.device = device
+        self.log = node.get_logger()
+        if topic is None:
+            topic = declare(node, 'joint_commands_topic', 'joint_commands',
+                            'sensor_msgs/JointState topic whose positions command the joints '
+                            '(the topic_based_ros2_control contract). Empty: not subscribed.',
+                            ParameterType.PARAMETER_STRING)
+        self.topic = topic
+        self.goals = jt.trajectory_joints(device.layout)
+        self.applied = 0
+        self.refused = 0
+        self.last_error = None
+        self._sub = node.create_subscription(JointState, topic, self._on_command, 10) \
+            if topic else None
+
+    def command(self, names, positions):
+        """{joint: position (rad or m)} -> one all-or-nothing ``set_goals`` in channel units."""
+        names = list(names)
+        positions = list(positions)
+        if not positions:
+            raise InvalidArgument('the command carries no positions; this device takes '
+                                  'position commands', where='position')
+        if len(positions) != len(names):
+            raise InvalidArgument(f'{len(positions)} positions for {len(names)} names',
+                                  where='position', allowed='one position per name')
+        request = {}
+        for name, q in zip(names, positions):
+            goal = self.goals.get(name)
+            if goal is None:
+                raise UnknownName('joint', name, list(self.goals), where='name')
+            value = float(goal.to_unit(q))
+            for bound in (goal.min, goal.max):   # radians <-> degrees round trip at a limit
+                if bound is not None and abs(value - bound) <= 1e-9 * max(1.0, abs(bound)):
+                    value = bound
+            request[goal.name] = value
+        return self.device.set_goals(request)
+
+    def _on_command(self, msg):
+        try:
+            self.command(msg.name, msg.position)
+            self.applied += 1
+        except DeviceError as exc:
+            self.refused += 1
+            self.last_error = str(exc)
+            self.log.warning(f'{self.topic}: command refused, nothing applied: {exc}',
+                             throttle_duration_sec=1.0)
+
+    def destroy(self):
+        if self._sub is not None:
+            self.node.destroy_subscription(self._sub)
+            self._sub = None

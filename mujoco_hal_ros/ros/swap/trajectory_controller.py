@@ -1,0 +1,567 @@
+"""joint_trajectory_controller's ROS interface, served by the simulated device.
+
+MoveIt, rviz's motion planning panel and scripts written for a ros2_control arm talk to
+``/<controller>/follow_joint_trajectory``, ``/<controller>/joint_trajectory`` and
+``/<controller>/controller_state``. Serving the same names, types and behaviour here (goals
+refused in the goal callback, splines, path and goal tolerances, preemption, cancel and
+hold) is what lets a configuration move from simulation to the real arm unchanged.
+
+The class only translates: checks, splines and tolerances are ``joint_trajectory`` (core).
+Callbacks never wait on motion: an accepted goal's execute coroutine awaits a future that a
+steady-clock timer completes, so the node keeps serving while a trajectory runs, even with
+the simulation paused (a timer on simulated time would stop with it).
+"""
+
+import array
+import threading
+import time
+
+from control_msgs.action import FollowJointTrajectory
+from control_msgs.msg import JointTrajectoryControllerState
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
+from rclpy.parameter import Parameter
+from rclpy.task import Future
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from ...motion import joint_trajectory as jt
+from ...errors import ConfigError, DeviceError
+
+Result = FollowJointTrajectory.Result
+CHECK_HZ = 100.0                 # tolerance checks, steady clock
+RESULT_TIMEOUT_S = 5             # a finished goal stays in every status message this long
+PREEMPTED = 'Current goal cancelled due to new incoming action.'   # as ros2_controllers says
+
+
+def seconds(duration):
+    """builtin_interfaces Duration or Time -> float seconds."""
+    return duration.sec + duration.nanosec * 1e-9
+
+
+def _duration_msg(t):
+    from builtin_interfaces.msg import Duration
+    ns = max(0, int(round(t * 1e9)))
+    return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def _doubles(values):
+    return array.array('d', np.ascontiguousarray(values, dtype=np.float64).tobytes())
+
+
+def _point(positions, velocities=None, accelerations=None, t=None):
+    p = JointTrajectoryPoint()
+    p.positions = _doubles(positions)
+    if velocities is not None:
+        p.velocities = _doubles(velocities)
+    if accelerations is not None:
+        p.accelerations = _doubles(accelerations)
+    if t is not None:
+        p.time_from_start = _duration_msg(t)
+    return p
+
+
+_PY = {ParameterType.PARAMETER_DOUBLE: float, ParameterType.PARAMETER_BOOL: bool,
+       ParameterType.PARAMETER_STRING: str, ParameterType.PARAMETER_STRING_ARRAY: list,
+       ParameterType.PARAMETER_INTEGER: int}
+
+
+def declare_controllers_file(node):
+    """Declared whether or not a trajectory controller runs, so that one launch file with
+    ``controllers_file`` also starts the node with ``trajectory_controller:=''``."""
+    return declare(node, 'controllers_file', '',
+                   'ros2_control controllers YAML of the real arm: its "<name>: '
+                   'ros__parameters:" block gives the defaults of every <name>.* parameter '
+                   '(joints, constraints...), so both run one file.',
+                   ParameterType.PARAMETER_STRING)
+
+
+def declare(node, name, default, description, kind):
+    """Declare once with type and description; a parameter declared earlier is read as is.
+
+    An integer given for a double (``goal_time:=1``) is taken as the double it means, as a
+    user who copies a ros2_control YAML expects.
+    """
+    if node.has_parameter(name):
+        return node.get_parameter(name).value
+    overrides = getattr(node, '_parameter_overrides', {})   # where rclpy keeps them
+    given = overrides.get(name)
+    if given is not None and kind == ParameterType.PARAMETER_DOUBLE and \
+            given.type_ == Parameter.Type.INTEGER:
+        overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(given.value))
+    try:
+        node.declare_parameter(name, default, ParameterDescriptor(
+            name=name, type=kind, description=description, read_only=True))
+    except Exception as err:  # noqa: BLE001 - rclpy's type errors, said in one line
+        got = f', got {given.type_.name.lower()} {given.value!r}' if given is not None else ''
+        raise ConfigError(f'expected a {_PY[kind].__name__}{got} ({type(err).__name__})',
+                          where=f'parameter {name}') from None
+    value = node.get_parameter(name).value
+    return [] if value is None and kind == ParameterType.PARAMETER_STRING_ARRAY else value
+
+
+def controller_block(path, name):
+    """``<name>: ros__parameters:`` of a ros2_control controllers file, flattened with dots.
+
+    Pointing sim_node at the very file controller_manager loads on the real arm is what
+    keeps joints and tolerances identical in both; nothing has to be copied.
+    """
+    import yaml
+    try:
+        with open(path, encoding='utf-8') as handle:
+            doc = yaml.safe_load(handle) or {}
+    except OSError as err:
+        raise ConfigError(f'cannot read {path}: {err.strerror}',
+                          where='parameter controllers_file') from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f'{path} is not valid YAML: {err}',
+                          where='parameter controllers_file') from None
+    block = None
+    for key, value in doc.items() if isinstance(doc, dict) else ():
+        if str(key).rstrip('/').split('/')[-1] == name and isinstance(value, dict):
+            block = value.get('ros__parameters')
+    if not isinstance(block, dict):
+        raise ConfigError(f'{path} has no "{name}: ros__parameters:" block',
+                          where='parameter controllers_file',
+                          allowed=', '.join(str(k) for k in doc) if isinstance(doc, dict)
+                          else 'a controllers YAML')
+    flat = {}
+
+    def walk(prefix, node):
+        for k, v in node.items():
+            if isinstance(v, dict):
+                walk(f'{prefix}{k}.', v)
+            else:
+                flat[f'{prefix}{k}'] = v
+    walk('', block)
+    return flat
+
+
+# joint_trajectory_controller parameters a real configuration carries that change nothing
+# here (the simulated joints follow the reference exactly as a position interface would);
+# accepted so the same YAML loads in both, each logged once when given.
+NO_EFFECT = {'command_interfaces': ParameterType.PARAMETER_STRING_ARRAY,
+             'state_interfaces': ParameterType.PARAMETER_STRING_ARRAY,
+             'command_joints': ParameterType.PARAMETER_STRING_ARRAY,
+             'open_loop_control': ParameterType.PARAMETER_BOOL,
+             'allow_integration_in_goal_trajectories': ParameterType.PARAMETER_BOOL,
+             'allow_nonzero_velocity_at_trajectory_end': ParameterType.PARAMETER_BOOL,
+             'set_last_command_interface_value_as_state_on_activation':
+                 ParameterType.PARAMETER_BOOL,
+             'cmd_timeout': ParameterType.PARAMETER_DOUBLE,
+             'interpolation_method': ParameterType.PARAMETER_STRING}
+NO_EFFECT_PREFIXES = ('gains.', 'speed_scaling.')
+
+
+def points_of(trajectory):
+    """JointTrajectory points -> the plain dicts the core checks (the float64 arrays are
+    handed over as they are, which the core checks in one go)."""
+    return [{'time_from_start': seconds(p.time_from_start), 'positions': p.positions,
+             'velocities': p.velocities, 'accelerations': p.accelerations}
+            for p in trajectory.points]
+
+
+class _Active:
+    """The trajectory that owns the controller's joints now, and who asked for it."""
+
+    def __init__(self, execution, tolerances, handle=None, joints=None):
+        self.execution = execution
+        self.columns = [joints.index(j) for j in execution.checked.joints] if joints else []
+        self.tolerances = tolerances
+        self.handle = handle                 # None for a trajectory from the topic
+        self.future = Future() if handle is not None else None
+        self.last_feedback = 0.0
+
+    def finish(self, outcome, code, text):
+        if self.future is not None and not self.future.done():
+            self.future.set_result((outcome, Result(error_code=code, error_string=text)))
+
+
+class TrajectoryController:
+    """``<name>/follow_joint_trajectory``, ``<name>/joint_trajectory`` and
+    ``<name>/controller_state`` on ``node`` for ``device``."""
+
+    def __init__(self, node, device, name=None):
+        self.node = node
+        self.device = device
+        self.log = node.get_logger()
+        self._lock = threading.RLock()
+        self._active = None
+        self._starts = {}                # goal id -> its _Active, or why it could not start
+        self._checked = []               # (goal message, its check) from the goal callback
+        self._closing = False
+        self.last_rejection = None
+        self.counts = {'accepted': 0, 'rejected': 0, 'succeeded': 0, 'aborted': 0,
+                       'canceled': 0, 'preempted': 0}
+        S, D, B, SA = (ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE,
+                       ParameterType.PARAMETER_BOOL, ParameterType.PARAMETER_STRING_ARRAY)
+        if name is None:
+            name = declare(node, 'trajectory_controller', 'arm_controller',
+                           'Name of the joint trajectory controller this node stands in for: '
+                           'serves <name>/follow_joint_trajectory, <name>/joint_trajectory and '
+                           '<name>/controller_state. Empty: none.', S)
+        self.name = name
+        path = declare_controllers_file(node)
+        given = controller_block(path, name) if path else {}
+        p = f'{name}.'
+
+        def param(key, default, text, kind):
+            value = given.get(key, default)
+            if kind == D and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            return declare(node, p + key, value, text, kind)
+
+        joints = param('joints', [], 'Joints the controller owns, as in the ros2_control '
+                       'controller config (default: every joint a position goal channel '
+                       'drives).', SA)
+        self.joints = jt.controller_joints(device.layout, [j for j in joints if j],
+                                           where=f'parameter {p}joints')
+        self.allow_partial = param('allow_partial_joints_goal', False,
+                                   'Accept goals that name only some of the joints.', B)
+        self.smooth_positions = param(
+            'smooth_positions', False,
+            'Position-only trajectories as a C2 cubic spline instead of straight segments '
+            '(joint_trajectory_controller interpolates them linearly).', B)
+        self.monitor_rate = param('action_monitor_rate', 20.0,
+                                  'Feedback rate of follow_joint_trajectory in Hz.', D)
+        self.state_rate = param('state_publish_rate', 50.0,
+                                'controller_state rate in Hz (0: not published).', D)
+        stopped = param('constraints.stopped_velocity_tolerance', 0.01,
+                        'Joint speed (rad/s or m/s) below which a finished trajectory counts '
+                        'as stopped.', D)
+        goal_time = param('constraints.goal_time', 0.0,
+                          'Seconds after the trajectory end within which every goal '
+                          'tolerance must hold (0: wait as long as it takes).', D)
+        path_tol, goal_tol = [], []
+        for j in self.joints:
+            path_tol.append(param(f'constraints.{j}.trajectory', 0.0,
+                                  f'Path position tolerance of {j} (0: not checked).', D))
+            goal_tol.append(param(f'constraints.{j}.goal', 0.0,
+                                  f'Goal position tolerance of {j} (0: not checked).', D))
+        for key, value in (('action_monitor_rate', self.monitor_rate),
+                           ('state_publish_rate', self.state_rate),
+                           ('constraints.stopped_velocity_tolerance', stopped),
+                           ('constraints.goal_time', goal_time),
+                           *((f'constraints.{j}.trajectory', v)
+                             for j, v in zip(self.joints, path_tol)),
+                           *((f'constraints.{j}.goal', v) for j, v in zip(self.joints, goal_tol))):
+            if not value >= 0:
+                raise ConfigError(f'must be 0 or more, got {value!r}',
+                                  where=f'parameter {p}{key}')
+        self._accept_no_effect(node, p, given)
+        goals = jt.trajectory_joints(device.layout)
+        jids = [goals[j].joint for j in self.joints]
+        self._acts = np.array([goals[j].actuator for j in self.joints])
+        self._qadr = np.asarray(device.model.jnt_qposadr[jids])
+        self._dadr = np.asarray(device.model.jnt_dofadr[jids])
+        self.defaults = jt.Tolerances.defaults(len(self.joints), trajectory=path_tol,
+                                               goal=goal_tol, stopped_velocity=stopped,
+                                               goal_time=goal_time)
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        # Own groups: a request never waits behind another part of the node, and the
+        # lock below is what orders goal, topic and timer work on the active trajectory.
+        requests = ReentrantCallbackGroup()
+        self._server = ActionServer(
+            node, FollowJointTrajectory, f'{name}/follow_joint_trajectory',
+            execute_callback=self._execute, goal_callback=self._on_goal,
+            handle_accepted_callback=self._on_accepted, cancel_callback=self._on_cancel,
+            callback_group=requests,
+            result_timeout=RESULT_TIMEOUT_S)
+        self._sub = node.create_subscription(JointTrajectory, f'{name}/joint_trajectory',
+                                             self._on_topic, 10, callback_group=requests)
+        self._state_pub = node.create_publisher(JointTrajectoryControllerState,
+                                                f'{name}/controller_state', 10)
+        # Tolerance checks run only while a trajectory is active: an always-on timer wakes
+        # the executor 100 times a second and cost a third of a core for nothing.
+        self._timer = node.create_timer(1.0 / CHECK_HZ, self._tick, clock=steady,
+                                        callback_group=MutuallyExclusiveCallbackGroup())
+        self._timer.cancel()
+        self._last_state = 0.0
+        # controller_state goes out from its own thread (publishing is thread-safe) and only
+        # while someone listens, so it never wakes the executor either.
+        self._state_stop = threading.Event()
+        self._context = node.context
+        self._state_thread = threading.Thread(target=self._state_loop, daemon=True,
+                                              name=f'{name}-controller_state')
+        if self.state_rate > 0:
+            self._state_thread.start()
+        self.log.info(f'{name}: follow_joint_trajectory for {", ".join(self.joints)}')
+
+    def _accept_no_effect(self, node, prefix, given):
+        """Declare the real controller's parameters that mean nothing in simulation."""
+        overrides = getattr(node, '_parameter_overrides', {})
+        names = {k for k in given} | {k[len(prefix):] for k in overrides
+                                      if k.startswith(prefix)}
+        ignored = []
+        for key in sorted(names):
+            kind = NO_EFFECT.get(key)
+            if kind is None and key.startswith(NO_EFFECT_PREFIXES):
+                value = given.get(key, overrides[prefix + key].value
+                                  if prefix + key in overrides else None)
+                kind = {bool: ParameterType.PARAMETER_BOOL, str: ParameterType.PARAMETER_STRING,
+                        list: ParameterType.PARAMETER_STRING_ARRAY,
+                        int: ParameterType.PARAMETER_INTEGER}.get(
+                            type(value), ParameterType.PARAMETER_DOUBLE)
+            if kind is None or node.has_parameter(prefix + key):
+                continue
+            default = given.get(key, {ParameterType.PARAMETER_BOOL: False,
+                                      ParameterType.PARAMETER_STRING: '',
+                                      ParameterType.PARAMETER_INTEGER: 0,
+                                      ParameterType.PARAMETER_STRING_ARRAY: []}.get(kind, 0.0))
+            if kind == ParameterType.PARAMETER_DOUBLE and isinstance(default, int):
+                default = float(default)
+            declare(node, prefix + key, default, 'Accepted for compatibility with '
+                    'joint_trajectory_controller; no effect in simulation.', kind)
+            ignored.append(key)
+        if ignored:
+            self.log.info(f'{self.name}: no effect in simulation: {", ".join(ignored)}')
+
+    # --- requests -> core ---------------------------------------------------------------
+    def _check(self, goal):
+        """A goal message -> (checked trajectory, tolerances, delay); DeviceError if bad."""
+        traj = goal.trajectory
+        checked = jt.check_trajectory(
+            self.device.layout, list(traj.joint_names), points_of(traj),
+            controller_joints=self.joints, allow_partial=self.allow_partial,
+            multi_dof_joints=list(goal.multi_dof_trajectory.joint_names))
+        index = [self.joints.index(j) for j in checked.joints]
+        tol = jt.goal_tolerances(
+            self.defaults.select(index), checked.joints,
+            path=[(t.name, t.position, t.velocity, t.acceleration) for t in goal.path_tolerance],
+            goal=[(t.name, t.position, t.velocity, t.acceleration) for t in goal.goal_tolerance],
+            goal_time=seconds(goal.goal_time_tolerance))
+        jt.preview(self.device, checked, smooth_positions=self.smooth_positions)
+        return checked, tol, self._delay(traj.header.stamp)
+
+    def _delay(self, stamp):
+        """A header stamp in the future delays the start, as on the real controller."""
+        t = seconds(stamp)
+        if t == 0.0:
+            return 0.0
+        now = self.node.get_clock().now().nanoseconds * 1e-9
+        return max(0.0, t - now)
+
+    def _reject(self, where, exc):
+        self.last_rejection = str(exc)
+        self.counts['rejected'] += 1
+        self.log.error(f'{self.name}: {where} rejected: {exc}')
+
+    def _on_goal(self, goal):
+        try:
+            checked = self._check(goal)
+        except DeviceError as exc:
+            self._reject('goal', exc)
+            return GoalResponse.REJECT
+        with self._lock:
+            # The accepted callback gets this very message object: keep the work done.
+            self._checked.append((goal, checked))
+            del self._checked[:-16]
+        return GoalResponse.ACCEPT
+
+    def _checked_for(self, goal):
+        with self._lock:
+            for i, (g, checked) in enumerate(self._checked):
+                if g is goal:
+                    del self._checked[i]
+                    return checked
+        return self._check(goal)
+
+    def _on_cancel(self, _handle):
+        return CancelResponse.ACCEPT
+
+    def _on_accepted(self, handle):
+        """Start the trajectory as soon as the goal is accepted, as the real controller does
+        in its accepted callback; waiting for the execute task would add a scheduling delay
+        (about 15 ms under load) between "accepted" and the first step that moves."""
+        key = bytes(handle.goal_id.uuid)
+        if not handle.is_cancel_requested:
+            with self._lock:
+                try:
+                    checked, tol, delay = self._checked_for(handle.request)
+                    execution = jt.follow(self.device, checked, delay=delay,
+                                          smooth_positions=self.smooth_positions)
+                except Exception as exc:  # noqa: BLE001 - the goal must still end, with why
+                    # The state changed since the goal callback (e.g. a reset): nothing moved.
+                    self._reject('goal (at start)', exc)
+                    self._starts[key] = exc
+                else:
+                    self._preempt(PREEMPTED)
+                    self._active = _Active(execution, tol, handle, self.joints)
+                    self._starts[key] = self._active
+                    self.counts['accepted'] += 1
+                    self._timer.reset()
+        handle.execute()
+
+    async def _execute(self, handle):
+        start = self._starts.pop(bytes(handle.goal_id.uuid), None)
+        if isinstance(start, Exception):
+            handle.abort()
+            return Result(error_code=Result.INVALID_GOAL, error_string=str(start))
+        if start is None:                       # cancelled before it was started
+            if handle.is_cancel_requested:
+                handle.canceled()
+            else:
+                handle.abort()
+            return Result(error_code=Result.SUCCESSFUL, error_string='canceled before start')
+        outcome, result = await start.future
+        if handle.is_active:
+            if outcome == 'succeeded':
+                handle.succeed()
+            elif outcome == 'canceled' and handle.is_cancel_requested:
+                handle.canceled()
+            else:
+                handle.abort()
+        self.counts[outcome] = self.counts.get(outcome, 0) + 1
+        return result
+
+    def _preempt(self, text):
+        """End whatever owns the joints now: the new plan already took over the joints it
+        names; any the old one still drives (a partial goal) stop where they are."""
+        old = self._active
+        self._active = None
+        if old is None:
+            return
+        left = old.execution.plan.actuators
+        if left.size and any(p is old.execution.plan for p in self.device.stepper.plans):
+            jt.hold(self.device, left.copy())
+        if old.handle is not None:
+            self.counts['preempted'] += 1
+            old.finish('aborted', Result.INVALID_GOAL, text)
+
+    def _on_topic(self, msg):
+        try:
+            checked = jt.check_trajectory(self.device.layout, list(msg.joint_names),
+                                          points_of(msg), controller_joints=self.joints,
+                                          allow_partial=self.allow_partial)
+            with self._lock:
+                execution = jt.follow(self.device, checked, delay=self._delay(msg.header.stamp),
+                                      smooth_positions=self.smooth_positions)
+                self._preempt('preempted by a trajectory on the joint_trajectory topic')
+                self._active = _Active(execution, None, None, self.joints)
+                self._timer.reset()
+        except DeviceError as exc:
+            self._reject('joint_trajectory message', exc)
+
+    # --- monitoring -----------------------------------------------------------------------
+    def _tick(self):
+        if self._closing:
+            return
+        try:
+            with self._lock:
+                self._monitor()
+                if self._active is None:
+                    self._timer.cancel()
+        except Exception as exc:  # noqa: BLE001 - a closed device or a bug: end the goal
+            with self._lock:
+                if self._active is not None:
+                    self._active.finish('aborted', Result.INVALID_GOAL,
+                                        f'{type(exc).__name__}: {exc}')
+                    self._active = None
+            if not self.device.closed and not self._closing:
+                self.log.error(f'{self.name}: {type(exc).__name__}: {exc}',
+                               throttle_duration_sec=5.0)
+
+    def _monitor(self):
+        a = self._active
+        if a is None:
+            return
+        stepper = self.device.stepper
+        acts = a.execution.checked.actuators
+        if a.handle is None:                       # topic trajectories carry no tolerances
+            if a.execution.taken_over(stepper) or \
+                    stepper.snapshot.time >= a.execution.t_end:
+                self._active = None
+            return
+        if a.handle.is_cancel_requested:
+            jt.hold(self.device, acts)
+            a.finish('canceled', Result.SUCCESSFUL, 'canceled; holding position')
+            self._active = None
+            return
+        if a.execution.taken_over(stepper):
+            a.finish('aborted', Result.INVALID_GOAL,
+                     'another command took over the joints (reset, hold, set_goals, move_to '
+                     'or a stability reset)')
+            self._active = None
+            return
+        v = jt.evaluate(a.execution, stepper.snapshot, a.tolerances)
+        now = time.monotonic()
+        if self.monitor_rate > 0 and now - a.last_feedback >= 1.0 / self.monitor_rate:
+            a.last_feedback = now
+            a.handle.publish_feedback(self._feedback(a, v))
+        if v.state == 'path':
+            jt.hold(self.device, acts)
+            a.finish('aborted', Result.PATH_TOLERANCE_VIOLATED, v.message)
+            self._active = None
+        elif v.state == 'goal':
+            jt.hold(self.device, acts)
+            a.finish('aborted', Result.GOAL_TOLERANCE_VIOLATED, v.message)
+            self._active = None
+        elif v.state == 'succeeded':
+            a.finish('succeeded', Result.SUCCESSFUL, 'Goal successfully reached!')
+            self._active = None
+
+    def _feedback(self, a, v):
+        fb = FollowJointTrajectory.Feedback()
+        fb.header.stamp = self.node.get_clock().now().to_msg()
+        fb.joint_names = list(a.execution.checked.joints)
+        t = max(0.0, v.time - a.execution.t0)
+        fb.desired = _point(v.desired[0], v.desired[1], v.desired[2], t)
+        fb.actual = _point(v.actual[0], v.actual[1], t=t)
+        fb.error = _point(v.error[0], v.error[1], t=t)
+        return fb
+
+    def _state_loop(self):
+        period = 1.0 / self.state_rate
+        while not self._state_stop.wait(period):
+            if self._closing or self.device.closed:
+                return
+            try:
+                if self._state_pub.get_subscription_count() > 0:
+                    self._publish_state()
+            except Exception as exc:  # noqa: BLE001 - shutting down under us
+                if self._closing or not self._context.ok():
+                    return              # Ctrl-C shut the context down: nothing to report
+                self.log.error(f'{self.name}: controller_state: {exc}',
+                               throttle_duration_sec=5.0)
+
+    def _publish_state(self):
+        snap = self.device.snapshot
+        ref_p = snap.setpoint[self._acts]
+        ref_v = np.zeros(len(self.joints))
+        ref_a = np.zeros(len(self.joints))
+        a = self._active
+        if a is not None:
+            dp, dv, da = a.execution.desired(snap.time)
+            cols = a.columns
+            ref_p[cols], ref_v[cols], ref_a[cols] = dp, dv, da
+        act_p = snap.qpos[self._qadr]
+        act_v = snap.qvel[self._dadr]
+        msg = JointTrajectoryControllerState()
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.joint_names = self.joints
+        msg.reference = _point(ref_p, ref_v, ref_a)
+        msg.feedback = _point(act_p, act_v)
+        msg.error = _point(ref_p - act_p, ref_v - act_v)
+        msg.output = _point(snap.setpoint[self._acts])
+        self._state_pub.publish(msg)
+
+    # --- lifetime -------------------------------------------------------------------------
+    @property
+    def active(self):
+        return self._active
+
+    def destroy(self):
+        self._closing = True
+        self._state_stop.set()
+        if self._state_thread.is_alive():
+            self._state_thread.join(timeout=2.0)
+        with self._lock:
+            old, self._active = self._active, None
+        if old is not None:
+            old.finish('aborted', Result.INVALID_GOAL, 'the controller is shutting down')
+        self.node.destroy_timer(self._timer)
+        self.node.destroy_subscription(self._sub)
+        self.node.destroy_publisher(self._state_pub)
+        self._server.destroy()

@@ -1,0 +1,2 @@
+"""Simulation: the stepper thread that owns MjData, the Device facade, ground-truth entities.
+"""

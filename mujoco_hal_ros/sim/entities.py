@@ -1,0 +1,117 @@
+"""Ground-truth entity state: any body's pose and twist, and teleporting free bodies.
+
+Scenario tests ("put the block here, then run the pick") need what a simulator offers and a
+real robot cannot, through the standard simulation_interfaces. Entities are the model's
+named bodies. Reading uses a private MjData posed from a snapshot, so it never touches the
+stepper's state; writing is posted to the stepper like every other command, and only
+bodies that are free to move (a free joint, or a mocap body) can be placed: moving a link
+of the arm would break its joints.
+"""
+
+import threading
+
+import mujoco
+import numpy as np
+
+from ..checks import finite_vector
+from ..errors import DeviceError, InvalidArgument, UnknownName
+
+NOT_MOVABLE = 'NOT_MOVABLE'
+INVALID_POSE = 'INVALID_POSE'
+
+
+class Entities:
+    """Bodies of one device's model as entities."""
+
+    def __init__(self, device):
+        self.device = device
+        self.model = device.model
+        self.names = [n for n in device.layout.bodies if n and n != 'world']
+        self._data = mujoco.MjData(self.model)
+        self._lock = threading.Lock()
+
+    def _body(self, name):
+        if not isinstance(name, str) or name not in self.names:
+            raise UnknownName('entity', name, self.names)
+        return self.device.layout.bodies.index(name)
+
+    def _free_joint(self, bid):
+        m = self.model
+        if m.body_jntnum[bid] == 1:
+            j = m.body_jntadr[bid]
+            if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+                return int(j)
+        return None
+
+    def movable(self, name):
+        bid = self._body(name)
+        return self._free_joint(bid) is not None or self.model.body_mocapid[bid] >= 0
+
+    def state(self, name, snapshot=None):
+        """{'position', 'quaternion' (w, x, y, z), 'linear', 'angular', 'time'} in the world
+        frame; velocities are those of the body frame's origin."""
+        bid = self._body(name)
+        snap = snapshot or self.device.snapshot
+        with self._lock:
+            d = self._data
+            d.qpos[:], d.qvel[:] = snap.qpos, snap.qvel
+            d.mocap_pos[:], d.mocap_quat[:] = snap.mocap_pos, snap.mocap_quat
+            if d.act.size:
+                d.act[:] = snap.act
+            mujoco.mj_forward(self.model, d)
+            vel = np.zeros(6)
+            mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_XBODY, bid, vel, 0)
+            return {'position': d.xpos[bid].copy(), 'quaternion': d.xquat[bid].copy(),
+                    'linear': vel[3:].copy(), 'angular': vel[:3].copy(),
+                    'time': float(snap.time)}
+
+    def set_state(self, name, position=None, quaternion=None, linear=None, angular=None):
+        """Place a free or mocap body (world frame); None leaves that part as it is."""
+        bid = self._body(name)
+        jid = self._free_joint(bid)
+        mocap = int(self.model.body_mocapid[bid])
+        if jid is None and mocap < 0:
+            raise DeviceError(NOT_MOVABLE, f'{name!r} is held by joints of the model; only '
+                              'free bodies (a freejoint) and mocap bodies can be placed',
+                              where='entity', allowed=', '.join(
+                                  n for n in self.names if self.movable(n)) or 'none')
+        pos = None if position is None else finite_vector(position, 3, 'position')
+        quat = None
+        if quaternion is not None:
+            quat = finite_vector(quaternion, 4, 'orientation')
+            norm = float(np.linalg.norm(quat))
+            if not 0.99 < norm < 1.01:
+                raise DeviceError(INVALID_POSE, f'orientation is not a unit quaternion '
+                                  f'(norm {norm:.4g})', where='orientation')
+            quat = quat / norm
+        lin = None if linear is None else finite_vector(linear, 3, 'linear velocity')
+        ang = None if angular is None else finite_vector(angular, 3, 'angular velocity')
+        if jid is None and ((lin is not None and lin.any()) or (ang is not None and ang.any())):
+            raise InvalidArgument(f'{name!r} is a mocap body: it has a pose, not a velocity',
+                                  where='twist', allowed='zero twist')
+        m = self.model
+
+        def apply(s):
+            d = s.data
+            if jid is not None:
+                qa, da = int(m.jnt_qposadr[jid]), int(m.jnt_dofadr[jid])
+                if pos is not None:
+                    d.qpos[qa:qa + 3] = pos
+                if quat is not None:
+                    d.qpos[qa + 3:qa + 7] = quat
+                if lin is not None:
+                    d.qvel[da:da + 3] = lin
+                if ang is not None:
+                    # A free joint's angular velocity is in the body frame; ours is world.
+                    rot = np.zeros(9)
+                    mujoco.mju_quat2Mat(rot, d.qpos[qa + 3:qa + 7])
+                    d.qvel[da + 3:da + 6] = rot.reshape(3, 3).T @ ang
+            else:
+                if pos is not None:
+                    d.mocap_pos[mocap] = pos
+                if quat is not None:
+                    d.mocap_quat[mocap] = quat
+            mujoco.mj_forward(m, d)
+            s.snapshot = s._snap()
+        self.device.stepper.post(apply, wait=True)
+        self.device._record('set_entity_state', {'entity': name}, {})

@@ -1,0 +1,545 @@
+"""The stepper: one thread that owns MjData and advances it in real time.
+
+Callers never touch MjData. They post commands through one lock-guarded mailbox (the only
+hand-off), and read the latest ``Snapshot``, a set of arrays copied after each chunk of
+steps and swapped in by reference, so readers never block the physics and never see a
+half-written state. Steps run in chunks: the setpoints for a whole chunk are computed with
+numpy in one go, so a running goal costs a few microseconds per chunk, not per step.
+"""
+
+from concurrent.futures import Future
+from dataclasses import dataclass
+import math
+import threading
+import time
+
+import mujoco
+from mujoco import rollout
+import numpy as np
+
+from ..fastpath import sched
+from ..errors import ClosedError, DeviceError, NOT_PAUSED, STEPPER_DEAD, TIMEOUT
+
+FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
+ROLLOUT_MIN = 16     # steps in a chunk from which mujoco.rollout beats the Python loop
+MAX_CATCH_UP = 1.0   # wall seconds of lag the real-time loop makes up; beyond, it skips
+BAD_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
+                mujoco.mjtWarning.mjWARN_BADQVEL)
+
+
+@dataclass
+class Snapshot:
+    """State after a chunk of steps; arrays are private copies, never written again."""
+
+    time: float
+    wall: float
+    step: int
+    qpos: np.ndarray
+    qvel: np.ndarray
+    qfrc_actuator: np.ndarray
+    ctrl: np.ndarray
+    setpoint: np.ndarray      # where each actuator's path is now
+    xpos: np.ndarray
+    xquat: np.ndarray
+    site_xpos: np.ndarray
+    site_xmat: np.ndarray
+    sensordata: np.ndarray
+    mocap_pos: np.ndarray
+    mocap_quat: np.ndarray
+    act: np.ndarray
+    paused: bool
+    moving: bool
+    target: np.ndarray = None  # where each actuator's path ends (the goal it was given)
+    cam_xpos: np.ndarray = None   # cameras in the world: tracking cameras move with the state
+    cam_xmat: np.ndarray = None
+
+
+class _Closed:
+    """Stands in for the stepper in requests that arrive while it closes."""
+
+    def __getattr__(self, name):
+        raise ClosedError('the device stepper')
+
+
+class Stepper:
+    """Real-time stepping with chunked setpoint paths, pause/step/reset and health."""
+
+    def __init__(self, model, data, *, drives, impedance=None, real_time_factor=1.0,
+                 start_paused=False, keyframe=None, chunk_time=0.004, on_chunk=None,
+                 on_unstable=None, on_error=None, fast_chunk_wall=0.006, use_rollout=True):
+        self.model, self.data = model, data
+        self.keyframe = keyframe
+        self._drives = drives                    # per actuator: position/motor_impedance/...
+        self._impedance = impedance   # (actuators, dofs, kp, kd, gain, qadrs, inertia) or None
+        if impedance is not None:
+            self._imp_vel = np.zeros(len(impedance[0]))     # the path's speed, last step
+        self.setpoint = np.array(data.ctrl, dtype=float)
+        self.plans = []
+        self._lock = threading.Lock()
+        self._mail = []
+        self._urgent = []        # hold and the like: also taken between the chunks of a step(n)
+        self._wake = threading.Event()
+        self._closed = False
+        self._paused = bool(start_paused)
+        self._rtf = float(real_time_factor)
+        self._chunk_steps = max(1, int(round(chunk_time / model.opt.timestep)))
+        # At rtf 0 a chunk is sized by wall time (``fast_chunk_wall``), so the per-chunk
+        # costs (mailbox, snapshot, checks, callbacks) stay a few % of the stepping itself.
+        self._fast_wall = float(fast_chunk_wall)
+        self._step_cost = None                   # wall seconds per step, smoothed
+        self._on_chunk = on_chunk
+        self._on_unstable = on_unstable
+        self._on_error = on_error
+        self.nstep = 0
+        self.overruns = 0
+        self.worst_lag = 0.0
+        self.unstable_events = 0
+        self.errors = 0
+        self.last_error = None
+        self._busy = None
+        self.skipped = 0.0                       # simulated seconds given up after stalls
+        self._bad_idx = np.array([int(w) for w in BAD_WARNINGS])
+        # Chunks of servo setpoints step in C through mujoco.rollout (no Python per step).
+        # It resets mocap bodies unless they ride along as controls (they do), and applied
+        # forces and equality switches (then the plain loop runs: _roll_safe).
+        self._rollout = use_rollout and impedance is None
+        self._roll_spec = int(mujoco.mjtState.mjSTATE_CTRL)
+        if model.nmocap:
+            self._roll_spec |= int(mujoco.mjtState.mjSTATE_MOCAP_POS |
+                                   mujoco.mjtState.mjSTATE_MOCAP_QUAT)
+        self._nstate = mujoco.mj_stateSize(model, FULL_STATE)
+        self._state0 = np.empty(self._nstate)
+        self._roll_state = self._roll_sensor = None
+        self._roller = rollout.Rollout(nthread=0) if self._rollout else None   # this thread
+        self._warn0 = self._bad_warnings()
+        self._rebase()
+        self._rate_window = []
+        self.snapshot = self._snap()
+        self._thread = threading.Thread(target=self._run, name='mujoco_hal_ros-stepper',
+                                        daemon=True)
+        self._thread.start()
+
+    # --- the hand-off -------------------------------------------------------------------
+    def post(self, fn, wait=False, timeout=10.0, urgent=False):
+        """Run ``fn(stepper)`` on the stepper thread before the next chunk.
+
+        With ``wait``, returns what ``fn`` returned (or raises what it raised). A request
+        that has not started within ``timeout`` is withdrawn and never runs (TIMEOUT: nothing
+        changed); one that has started is waited for. ``urgent`` requests run first, and
+        also between the chunks of a running ``step(n)``, so a hold is never queued behind
+        a million steps.
+        """
+        if not self._thread.is_alive() and not self._closed:
+            raise DeviceError(STEPPER_DEAD, 'the stepping thread has stopped '
+                              f'({self.last_error}); close the device and open a new one')
+        done = threading.Event() if wait else None
+        box = {'state': 'queued'}
+
+        def call(stepper):
+            with self._lock:
+                if box['state'] != 'queued':
+                    return                      # withdrawn by a caller that gave up
+                box['state'] = 'running'
+            try:
+                box['value'] = fn(stepper)
+            except BaseException as exc:  # noqa: B902 - handed back to the caller
+                box['error'] = exc
+            finally:
+                box['state'] = 'done'
+                if done is not None:
+                    done.set()
+        with self._lock:
+            if self._closed:
+                raise ClosedError('the device stepper')
+            (self._urgent if urgent else self._mail).append(call)
+        self._wake.set()
+        if done is None:
+            return None
+        if not done.wait(timeout):
+            with self._lock:
+                withdrawn = box['state'] == 'queued'
+                if withdrawn:
+                    box['state'] = 'withdrawn'
+            if withdrawn:
+                if self._closed:
+                    raise ClosedError('the device stepper')
+                raise DeviceError(TIMEOUT, f'the stepper did not take the request within '
+                                  f'{timeout:g} s (busy: {self._busy or "stepping"}); '
+                                  'nothing was changed')
+            done.wait()
+        if 'error' in box:
+            raise box['error']
+        return box.get('value')
+
+    def submit(self, fn):
+        """``post`` without waiting: a ``concurrent.futures.Future`` of what ``fn`` returns
+        (or raises), for callers that must not block, such as a ROS service coroutine."""
+        job = Future()
+
+        def call(stepper):
+            if not job.set_running_or_notify_cancel():
+                return
+            try:
+                job.set_result(fn(stepper))
+            except BaseException as exc:  # noqa: B902 - handed back to the caller
+                job.set_exception(exc)
+        self.post(call)
+        return job
+
+    # --- controls -----------------------------------------------------------------------
+    @property
+    def paused(self):
+        return self._paused
+
+    @property
+    def real_time_factor(self):
+        return self._rtf
+
+    def set_real_time_factor(self, rtf):
+        def apply(s):
+            s._rtf = rtf
+            s._rebase()
+        self.post(apply, wait=True)
+
+    def pause(self, paused):
+        def apply(s):
+            s._paused = paused
+            s._rebase()
+        self.post(apply, wait=True)
+
+    def step(self, n, timeout=None, wait=True):
+        """Advance ``n`` steps while paused; the simulated time after them. Urgent requests
+        (hold) run between chunks. With ``wait=False``, a Future of that time."""
+        timeout = 60.0 + 1e-3 * n if timeout is None else timeout
+
+        def apply(s):
+            if not s._paused:
+                raise DeviceError(NOT_PAUSED, 'step(n) runs only while paused; pause first')
+            left = n
+            s._busy = f'step({n})'
+            try:
+                while left > 0:
+                    if s._closed:
+                        raise ClosedError('the device stepper')
+                    k = min(left, s._chunk_steps)
+                    s._advance(k)
+                    left -= k
+                    s.snapshot = s._snap()
+                    if s._on_chunk is not None:
+                        s._on_chunk(s)
+                    s._drain(urgent_only=True)
+            finally:
+                s._busy = None
+            return s.snapshot.time
+        if not wait:
+            return self.submit(apply)
+        return self.post(apply, wait=True, timeout=timeout)
+
+    def reset(self, on_reset=None):
+        """Back to the keyframe; simulated time keeps going forward."""
+        def apply(s):
+            s._reset_to_keyframe(s.data.time)
+            out = on_reset(s) if on_reset else None
+            s._rebase()
+            s.snapshot = s._snap()
+            return out
+        return self.post(apply, wait=True)
+
+    def initial_setpoint(self):
+        """Setpoints that hold the current pose: joint positions for servos and torque
+        motors, zero for velocity servos, the (keyframe's) ctrl for everything else."""
+        sp = np.array(self.data.ctrl, dtype=float)
+        m = self.model
+        for a, (drive, qadr) in enumerate(self._drives):
+            if drive in ('position', 'motor_impedance') and qadr >= 0:
+                q = float(self.data.qpos[qadr])
+                if drive == 'position' and m.actuator_ctrllimited[a]:
+                    q = min(max(q, m.actuator_ctrlrange[a, 0]), m.actuator_ctrlrange[a, 1])
+                sp[a] = q
+            elif drive == 'velocity':
+                sp[a] = 0.0
+        return sp
+
+    def hold_now(self):
+        """Freeze every setpoint where its path is now and stop velocity servos
+        (stepper thread only): holding means not moving."""
+        now = self.data.time
+        for plan in self.plans:
+            self.setpoint[plan.actuators] = plan.sample([now])[0]
+        self.plans = []
+        for a, (drive, _qadr) in enumerate(self._drives):
+            if drive == 'velocity':
+                self.setpoint[a] = 0.0
+
+    def add_plan(self, plan):
+        """Take over the plan's actuators from older plans (stepper thread only)."""
+        self.plans = [p for p in self.plans if p.release(plan.actuators)]
+        self.plans.append(plan)
+
+    # --- the loop -----------------------------------------------------------------------
+    def _rebase(self):
+        self._wall0 = time.monotonic()
+        self._sim0 = self.data.time
+
+    def _bad_warnings(self):
+        return int(self.data.warning.number[self._bad_idx].sum())
+
+    def _drain(self, urgent_only=False):
+        with self._lock:
+            mail, self._urgent = self._urgent, []
+            if not urgent_only:
+                mail, self._mail = mail + self._mail, []
+        if not mail:
+            return
+        for call in mail:
+            call(self)
+        if not self._closed:
+            self.snapshot = self._snap()     # what a request changed reads back at once
+
+    def _run(self):
+        # At real time this thread wakes every step and holds the GIL between steps: when a
+        # busy core makes it wait for a slice, every other thread of the process waits with
+        # it. With a camera at 10 fps, p99 joint_states interval as sent 1.67 -> 1.45
+        # periods (median of 3 runs); rtf-0 stepping unchanged (sched.py).
+        sched.short_slice()
+        dt = self.model.opt.timestep
+        while not self._closed:
+            self._wake.clear()
+            try:
+                self._drain()
+                if self._closed:
+                    break
+                if self._paused:
+                    self._wake.wait(0.05)
+                    continue
+                if self._rtf <= 0:
+                    n = self._fast_chunk()
+                else:
+                    wall = time.monotonic()
+                    due = self._sim0 + (wall - self._wall0) * self._rtf
+                    lag = due - self.data.time
+                    n = int(lag / dt + 1e-9)
+                    if n <= 0:
+                        self._wake.wait(min(dt, (dt - lag) / self._rtf))
+                        continue
+                    if lag > 2 * dt * self._chunk_steps:
+                        self.overruns += 1
+                    self.worst_lag = max(self.worst_lag, lag)
+                    if lag > MAX_CATCH_UP * self._rtf:
+                        # A stall (suspended process, a long request): running the debt
+                        # off at full speed would be a burst no device makes. Give it up.
+                        self.skipped += lag
+                        self._rebase()
+                        n = self._chunk_steps
+                    n = min(n, self._chunk_steps * 4)
+                self._advance(n)
+                self.snapshot = self._snap()
+                if self._on_chunk is not None:
+                    self._on_chunk(self)
+            except Exception as exc:  # noqa: BLE001 - the thread must survive a bad callback
+                self._failed(exc)
+
+    def _fast_chunk(self):
+        """Steps per chunk at rtf 0: about ``fast_chunk_wall`` of wall time."""
+        if self._step_cost is None:
+            return self._chunk_steps
+        n = int(self._fast_wall / max(self._step_cost, 1e-7))
+        return max(self._chunk_steps, min(n, 5000))
+
+    def _failed(self, exc):
+        """An exception in the loop: hold every setpoint, record it, keep stepping."""
+        self.errors += 1
+        self.last_error = f'{type(exc).__name__}: {exc}'
+        try:
+            self.hold_now()
+        except Exception:  # noqa: BLE001
+            self.plans = []
+        if self._on_error is not None:
+            try:
+                self._on_error(self, exc)
+            except Exception:  # noqa: BLE001
+                pass
+        self._rebase()
+        self.snapshot = self._snap()
+
+    def _advance(self, n):
+        model, data = self.model, self.data
+        dt = model.opt.timestep
+        t_start = data.time
+        w_start = time.perf_counter()
+        ctrl = data.ctrl
+        before = self.setpoint.copy() if self._impedance is not None else None
+        if self.plans:
+            times = t_start + dt * np.arange(1, n + 1)
+            rows = np.empty((n, model.nu))
+            rows[:] = self.setpoint
+            smooth = np.zeros(model.nu, dtype=bool)
+            for plan in self.plans:
+                rows[:, plan.actuators] = plan.sample(times)
+                T = getattr(plan, 'T', plan.t_end - plan.t0)
+                smooth[plan.actuators] = np.asarray(T) > dt
+            self.setpoint[:] = rows[-1]
+            self.plans = [p for p in self.plans if p.t_end > times[-1]]
+        else:
+            rows = None
+        imp = self._impedance
+        step = mujoco.mj_step
+        if imp is None:
+            if rows is None:
+                # one call for the whole chunk: the same steps as a loop, but the GIL is
+                # released once, not per step; with a loop the state thread's Python kept
+                # the physics thread waiting at every step (0.83 of a core at rtf 0 with
+                # joint_states and /tf at 1 kHz)
+                ctrl[:] = self.setpoint
+                step(model, data, n)
+            elif self._rollout and n >= ROLLOUT_MIN and self._roll_safe():
+                self._roll(rows)
+            else:
+                for row in rows:
+                    ctrl[:] = row
+                    step(model, data)
+        else:
+            acts, dofs, kp, kd, gain, qadrs, inertia = imp
+            qpos, qvel, bias = data.qpos, data.qvel, data.qfrc_bias
+            if rows is not None:
+                # Feed-forward of the path's own speed and acceleration, so the joint loop
+                # tracks a moving setpoint instead of lagging it by kd/kp times its speed.
+                vel = np.diff(np.vstack([before[acts], rows[:, acts]]), axis=0) / dt
+                acc = np.diff(np.vstack([self._imp_vel, vel]), axis=0) / dt
+                self._imp_vel = vel[-1] * smooth[acts]
+                ff = (kd * vel + inertia * acc) * smooth[acts]    # none across a jump
+            else:
+                self._imp_vel = np.zeros(len(acts))
+                ff = None
+            for i in range(n):
+                target = rows[i] if rows is not None else self.setpoint
+                ctrl[:] = target
+                # qfrc_bias is from the previous step's forward pass: gravity + Coriolis.
+                torque = kp * (target[acts] - qpos[qadrs]) - kd * qvel[dofs] + bias[dofs]
+                if ff is not None:
+                    torque += ff[i]
+                ctrl[acts] = torque / gain
+                step(model, data)
+        self.nstep += n
+        # Wall cost per step, for sizing rtf-0 chunks: the fastest recent chunk, drifting up
+        # slowly, so a chunk that lost the CPU to another process does not shrink the next.
+        cost = (time.perf_counter() - w_start) / n
+        self._step_cost = cost if self._step_cost is None else \
+            min(cost, self._step_cost * 1.02)
+        self._rate_window.append((time.monotonic(), data.time))
+        if len(self._rate_window) > 400:
+            del self._rate_window[:200]
+        # MuJoCo resets MjData itself on a bad position, velocity or acceleration and counts
+        # a warning (time then is not where n steps put it, unless it was near 0); NaN that
+        # slipped past its checks shows in the sums. All cheap enough for every chunk.
+        expected = t_start + n * dt
+        if abs(data.time - expected) > 0.5 * dt or self._bad_warnings() != self._warn0 or \
+                not math.isfinite(float(data.qpos.sum()) + float(data.qvel.sum())):
+            self._unstable(expected)
+
+    def _roll_safe(self):
+        """mujoco.rollout resets applied forces and equality switches it is not given:
+        anything that set them (now or one day) gets the plain loop instead."""
+        d, m = self.data, self.model
+        return not (d.qfrc_applied.any() or d.xfrc_applied.any()
+                    or (m.neq and not np.array_equal(d.eq_active, m.eq_active0)))
+
+    def _roll(self, rows):
+        """Step through a chunk's setpoints in C (``mujoco.rollout``): the same steps as
+        ``ctrl[:] = row; mj_step`` per row, without Python between them."""
+        m, d = self.model, self.data
+        n = len(rows)
+        if self._roll_state is None or self._roll_state.shape[1] < n:
+            size = max(n, 256)
+            self._roll_state = np.empty((1, size, self._nstate))
+            self._roll_sensor = np.empty((1, size, m.nsensordata))
+        mujoco.mj_getState(m, d, self._state0, FULL_STATE)
+        controls = rows
+        if m.nmocap:   # rollout resets mocap unless it is part of the controls
+            controls = np.hstack([rows, np.broadcast_to(d.mocap_pos.ravel(), (n, 3 * m.nmocap)),
+                                  np.broadcast_to(d.mocap_quat.ravel(), (n, 4 * m.nmocap))])
+        self._roller.rollout(
+            [m], [d], self._state0[None], np.ascontiguousarray(controls)[None],
+            control_spec=self._roll_spec, skip_checks=True, nstep=n,
+            initial_warmstart=d.qacc_warmstart[None].copy(),
+            state=self._roll_state[:, :n], sensordata=self._roll_sensor[:, :n])
+
+    def _unstable(self, t_expected=None):
+        """NaN or a divergence MuJoCo caught: back to the keyframe and hold there.
+
+        MuJoCo resets MjData itself on a bad acceleration (time back to 0); simulated time
+        is put back where the chunk should have ended, so it never runs backwards.
+        """
+        self.unstable_events += 1
+        t = self.data.time
+        t = max(t if np.isfinite(t) else 0.0, t_expected or 0.0)
+        self._reset_to_keyframe(t)
+        self._rebase()
+        if self._on_unstable is not None:
+            self._on_unstable(self)
+
+    def _reset_to_keyframe(self, t):
+        """MjData back to the keyframe (or the model's defaults) at simulated time ``t``,
+        holding there: no plans, setpoints that hold the pose, warnings counted from here."""
+        if self.keyframe is not None:
+            mujoco.mj_resetDataKeyframe(self.model, self.data, self.keyframe)
+        else:
+            mujoco.mj_resetData(self.model, self.data)
+        self.data.time = t
+        mujoco.mj_forward(self.model, self.data)
+        self.setpoint = self.initial_setpoint()
+        self.plans = []
+        self._warn0 = self._bad_warnings()
+
+    def _targets(self):
+        target = self.setpoint.copy()
+        for plan in self.plans:
+            target[plan.actuators] = plan.end
+        return target
+
+    def _snap(self):
+        d = self.data
+        return Snapshot(time=d.time, wall=time.time(), step=self.nstep, qpos=d.qpos.copy(),
+                        qvel=d.qvel.copy(), qfrc_actuator=d.qfrc_actuator.copy(),
+                        ctrl=d.ctrl.copy(), setpoint=self.setpoint.copy(),
+                        xpos=d.xpos.copy(), xquat=d.xquat.copy(),
+                        site_xpos=d.site_xpos.copy(), site_xmat=d.site_xmat.copy(),
+                        sensordata=d.sensordata.copy(), mocap_pos=d.mocap_pos.copy(),
+                        mocap_quat=d.mocap_quat.copy(), act=d.act.copy(),
+                        paused=self._paused, moving=bool(self.plans),
+                        target=self._targets(), cam_xpos=d.cam_xpos.copy(),
+                        cam_xmat=d.cam_xmat.copy())
+
+    # --- health ---------------------------------------------------------------------------
+    def health(self):
+        window = self._rate_window[-200:]
+        rtf = None
+        if len(window) >= 2 and window[-1][0] > window[0][0]:
+            rtf = (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0])
+        lag = 0.0
+        if not self._paused and self._rtf > 0:
+            lag = self._sim0 + (time.monotonic() - self._wall0) * self._rtf - self.data.time
+        return {'sim_time': self.data.time, 'steps': self.nstep, 'measured_rtf': rtf,
+                'target_rtf': self._rtf, 'lag_s': max(lag, 0.0), 'worst_lag_s': self.worst_lag,
+                'overruns': self.overruns, 'paused': self._paused,
+                'unstable_events': self.unstable_events, 'errors': self.errors,
+                'last_error': self.last_error, 'alive': self._thread.is_alive(),
+                'skipped_s': self.skipped}
+
+    # --- lifetime -------------------------------------------------------------------------
+    def close(self):
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._wake.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=5.0)
+        with self._lock:
+            mail, self._mail, self._urgent = self._urgent + self._mail, [], []
+        for call in mail:   # requests that raced with close: answer them, do nothing
+            call(_Closed())
+
+    @property
+    def closed(self):
+        return self._closed
