@@ -345,12 +345,16 @@ class BatchEngine:
         """
         patches = self._patches
         model = self._variants[0]
-        for env in envs:
-            keys = patches.keys_of[env]
-            for key in keys - self._expanded.keys():
+        envs = np.asarray(envs, dtype=np.intp)
+        for key, has in patches.has.items():
+            if key not in self._expanded and has[envs].any():
                 self._expanded[key] = self._batch.expand(key)
-            for key, values in self._expanded.items():
-                values[env] = patches.values[key][env] if key in keys else view(model, key)
+        for key, values in self._expanded.items():
+            values[envs] = view(model, key)
+            has = patches.has.get(key)
+            if has is not None:
+                sel = envs[has[envs]]
+                values[sel] = patches.values[key][sel]
 
     def close(self):
         self._batch = self.state = self._ctrl = self._warning = self._sensordata = None

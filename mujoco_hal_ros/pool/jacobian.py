@@ -1,21 +1,22 @@
-"""Site Jacobians for many environments at once, from each environment's ``cdof``.
+"""Site and body Jacobians for many environments at once, from each environment's ``cdof``.
 
-``mj_jacSite`` is a per-(env, site) Python call; after ``mj_kinematics`` + ``mj_comPos`` the
-whole Jacobian is a function of three small arrays (``cdof``, ``subtree_com`` and
-``site_xpos``), so the pool copies those once per environment and evaluates every site of
-every environment in a few NumPy operations. The formula is MuJoCo's ``mj_jac``: along the
-dof ancestor chain of the site's body, ``jacr = cdof[:3]`` and
+``mj_jacSite`` / ``mj_jacBody`` are per-(env, object) Python calls; after ``mj_kinematics`` +
+``mj_comPos`` the whole Jacobian is a function of three small arrays (``cdof``,
+``subtree_com`` and the point: ``site_xpos`` or the body's ``xpos``), which ``queries``
+computes for every environment in C++ threads, and this module evaluates every object of
+every environment in a few NumPy operations (no Python loop over environments). The
+formula is MuJoCo's ``mj_jac``: along the dof ancestor chain of the body, ``jacr = cdof[:3]`` and
 ``jacp = cdof[3:] + cdof[:3] x (point - subtree_com[root])``; other columns are zero.
 """
 
 import numpy as np
 
 
-def chain_mask(model, site_ids):
-    """``(nsite, nv)`` bool: which dofs move each site (mj_jac's backward dof walk)."""
-    mask = np.zeros((len(site_ids), model.nv), dtype=bool)
-    for k, sid in enumerate(site_ids):
-        body = int(model.site_bodyid[sid])
+def chain_mask(model, body_ids):
+    """``(nobj, nv)`` bool: which dofs move each body (mj_jac's backward dof walk)."""
+    mask = np.zeros((len(body_ids), model.nv), dtype=bool)
+    for k, body in enumerate(body_ids):
+        body = int(body)
         while body and not model.body_dofnum[body]:
             body = int(model.body_parentid[body])
         if not body:
@@ -27,8 +28,12 @@ def chain_mask(model, site_ids):
     return mask
 
 
-def site_roots(model, site_ids):
-    return np.asarray(model.body_rootid[model.site_bodyid[site_ids]], dtype=np.intp)
+def site_bodies(model, site_ids):
+    return np.asarray(model.site_bodyid[site_ids], dtype=np.intp)
+
+
+def roots(model, body_ids):
+    return np.asarray(model.body_rootid[body_ids], dtype=np.intp)
 
 
 def jacobians(cdof, subtree_com, site_xpos, mask):

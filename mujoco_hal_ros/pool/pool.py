@@ -10,35 +10,22 @@ checked before any work starts, and a step that fails puts the listed rows back,
 or failed call leaves every environment exactly as it was.
 """
 
-import os
 import threading
 
 import mujoco
 import numpy as np
 
-from ..checks import is_bool
 from ..errors import ClosedError, InvalidArgument, ModelError, UnknownName
 from . import hfield as hf
 from . import jacobian as jac
-from .engine import ENGINES, BatchEngine, ThreadEngine, Workers, batch_available
+from .engine import BatchEngine, ThreadEngine, Workers, batch_available
 from .layout import INTEGRATION, StateLayout
+from .queries import Queries
 from .randomization import FIELDS, PatchStore, view
-from .results import EvaluateResult, ForwardResult, StepResult
-from .validate import env_ids as check_ids
-from .validate import contains_bool, float_array, integer, name_or_index
-
-MAX_NBATCH = 65536
-MAX_NSTEP = 1_000_000
-MAX_NTHREAD = 4 * (os.cpu_count() or 1)
-
-# Sizes that must agree across model variants so that one state layout, one control width and
-# one scratch-data shape serve every environment.
-_SIGNATURE = ('nq', 'nv', 'nu', 'na', 'nbody', 'njnt', 'ngeom', 'nsite', 'nsensordata',
-              'nmocap', 'neq', 'nhfield', 'nuserdata', 'ntendon', 'ncam', 'nlight')
-
-
-def _names(model, objtype, count):
-    return [mujoco.mj_id2name(model, objtype, i) or '' for i in range(count)]
+from .requests import (MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD, Requests, check_engine,  # noqa: F401
+                       check_flag, check_models, check_variant_of)
+from .results import EvaluateResult, ForwardResult, step_result
+from .validate import integer
 
 
 class EnvPool:
@@ -60,51 +47,25 @@ class EnvPool:
 
     def __init__(self, model, nbatch, *, nthread=1, variant_of=None, keyframe=None,
                  engine='auto'):
-        if not isinstance(engine, str) or engine not in ENGINES:
-            raise InvalidArgument(f'unknown engine {engine!r}', where='engine',
-                                  allowed=', '.join(ENGINES))
+        check_engine(engine)
         if engine == 'batch' and not batch_available():
             raise InvalidArgument(f'engine=\'batch\' needs mujoco >= 4.0 (mujoco.batch), this '
                                   f'is mujoco {mujoco.__version__}', where='engine',
                                   allowed="'auto' or 'threads'")
-        variants = [model] if isinstance(model, mujoco.MjModel) else model
-        if isinstance(variants, (str, bytes)) or not hasattr(variants, '__len__'):
-            raise InvalidArgument(f'expected an MjModel or a list of them, got {model!r}',
-                                  where='model', allowed='MjModel or [MjModel, ...]')
-        variants = list(variants)
-        if not variants or not all(isinstance(m, mujoco.MjModel) for m in variants):
-            raise InvalidArgument('expected at least one MjModel', where='model',
-                                  allowed='MjModel or a non-empty list of MjModel')
-        for k, m in enumerate(variants[1:], 1):
-            for attr in _SIGNATURE:
-                if getattr(m, attr) != getattr(variants[0], attr):
-                    raise ModelError(f'variant {k} has {attr}={getattr(m, attr)} but variant 0 '
-                                     f'has {getattr(variants[0], attr)}', where='model',
-                                     allowed='variants with identical sizes')
+        variants = check_models(model)
         self._nbatch = integer(nbatch, 'nbatch', 1, MAX_NBATCH)
         self._nthread = integer(nthread, 'nthread', 1, MAX_NTHREAD)
         nvar = len(variants)
-        if variant_of is None:
-            vmap = np.arange(self._nbatch, dtype=np.intp) % nvar
-        else:
-            vmap = np.asarray(variant_of) if not contains_bool(variant_of) else None
-            if (vmap is None or vmap.shape != (self._nbatch,) or vmap.dtype.kind not in 'iu'
-                    or vmap.min() < 0 or vmap.max() >= nvar):
-                raise InvalidArgument(f'expected {self._nbatch} variant indices, got '
-                                      f'{variant_of!r}', where='variant_of',
-                                      allowed=f'{self._nbatch} integers 0..{nvar - 1}')
-            vmap = vmap.astype(np.intp)
+        vmap = check_variant_of(variant_of, self._nbatch, nvar)
         self._variants = tuple(variants)
         self._variant_of = vmap
         m0 = variants[0]
         self.layout = StateLayout(m0)
         if any(StateLayout(m).full_size != self.layout.full_size for m in variants[1:]):
             raise ModelError('variants have different state sizes', where='model')
-        self._site_names = _names(m0, mujoco.mjtObj.mjOBJ_SITE, m0.nsite)
-        self._body_names = _names(m0, mujoco.mjtObj.mjOBJ_BODY, m0.nbody)
-        self._hfield_names = _names(m0, mujoco.mjtObj.mjOBJ_HFIELD, m0.nhfield)
+        self._requests = Requests(self._variants, vmap, self.layout)
         self._ctrl_cols = self.layout.columns('ctrl')
-        key = None if keyframe is None else self._check_keyframe(keyframe, range(nvar))
+        key = None if keyframe is None else self._requests.keyframe(keyframe, range(nvar))
         self._base_rows = {}  # (variant, keyframe or None) -> integration row after reset
         self._patches = PatchStore(self._variants, self._nbatch)
         self._lock = threading.RLock()
@@ -113,6 +74,7 @@ class EnvPool:
         self._engine_choice = engine
         rows = self._base_row_table(key)[self._variant_of].copy()
         self._engine = self._make_engine(engine, rows)
+        self._queries = Queries(self._variants, self._variant_of, self._nthread)
 
     def _make_engine(self, choice, rows):
         """Batch unless told otherwise or unable to run these models exactly."""
@@ -186,7 +148,17 @@ class EnvPool:
 
     @property
     def site_names(self):
-        return list(self._site_names)
+        return list(self._requests.site_names)
+
+    @property
+    def body_names(self):
+        return list(self._requests.body_names)
+
+    @property
+    def variant_patches_refused(self):
+        """True when randomization is refused: variants on mujoco.batch by request."""
+        return (self._engine.name == 'batch' and len(self._variants) > 1
+                and self._engine_choice == 'batch')
 
     def __repr__(self):
         state = 'closed' if self._closed else 'open'
@@ -201,6 +173,7 @@ class EnvPool:
                 return
             self._closed = True
             self._engine.close()
+            self._queries.close()
             self._workers.close()
 
     def __enter__(self):
@@ -218,15 +191,7 @@ class EnvPool:
         if self._closed:
             raise ClosedError('EnvPool')
 
-    # ------------------------------------------------------------------ checks
-    def _check_keyframe(self, keyframe, variants):
-        """The keyframe must exist in every variant the listed environments use."""
-        for v in variants:
-            m = self._variants[v]
-            name_or_index(keyframe, _names(m, mujoco.mjtObj.mjOBJ_KEY, m.nkey), 'keyframe',
-                          'keyframe')
-        return keyframe
-
+    # ------------------------------------------------------------------ rows
     def _key_index(self, variant, keyframe):
         m = self._variants[variant]
         if isinstance(keyframe, str):
@@ -253,41 +218,13 @@ class EnvPool:
             rows.append(self._base_rows[cache_key])
         return np.stack(rows)
 
-    def _check_ctrl(self, ctrl, n, nstep, where='ctrl'):
-        """Returns ``(constant (n, nu) or None, per-step (n, nstep, nu) or None)``."""
-        if ctrl is None:
-            return None, None
-        nu = self.model.nu
-        arr, which = float_array(ctrl, [(n, nu), (n, nstep, nu), (nu,)], where)
-        if which == 0:
-            return arr, None
-        if which == 2:
-            return np.broadcast_to(arr, (n, nu)), None
-        return None, arr
-
-    @staticmethod
-    def _check_flag(value, where):
-        if not isinstance(value, (bool, np.bool_)):
-            raise InvalidArgument(f'expected True or False, got {value!r}', where=where,
-                                  allowed='bool')
-        return bool(value)
-
-    def _check_sites(self, sites):
-        if isinstance(sites, (str, int, np.integer)) and not is_bool(sites):
-            sites = [sites]
-        if not isinstance(sites, (list, tuple, np.ndarray)) or len(sites) == 0:
-            raise InvalidArgument(f'expected a non-empty list of sites, got {sites!r}',
-                                  where='sites', allowed='site names or indices')
-        return np.array([name_or_index(s, self._site_names, 'site', 'sites') for s in sites],
-                        dtype=np.intp)
-
     # ------------------------------------------------------------------ state
     def get_state(self, env_ids=None, *, full=False):
         """``(n, state_size)`` mjSTATE_FULLPHYSICS rows (``full``: mjSTATE_INTEGRATION)."""
         with self._lock:
             self._check_open()
-            ids = check_ids(env_ids, self._nbatch)
-            full = self._check_flag(full, 'full')
+            ids = self._requests.ids(env_ids)
+            full = check_flag(full, 'full')
             rows = self._state[ids]
             return rows if full else rows[:, self.layout.physics_columns]
 
@@ -301,26 +238,22 @@ class EnvPool:
         """
         with self._lock:
             self._check_open()
-            ids = check_ids(env_ids, self._nbatch)
-            full = self._check_flag(full, 'full')
-            rows = self._state_rows(states, ids, full, 'states')
-            self._state[ids] = rows
+            ids = self._requests.ids(env_ids)
+            full = check_flag(full, 'full')
+            rows = self._requests.states(states, len(ids), full, 'states')
+            self._state[ids] = rows if full else self._physics_rows(ids, rows)
 
-    def _state_rows(self, states, ids, full, where):
-        n = len(ids)
-        width = self.layout.full_size if full else self.layout.size
-        arr, which = float_array(states, [(n, width), (width,)], where)
-        if full:
-            return np.broadcast_to(arr, (n, width)) if which else arr
+    def _physics_rows(self, ids, physics):
+        """Integration rows: the reset row of each env's variant with ``physics`` written in."""
         rows = self._base_row_table(None)[self._variant_of[ids]]
-        rows[:, self.layout.physics_columns] = arr
+        rows[:, self.layout.physics_columns] = physics
         return rows
 
     def field_values(self, field, env_ids=None):
         """Effective ``(n, *shape)`` values of a randomizable field (patched or nominal)."""
         with self._lock:
             self._check_open()
-            ids = check_ids(env_ids, self._nbatch)
+            ids = self._requests.ids(env_ids)
             if field not in FIELDS:
                 raise UnknownName('randomizable field', field, list(FIELDS), where='field')
             shape = view(self.model, field).shape
@@ -333,8 +266,8 @@ class EnvPool:
         """``(n,)`` bool: which environments currently run on patched model values."""
         with self._lock:
             self._check_open()
-            ids = check_ids(env_ids, self._nbatch)
-            return np.array([bool(self._patches.keys_of[e]) for e in ids], dtype=bool)
+            ids = self._requests.ids(env_ids)
+            return self._patches.patched[ids]
 
     # ------------------------------------------------------------------ reset
     def reset(self, env_ids=None, *, keyframe=None, states=None, randomization=None):
@@ -354,26 +287,12 @@ class EnvPool:
             self._apply_reset(ids, rows, patch)
 
     def _check_reset(self, env_ids, keyframe, states, randomization):
-        ids = check_ids(env_ids, self._nbatch)
-        if keyframe is not None and states is not None:
-            raise InvalidArgument('give a keyframe or states, not both', where='reset',
-                                  allowed='keyframe=..., states=... or neither')
-        if states is not None:
-            rows = self._state_rows(states, ids, False, 'states')
+        ids, physics, patch = self._requests.reset(env_ids, keyframe, states, randomization,
+                                                   self.variant_patches_refused)
+        if physics is not None:
+            rows = self._physics_rows(ids, physics)
         else:
-            if keyframe is not None:
-                used = np.unique(self._variant_of[ids]) if len(ids) else [0]
-                self._check_keyframe(keyframe, [int(v) for v in used])
             rows = self._base_row_table(keyframe)[self._variant_of[ids]]
-        patch = None
-        if randomization is not None:
-            patch = self._patches.check(randomization, len(ids))
-            if patch and self._engine.name == 'batch' and len(self._variants) > 1:
-                if self._engine_choice == 'batch':
-                    raise InvalidArgument(
-                        'mujoco.batch cannot randomize environments of a pool of several '
-                        'model variants (set_models and expand are exclusive)',
-                        where='randomization', allowed="engine='auto' or 'threads'")
         return ids, rows, patch
 
     def _apply_reset(self, ids, rows, patch):
@@ -395,8 +314,10 @@ class EnvPool:
                 self._engine.close()
                 self._engine = ThreadEngine(self._variants, self._variant_of, self._workers,
                                             self._patches, self.layout, state)
-        for p, env in enumerate(ids):
-            self._patches.commit(env, computed[p] if patch else None)
+            for p, env in enumerate(ids):
+                self._patches.commit(env, computed[p])
+        else:
+            self._patches.drop(ids)
         self._engine.sync(ids)
         self._state[ids] = rows
 
@@ -413,21 +334,10 @@ class EnvPool:
         """
         with self._lock:
             self._check_open()
-            ids = check_ids(env_ids, self._nbatch)
-            nstep = integer(nstep, 'nstep', 1, MAX_NSTEP)
-            sensors = self._check_flag(sensors, 'sensors')
-            const, per_step = self._check_ctrl(ctrl, len(ids), nstep)
+            ids, nstep, sensors, const, per_step = self._requests.step(nstep, ctrl, env_ids,
+                                                                       sensors)
             rows, sens, unstable = self._engine.step(ids, nstep, const, per_step, sensors)
-            return self._result(ids, rows, sens, unstable)
-
-    def _result(self, ids, rows, sens, unstable):
-        lay = self.layout
-        return StepResult(env_ids=ids.copy(), state=rows[:, lay.physics_columns],
-                          time=rows[:, lay.columns('time')][:, 0].copy(),
-                          qpos=rows[:, lay.columns('qpos')].copy(),
-                          qvel=rows[:, lay.columns('qvel')].copy(),
-                          act=rows[:, lay.columns('act')].copy(),
-                          sensordata=sens, unstable=unstable)
+            return step_result(self.layout, ids, rows, sens, unstable)
 
     # ------------------------------------------------------------------ queries
     def _gather(self, ids, fields, stage):
@@ -466,10 +376,15 @@ class EnvPool:
         """Sensors and kinematics at the current state (mj_forward); no time advances."""
         with self._lock:
             self._check_open()
-            ids = check_ids(env_ids, self._nbatch)
+            ids = self._requests.ids(env_ids)
             got = self._gather(ids, ('sensordata', 'xpos', 'xquat', 'site_xpos', 'site_xmat'),
                                'forward')
             return ForwardResult(ids.copy(), **got)
+
+    def _kinematics(self, kind, ids, fields, stage):
+        """Fields of ``queries.KINDS[kind]`` at every listed state: batched, else our loop."""
+        got = self._queries.gather(kind, self._state, ids)
+        return got if got is not None else self._gather(ids, fields, stage)
 
     def site_jacobians(self, sites, env_ids=None):
         """Translational and rotational site Jacobians, each ``(n, nsite, 3, nv)``.
@@ -479,21 +394,39 @@ class EnvPool:
         """
         with self._lock:
             self._check_open()
-            sids = self._check_sites(sites)
-            ids = check_ids(env_ids, self._nbatch)
-            n, m0 = len(ids), self.model
-            got = self._gather(ids, ('cdof', 'subtree_com', 'site_xpos'), 'com')
-            jacp = np.empty((n, len(sids), 3, m0.nv))
-            jacr = np.empty_like(jacp)
-            for v, model in enumerate(self._variants):
-                sel = self._select(ids, v)
-                if sel is None:
-                    continue
-                roots = jac.site_roots(model, sids)
-                jacp[sel], jacr[sel] = jac.jacobians(
-                    got['cdof'][sel], got['subtree_com'][sel][:, roots],
-                    got['site_xpos'][sel][:, sids], jac.chain_mask(model, sids))
-            return jacp, jacr
+            sids = self._requests.sites(sites)
+            ids = self._requests.ids(env_ids)
+            got = self._kinematics('jacobian', ids, ('cdof', 'subtree_com', 'site_xpos'),
+                                   'com')
+            return self._jacobians(ids, got, lambda m: jac.site_bodies(m, sids),
+                                   got['site_xpos'][:, sids])
+
+    def body_jacobians(self, bodies, env_ids=None):
+        """Translational and rotational Jacobians of body origins, each ``(n, nbody, 3, nv)``.
+
+        Same numbers as ``mj_jacBody`` after ``mj_forward`` (to rounding), for models that
+        have no sites where the caller needs a Jacobian.
+        """
+        with self._lock:
+            self._check_open()
+            bids = self._requests.bodies(bodies)
+            ids = self._requests.ids(env_ids)
+            got = self._kinematics('jacobian', ids, ('cdof', 'subtree_com', 'xpos'), 'com')
+            return self._jacobians(ids, got, lambda m: bids, got['xpos'][:, bids])
+
+    def _jacobians(self, ids, got, bodies_of, points):
+        n, m0 = len(ids), self.model
+        jacp = np.empty((n, points.shape[1], 3, m0.nv))
+        jacr = np.empty_like(jacp)
+        for v, model in enumerate(self._variants):
+            sel = self._select(ids, v)
+            if sel is None:
+                continue
+            bodies = bodies_of(model)
+            jacp[sel], jacr[sel] = jac.jacobians(
+                got['cdof'][sel], got['subtree_com'][sel][:, jac.roots(model, bodies)],
+                points[sel], jac.chain_mask(model, bodies))
+        return jacp, jacr
 
     def _select(self, ids, variant):
         """Rows of ``ids`` on ``variant``: a full slice when there is one variant (no copy)."""
@@ -515,31 +448,11 @@ class EnvPool:
         """
         with self._lock:
             self._check_open()
-            hid = name_or_index(hfield, self._hfield_names, 'hfield', 'hfield')
-            if frame not in hf.FRAMES:
-                raise InvalidArgument(f'unknown frame {frame!r}', where='frame',
-                                      allowed=', '.join(hf.FRAMES))
-            bid = None
-            if frame != 'world':
-                if body is None:
-                    raise InvalidArgument(f'frame {frame!r} needs a body', where='body',
-                                          allowed='body name or index')
-                bid = name_or_index(body, self._body_names, 'body', 'body')
-            if isinstance(points, np.ndarray) and points.ndim == 2:
-                m_pts = points.shape[0]
-            else:
-                m_pts = len(points) if hasattr(points, '__len__') else 0
-            pts, _ = float_array(points, [(m_pts, 2), (m_pts, 3)], 'points')
-            ids = check_ids(env_ids, self._nbatch)
-            geoms = []
-            for v in range(len(self._variants)):
-                g = hf.geom_of(self._variants[v], hid)
-                if g is None:
-                    raise InvalidArgument(f'height field {hfield!r} is not used by any geom',
-                                          where='hfield', allowed='an hfield with a geom')
-                geoms.append(g)
+            hid, pts, frame, bid, ids, geoms = self._requests.hfield(hfield, points, frame,
+                                                                     body, env_ids)
             n = len(ids)
-            got = self._gather(ids, ('geom_xpos', 'geom_xmat', 'xpos', 'xmat'), 'kinematics')
+            got = self._kinematics('hfield', ids, ('geom_xpos', 'geom_xmat', 'xpos', 'xmat'),
+                                   'kinematics')
             out = np.empty((n, len(pts)))
             for v in range(len(self._variants)):
                 sel = self._select(ids, v)
@@ -569,25 +482,9 @@ class EnvPool:
         """
         with self._lock:
             self._check_open()
-            ids = check_ids(env_ids, self._nbatch)
-            n = len(ids)
-            nu = self.model.nu
-            arr, which = float_array(ctrl, [(None, nu), (n, None, nu)], 'ctrl')
-            steps = arr.shape[-2]
-            if nstep is not None and integer(nstep, 'nstep', 1, MAX_NSTEP) != steps:
-                raise InvalidArgument(f'nstep={nstep} but ctrl has {steps} steps',
-                                      where='nstep', allowed=f'{steps} or None')
-            if steps > MAX_NSTEP:
-                raise InvalidArgument(f'{steps} steps is too many', where='ctrl',
-                                      allowed=f'1..{MAX_NSTEP} steps')
-            per_step = np.broadcast_to(arr, (n, steps, nu)) if which == 0 else arr
-            chunk_steps = integer(chunk_steps, 'chunk_steps', 1, MAX_NSTEP)
-            if cost is not None and not callable(cost):
-                raise InvalidArgument('cost must be callable', where='cost',
-                                      allowed='cost(qpos, qvel) -> (n,) array')
-            if progress is not None and not callable(progress):
-                raise InvalidArgument('progress must be callable', where='progress',
-                                      allowed='progress(fraction) -> None or bool')
+            ids, per_step, chunk_steps = self._requests.evaluate(ctrl, nstep, env_ids, cost,
+                                                                 progress, chunk_steps)
+            n, steps = len(ids), per_step.shape[1]
             ids, rows, patch = self._check_reset(ids, keyframe, initial_state, randomization)
             self._apply_reset(ids, rows, patch)
             done, unstable, sens = 0, np.zeros(n, dtype=bool), None

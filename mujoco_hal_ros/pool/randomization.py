@@ -63,6 +63,26 @@ def view(model, key):
     return getattr(model, key)
 
 
+def check_patch(model, randomization, n):
+    """Validate a ``{field: values}`` dict for ``n`` environments; returns float arrays.
+
+    Values may be per environment ``(n, *shape)`` or one ``shape`` for all of them.
+    """
+    if not isinstance(randomization, dict):
+        raise InvalidArgument(f'expected a dict of field -> values, got '
+                              f'{type(randomization).__name__}', where='randomization',
+                              allowed=', '.join(FIELDS))
+    out = {}
+    for key, values in randomization.items():
+        if key not in FIELDS:
+            raise UnknownName('randomizable field', key, list(FIELDS), where='randomization')
+        shape = tuple(view(model, key).shape)
+        arr, which = float_array(values, [(n,) + shape, shape], f'randomization[{key!r}]',
+                                 low=FIELDS[key][1])
+        out[key] = np.broadcast_to(arr, (n,) + shape) if which == 1 else arr
+    return out
+
+
 def _derived_keys(model):
     return tuple(k for k in DERIVED if hasattr(model, k) and view(model, k).size)
 
@@ -94,30 +114,17 @@ class PatchStore:
         self.values = {}  # key -> (nbatch, *shape) float64, allocated on first use
         self.keys_of = [frozenset()] * nbatch
         self.version = [0] * nbatch
+        # whole-pool masks, so a reset of many environments needs no per-environment loop
+        self.patched = np.zeros(nbatch, dtype=bool)
+        self.has = {}     # key -> (nbatch,) bool: which environments store a value for it
         self._nominal = [Scratch(m) for m in variants]  # only for cached read-only views
 
     def shape(self, key):
         return view(self.variants[0], key).shape
 
     def check(self, randomization, n):
-        """Validate a ``{field: values}`` dict for ``n`` environments; returns float arrays.
-
-        Values may be per environment ``(n, *shape)`` or one ``shape`` for all of them.
-        """
-        if not isinstance(randomization, dict):
-            raise InvalidArgument(f'expected a dict of field -> values, got '
-                                  f'{type(randomization).__name__}', where='randomization',
-                                  allowed=', '.join(FIELDS))
-        out = {}
-        for key, values in randomization.items():
-            if key not in FIELDS:
-                raise UnknownName('randomizable field', key, list(FIELDS),
-                                  where='randomization')
-            shape = tuple(self.shape(key))
-            arr, which = float_array(values, [(n,) + shape, shape], f'randomization[{key!r}]',
-                                     low=FIELDS[key][1])
-            out[key] = np.broadcast_to(arr, (n,) + shape) if which == 1 else arr
-        return out
+        """Validate a ``{field: values}`` dict for ``n`` environments; see ``check_patch``."""
+        return check_patch(self.variants[0], randomization, n)
 
     def needs_const(self, keys):
         return any(FIELDS[k][0] for k in keys)
@@ -148,8 +155,11 @@ class PatchStore:
     def commit(self, env, values):
         """Store a computed patch for ``env`` (``None`` or empty drops it)."""
         self.version[env] += 1
+        for key in self.keys_of[env]:
+            self.has[key][env] = False
         if not values:
             self.keys_of[env] = frozenset()
+            self.patched[env] = False
             return
         for key, val in values.items():
             dense = self.values.get(key)
@@ -157,8 +167,16 @@ class PatchStore:
                 shape = self.shape(key)
                 dense = np.empty((self.nbatch,) + tuple(shape), dtype=np.float64)
                 self.values[key] = dense
+                self.has[key] = np.zeros(self.nbatch, dtype=bool)
             dense[env] = val
+            self.has[key][env] = True
         self.keys_of[env] = frozenset(values)
+        self.patched[env] = True
+
+    def drop(self, envs):
+        """Back to nominal values for ``envs``; only the patched ones cost a Python step."""
+        for env in np.asarray(envs)[self.patched[envs]].tolist():
+            self.commit(env, None)
 
     def _restore(self, scratch, variant, keep):
         nominal = self._nominal[variant]

@@ -41,3 +41,13 @@ class EvaluateResult:
     steps_done: int
     completed: bool          # False when progress() asked to stop early
     unstable: np.ndarray     # (n,) bool, any chunk
+
+
+def step_result(layout, ids, rows, sens, unstable):
+    """A StepResult from integration rows ``(n, full_state_size)`` in ``ids`` order."""
+    return StepResult(env_ids=ids.copy(), state=rows[:, layout.physics_columns],
+                      time=rows[:, layout.columns('time')][:, 0].copy(),
+                      qpos=rows[:, layout.columns('qpos')].copy(),
+                      qvel=rows[:, layout.columns('qvel')].copy(),
+                      act=rows[:, layout.columns('act')].copy(),
+                      sensordata=sens, unstable=unstable)

@@ -1,0 +1,91 @@
+"""Kinematics of many environments at once in ``mujoco.batch``'s C++ threads, for queries.
+
+Jacobians and height-field lookups need only positions and motion axes
+(``mj_kinematics`` + ``mj_comPos``); a Python loop restoring each state into one MjData
+costs several microseconds per environment in the interpreter alone, more than the
+kinematics. Here a query batch of its own (never the stepping engine's, whose every step
+would then copy these fields out) loads the listed state rows, runs the position stage with
+contacts and constraints disabled, so no collision is computed, and hands back the bound
+fields for every environment in one array each.
+
+The query batch runs the nominal model values: no randomizable field moves a body or a
+joint axis (masses move ``subtree_com``, which cancels out of every Jacobian), so positions
+are identical and Jacobians equal ``mj_jac``'s on the patched model to rounding. It is made
+on first use of each kind of query (one model copy each, ~40 MB on Panda) and is absent on
+MuJoCo 3.x, where the caller falls back to its own loop.
+"""
+
+import copy
+
+import mujoco
+import numpy as np
+
+from .engine import batch_available
+
+try:  # mujoco >= 4.0
+    from mujoco import batch as _mjbatch
+except ImportError:
+    _mjbatch = None
+
+KINDS = {
+    'jacobian': ('cdof', 'subtree_com', 'site_xpos', 'xpos'),
+    'hfield': ('geom_xpos', 'geom_xmat', 'xpos', 'xmat'),
+}
+_POS = int(mujoco.mjtStage.mjSTAGE_POS)
+_NO_CONTACT = int(mujoco.mjtDisableBit.mjDSBL_CONTACT) | int(
+    mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+
+
+class Queries:
+    """Lazily made query batches, one per kind in ``KINDS``."""
+
+    def __init__(self, variants, variant_of, nthread):
+        self._variants = variants
+        self._variant_of = variant_of
+        self._nthread = nthread
+        self._batches = {}     # kind -> (Batch, {field: bound array}) or None: unavailable
+
+    def _batch(self, kind):
+        if kind not in self._batches:
+            self._batches[kind] = self._make(kind) if batch_available() else None
+        return self._batches[kind]
+
+    def _make(self, kind):
+        models = []
+        for m in self._variants:
+            q = copy.copy(m)
+            q.opt.disableflags |= _NO_CONTACT
+            models.append(q)
+        try:
+            batch = _mjbatch.Batch(models[0], len(self._variant_of), self._nthread)
+            if len(models) > 1:
+                batch.set_models([models[v] for v in self._variant_of.tolist()])
+            bound = {f: batch.bind(f) for f in KINDS[kind]}
+        except ValueError:  # sleep or IPC models need a persistent batch: use the loop
+            return None
+        return batch, bound, models
+
+    def gather(self, kind, state, ids):
+        """``{field: (n, ...)}`` at the rows ``state[ids]``, or None where unavailable."""
+        made = self._batch(kind)
+        if made is None:
+            return None
+        batch, bound, _ = made
+        if len(ids) == len(self._variant_of):
+            order = None  # distinct and in range: every environment
+            sel = None
+            batch.state[:] = state
+        else:
+            order = np.argsort(ids, kind='stable')
+            sel = ids[order].astype(np.int32)
+            batch.state[sel] = state[sel]
+        try:
+            batch.forward(sel, _POS)
+        except _mjbatch.SimulationError:
+            return None
+        if order is None:
+            return {f: np.take(v, ids, axis=0) for f, v in bound.items()}
+        return {f: v[ids] for f, v in bound.items()}
+
+    def close(self):
+        self._batches = {}
