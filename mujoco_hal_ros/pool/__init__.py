@@ -8,16 +8,23 @@ identical to a serial ``mj_step`` loop either way::
         pool.reset(ids, keyframe='home', randomization={'body_mass': masses})  # (len(ids), nbody)
         res = pool.step(10, ctrl=ctrl)            # ctrl (1024, nu); res.qpos (1024, nq) ...
         jacp, jacr = pool.site_jacobians(['FR', 'FL'])              # (1024, 2, 3, nv) each
+        jacp, jacr = pool.body_jacobians(['trunk'])                 # models without sites
         flat = pool.get_state()                   # (1024, pool.state_size), see state_layout()
 
-Module map: ``pool`` (the class), ``engine`` (Batch and thread engines), ``randomization``
+``RayPool`` (``ray_pool``) is the same API with the environments split over Ray actors on a
+cluster, for when one machine is not enough.
+
+Module map: ``pool`` (the class), ``ray_pool`` (over Ray), ``engine`` (Batch and thread
+engines), ``queries`` (batched kinematics for Jacobians and height fields), ``randomization``
 (per-env model patches), ``layout`` (state vector layout), ``jacobian``, ``hfield``,
-``validate`` (argument checks), ``results`` (returned records).
+``requests`` (every call's argument checks, shared by both pools), ``validate`` (the checks'
+building blocks), ``results`` (returned records).
 """
 
 from .pool import MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD, EnvPool
 from .randomization import FIELDS as RANDOMIZABLE_FIELDS
+from .ray_pool import RayPool
 from .results import EvaluateResult, ForwardResult, StepResult
 
-__all__ = ['EnvPool', 'StepResult', 'ForwardResult', 'EvaluateResult', 'RANDOMIZABLE_FIELDS',
-           'MAX_NBATCH', 'MAX_NSTEP', 'MAX_NTHREAD']
+__all__ = ['EnvPool', 'RayPool', 'StepResult', 'ForwardResult', 'EvaluateResult',
+           'RANDOMIZABLE_FIELDS', 'MAX_NBATCH', 'MAX_NSTEP', 'MAX_NTHREAD']

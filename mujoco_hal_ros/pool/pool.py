@@ -15,7 +15,7 @@ import threading
 import mujoco
 import numpy as np
 
-from ..errors import ClosedError, InvalidArgument, ModelError, UnknownName
+from ..errors import ClosedError, InvalidArgument, ModelError
 from . import hfield as hf
 from . import jacobian as jac
 from .engine import BatchEngine, ThreadEngine, Workers, batch_available
@@ -254,8 +254,7 @@ class EnvPool:
         with self._lock:
             self._check_open()
             ids = self._requests.ids(env_ids)
-            if field not in FIELDS:
-                raise UnknownName('randomizable field', field, list(FIELDS), where='field')
+            self._requests.field(field)
             shape = view(self.model, field).shape
             out = np.empty((len(ids),) + tuple(shape))
             for p, env in enumerate(ids):

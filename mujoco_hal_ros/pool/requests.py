@@ -13,10 +13,10 @@ import mujoco
 import numpy as np
 
 from ..checks import is_bool
-from ..errors import InvalidArgument, ModelError
+from ..errors import InvalidArgument, ModelError, UnknownName
 from . import hfield as hf
 from .engine import ENGINES
-from .randomization import check_patch
+from .randomization import FIELDS, check_patch
 from .validate import contains_bool, env_ids, float_array, integer, name_or_index
 
 MAX_NBATCH = 65536
@@ -101,6 +101,12 @@ class Requests:
             name_or_index(keyframe, names(m, mujoco.mjtObj.mjOBJ_KEY, m.nkey), 'keyframe',
                           'keyframe')
         return keyframe
+
+    def field(self, field):
+        """A randomizable field name."""
+        if field not in FIELDS:
+            raise UnknownName('randomizable field', field, list(FIELDS), where='field')
+        return field
 
     def ctrl(self, ctrl, n, nstep, where='ctrl'):
         """Returns ``(constant (n, nu) or None, per-step (n, nstep, nu) or None)``."""
