@@ -95,7 +95,8 @@ class RayPool:
     Args:
       model, nbatch, nthread, variant_of, keyframe, engine: as EnvPool; ``nthread`` is per
         shard.
-      nshard: number of shard actors, 1..nbatch; environments are split into contiguous
+      nshard: number of shard actors, 1..nbatch, or None for as many as the cluster's CPUs
+        hold (``actor_options`` num_cpus each); environments are split into contiguous
         blocks.
       address: None to use the Ray connection this process has (or start a local Ray),
         'local' for a new local Ray, 'auto' or 'host:port' for a running cluster. A Ray this
@@ -105,13 +106,14 @@ class RayPool:
       init_options: extra ``ray.init`` arguments when the pool connects.
     """
 
-    def __init__(self, model, nbatch, *, nshard=2, nthread=1, variant_of=None, keyframe=None,
+    def __init__(self, model, nbatch, *, nshard=None, nthread=1, variant_of=None, keyframe=None,
                  engine='auto', address=None, actor_options=None, init_options=None):
         check_engine(engine)
         variants = check_models(model)
         self._nbatch = integer(nbatch, 'nbatch', 1, MAX_NBATCH)
         self._nthread = integer(nthread, 'nthread', 1, MAX_NTHREAD)
-        self._nshard = integer(nshard, 'nshard', 1, self._nbatch)
+        if nshard is not None:
+            nshard = integer(nshard, 'nshard', 1, self._nbatch)
         self._variants = tuple(variants)
         self._variant_of = check_variant_of(variant_of, self._nbatch, len(variants))
         self.layout = StateLayout(variants[0])
@@ -133,12 +135,16 @@ class RayPool:
                 opts['address'] = address
             ray.init(**opts)
             self._owns_ray = True
+        options = {'num_cpus': 1, 'scheduling_strategy': 'SPREAD'}
+        options.update(actor_options or {})
+        if nshard is None:
+            cpus = ray.cluster_resources().get('CPU', 1) / max(options['num_cpus'], 1e-3)
+            nshard = min(self._nbatch, max(1, int(cpus)))
+        self._nshard = nshard
         self._args = dict(nthread=self._nthread, keyframe=keyframe, engine=engine)
         self._bounds = np.array([self._nbatch * k // self._nshard
                                  for k in range(self._nshard + 1)], dtype=np.intp)
         self._models_ref = ray.put(self._variants)
-        options = {'num_cpus': 1, 'scheduling_strategy': 'SPREAD'}
-        options.update(actor_options or {})
         self._actor_class = ray.remote(Shard).options(**options)
         self._rows = np.empty((self._nbatch, self.layout.full_size))
         self._patch_of = [None] * self._nbatch   # last randomization per environment

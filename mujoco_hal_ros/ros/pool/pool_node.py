@@ -3,8 +3,8 @@
 Serves, under the node's namespace:
   evaluate      action (Evaluate): reset, roll controls forward, return final states,
                 sensors and costs; feedback after every chunk and every 0.5 s (a heartbeat
-                that lets ShardedPoolClient tell a slow node from a dead one); cancel stops
-                at the next chunk boundary.
+                that lets a client tell a slow node from a dead one); cancel stops at the
+                next chunk boundary.
   reset         service (PoolReset): sparse reset, keyframe or states, randomization.
   site_jacobians service (SiteJacobians): batched site Jacobians at the current states.
   pool_info     service (PoolInfo): sizes, state layout, names and a model fingerprint.
@@ -41,7 +41,7 @@ from ..run import run_node
 from ...action import Evaluate
 from ...errors import (CLOSED, DONE, INTERNAL_ERROR, STOPPED, ConfigError, DeviceError,
                        InvalidArgument, UnknownName)
-from ...pool import MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD, EnvPool
+from ...pool import MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD, EnvPool, RayPool
 from ...pool.validate import float_array
 from ...srv import PoolInfo, PoolReset, SiteJacobians
 
@@ -55,6 +55,8 @@ PARAMS = {
                  "model's reset state)."),
     'chunk_steps': ('integer', 50, f'Steps between progress feedback and cancel checks, '
                     f'1..{MAX_NSTEP}.'),
+    'ray_address': ('string', '', "Empty: the pool runs in this process; 'local' (a new "
+                    "local Ray), 'auto' or host:port: a RayPool, one shard per Ray CPU."),
 }
 _TYPES = {'string': (ParameterType.PARAMETER_STRING, Parameter.Type.STRING),
           'integer': (ParameterType.PARAMETER_INTEGER, Parameter.Type.INTEGER)}
@@ -87,8 +89,10 @@ class PoolNode(Node):
         self.model = self._load(self.p['model'])
         self._check_sizes()
         self.keyframe = self.p['keyframe'] or None
-        self.pool = EnvPool(self.model, self.p['nbatch'], nthread=self.p['nthread'],
-                            keyframe=self.keyframe)
+        ray = {'address': self.p['ray_address']} if self.p['ray_address'] else None
+        self.pool = (RayPool if ray else EnvPool)(self.model, self.p['nbatch'],
+                                                  nthread=self.p['nthread'],
+                                                  keyframe=self.keyframe, **(ray or {}))
         self.info = self._info()
         self._eval_lock = threading.Lock()        # one evaluation at a time, in goal order
         self._goals_lock = threading.Lock()
