@@ -7,9 +7,10 @@ What it answers: how much of the pool's speed survives the trip through ROS. One
 process (nthread = cores) and this process take turns doing the same evaluation: per
 environment controls (N x nstep x nu), reset to the home keyframe, final states back. The
 DDS time covers everything a client pays: building the goal message, sending ~N*nstep*nu*8
-bytes, the node's evaluation, the result, and unpacking it; the client is
-``ShardedPoolClient`` with one node. Rounds are interleaved and the best of each kept,
-because other processes on a shared machine steal CPU from whichever contender is running.
+bytes, the node's evaluation, the result, and unpacking it; the client is a plain
+``rclpy`` action client (``EvaluateClient`` below). Rounds are interleaved and the best of
+each kept, because other processes on a shared machine steal CPU from whichever contender is
+running.
 Goal: in-process / DDS >= 0.8. Both results are compared bit for bit.
 """
 
@@ -27,7 +28,54 @@ import numpy as np
 
 from mujoco_hal_ros import menagerie
 from mujoco_hal_ros.pool import EnvPool
-from mujoco_hal_ros.ros.pool.pool_client import ShardedPoolClient
+from mujoco_hal_ros.action import Evaluate
+from mujoco_hal_ros.ros.pool.arrays import to_msg
+
+
+class EvaluateClient:
+    """One pool_node's evaluate action, spun on its own thread; blocking ``evaluate``."""
+
+    def __init__(self, action):
+        import threading
+
+        import rclpy
+        from rclpy.action import ActionClient
+        from rclpy.executors import SingleThreadedExecutor
+        self._rclpy = rclpy
+        self._ctx = rclpy.Context()
+        rclpy.init(context=self._ctx, args=[])
+        self._node = rclpy.create_node('bench_pool_node_client', context=self._ctx)
+        self._action = ActionClient(self._node, Evaluate, action)
+        self._executor = SingleThreadedExecutor(context=self._ctx)
+        self._executor.add_node(self._node)
+        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
+        self._thread.start()
+
+    def wait_for_server(self, timeout):
+        if not self._action.wait_for_server(timeout_sec=timeout):
+            raise TimeoutError(f'no evaluate action within {timeout} s')
+
+    def _wait(self, future, timeout):
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            if time.monotonic() > deadline:
+                raise TimeoutError('evaluate did not answer')
+            time.sleep(0.001)
+        return future.result()
+
+    def evaluate(self, ctrl, keyframe, timeout):
+        goal = Evaluate.Goal(ctrl=to_msg(ctrl), keyframe=keyframe)
+        handle = self._wait(self._action.send_goal_async(goal), timeout)
+        res = self._wait(handle.get_result_async(), timeout).result
+        if not res.success:
+            raise RuntimeError(f'{res.code}: {res.message}')
+        return np.asarray(res.final_state.data).reshape(list(res.final_state.shape))
+
+    def close(self):
+        self._executor.shutdown(timeout_sec=2.0)
+        self._action.destroy()
+        self._node.destroy_node()
+        self._rclpy.shutdown(context=self._ctx)
 
 
 def node_command():
@@ -91,8 +139,8 @@ def main():
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     client = None
     try:
-        client = ShardedPoolClient(liveness_timeout=30.0)
-        client.discover(count=1, timeout=60.0)
+        client = EvaluateClient('/bench_pool/evaluate')
+        client.wait_for_server(60.0)
         pool = EnvPool(model, n, nthread=args.nthread, keyframe='home')
         times = {'in-process': [], 'over DDS': []}
         node_cpu, local_cpu = [], []
@@ -105,7 +153,7 @@ def main():
             local_cpu.append(time.process_time() - c0)
             c0 = cpu_seconds(proc.pid)
             t0 = time.perf_counter()
-            results['over DDS'] = client.evaluate(ctrl, keyframe='home', timeout=600.0).state
+            results['over DDS'] = client.evaluate(ctrl, keyframe='home', timeout=600.0)
             times['over DDS'].append(time.perf_counter() - t0)
             node_cpu.append(cpu_seconds(proc.pid) - c0)
         # the fixed price of the trip: one step, so physics is ~1/nstep of the time
