@@ -144,13 +144,13 @@ class Workers:
             slot.release()
 
 
-def _simulation_error(env_ids, message):
+def simulation_error(env_ids, message):
     """The pool's error for MuJoCo raising inside a step: which environments, and why."""
     shown = ', '.join(str(e) for e in env_ids[:5]) + (', ...' if len(env_ids) > 5 else '')
     return DeviceError(INTERNAL_ERROR, f'MuJoCo raised an error stepping environment(s) '
                        f'{shown}: {message}; no environment was changed', where='step',
                        allowed='a model and state MuJoCo can step',
-                       env_ids=[int(e) for e in env_ids])
+                       env_ids=[int(e) for e in env_ids], reason=message)
 
 
 class ThreadEngine:
@@ -226,7 +226,7 @@ class ThreadEngine:
         self._workers.run(work, n)
         if failed:
             failed.sort()
-            raise _simulation_error([e for e, _ in failed], failed[0][1])
+            raise simulation_error([e for e, _ in failed], failed[0][1])
         self.state[ids] = rows
         return rows, sens, unstable
 
@@ -321,7 +321,7 @@ class BatchEngine:
                     self._batch.step(sel, 1, last if t == nstep - 1 else _STAGE_NONE)
         except _mjbatch.SimulationError as exc:
             self.state[ids] = before
-            raise _simulation_error(exc.ids, self._batch.error(int(exc.ids[0]))) from None
+            raise simulation_error(exc.ids, self._batch.error(int(exc.ids[0]))) from None
         except BaseException:
             self.state[ids] = before
             raise

@@ -17,11 +17,13 @@ need it, creating a pool does.
         res = pool.evaluate(ctrl, cost=cost)   # same call, same results as EnvPool
 """
 
+import functools
 import os
 
 import numpy as np
 
 from ..errors import INTERNAL_ERROR, ClosedError, ConfigError, DeviceError, InvalidArgument
+from .engine import simulation_error
 from .layout import StateLayout
 from .randomization import FIELDS, view
 from .requests import (MAX_NBATCH, MAX_NTHREAD, Requests, check_engine, check_flag,
@@ -42,6 +44,33 @@ def _ray():
     return ray
 
 
+class ShardFailure(Exception):
+    """A DeviceError raised in a shard, in a form that pickles (DeviceError's keyword-only
+    arguments do not survive pickling): ``(code, text, where, allowed, details)``."""
+
+
+def _carried(method):
+    @functools.wraps(method)
+    def call(self, *args):
+        try:
+            return method(self, *args)
+        except DeviceError as err:
+            raise ShardFailure(err.code, str(err), err.where, err.allowed,
+                               dict(err.details)) from None
+    return call
+
+
+def _as_device_error(failure, first_env):
+    """The driver's DeviceError for a shard's failure, with global environment ids."""
+    code, text, where, allowed, details = failure.args
+    if 'env_ids' in details and 'reason' in details:
+        return simulation_error([first_env + e for e in details['env_ids']],
+                                details['reason'])
+    err = DeviceError(code, text, **details)
+    err.where, err.allowed = where, allowed
+    return err
+
+
 class Shard:
     """The body of one shard actor: an EnvPool of ``hi - lo`` environments on its node.
 
@@ -60,27 +89,33 @@ class Shard:
                 'node_id': ray.get_runtime_context().get_node_id(),
                 'rows': self.pool.get_state(full=True)}
 
+    @_carried
     def step(self, ids, nstep, ctrl, sensors):
         res = self.pool.step(nstep, ctrl, ids, sensors=sensors)
         return self.pool.get_state(ids, full=True), res.sensordata, res.unstable
 
+    @_carried
     def reset(self, ids, keyframe, states, randomization):
         self.pool.reset(ids, keyframe=keyframe, states=states, randomization=randomization)
         return self.pool.get_state(ids, full=True)
 
+    @_carried
     def set_state(self, ids, states, full):
         self.pool.set_state(states, ids, full=full)
         return self.pool.get_state(ids, full=True)
 
+    @_carried
     def evaluate(self, ids, ctrl, keyframe, states, randomization, chunk_steps):
         res = self.pool.evaluate(ctrl, keyframe=keyframe, initial_state=states, env_ids=ids,
                                  randomization=randomization, chunk_steps=chunk_steps)
         return (self.pool.get_state(ids, full=True), res.sensordata, res.steps_done,
                 res.unstable)
 
+    @_carried
     def query(self, method, ids, *args):
         return getattr(self.pool, method)(*args, env_ids=ids)
 
+    @_carried
     def restore(self, groups, rows):
         """Back to ``rows`` and the listed randomizations, whatever this shard held before."""
         self.pool.reset()
@@ -237,11 +272,14 @@ class RayPool:
                 except (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError):
                     lost.append(i)   # the actor, or its node with the reply on it, is gone
                 except ray.exceptions.RayTaskError as exc:
-                    failure = failure or exc
+                    failure = failure or (parts[i][0], exc)
             if failure is not None:
                 self._put_back([k for k, _, _ in parts])
-                cause = failure.cause
-                raise cause if isinstance(cause, BaseException) else failure
+                k, exc = failure
+                cause = exc.cause
+                if isinstance(cause, ShardFailure):
+                    raise _as_device_error(cause, int(self._bounds[k])) from None
+                raise cause if isinstance(cause, BaseException) else exc
             if not lost:
                 return out
             for i in lost:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from mujoco_hal_ros import menagerie
-from mujoco_hal_ros.errors import ClosedError, InvalidArgument, UnknownName
+from mujoco_hal_ros.errors import ClosedError, ConfigError, InvalidArgument, UnknownName
 from mujoco_hal_ros.pool import EnvPool, RayPool
 
 os.environ.setdefault('RAY_USAGE_STATS_ENABLED', '0')
@@ -205,3 +205,9 @@ def test_close_frees_every_actor_and_later_calls_fail(cluster, go1):
         pool.step()
     with pytest.raises(ClosedError):
         pool.get_state()
+
+
+def test_an_address_for_a_process_already_on_ray_is_refused(cluster, go1):
+    with pytest.raises(ConfigError) as err:
+        RayPool(go1, 2, nshard=1, address='auto')
+    assert 'address=None' in str(err.value)
