@@ -12,7 +12,8 @@ from ..errors import InvalidArgument, LimitExceeded
 MAX_STEPS = 1_000_000
 
 
-def _limit_text(lo, hi, unit):
+def limit_text(lo, hi, unit):
+    """A channel's range as an error's ``allowed`` text, open ends written as inf."""
     lo = '-inf' if lo is None else f'{lo:g}'
     hi = 'inf' if hi is None else f'{hi:g}'
     return f'{lo}..{hi} {unit}'.strip()
@@ -30,12 +31,12 @@ def check_goals(layout, goals):
         v = finite_number(value, name)
         if (g.min is not None and v < g.min) or (g.max is not None and v > g.max):
             raise LimitExceeded(f'{v:g} {g.unit} is outside the limit', where=name,
-                                allowed=_limit_text(g.min, g.max, g.unit), channel=name,
+                                allowed=limit_text(g.min, g.max, g.unit), channel=name,
                                 limit=[g.min, g.max])
         native = g.to_native(v)
         if not g.native_lo - 1e-9 <= native <= g.native_hi + 1e-9:
             raise LimitExceeded(f'{v:g} {g.unit} is beyond what actuator {g.actuator_name!r} '
-                                'can reach', where=name, allowed=_limit_text(
+                                'can reach', where=name, allowed=limit_text(
                                     g.to_unit(g.native_lo), g.to_unit(g.native_hi), g.unit))
         out[name] = native
     return out
@@ -107,7 +108,7 @@ def _check_arg(arg, value, action):
         what = 'speed' if arg.kind == 'speed' else 'workspace'
         raise LimitExceeded(f'{value:g} {arg.unit} is outside the {what} limit',
                             where=f'{action}.{arg.name}',
-                            allowed=_limit_text(arg.min, arg.max, arg.unit),
+                            allowed=limit_text(arg.min, arg.max, arg.unit),
                             argument=arg.name, limit=[arg.min, arg.max])
 
 

@@ -515,6 +515,12 @@ class _Sampler:
         return np.clip(self._rng.uniform(self._lo, self._hi), *self._clip)
 
 
+def angle_between(a, b):
+    """Radians between two directions: the one measure of an aim's error, for IK results,
+    Cartesian paths and move results alike."""
+    return math.atan2(float(np.linalg.norm(np.cross(a, b))), float(a @ b))
+
+
 def _rotation_to(w, d):
     """Rotation vector (axis * angle) turning unit ``w`` onto unit ``d``, and the angle."""
     c0 = w[1] * d[2] - w[2] * d[1]

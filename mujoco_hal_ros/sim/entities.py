@@ -30,7 +30,8 @@ class Entities:
         self._data = mujoco.MjData(self.model)
         self._lock = threading.Lock()
 
-    def _body(self, name):
+    def body_id(self, name):
+        """The model's body id of an entity (UnknownName, listing them, if it is none)."""
         if not isinstance(name, str) or name not in self.names:
             raise UnknownName('entity', name, self.names)
         return self.device.layout.bodies.index(name)
@@ -44,13 +45,13 @@ class Entities:
         return None
 
     def movable(self, name):
-        bid = self._body(name)
+        bid = self.body_id(name)
         return self._free_joint(bid) is not None or self.model.body_mocapid[bid] >= 0
 
     def state(self, name, snapshot=None):
         """{'position', 'quaternion' (w, x, y, z), 'linear', 'angular', 'time'} in the world
         frame; velocities are those of the body frame's origin."""
-        bid = self._body(name)
+        bid = self.body_id(name)
         snap = snapshot or self.device.snapshot
         with self._lock:
             d = self._data
@@ -67,7 +68,7 @@ class Entities:
 
     def set_state(self, name, position=None, quaternion=None, linear=None, angular=None):
         """Place a free or mocap body (world frame); None leaves that part as it is."""
-        bid = self._body(name)
+        bid = self.body_id(name)
         jid = self._free_joint(bid)
         mocap = int(self.model.body_mocapid[bid])
         if jid is None and mocap < 0:
@@ -112,6 +113,6 @@ class Entities:
                 if quat is not None:
                     d.mocap_quat[mocap] = quat
             mujoco.mj_forward(m, d)
-            s.snapshot = s._snap()
+            s.publish_snapshot()
         self.device.stepper.post(apply, wait=True)
-        self.device._record('set_entity_state', {'entity': name}, {})
+        self.device.record('set_entity_state', {'entity': name}, {})

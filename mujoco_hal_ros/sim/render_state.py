@@ -1,0 +1,45 @@
+"""The render state: the one MjData that cameras draw from, with the one lock that guards it.
+
+Rendering never touches the stepper's MjData: a snapshot carries positions, not the derived
+quantities a scene needs, so a private MjData is posed from it (``mj_forward``) first.
+Every camera of a device shares that MjData, and posing it for one snapshot while another
+camera's scene is being built from it would draw a mix of two states; so it has one owner,
+and the only way in is a ``with`` block that holds its lock while the caller draws.
+"""
+
+import contextlib
+import threading
+
+import mujoco
+
+
+class RenderState:
+    """A model's render MjData, posed from snapshots under one lock."""
+
+    def __init__(self, model):
+        self.model = model
+        self._data = None             # made on first use: a device without cameras never
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def posed(self, snap):
+        """``with state.posed(snap) as data:`` the MjData at ``snap`` for the block."""
+        with self._lock:
+            if self._data is None:
+                self._data = mujoco.MjData(self.model)
+            self.load(self._data, snap)
+            yield self._data
+
+    def copy_of(self, snap):
+        """A new MjData of the caller's own, posed at ``snap``."""
+        data = mujoco.MjData(self.model)
+        self.load(data, snap)
+        return data
+
+    def load(self, data, snap):
+        """Pose ``data`` at ``snap``: the state a scene is built from, and its kinematics."""
+        data.qpos[:], data.qvel[:] = snap.qpos, snap.qvel
+        data.mocap_pos[:], data.mocap_quat[:] = snap.mocap_pos, snap.mocap_quat
+        data.act[:] = snap.act
+        data.time = snap.time
+        mujoco.mj_forward(self.model, data)
