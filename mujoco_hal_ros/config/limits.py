@@ -4,6 +4,8 @@ Each function validates a whole request and returns it converted to native units
 raises; nothing here touches the simulation, which is what makes requests all-or-nothing.
 """
 
+import math
+
 import numpy as np
 
 from ..checks import finite_number, finite_vector, is_bool, known_name
@@ -113,14 +115,30 @@ def _check_arg(arg, value, action):
 
 
 def check_aim(aim):
-    if not isinstance(aim, (tuple, list)) or len(aim) != 2:
+    """The one check of an aim, ``(local axis, world direction)``, for move_to requests and
+    the IK and Cartesian planners alike: two finite non-zero 3-vectors, returned as unit
+    vectors."""
+    if isinstance(aim, (str, bytes)) or is_bool(aim) or not hasattr(aim, '__len__') \
+            or len(aim) != 2:
         raise InvalidArgument('aim is (site axis, world direction)', where='aim')
-    axis = finite_vector(aim[0], 3, 'aim.axis')
-    toward = finite_vector(aim[1], 3, 'aim.toward')
-    for name, v in (('aim.axis', axis), ('aim.toward', toward)):
-        if np.linalg.norm(v) < 1e-9:
-            raise InvalidArgument('a direction cannot be all zeros', where=name)
-    return axis, toward
+    return _direction(aim[0], 'aim.axis'), _direction(aim[1], 'aim.toward')
+
+
+def _direction(value, where):
+    """A finite non-zero 3-vector as a unit vector; clean float input (what the planners
+    pass on every solve) skips the per-element checks, which cost more than a small solve."""
+    if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (3,) \
+            and np.isfinite(value).all():
+        v = value.copy()
+    elif type(value) in (tuple, list) and len(value) == 3 \
+            and all(type(x) is float and math.isfinite(x) for x in value):
+        v = np.array(value)
+    else:
+        v = finite_vector(value, 3, where)
+    norm = math.sqrt(float(v @ v))
+    if norm < 1e-9:
+        raise InvalidArgument('a direction cannot be all zeros', where=where)
+    return v / norm
 
 
 def real_time_factor(value):

@@ -20,8 +20,8 @@ import numpy as np
 
 from ..checks import finite_number
 from ..errors import InvalidArgument
-from .ik import (IKSolver, angle_between, bound_vector, check_aim, check_int, check_positive,
-                 vector3)
+from ..config import limits
+from .ik import IKSolver, angle_between, bound_vector, check_int, check_positive, vector3
 from .trajectory import min_jerk  # the one profile goals and paths share
 
 __all__ = ['CartesianPath', 'straight_line', 'min_jerk', 'min_jerk_inverse']
@@ -137,7 +137,7 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
                       upper=upper)
     n = len(solver.joint_names)
     goal = vector3(target, 'target')
-    axis, direction = check_aim(aim)
+    axis, direction = (None, None) if aim is None else limits.check_aim(aim)
     q0 = solver.check_q(q_start, 'q_start')
     tolerance = check_positive(tolerance, 'tolerance')
     aim_tolerance = check_positive(aim_tolerance, 'aim_tolerance')
