@@ -15,6 +15,7 @@ import numpy as np
 
 from ..checks import finite_vector
 from ..errors import DeviceError, InvalidArgument, UnknownName
+from .render_state import pose_at
 
 NOT_MOVABLE = 'NOT_MOVABLE'
 INVALID_POSE = 'INVALID_POSE'
@@ -55,11 +56,7 @@ class Entities:
         snap = snapshot or self.device.snapshot
         with self._lock:
             d = self._data
-            d.qpos[:], d.qvel[:] = snap.qpos, snap.qvel
-            d.mocap_pos[:], d.mocap_quat[:] = snap.mocap_pos, snap.mocap_quat
-            if d.act.size:
-                d.act[:] = snap.act
-            mujoco.mj_forward(self.model, d)
+            pose_at(self.model, d, snap)
             vel = np.zeros(6)
             mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_XBODY, bid, vel, 0)
             return {'position': d.xpos[bid].copy(), 'quaternion': d.xquat[bid].copy(),
