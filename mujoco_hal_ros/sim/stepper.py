@@ -3,8 +3,11 @@
 Callers never touch MjData. They post commands through one lock-guarded mailbox (the only
 hand-off), and read the latest ``Snapshot``, a set of arrays copied after each chunk of
 steps and swapped in by reference, so readers never block the physics and never see a
-half-written state. Steps run in chunks: the setpoints for a whole chunk are computed with
-numpy in one go, so a running goal costs a few microseconds per chunk, not per step.
+half-written state. A posted command changes the plans only through the stepper's own
+methods (``take_over``, ``release``, ``hold_now``), and other threads ask about them through
+the snapshot (``plans``, ``owns``), never the list the stepper thread rebinds. Steps run
+in chunks: the setpoints for a whole chunk are computed with numpy in one go, so a running
+goal costs a few microseconds per chunk, not per step.
 """
 
 from concurrent.futures import Future
