@@ -4,6 +4,8 @@ Each function validates a whole request and returns it converted to native units
 raises; nothing here touches the simulation, which is what makes requests all-or-nothing.
 """
 
+import math
+
 import numpy as np
 
 from ..checks import finite_number, finite_vector, is_bool, known_name
@@ -12,7 +14,8 @@ from ..errors import InvalidArgument, LimitExceeded
 MAX_STEPS = 1_000_000
 
 
-def _limit_text(lo, hi, unit):
+def limit_text(lo, hi, unit):
+    """A channel's range as an error's ``allowed`` text, open ends written as inf."""
     lo = '-inf' if lo is None else f'{lo:g}'
     hi = 'inf' if hi is None else f'{hi:g}'
     return f'{lo}..{hi} {unit}'.strip()
@@ -30,12 +33,12 @@ def check_goals(layout, goals):
         v = finite_number(value, name)
         if (g.min is not None and v < g.min) or (g.max is not None and v > g.max):
             raise LimitExceeded(f'{v:g} {g.unit} is outside the limit', where=name,
-                                allowed=_limit_text(g.min, g.max, g.unit), channel=name,
+                                allowed=limit_text(g.min, g.max, g.unit), channel=name,
                                 limit=[g.min, g.max])
         native = g.to_native(v)
         if not g.native_lo - 1e-9 <= native <= g.native_hi + 1e-9:
             raise LimitExceeded(f'{v:g} {g.unit} is beyond what actuator {g.actuator_name!r} '
-                                'can reach', where=name, allowed=_limit_text(
+                                'can reach', where=name, allowed=limit_text(
                                     g.to_unit(g.native_lo), g.to_unit(g.native_hi), g.unit))
         out[name] = native
     return out
@@ -107,19 +110,35 @@ def _check_arg(arg, value, action):
         what = 'speed' if arg.kind == 'speed' else 'workspace'
         raise LimitExceeded(f'{value:g} {arg.unit} is outside the {what} limit',
                             where=f'{action}.{arg.name}',
-                            allowed=_limit_text(arg.min, arg.max, arg.unit),
+                            allowed=limit_text(arg.min, arg.max, arg.unit),
                             argument=arg.name, limit=[arg.min, arg.max])
 
 
 def check_aim(aim):
-    if not isinstance(aim, (tuple, list)) or len(aim) != 2:
+    """The one check of an aim, ``(local axis, world direction)``, for move_to requests and
+    the IK and Cartesian planners alike: two finite non-zero 3-vectors, returned as unit
+    vectors."""
+    if isinstance(aim, (str, bytes)) or is_bool(aim) or not hasattr(aim, '__len__') \
+            or len(aim) != 2:
         raise InvalidArgument('aim is (site axis, world direction)', where='aim')
-    axis = finite_vector(aim[0], 3, 'aim.axis')
-    toward = finite_vector(aim[1], 3, 'aim.toward')
-    for name, v in (('aim.axis', axis), ('aim.toward', toward)):
-        if np.linalg.norm(v) < 1e-9:
-            raise InvalidArgument('a direction cannot be all zeros', where=name)
-    return axis, toward
+    return _direction(aim[0], 'aim.axis'), _direction(aim[1], 'aim.toward')
+
+
+def _direction(value, where):
+    """A finite non-zero 3-vector as a unit vector; clean float input (what the planners
+    pass on every solve) skips the per-element checks, which cost more than a small solve."""
+    if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (3,) \
+            and np.isfinite(value).all():
+        v = value.copy()
+    elif type(value) in (tuple, list) and len(value) == 3 \
+            and all(type(x) is float and math.isfinite(x) for x in value):
+        v = np.array(value)
+    else:
+        v = finite_vector(value, 3, where)
+    norm = math.sqrt(float(v @ v))
+    if norm < 1e-9:
+        raise InvalidArgument('a direction cannot be all zeros', where=where)
+    return v / norm
 
 
 def real_time_factor(value):

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..checks import finite_number
 from ..errors import InvalidArgument
-from .ik import IKSolver, bound_vector, check_aim, check_int, check_positive, vector3
+from ..config import limits
+from .ik import IKSolver, angle_between, bound_vector, check_int, check_positive, vector3
 from .trajectory import min_jerk  # the one profile goals and paths share
 
 __all__ = ['CartesianPath', 'straight_line', 'min_jerk', 'min_jerk_inverse']
@@ -119,11 +120,6 @@ class _Aim:
         return _rotation(self.axis, u * self.angle) @ self.start
 
 
-def _angle(a, b):
-    c = np.cross(a, b)
-    return math.atan2(float(np.linalg.norm(c)), float(a @ b))
-
-
 def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=None,
                   joints=None, q_start=None, lower=None, upper=None, tolerance=1e-3,
                   aim_tolerance=np.deg2rad(3.0), max_speed=None, max_waypoints=2000):
@@ -141,7 +137,7 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
                       upper=upper)
     n = len(solver.joint_names)
     goal = vector3(target, 'target')
-    axis, direction = check_aim(aim)
+    axis, direction = (None, None) if aim is None else limits.check_aim(aim)
     q0 = solver.check_q(q_start, 'q_start')
     tolerance = check_positive(tolerance, 'tolerance')
     aim_tolerance = check_positive(aim_tolerance, 'aim_tolerance')
@@ -186,7 +182,8 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
             fastest = max(fastest, float(np.linalg.norm(p - prev)))
             prev = p
             if turn is not None:
-                worst_aim = max(worst_aim, _angle(mat @ axis, turn.at(ua + f * (ub - ua))))
+                toward = turn.at(ua + f * (ub - ua))
+                worst_aim = max(worst_aim, angle_between(mat @ axis, toward))
         p, _ = solver.fk(qb)
         fastest = max(fastest, float(np.linalg.norm(p - prev)))
         return worst, worst_aim, fastest / (_CHECK_STEP * (ub - ua))

@@ -387,7 +387,7 @@ def check_spline(checked, knots, coeffs, start_pos):
             raise LimitExceeded(
                 f'the path of joint {checked.joints[j]!r} reaches {g.to_unit(bad):g} {g.unit} '
                 f'between points {_segment_name(checked, knots, seg)}, outside the limit',
-                where=g.name, allowed=limits._limit_text(g.min, g.max, g.unit),
+                where=g.name, allowed=limits.limit_text(g.min, g.max, g.unit),
                 channel=g.name, limit=[g.min, g.max])
         rate = g.native_rate
         if rate is not None:
@@ -443,7 +443,7 @@ def _start_state(stepper, actuators, now):
     vel = np.zeros(len(actuators))
     acc = np.zeros(len(actuators))
     h = 1e-3
-    for plan in stepper.plans:
+    for plan in stepper.running_plans():
         hit = np.isin(plan.actuators, actuators)
         if not hit.any():
             continue
@@ -494,14 +494,15 @@ class Execution:
     def taken_over(self, stepper, now=None):
         """True when something else (reset, hold, set_goals, move_to) replaced the plan.
 
-        The stepper swaps its plan list before it publishes the snapshot of that chunk, so
-        a plan found missing while the snapshot still says "before the end" may just have
-        ended; only a miss seen again at least ``CONFIRM_S`` of wall time later counts.
+        The plans and the time are read from one snapshot, so a plan that just ended is
+        never missing before its end; a miss must still be seen ``CONFIRM_S`` of wall time
+        later to count all the same, a margin from when the two were read apart.
         """
         if not self.plan.intact:
             return True
-        present = any(p is self.plan for p in stepper.plans)
-        if present or stepper.snapshot.time >= self.plan.t_end - 1e-9:
+        snap = stepper.snapshot
+        present = any(p is self.plan for p in snap.plans)
+        if present or snap.time >= self.plan.t_end - 1e-9:
             self._missing_since = None
             return False
         now = time.monotonic() if now is None else now
@@ -528,16 +529,16 @@ def follow(device, checked, *, delay=0.0, smooth_positions=False):
         plan = TrajectoryPlan(acts, now + delay, knots, coeffs)
         if delay > 0:
             # Until it starts, the joints hold where they are now.
-            s.setpoint[acts] = pos
-        s.add_plan(plan)
-        device._preempt_if_touched(list(acts))
+            s.release(acts, hold_at=pos)
+        s.take_over(plan)
+        device.preempt_moves_touching(list(acts))
         return plan
 
     plan = device.stepper.post(apply, wait=True)
-    device._record('trajectory', {'joints': checked.joints, 'points': len(checked.times),
-                                  'duration_s': checked.duration},
-                   {device.layout.actuators[a]: float(v)
-                    for a, v in zip(acts, checked.positions[-1])})
+    device.record('trajectory', {'joints': checked.joints, 'points': len(checked.times),
+                                 'duration_s': checked.duration},
+                  {device.layout.actuators[a]: float(v)
+                   for a, v in zip(acts, checked.positions[-1])})
     return Execution(checked, plan)
 
 
@@ -552,12 +553,11 @@ def hold(device, actuators):
     def apply(s):
         now = s.data.time
         pos, _vel, _acc = _start_state(s, acts, now)
-        s.plans = [p for p in s.plans if p.release(acts)]
-        s.setpoint[acts] = pos
+        s.release(acts, hold_at=pos)
         return pos
     pos = device.stepper.post(apply, wait=True)
-    device._record('hold', {'actuators': [device.layout.actuators[a] for a in acts]},
-                   {device.layout.actuators[a]: float(v) for a, v in zip(acts, pos)})
+    device.record('hold', {'actuators': [device.layout.actuators[a] for a in acts]},
+                  {device.layout.actuators[a]: float(v) for a, v in zip(acts, pos)})
     return pos
 
 

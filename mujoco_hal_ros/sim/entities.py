@@ -15,6 +15,7 @@ import numpy as np
 
 from ..checks import finite_vector
 from ..errors import DeviceError, InvalidArgument, UnknownName
+from .render_state import pose_at
 
 NOT_MOVABLE = 'NOT_MOVABLE'
 INVALID_POSE = 'INVALID_POSE'
@@ -30,7 +31,8 @@ class Entities:
         self._data = mujoco.MjData(self.model)
         self._lock = threading.Lock()
 
-    def _body(self, name):
+    def body_id(self, name):
+        """The model's body id of an entity (UnknownName, listing them, if it is none)."""
         if not isinstance(name, str) or name not in self.names:
             raise UnknownName('entity', name, self.names)
         return self.device.layout.bodies.index(name)
@@ -44,21 +46,17 @@ class Entities:
         return None
 
     def movable(self, name):
-        bid = self._body(name)
+        bid = self.body_id(name)
         return self._free_joint(bid) is not None or self.model.body_mocapid[bid] >= 0
 
     def state(self, name, snapshot=None):
         """{'position', 'quaternion' (w, x, y, z), 'linear', 'angular', 'time'} in the world
         frame; velocities are those of the body frame's origin."""
-        bid = self._body(name)
+        bid = self.body_id(name)
         snap = snapshot or self.device.snapshot
         with self._lock:
             d = self._data
-            d.qpos[:], d.qvel[:] = snap.qpos, snap.qvel
-            d.mocap_pos[:], d.mocap_quat[:] = snap.mocap_pos, snap.mocap_quat
-            if d.act.size:
-                d.act[:] = snap.act
-            mujoco.mj_forward(self.model, d)
+            pose_at(self.model, d, snap)
             vel = np.zeros(6)
             mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_XBODY, bid, vel, 0)
             return {'position': d.xpos[bid].copy(), 'quaternion': d.xquat[bid].copy(),
@@ -67,7 +65,7 @@ class Entities:
 
     def set_state(self, name, position=None, quaternion=None, linear=None, angular=None):
         """Place a free or mocap body (world frame); None leaves that part as it is."""
-        bid = self._body(name)
+        bid = self.body_id(name)
         jid = self._free_joint(bid)
         mocap = int(self.model.body_mocapid[bid])
         if jid is None and mocap < 0:
@@ -112,6 +110,6 @@ class Entities:
                 if quat is not None:
                     d.mocap_quat[mocap] = quat
             mujoco.mj_forward(m, d)
-            s.snapshot = s._snap()
+            s.publish_snapshot()
         self.device.stepper.post(apply, wait=True)
-        self.device._record('set_entity_state', {'entity': name}, {})
+        self.device.record('set_entity_state', {'entity': name}, {})

@@ -103,7 +103,6 @@ class CameraPublisher:
             s.image_out = BytesPublisher(s.image_pub)
             s.depth_out = BytesPublisher(s.depth_pub) if s.depth_pub is not None else None
             self.streams.append(s)
-        self._lock = threading.Lock()      # the render MjData is shared by all cameras
         self.raw = raw_images_ok()
         self._stop = threading.Event()
         self._thread = None
@@ -278,8 +277,7 @@ class CameraPublisher:
             if self.raw:
                 s.info_bytes = cdr.HeaderFirstBytes(serialize_message(s.info))
         snap = self.device.snapshot
-        with self._lock:
-            data = self.device.render_data(snap)
+        with self.device.render_state(snap) as data:      # the device's one render lock
             job = renderer.submit(data, rgb=True, depth=c.depth)
         return s, job, snap.time
 

@@ -31,6 +31,7 @@ from ... import errors
 from ...config import limits
 from ...action import Hold as HoldAction, MoveTo as MoveToAction
 from ...errors import DeviceError
+from ...motion.move import point_pos
 from ...srv import Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step
 
 POLL_S = 0.02
@@ -207,12 +208,7 @@ class Control:
         return False, None
 
     def _point_now(self, move):
-        snap = self.device.snapshot
-        kind, name = move.point
-        layout = self.device.layout
-        if kind == 'site':
-            return snap.site_xpos[layout.sites.index(name)]
-        return snap.xpos[layout.bodies.index(name)]
+        return point_pos(self.device.layout, self.device.snapshot, move.point)
 
     def _move_feedback(self, goal, move):
         def send():

@@ -269,7 +269,7 @@ class SimInterfaces:
             if kw:
                 self.entities.set_state(req.entity, **kw)
             else:
-                self.entities._body(req.entity)       # still say when the name is wrong
+                self.entities.body_id(req.entity)       # still say when the name is wrong
         except DeviceError as exc:
             code = {UNKNOWN_NAME: Result.RESULT_NOT_FOUND,
                     INVALID_POSE: SetEntityState.Response.INVALID_POSE}.get(

@@ -424,7 +424,7 @@ class TrajectoryController:
         if old is None:
             return
         left = old.execution.plan.actuators
-        if left.size and any(p is old.execution.plan for p in self.device.stepper.plans):
+        if left.size and self.device.stepper.owns(old.execution.plan):
             jt.hold(self.device, left.copy())
         if old.handle is not None:
             self.counts['preempted'] += 1
