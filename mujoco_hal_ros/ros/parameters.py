@@ -213,9 +213,10 @@ class ParameterTable:
         if got is None:
             kind = kind_of(value)
             got = KINDS[kind][0] if kind else None
-        value = _coerce(p.type, got, value) if got is not None else None
-        if value is None:
+        taken = _coerce(p.type, got, value) if got is not None else None
+        if taken is None:
             raise ConfigError(_type_error(p, got, value), where=where)
+        value = taken
         try:
             if p.check is not None:
                 value = p.check(value)
