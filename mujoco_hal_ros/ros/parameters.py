@@ -253,7 +253,8 @@ class ParameterTable:
         for name, p in self.params.items():
             full = self.prefix + name
             if node.has_parameter(full):
-                value = node.get_parameter(full).value
+                declared = node.get_parameter_or(full)     # None: an empty array, unset
+                value = declared.value if declared is not None else None
                 values[name] = [] if value is None and p.type.endswith('_array') else value
                 continue
             override = overrides.get(full)
@@ -261,7 +262,8 @@ class ParameterTable:
                 value = self.accept(name, override.value, override.type_)
             else:
                 value = self.accept(name, defaults.get(name, p.default))
-            # An empty array would be declared as a byte array: declare the type alone.
+            # An empty array would be declared as a byte array: declare the type alone
+            # (rclpy then holds it unset; ros2 param get says so, and it reads [] here).
             declared = KINDS[p.type][0] if isinstance(value, list) and not value else value
             node.declare_parameter(full, declared, p.descriptor(full), ignore_override=True)
             values[name] = value
