@@ -152,6 +152,8 @@ class Values(Mapping):
         return len(self._values)
 
     def __getattr__(self, key):
+        if key == '_values':                  # not set yet (a copy being made)
+            raise AttributeError(key)
         try:
             return self._values[key]
         except KeyError:
@@ -172,7 +174,8 @@ class Values(Mapping):
 
 
 class ParameterTable:
-    """Params under one ``prefix`` (e.g. ``'arm_controller.'``, or none)."""
+    """A node's (or one part's) parameters, each declared under ``prefix`` (e.g.
+    ``'arm_controller.'``, or none); entries are looked up by name without it."""
 
     def __init__(self, params, prefix=''):
         self.params = {}
