@@ -20,13 +20,15 @@ from ..msg import ActionInfo, ChannelInfo
 NOT_APPLIED = 'NOT_APPLIED'
 
 
-def stamp(seconds):
-    """Simulated seconds -> builtin_interfaces/Time (never negative, nanoseconds exact)."""
+def stamp(seconds, kind=Time):
+    """Seconds -> builtin_interfaces/Time, or ``kind=Duration`` (never negative, nanoseconds
+    exact: every stamp and time_from_start the nodes send is made here)."""
     ns = max(0, int(round(seconds * 1e9)))
-    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+    return kind(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
-def stamp_seconds(t):
+def to_seconds(t):
+    """builtin_interfaces/Time or Duration -> float seconds (every one the nodes read)."""
     return t.sec + t.nanosec * 1e-9
 
 

@@ -199,7 +199,8 @@ class StatePublisher:
             self.scheduling = f'SCHED_FIFO {prio}'
             return
         # the default asks and carries on quietly where it may not; asked for, it warns
-        log = self.logger.info if prio == PARAMS['thread_priority'][1] else self.logger.warning
+        quiet = prio == PARAMS['thread_priority'].default
+        log = self.logger.info if quiet else self.logger.warning
         log(f'state publisher keeps ordinary scheduling (thread_priority {prio}): {why}')
 
     def _drop_priority(self, late, ticks):
