@@ -373,8 +373,9 @@ class TrajectoryController:
 
     def _on_accepted(self, handle):
         """Start the trajectory as soon as the goal is accepted, as the real controller does
-        in its accepted callback; waiting for the execute task would add a scheduling delay
-        (about 15 ms under load) between "accepted" and the first step that moves."""
+        in its accepted callback; waiting for the execute task would add an executor
+        scheduling delay, long under load, between "accepted" and the first step that
+        moves."""
         key = bytes(handle.goal_id.uuid)
         if not handle.is_cancel_requested:
             with self._lock:
