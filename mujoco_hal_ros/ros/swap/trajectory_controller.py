@@ -274,7 +274,7 @@ class TrajectoryController:
         self._state_pub = node.create_publisher(JointTrajectoryControllerState,
                                                 f'{name}/controller_state', 10)
         # Tolerance checks run only while a trajectory is active: an always-on timer wakes
-        # the executor 100 times a second and cost a third of a core for nothing.
+        # the executor at CHECK_HZ and costs a share of a core for nothing (bench/README.md).
         self._timer = node.create_timer(1.0 / CHECK_HZ, self._tick, clock=steady,
                                         callback_group=MutuallyExclusiveCallbackGroup())
         self._timer.cancel()
