@@ -311,8 +311,8 @@ class CameraPublisher:
     def _image(self, s, rows_up, encoding, bytes_per_pixel, seconds, stamp):
         """Serialized bytes on the fast path (flipped on the way: one copy into the stream's
         own buffer, without the GIL; a message object costs several copies and the GIL),
-        else the message. ``rows_up``: the frame's pixels bottom row
-        first, as OpenGL reads them."""
+        else the message. ``rows_up``: the frame's pixels bottom row first, as OpenGL reads
+        them."""
         if not self.raw:
             return image_msg(rows_up[::-1], encoding, bytes_per_pixel, stamp, s.frame)
         packer = s.packers.get(encoding)
