@@ -353,8 +353,8 @@ class Stepper:
     def _run(self):
         # At real time this thread wakes every step and holds the GIL between steps: when a
         # busy core makes it wait for a slice, every other thread of the process waits with
-        # it. With a camera at 10 fps, p99 joint_states interval as sent 1.67 -> 1.45
-        # periods (median of 3 runs); rtf-0 stepping unchanged (sched.py).
+        # it. A short slice wakes it sooner without slowing rtf-0 stepping (sched.py;
+        # bench/README.md).
         sched.short_slice()
         dt = self.model.opt.timestep
         while not self._closed:
@@ -442,8 +442,7 @@ class Stepper:
             if rows is None:
                 # one call for the whole chunk: the same steps as a loop, but the GIL is
                 # released once, not per step; with a loop the state thread's Python kept
-                # the physics thread waiting at every step (0.83 of a core at rtf 0 with
-                # joint_states and /tf at 1 kHz)
+                # the physics thread waiting at every step (bench/README.md)
                 ctrl[:] = self.setpoint
                 step(model, data, n)
             elif self._rollout and n >= ROLLOUT_MIN and self._roll_safe():

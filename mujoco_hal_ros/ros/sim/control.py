@@ -400,7 +400,7 @@ class Control:
         try:
             job = self.device.step(int(req.steps), wait=False)
             watch = self._watch(check=job.done)
-            job.add_done_callback(self._wake_now)      # step(1) answers in ~1 ms, not a poll
+            job.add_done_callback(self._wake_now)      # answer when done, not at a poll
             await watch.future
             if not job.done():
                 raise DeviceError(errors.CLOSED, 'sim_node stopped before the steps ended')

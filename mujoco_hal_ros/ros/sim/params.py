@@ -86,6 +86,13 @@ TABLE = ParameterTable([
           'its update loop (50 there too); where the user may not (no rtprio limit or '
           'CAP_SYS_NICE) it keeps ordinary scheduling and says so. 0 = ordinary scheduling.',
           range=(0, 99), rule='0 (ordinary scheduling) or a SCHED_FIFO priority 1..99'),
+    Param('fast_paths', 'bool', True, 'The speed measures of mujoco_hal_ros.fastpath. False: '
+          'joint_states, /tf, /clock and camera images go out as rclpy message objects '
+          'through Publisher.publish (same bytes on the wire), no thread asks for SCHED_FIFO '
+          'or a short slice (thread_priority is not applied), rendering stays at normal '
+          "priority (camera_background acts as false) and the process keeps CPython's GIL "
+          "switch interval and glibc's allocator defaults. For checking that the fast paths "
+          'change nothing.'),
     Param('depth', 'string_array', [], 'Cameras that also publish <camera>/depth/image_raw '
           '(32FC1, metres).', check=lambda v: [d for d in v if d]),
     Param('log_summary', 'bool', False, 'Log what is published and served at start and a '

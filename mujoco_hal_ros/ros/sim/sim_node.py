@@ -21,6 +21,7 @@ from rclpy.node import Node  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
+from ... import fastpath  # noqa: E402
 from .. import conversions as cv  # noqa: E402
 from ..parameters import ALWAYS_DECLARED, refuse_unknown  # noqa: E402, F401 - tests read it
 from . import markers, params as P  # noqa: E402
@@ -40,6 +41,7 @@ class SimNode(Node):
         super().__init__(node_name, **kwargs)
         self.device = self.swap = self.state = self.cameras = self.control = None
         self.p = self._declare_all()
+        fastpath.configure(self.p.fast_paths)     # before the device starts its threads
         device_file, model = P.device_arguments(self.p)
         self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
                              real_time_factor=self.p.real_time_factor,

@@ -233,7 +233,7 @@ class TrajectoryController:
         self._state_pub = node.create_publisher(JointTrajectoryControllerState,
                                                 f'{name}/controller_state', 10)
         # Tolerance checks run only while a trajectory is active: an always-on timer wakes
-        # the executor 100 times a second and cost a third of a core for nothing.
+        # the executor at CHECK_HZ and costs a share of a core for nothing (bench/README.md).
         self._timer = node.create_timer(1.0 / CHECK_HZ, self._tick, clock=steady,
                                         callback_group=MutuallyExclusiveCallbackGroup())
         self._timer.cancel()
@@ -319,8 +319,9 @@ class TrajectoryController:
 
     def _on_accepted(self, handle):
         """Start the trajectory as soon as the goal is accepted, as the real controller does
-        in its accepted callback; waiting for the execute task would add a scheduling delay
-        (about 15 ms under load) between "accepted" and the first step that moves."""
+        in its accepted callback; waiting for the execute task would add an executor
+        scheduling delay, long under load, between "accepted" and the first step that
+        moves."""
         key = bytes(handle.goal_id.uuid)
         if not handle.is_cancel_requested:
             with self._lock:
