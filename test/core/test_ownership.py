@@ -2,9 +2,10 @@
 
 An AST scan over ``mujoco_hal_ros/``: an attribute access ``obj._name`` (not a dunder) is
 fine only where the same file defines ``_name`` (``self._name = ...``, ``cls._name = ...``,
-``def _name``, a class or module attribute), and ``from x import _name`` is never fine. A
-name defined in the file may still be another object's (two classes sharing a private
-name): the scan cannot see types, so it errs on the side of passing such a file.
+``def _name``, a class or module attribute, a ``__slots__`` entry), and ``from x import
+_name`` is never fine. A name defined in the file may still be another object's (two
+classes sharing a private name): the scan cannot see types, so it errs on the side of
+passing such a file.
 """
 
 import ast
@@ -51,6 +52,10 @@ def defined_names(tree):
                 names.add(target.attr)
             elif isinstance(target, ast.Name):
                 names.add(target.id)
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == '__slots__' for t in node.targets):
+            names.update(e.value for e in ast.walk(node.value)   # set through __slots__
+                         if isinstance(e, ast.Constant) and isinstance(e.value, str))
     return {n for n in names if _private(n)}
 
 
