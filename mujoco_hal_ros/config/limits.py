@@ -2,14 +2,26 @@
 
 Each function validates a whole request and returns it converted to native units, or
 raises; nothing here touches the simulation, which is what makes requests all-or-nothing.
+Every comparison is written so that NaN fails it (``not v <= hi``): a NaN that slipped in
+through arithmetic on a huge value must be refused, never waved through by ``v > hi``.
 """
+
+import math
 
 import numpy as np
 
 from ..checks import finite_number, finite_vector, is_bool, known_name
-from ..errors import InvalidArgument, LimitExceeded
+from ..errors import InvalidArgument, LimitExceeded, shorten
 
 MAX_STEPS = 1_000_000
+
+
+def outside(value, lo, hi, slack=0.0):
+    """True when ``value`` is NaN or beyond ``lo``/``hi`` (None = unbounded) by > slack."""
+    if value != value:
+        return True
+    return (lo is not None and not value >= lo - slack) or \
+        (hi is not None and not value <= hi + slack)
 
 
 def _limit_text(lo, hi, unit):
@@ -28,12 +40,12 @@ def check_goals(layout, goals):
         known_name(name, layout.goals, 'goal channel')
         g = layout.goals[name]
         v = finite_number(value, name)
-        if (g.min is not None and v < g.min) or (g.max is not None and v > g.max):
+        if outside(v, g.min, g.max):
             raise LimitExceeded(f'{v:g} {g.unit} is outside the limit', where=name,
                                 allowed=_limit_text(g.min, g.max, g.unit), channel=name,
                                 limit=[g.min, g.max])
         native = g.to_native(v)
-        if not g.native_lo - 1e-9 <= native <= g.native_hi + 1e-9:
+        if not math.isfinite(native) or outside(native, g.native_lo, g.native_hi, 1e-9):
             raise LimitExceeded(f'{v:g} {g.unit} is beyond what actuator {g.actuator_name!r} '
                                 'can reach', where=name, allowed=_limit_text(
                                     g.to_unit(g.native_lo), g.to_unit(g.native_hi), g.unit))
@@ -83,7 +95,7 @@ def check_move(act, args, point, speed):
                 target[act.axes[name]] = v * arg.scale
     if speed is not None and not (not is_bool(speed) and speed == 0):
         v = finite_number(speed, 'speed')
-        if v < 0:
+        if not v >= 0:
             raise InvalidArgument('speed must be zero (default) or positive', where='speed')
         if act.speed is not None:
             arg = act.args[act.speed]
@@ -102,8 +114,7 @@ def check_move(act, args, point, speed):
 
 
 def _check_arg(arg, value, action):
-    if (arg.min is not None and value < arg.min - 1e-9) or \
-            (arg.max is not None and value > arg.max + 1e-9):
+    if outside(value, arg.min, arg.max, 1e-9):
         what = 'speed' if arg.kind == 'speed' else 'workspace'
         raise LimitExceeded(f'{value:g} {arg.unit} is outside the {what} limit',
                             where=f'{action}.{arg.name}',
@@ -116,15 +127,19 @@ def check_aim(aim):
         raise InvalidArgument('aim is (site axis, world direction)', where='aim')
     axis = finite_vector(aim[0], 3, 'aim.axis')
     toward = finite_vector(aim[1], 3, 'aim.toward')
+    out = []
     for name, v in (('aim.axis', axis), ('aim.toward', toward)):
-        if np.linalg.norm(v) < 1e-9:
+        if not np.isfinite(np.linalg.norm(v)):     # huge but finite: same direction, scaled
+            v = v / np.abs(v).max()
+        if not np.linalg.norm(v) >= 1e-9:
             raise InvalidArgument('a direction cannot be all zeros', where=name)
-    return axis, toward
+        out.append(v)
+    return out[0], out[1]
 
 
 def real_time_factor(value):
     v = finite_number(value, 'real_time_factor')
-    if v < 0:
+    if not v >= 0:
         raise InvalidArgument(f'{v:g} is negative', where='real_time_factor',
                               allowed='0 (as fast as possible) or above')
     return v
@@ -132,7 +147,8 @@ def real_time_factor(value):
 
 def step_count(n):
     if is_bool(n) or not isinstance(n, (int, np.integer)):
-        raise InvalidArgument(f'expected a whole number of steps, got {n!r}', where='step')
+        raise InvalidArgument(f'expected a whole number of steps, got {shorten(n)}',
+                              where='step')
     if not 1 <= n <= MAX_STEPS:
-        raise InvalidArgument(f'{n} steps', where='step', allowed=f'1..{MAX_STEPS}')
+        raise InvalidArgument(f'{shorten(n)} steps', where='step', allowed=f'1..{MAX_STEPS}')
     return int(n)
