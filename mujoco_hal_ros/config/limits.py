@@ -78,7 +78,9 @@ def check_move(act, args, point, speed):
         for i in range(3):
             if i in by_axis:
                 arg = act.args[by_axis[i]]
-                _check_arg(arg, p[i] / arg.scale, act.name)
+                with np.errstate(over='ignore'):     # inf is then refused as outside
+                    value = p[i] / arg.scale
+                _check_arg(arg, value, act.name)
     else:
         args = {} if args is None else args
         if not isinstance(args, dict):
@@ -129,7 +131,9 @@ def check_aim(aim):
     toward = finite_vector(aim[1], 3, 'aim.toward')
     out = []
     for name, v in (('aim.axis', axis), ('aim.toward', toward)):
-        if not np.isfinite(np.linalg.norm(v)):     # huge but finite: same direction, scaled
+        with np.errstate(over='ignore'):
+            huge = not np.isfinite(np.linalg.norm(v))
+        if huge:                                   # huge but finite: same direction, scaled
             v = v / np.abs(v).max()
         if not np.linalg.norm(v) >= 1e-9:
             raise InvalidArgument('a direction cannot be all zeros', where=name)

@@ -141,14 +141,16 @@ def check_trajectory(layout, joint_names, points, *, controller_joints=None,
         raise InvalidArgument('multi-DOF trajectories are not supported by this controller',
                               where='multi_dof_trajectory', allowed='an empty '
                               'multi_dof_trajectory')
-    if isinstance(joint_names, str) or not joint_names:
-        raise InvalidArgument('the trajectory names no joints', where='joint_names',
-                              allowed=', '.join(owned))
+    if isinstance(joint_names, (str, bytes)):
+        joint_names = None
     try:
         joint_names = list(joint_names)
     except TypeError:
         raise InvalidArgument(f'expected a list of joint names, got {shorten(joint_names)}',
                               where='joint_names', allowed=', '.join(owned)) from None
+    if not joint_names:
+        raise InvalidArgument('the trajectory names no joints', where='joint_names',
+                              allowed=', '.join(owned))
     for name in joint_names:
         if not isinstance(name, str) or name not in owned:
             raise UnknownName('joint', name, owned, where='joint_names')
@@ -159,7 +161,11 @@ def check_trajectory(layout, joint_names, points, *, controller_joints=None,
         raise InvalidArgument(f'the goal leaves out joints {missing}; this controller moves '
                               'all its joints together', where='joint_names',
                               allowed=', '.join(owned))
-    points = list(points or [])
+    try:
+        points = [] if points is None else list(points)
+    except TypeError:
+        raise InvalidArgument(f'expected a list of points, got {shorten(points)}',
+                              where='points', allowed='one or more points') from None
     if not points:
         raise InvalidArgument('the trajectory has no points', where='points',
                               allowed='one or more points')

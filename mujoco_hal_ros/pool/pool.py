@@ -275,7 +275,9 @@ class EnvPool:
     def _check_sites(self, sites):
         if isinstance(sites, (str, int, np.integer)) and not is_bool(sites):
             sites = [sites]
-        if not isinstance(sites, (list, tuple, np.ndarray)) or len(sites) == 0:
+        if isinstance(sites, np.ndarray):
+            sites = sites.tolist() if sites.ndim == 1 else None
+        if not isinstance(sites, (list, tuple)) or len(sites) == 0:
             raise InvalidArgument(f'expected a non-empty list of sites, got {shorten(sites)}',
                                   where='sites', allowed='site names or indices')
         return np.array([name_or_index(s, self._site_names, 'site', 'sites') for s in sites],

@@ -30,8 +30,8 @@ FREE_BODY = """
   <worldbody>
     <body name="box" pos="0 0 0.5"><freejoint/><geom type="box" size=".05 .05 .05"/>
       <site name="corner" pos=".05 .05 .05"/></body>
-    <body name="arm"><joint name="hinge" axis="0 0 1"/><geom type="capsule" size=".02" fromto="0 0 0 .2 0 0"/>
-    </body>
+    <body name="arm"><joint name="hinge" axis="0 0 1"/>
+      <geom type="capsule" size=".02" fromto="0 0 0 .2 0 0"/></body>
   </worldbody>
   <actuator><motor name="push" joint="hinge"/></actuator>
   <keyframe><key name="start" qpos="0 0 .5 1 0 0 0 0"/></keyframe>
