@@ -652,6 +652,18 @@ def goal_tolerances(defaults, joints, path=(), goal=(), goal_time=0.0):
         'path_position', 'path_velocity', 'path_acceleration', 'goal_position',
         'goal_velocity', 'goal_acceleration')), goal_time=defaults.goal_time)
     for kind, entries in (('path', path), ('goal', goal)):
+        try:
+            entries = [tuple(e) for e in entries]
+        except TypeError:
+            raise InvalidArgument('expected (name, position, velocity, acceleration) entries',
+                                  where=f'{kind}_tolerance') from None
+        for i, entry in enumerate(entries):
+            if len(entry) != 4:
+                raise InvalidArgument(f'has {len(entry)} fields', where=f'{kind}_tolerance[{i}]',
+                                      allowed='name, position, velocity, acceleration')
+        # a joint given twice would silently keep its last tolerance
+        unique_names([e[0] for e in entries if isinstance(e[0], str)], f'{kind}_tolerance',
+                     'joint')
         for i, (name, p, v, a) in enumerate(entries):
             where = f'{kind}_tolerance[{i}]'
             if name not in joints:

@@ -97,3 +97,28 @@ def test_a_slow_in_limit_position_trajectory_is_accepted(bench, t, q):
            for i, ti in enumerate(t)]
     checked = jt.check_trajectory(bench.layout, JOINTS, pts)
     assert check_path(bench, checked)
+
+
+def tolerance_entries():
+    entry = st.tuples(names(JOINTS), hostile_scalars(), small_floats(-2, 2), st.just(0.0))
+    return st.one_of(st.lists(entry, max_size=4), hostile_scalars(),
+                     st.lists(st.lists(small_floats(), max_size=5), max_size=2))
+
+
+@settings(max_examples=150, deadline=None)
+@given(path=tolerance_entries(), goal=tolerance_entries(),
+       goal_time=st.one_of(small_floats(-1, 5), hostile_scalars()))
+def test_goal_tolerances_refuse_or_give_finite_tolerances(path, goal, goal_time):
+    defaults = jt.Tolerances.defaults(N, goal=[0.01] * N)
+    try:
+        tol = jt.goal_tolerances(defaults, JOINTS, path=path, goal=goal, goal_time=goal_time)
+    except Exception as exc:   # noqa: BLE001
+        assert is_refusal(exc)
+        return
+    for field in ('path_position', 'goal_position', 'goal_velocity'):
+        values = getattr(tol, field)
+        assert np.isfinite(values).all() and (values >= 0).all()
+    names_given = [e[0] for e in list(path) + list(goal)]
+    assert all(isinstance(n, str) for n in names_given)
+    for entries in (path, goal):
+        assert len({e[0] for e in entries}) == len(entries), 'a duplicate was merged'

@@ -219,3 +219,11 @@ def test_pool_names_are_not_echoed(pool):
                  lambda: pool.site_jacobians([HUGE_NAME]),
                  lambda: pool.field_values(HUGE_NAME)):
         assert len(str(refused(call))) < 3000
+
+
+def test_a_tolerance_for_a_joint_given_twice_is_refused():
+    d = jt.Tolerances.defaults(2)
+    err = refused(lambda: jt.goal_tolerances(d, ['a', 'b'],
+                                             path=[('a', 0.1, 0, 0), ('a', -1, 0, 0)]),
+                  errors.INVALID_ARGUMENT)
+    assert "'a'" in str(err) and 'twice' in str(err)
