@@ -115,3 +115,24 @@ def test_site_jacobians(pool, sites, env_ids):
     before = snapshot(pool)
     if refused(lambda: pool.site_jacobians(sites, env_ids)) is not None:
         assert_unchanged(pool, before)
+
+
+@settings(max_examples=80, deadline=None)
+@given(cost=bad_costs(), progress=bad_progress(), chunk=st.integers(1, 4),
+       keyframe=st.one_of(st.none(), st.just('start')),
+       env_ids=st.sampled_from([None, [0, 2], [1]]),
+       randomization=st.one_of(st.none(), st.just({'body_mass': np.full(4, 2.0)})))
+def test_evaluate_callbacks_that_fail_leave_the_pool_as_it_was(pool, cost, progress, chunk,
+                                                               keyframe, env_ids,
+                                                               randomization):
+    """Good controls, so the rollout runs: only the callbacks or the cost's shape fail."""
+    before = snapshot(pool)
+    err = refused(lambda: pool.evaluate(np.full((6, 1), 0.5), keyframe=keyframe,
+                                        env_ids=env_ids, cost=cost, progress=progress,
+                                        chunk_steps=chunk, randomization=randomization))
+    if err is not None:
+        assert err.where in ('cost', 'progress'), str(err)
+        assert_unchanged(pool, before)
+    else:
+        pool.reset(keyframe='start')
+        pool.step(5, ctrl=np.full((N, 1), 0.2))
