@@ -7,6 +7,7 @@ through arithmetic on a huge value must be refused, never waved through by ``v >
 """
 
 import math
+import numbers
 
 import numpy as np
 
@@ -95,7 +96,9 @@ def check_move(act, args, point, speed):
                 speed_ms = v * arg.scale
             elif name in act.axes:
                 target[act.axes[name]] = v * arg.scale
-    if speed is not None and not (not is_bool(speed) and speed == 0):
+    zero = not is_bool(speed) and isinstance(speed, (numbers.Real, np.number, np.ndarray)) \
+        and np.ndim(speed) == 0 and speed == 0          # 0 asks for the default speed
+    if speed is not None and not zero:
         v = finite_number(speed, 'speed')
         if not v >= 0:
             raise InvalidArgument('speed must be zero (default) or positive', where='speed')

@@ -66,6 +66,21 @@ def test_move_to_refuses_hostile_points_speeds_aims_and_sites(bench, point, spee
 
 
 @settings(max_examples=120, deadline=None)
+@given(speed=st.one_of(st.none(), hostile_scalars(), small_floats(-1.0, 1.0)),
+       aim=st.one_of(st.none(), st.tuples(hostile_vectors(3), hostile_vectors(3)),
+                     st.just(([1, 0, 0], [0, 0, -1])), hostile_scalars()))
+def test_move_to_a_reachable_point_refuses_hostile_speeds_and_aims(bench, speed, aim):
+    """The point is fine, so the speed and the aim are what gets checked."""
+    before = state_of(bench)
+    err = refused(lambda: bench.move_to(point=[0.17, 0.0, 0.06], speed=speed, aim=aim,
+                                        wait=False))
+    if err is None:
+        settle(bench)
+        return
+    unchanged(bench, before)
+
+
+@settings(max_examples=120, deadline=None)
 @given(action=names(['move_to', 'hold']),
        args=st.one_of(st.none(), hostile_scalars(),
                       st.dictionaries(names(ARGS, hashable=True),

@@ -227,3 +227,12 @@ def test_a_tolerance_for_a_joint_given_twice_is_refused():
                                              path=[('a', 0.1, 0, 0), ('a', -1, 0, 0)]),
                   errors.INVALID_ARGUMENT)
     assert "'a'" in str(err) and 'twice' in str(err)
+
+
+@pytest.mark.parametrize('speed', [np.array([1.0, 2.0]), np.array([0.0, 0.0])])
+def test_a_speed_that_is_an_array_is_refused_not_a_value_error(bench, speed):
+    before = bench.snapshot.setpoint.copy()
+    refused(lambda: bench.move_to(point=[0.17, 0, 0.06], speed=speed, wait=False),
+            errors.INVALID_ARGUMENT)
+    bench.step(5)
+    assert np.array_equal(bench.snapshot.setpoint, before)
