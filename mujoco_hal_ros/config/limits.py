@@ -6,7 +6,6 @@ Every comparison is written so that NaN fails it (``not v <= hi``): a NaN that s
 through arithmetic on a huge value must be refused, never waved through by ``v > hi``.
 """
 
-import math
 import numbers
 
 import numpy as np
@@ -15,6 +14,9 @@ from ..checks import finite_number, finite_vector, is_bool, known_name
 from ..errors import InvalidArgument, LimitExceeded, shorten
 
 MAX_STEPS = 1_000_000
+# MuJoCo's mjMAXVAL: a control beyond it is "Nan, Inf or huge value in CTRL", which the
+# stepper treats as a fault (back to the keyframe); a goal there is refused up front.
+MAX_NATIVE = 1e10
 
 
 def outside(value, lo, hi, slack=0.0):
@@ -46,7 +48,12 @@ def check_goals(layout, goals):
                                 allowed=_limit_text(g.min, g.max, g.unit), channel=name,
                                 limit=[g.min, g.max])
         native = g.to_native(v)
-        if not math.isfinite(native) or outside(native, g.native_lo, g.native_hi, 1e-9):
+        if outside(native, -MAX_NATIVE, MAX_NATIVE):
+            raise LimitExceeded(f'{v:g} {g.unit} is beyond any control MuJoCo accepts',
+                                where=name, allowed=_limit_text(
+                                    *sorted((g.to_unit(-MAX_NATIVE), g.to_unit(MAX_NATIVE))),
+                                    g.unit))
+        if outside(native, g.native_lo, g.native_hi, 1e-9):
             raise LimitExceeded(f'{v:g} {g.unit} is beyond what actuator {g.actuator_name!r} '
                                 'can reach', where=name, allowed=_limit_text(
                                     g.to_unit(g.native_lo), g.to_unit(g.native_hi), g.unit))

@@ -236,3 +236,12 @@ def test_a_speed_that_is_an_array_is_refused_not_a_value_error(bench, speed):
             errors.INVALID_ARGUMENT)
     bench.step(5)
     assert np.array_equal(bench.snapshot.setpoint, before)
+
+
+def test_a_goal_beyond_any_control_mujoco_accepts_is_refused(open_device, free_xml):
+    dev = open_device(model=free_xml, keyframe='start', start_paused=True)   # no ctrlrange
+    err = refused(lambda: dev.set_goals({'push_goal': 1e11}), errors.LIMIT_EXCEEDED)
+    assert 'MuJoCo' in str(err)
+    dev.step(5)
+    assert dev.health()['unstable_events'] == 0
+    dev.set_goals({'push_goal': 1e9})                  # huge, but a control MuJoCo takes
