@@ -19,7 +19,8 @@ from hostile_helpers import BENCH_ENV, BENCH_YAML  # noqa: E402
 from mujoco_hal_ros.sim.device import Device  # noqa: E402
 
 settings.register_profile(
-    'adversarial', derandomize=True, deadline=None, max_examples=100, print_blob=True,
+    'adversarial', derandomize=True, database=None, deadline=None, max_examples=100,
+    print_blob=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                            HealthCheck.data_too_large, HealthCheck.filter_too_much])
 settings.load_profile('adversarial')
