@@ -156,6 +156,10 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
     start, start_mat = solver.fk(q0)
     delta = goal - start
     length = float(np.linalg.norm(delta))
+    if not math.isfinite(length):
+        raise InvalidArgument('the target is out of all proportion to the model (its '
+                              'distance from the start is not a finite number)',
+                              where='target', allowed='a point in reach of the model')
     turn = _Aim(start_mat @ axis, direction) if axis is not None else None
     ik_tol = tolerance * _WAYPOINT_SHARE
     ik_aim_tol = aim_tolerance * _WAYPOINT_SHARE
@@ -240,7 +244,13 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
     u = np.array(out_u)
     q = np.array(out_q)
     solver.fk(q[-1])
-    times, duration, v = _time(u, q, rates, np.array(progress), speed)
+    with np.errstate(all='ignore'):
+        times, duration, v = _time(u, q, rates, np.array(progress), speed)
+    if not (math.isfinite(duration) and np.isfinite(times).all()):
+        raise InvalidArgument('the path would take forever (its duration overflows): a rate '
+                              'or speed limit is too close to zero', where='max_speed'
+                              if speed is not None else 'max_rates',
+                              allowed='positive limits the joints can move at')
     return CartesianPath(success=not message, times=times, qpos=q,
                          joint_names=solver.joint_names, u=u, max_deviation=max_dev,
                          max_aim_deviation=max_aim, duration=duration, length=length,

@@ -13,7 +13,8 @@ from geometry_msgs.msg import Point, Quaternion, Vector3
 import mujoco
 import numpy as np
 
-from ..errors import DeviceError
+from ..checks import named_values
+from ..errors import DeviceError, shorten
 from ..msg import ActionInfo, ChannelInfo
 
 # Codes of SetGoals parts that were fine but not applied because another part was refused.
@@ -70,6 +71,15 @@ def point_or_nan(xyz):
     return point(xyz)
 
 
+def run_action_args(req):
+    """RunAction request's parallel ``arg_names``/``arg_values`` -> ``{name: value}``.
+
+    A plain ``dict(zip(...))`` would keep the last of a name given twice and drop the extra
+    values of a longer list; both are refused instead, naming the duplicate.
+    """
+    return named_values(req.arg_names, req.arg_values, 'arg_names', 'argument')
+
+
 def move_request(req):
     """MoveTo goal/request -> keyword arguments of ``Device.move_to`` (no checks here)."""
     kw = {'point': [req.target.x, req.target.y, req.target.z], 'site': req.site or None,
@@ -101,10 +111,11 @@ def fill_error(res, err):
 
 
 def error_line(err):
-    """One line for a refused request in a log."""
+    """One line for a refused request in a log; a DeviceError caps what it repeats of the
+    request itself, anything else is cut here, so a huge input never floods the log."""
     if isinstance(err, DeviceError):
         return f'{err.code}: {err}'
-    return f'{type(err).__name__}: {err}'
+    return f'{type(err).__name__}: {shorten(str(err), 400)[1:-1]}'
 
 
 def _opt(value):

@@ -245,8 +245,8 @@ class Device:
             if isinstance(names, str):
                 names = [names]
             if not isinstance(names, (list, tuple, set, frozenset)):
-                raise errors.InvalidArgument(f'expected channel names, got {names!r}',
-                                             where='read')
+                raise errors.InvalidArgument(
+                    f'expected channel names, got {errors.shorten(names)}', where='read')
             known = {c.name: c for c in chans}
             chans = [known[known_name(n, known, 'read channel')] for n in names]
         out = {}
@@ -514,8 +514,8 @@ class Device:
     # --- run-time control -------------------------------------------------------------------
     def pause(self, paused=True):
         if not isinstance(paused, (bool, np.bool_)):
-            raise errors.InvalidArgument(f'pause takes true or false, got {paused!r}',
-                                         where='pause')
+            raise errors.InvalidArgument(
+                f'pause takes true or false, got {errors.shorten(paused)}', where='pause')
         self.stepper.pause(bool(paused))
         self.record('pause', {'paused': bool(paused)}, {})
 

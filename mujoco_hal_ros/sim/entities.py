@@ -14,11 +14,18 @@ import mujoco
 import numpy as np
 
 from ..checks import finite_vector
-from ..errors import DeviceError, InvalidArgument, UnknownName
+from ..errors import DeviceError, InvalidArgument, UnknownName, shorten
 from .render_state import pose_at
 
 NOT_MOVABLE = 'NOT_MOVABLE'
 INVALID_POSE = 'INVALID_POSE'
+# Bounds on a placed state. MuJoCo resets the whole simulation to its keyframe when a
+# position or velocity passes 1e10 (or the step after overflows), so one teleport of 1e308
+# would undo every other entity and the arm; these are far beyond any scene a device
+# simulates (a 10 km world, a bullet's speed) and far below where the solver gives up.
+MAX_POSITION = 1e4          # m, each coordinate
+MAX_LINEAR = 1e3            # m/s, norm
+MAX_ANGULAR = 1e4           # rad/s, norm
 
 
 class Entities:
@@ -69,23 +76,39 @@ class Entities:
         jid = self._free_joint(bid)
         mocap = int(self.model.body_mocapid[bid])
         if jid is None and mocap < 0:
-            raise DeviceError(NOT_MOVABLE, f'{name!r} is held by joints of the model; only '
+            raise DeviceError(NOT_MOVABLE, f'{shorten(name)} is held by joints of the model; only '
                               'free bodies (a freejoint) and mocap bodies can be placed',
                               where='entity', allowed=', '.join(
                                   n for n in self.names if self.movable(n)) or 'none')
         pos = None if position is None else finite_vector(position, 3, 'position')
+        if pos is not None and not np.abs(pos).max() <= MAX_POSITION:
+            raise InvalidArgument(f'position {np.abs(pos).max():.4g} m from the origin is '
+                                  'beyond any scene', where='position',
+                                  allowed=f'|x|, |y|, |z| <= {MAX_POSITION:g} m')
         quat = None
         if quaternion is not None:
             quat = finite_vector(quaternion, 4, 'orientation')
-            norm = float(np.linalg.norm(quat))
+            with np.errstate(over='ignore'):
+                norm = float(np.linalg.norm(quat))
             if not 0.99 < norm < 1.01:
                 raise DeviceError(INVALID_POSE, f'orientation is not a unit quaternion '
                                   f'(norm {norm:.4g})', where='orientation')
             quat = quat / norm
         lin = None if linear is None else finite_vector(linear, 3, 'linear velocity')
         ang = None if angular is None else finite_vector(angular, 3, 'angular velocity')
+        for part, v, top, unit in (('linear velocity', lin, MAX_LINEAR, 'm/s'),
+                                   ('angular velocity', ang, MAX_ANGULAR, 'rad/s')):
+            if v is None:
+                continue
+            with np.errstate(over='ignore'):
+                speed = float(np.linalg.norm(v))
+            if not speed <= top:
+                raise InvalidArgument(f'{part} of {speed:.4g} {unit} is beyond what the '
+                                      'simulation can integrate', where=part,
+                                      allowed=f'up to {top:g} {unit}')
         if jid is None and ((lin is not None and lin.any()) or (ang is not None and ang.any())):
-            raise InvalidArgument(f'{name!r} is a mocap body: it has a pose, not a velocity',
+            raise InvalidArgument(f'{shorten(name)} is a mocap body: it has a pose, not a '
+                                  'velocity',
                                   where='twist', allowed='zero twist')
         m = self.model
 

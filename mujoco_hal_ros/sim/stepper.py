@@ -28,7 +28,7 @@ FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
 ROLLOUT_MIN = 16     # steps in a chunk from which mujoco.rollout beats the Python loop
 MAX_CATCH_UP = 1.0   # wall seconds of lag the real-time loop makes up; beyond, it skips
 BAD_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
-                mujoco.mjtWarning.mjWARN_BADQVEL)
+                mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADCTRL)
 
 
 @dataclass

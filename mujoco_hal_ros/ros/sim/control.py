@@ -362,13 +362,8 @@ class Control:
 
     # --- the rest ---------------------------------------------------------------------------
     def _srv_run_action(self, req, res):
-        names, values = list(req.arg_names), list(req.arg_values)
-        if len(names) != len(values):
-            res.success, res.code = False, errors.INVALID_ARGUMENT
-            res.message = f'{len(names)} argument names but {len(values)} values'
-            return res
         try:
-            out = self.device.run_action(req.action, dict(zip(names, values)), wait=False)
+            out = self.device.run_action(req.action, cv.run_action_args(req), wait=False)
         except DeviceError as err:
             res.success, res.code, res.message = False, err.code, str(err)
             return res

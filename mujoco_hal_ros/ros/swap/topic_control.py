@@ -11,6 +11,7 @@ controller bug cannot drive the simulated arm past its device file.
 from sensor_msgs.msg import JointState
 
 from ..parameters import Param, ParameterTable
+from ...checks import unique_names
 from ...motion import joint_trajectory as jt
 from ...errors import DeviceError, InvalidArgument, UnknownName
 
@@ -39,7 +40,7 @@ class TopicControl:
 
     def command(self, names, positions):
         """{joint: position (rad or m)} -> one all-or-nothing ``set_goals`` in channel units."""
-        names = list(names)
+        names = unique_names(names, 'name', 'joint')   # [pan, pan]: which one applies?
         positions = list(positions)
         if not positions:
             raise InvalidArgument('the command carries no positions; this device takes '
