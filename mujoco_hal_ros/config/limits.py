@@ -141,7 +141,7 @@ def check_aim(aim):
     the IK and Cartesian planners alike: two finite non-zero 3-vectors, returned as unit
     vectors."""
     if isinstance(aim, (str, bytes)) or is_bool(aim) or not hasattr(aim, '__len__') \
-            or len(aim) != 2:
+            or (isinstance(aim, np.ndarray) and aim.ndim == 0) or len(aim) != 2:
         raise InvalidArgument('aim is (site axis, world direction)', where='aim')
     return _direction(aim[0], 'aim.axis'), _direction(aim[1], 'aim.toward')
 
