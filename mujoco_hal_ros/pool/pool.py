@@ -22,8 +22,8 @@ from .engine import BatchEngine, ThreadEngine, Workers, batch_available
 from .layout import INTEGRATION, StateLayout
 from .queries import Queries
 from .randomization import FIELDS, PatchStore, view
-from .requests import (MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD, Requests, check_engine,  # noqa: F401
-                       check_flag, check_models, check_variant_of)
+from .requests import (MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD, Requests, check_costs,  # noqa: F401
+                       check_engine, check_flag, check_models, check_variant_of, user_call)
 from .results import EvaluateResult, ForwardResult, step_result
 from .validate import integer
 
@@ -483,31 +483,56 @@ class EnvPool:
             self._check_open()
             ids, per_step, chunk_steps = self._requests.evaluate(ctrl, nstep, env_ids, cost,
                                                                  progress, chunk_steps)
-            n, steps = len(ids), per_step.shape[1]
+            steps = per_step.shape[1]
             ids, rows, patch = self._check_reset(ids, keyframe, initial_state, randomization)
-            self._apply_reset(ids, rows, patch)
-            done, unstable, sens = 0, np.zeros(n, dtype=bool), None
-            completed = True
-            while done < steps:
-                k = min(chunk_steps, steps - done)
-                last = done + k == steps
-                rows, sens, bad = self._engine.step(ids, k, None, per_step[:, done:done + k],
-                                                    last)
-                unstable |= bad
-                done += k
-                if progress is not None and progress(done / steps) is False and not last:
-                    completed = False
-                    break
-            if sens is None:
-                sens = self.forward(ids).sensordata
-            costs = None
-            if cost is not None and completed:
-                lay = self.layout
-                rows = self._state[ids]
-                costs = np.asarray(cost(rows[:, lay.columns('qpos')],
-                                        rows[:, lay.columns('qvel')]), dtype=np.float64)
-                if costs.shape != (n,):
-                    raise InvalidArgument(f'cost returned shape {costs.shape}', where='cost',
-                                          allowed=f'({n},)')
-            return EvaluateResult(ids.copy(), self._state[ids][:, self.layout.physics_columns],
-                                  sens, costs, done, completed, unstable)
+            saved = self._save(ids)
+            try:
+                return self._evaluate(ids, rows, patch, per_step, steps, chunk_steps, cost,
+                                      progress)
+            except BaseException:
+                self._restore(ids, saved)
+                raise
+
+    def _save(self, ids):
+        """What evaluate changes in the listed environments: state rows and patches."""
+        patches = self._patches
+        return self._state[ids].copy(), [
+            {k: patches.values[k][env].copy() for k in patches.keys_of[env]} for env in ids]
+
+    def _restore(self, ids, saved):
+        """Put the listed environments back as ``_save`` found them (all or nothing: a user
+        callback that raises must not leave them reset and half-way through a rollout)."""
+        rows, patches = saved
+        for env, values in zip(ids, patches):
+            self._patches.commit(env, values or None)
+        self._engine.sync(ids)
+        self._state[ids] = rows
+
+    _call = staticmethod(user_call)
+
+    def _evaluate(self, ids, rows, patch, per_step, steps, chunk_steps, cost, progress):
+        n = len(ids)
+        self._apply_reset(ids, rows, patch)
+        done, unstable, sens = 0, np.zeros(n, dtype=bool), None
+        completed = True
+        while done < steps:
+            k = min(chunk_steps, steps - done)
+            last = done + k == steps
+            rows, sens, bad = self._engine.step(ids, k, None, per_step[:, done:done + k],
+                                                last)
+            unstable |= bad
+            done += k
+            if progress is not None and \
+                    self._call(progress, 'progress', done / steps) is False and not last:
+                completed = False
+                break
+        if sens is None:
+            sens = self.forward(ids).sensordata
+        costs = None
+        if cost is not None and completed:
+            lay = self.layout
+            rows = self._state[ids]
+            costs = check_costs(self._call(cost, 'cost', rows[:, lay.columns('qpos')],
+                                           rows[:, lay.columns('qvel')]), n)
+        return EvaluateResult(ids.copy(), self._state[ids][:, self.layout.physics_columns],
+                              sens, costs, done, completed, unstable)

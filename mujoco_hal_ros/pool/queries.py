@@ -11,8 +11,8 @@ fields for every environment in one array each.
 The query batch runs the nominal model values: no randomizable field moves a body or a
 joint axis (masses move ``subtree_com``, which cancels out of every Jacobian), so positions
 are identical and Jacobians equal ``mj_jac``'s on the patched model to rounding. It is made
-on first use of each kind of query (one model copy each, ~40 MB on Panda) and is absent on
-MuJoCo 3.x, where the caller falls back to its own loop.
+on first use of each kind of query (one model copy each) and is absent on MuJoCo 3.x,
+where the caller falls back to its own loop.
 """
 
 import copy

@@ -22,12 +22,12 @@ import os
 
 import numpy as np
 
-from ..errors import INTERNAL_ERROR, ClosedError, ConfigError, DeviceError, InvalidArgument
+from ..errors import INTERNAL_ERROR, ClosedError, ConfigError, DeviceError
 from .engine import simulation_error
 from .layout import StateLayout
 from .randomization import FIELDS, view
-from .requests import (MAX_NBATCH, MAX_NTHREAD, Requests, check_engine, check_flag,
-                       check_models, check_variant_of)
+from .requests import (MAX_NBATCH, MAX_NTHREAD, Requests, check_costs, check_engine,
+                       check_flag, check_models, check_variant_of, user_call)
 from .results import EvaluateResult, ForwardResult, step_result
 from .validate import integer
 
@@ -542,7 +542,18 @@ class RayPool:
                                                              progress, chunk_steps)
         ids, physics, patch = self._requests.reset(ids, keyframe, initial_state,
                                                    randomization, self._patches_refused())
-        n = len(ids)
+        before = (self._rows.copy(), list(self._patch_of))
+        try:
+            return self._evaluate(ids, per_step, keyframe, physics, patch, chunk_steps, cost,
+                                  progress)
+        except BaseException:
+            # a raising callback, a bad cost or a failed chunk: back to before the call
+            self._rows[:] = before[0]
+            self._patch_of = before[1]
+            self._put_back([k for k, _, _ in self._split(ids)])
+            raise
+
+    def _evaluate(self, ids, per_step, keyframe, physics, patch, chunk_steps, cost, progress):
         if progress is None:
             done, completed, sens, unstable = self._evaluate_whole(ids, per_step, keyframe,
                                                                    physics, patch,
@@ -555,11 +566,8 @@ class RayPool:
         costs = None
         if cost is not None and completed:
             lay = self.layout
-            costs = np.asarray(cost(rows[:, lay.columns('qpos')], rows[:, lay.columns('qvel')]),
-                               dtype=np.float64)
-            if costs.shape != (n,):
-                raise InvalidArgument(f'cost returned shape {costs.shape}', where='cost',
-                                      allowed=f'({n},)')
+            costs = check_costs(user_call(cost, 'cost', rows[:, lay.columns('qpos')],
+                                          rows[:, lay.columns('qvel')]), len(ids))
         return EvaluateResult(ids.copy(), rows[:, self.layout.physics_columns], sens, costs,
                               done, completed, unstable)
 
@@ -581,28 +589,19 @@ class RayPool:
 
     def _evaluate_chunks(self, ids, per_step, keyframe, physics, patch, chunk_steps,
                          progress):
-        before = (self._rows.copy(), list(self._patch_of))
-        touched = [k for k, _, _ in self._split(ids)]
-        try:
-            self._reset(ids, keyframe, physics, patch)
-            steps = per_step.shape[1]
-            done, unstable, sens, completed = 0, np.zeros(len(ids), dtype=bool), None, True
-            while done < steps:
-                k = min(chunk_steps, steps - done)
-                last = done + k == steps
-                res = self._step(ids, k, per_step[:, done:done + k], last)
-                unstable |= res.unstable
-                sens = res.sensordata
-                done += k
-                if progress(done / steps) is False and not last:
-                    completed = False
-                    break
-        except BaseException:
-            # a raising progress callback (or a failed chunk): back to before the call
-            self._rows[:] = before[0]
-            self._patch_of = before[1]
-            self._put_back(touched)
-            raise
+        self._reset(ids, keyframe, physics, patch)
+        steps = per_step.shape[1]
+        done, unstable, sens, completed = 0, np.zeros(len(ids), dtype=bool), None, True
+        while done < steps:
+            k = min(chunk_steps, steps - done)
+            last = done + k == steps
+            res = self._step(ids, k, per_step[:, done:done + k], last)
+            unstable |= res.unstable
+            sens = res.sensordata
+            done += k
+            if user_call(progress, 'progress', done / steps) is False and not last:
+                completed = False
+                break
         if sens is None:
             sens = self.forward(ids).sensordata
         return done, completed, sens, unstable

@@ -13,7 +13,7 @@ import mujoco
 import numpy as np
 
 from ..checks import is_bool
-from ..errors import InvalidArgument, ModelError, UnknownName
+from ..errors import DeviceError, InvalidArgument, ModelError, UnknownName, shorten
 from . import hfield as hf
 from .engine import ENGINES
 from .randomization import FIELDS, check_patch
@@ -35,7 +35,7 @@ def names(model, objtype, count):
 
 def check_engine(engine):
     if not isinstance(engine, str) or engine not in ENGINES:
-        raise InvalidArgument(f'unknown engine {engine!r}', where='engine',
+        raise InvalidArgument(f'unknown engine {shorten(engine)}', where='engine',
                               allowed=', '.join(ENGINES))
     return engine
 
@@ -44,7 +44,7 @@ def check_models(model):
     """One MjModel or a non-empty list of variants with identical sizes, as a list."""
     variants = [model] if isinstance(model, mujoco.MjModel) else model
     if isinstance(variants, (str, bytes)) or not hasattr(variants, '__len__'):
-        raise InvalidArgument(f'expected an MjModel or a list of them, got {model!r}',
+        raise InvalidArgument(f'expected an MjModel or a list of them, got {shorten(model)}',
                               where='model', allowed='MjModel or [MjModel, ...]')
     variants = list(variants)
     if not variants or not all(isinstance(m, mujoco.MjModel) for m in variants):
@@ -66,14 +66,14 @@ def check_variant_of(variant_of, nbatch, nvar):
     vmap = np.asarray(variant_of) if not contains_bool(variant_of) else None
     if (vmap is None or vmap.shape != (nbatch,) or vmap.dtype.kind not in 'iu'
             or vmap.min() < 0 or vmap.max() >= nvar):
-        raise InvalidArgument(f'expected {nbatch} variant indices, got {variant_of!r}',
+        raise InvalidArgument(f'expected {nbatch} variant indices, got {shorten(variant_of)}',
                               where='variant_of', allowed=f'{nbatch} integers 0..{nvar - 1}')
     return vmap.astype(np.intp)
 
 
 def check_flag(value, where):
     if not isinstance(value, (bool, np.bool_)):
-        raise InvalidArgument(f'expected True or False, got {value!r}', where=where,
+        raise InvalidArgument(f'expected True or False, got {shorten(value)}', where=where,
                               allowed='bool')
     return bool(value)
 
@@ -186,8 +186,10 @@ class Requests:
     def _objects(self, values, names_, kind):
         if isinstance(values, (str, int, np.integer)) and not is_bool(values):
             values = [values]
-        if not isinstance(values, (list, tuple, np.ndarray)) or len(values) == 0:
-            raise InvalidArgument(f'expected a non-empty list of {kind}s, got {values!r}',
+        if isinstance(values, np.ndarray):
+            values = values.tolist() if values.ndim == 1 else None
+        if not isinstance(values, (list, tuple)) or len(values) == 0:
+            raise InvalidArgument(f'expected a non-empty list of {kind}s, got {shorten(values)}',
                                   where=f'{kind}s', allowed=f'{kind} names or indices')
         return np.array([name_or_index(s, names_, kind, f'{kind}s') for s in values],
                         dtype=np.intp)
@@ -202,12 +204,12 @@ class Requests:
         """``(hfield id, points (m, 2|3), frame, body id or None, ids, geom per variant)``."""
         hid = name_or_index(hfield, self.hfield_names, 'hfield', 'hfield')
         if frame not in hf.FRAMES:
-            raise InvalidArgument(f'unknown frame {frame!r}', where='frame',
+            raise InvalidArgument(f'unknown frame {shorten(frame)}', where='frame',
                                   allowed=', '.join(hf.FRAMES))
         bid = None
         if frame != 'world':
             if body is None:
-                raise InvalidArgument(f'frame {frame!r} needs a body', where='body',
+                raise InvalidArgument(f'frame {shorten(frame)} needs a body', where='body',
                                       allowed='body name or index')
             bid = name_or_index(body, self.body_names, 'body', 'body')
         if isinstance(points, np.ndarray) and points.ndim == 2:
@@ -220,7 +222,33 @@ class Requests:
         for model in self.variants:
             g = hf.geom_of(model, hid)
             if g is None:
-                raise InvalidArgument(f'height field {hfield!r} is not used by any geom',
+                raise InvalidArgument(f'height field {shorten(hfield)} is not used by any geom',
                                       where='hfield', allowed='an hfield with a geom')
             geoms.append(g)
         return hid, pts, frame, bid, ids, geoms
+
+
+def user_call(fn, where, *args):
+    """A user callback; whatever it raises becomes an error naming it."""
+    try:
+        return fn(*args)
+    except DeviceError:
+        raise
+    except Exception as exc:
+        raise InvalidArgument(f'the {where} callback raised {type(exc).__name__}: '
+                              f'{shorten(str(exc), 200)}; the pool is left as it was',
+                              where=where) from exc
+
+
+def check_costs(out, n):
+    """What a cost callback returned, as ``(n,)`` float64, or the error saying what it was."""
+    try:
+        costs = np.asarray(out, dtype=np.float64)
+    except (TypeError, ValueError):
+        costs = None
+    if costs is None or costs.shape != (n,):
+        raise InvalidArgument(
+            f'cost returned {shorten(out)}, not {n} numbers'
+            if costs is None else f'cost returned shape {costs.shape}',
+            where='cost', allowed=f'({n},); the pool is left as it was')
+    return costs
