@@ -179,6 +179,14 @@ BAD_CALLS = [
     (lambda p: p.site_jacobians(['nope']), UnknownName),
     (lambda p: p.body_jacobians([]), InvalidArgument),
     (lambda p: p.set_state(np.zeros(3), [0]), InvalidArgument),
+    # these run on the shards and are then undone: all or nothing, as in-process
+    (lambda p: p.evaluate(np.zeros((3, 12)), progress=lambda f: 1 / 0), InvalidArgument),
+    (lambda p: p.evaluate(np.zeros((3, 12)), cost=lambda q, v: q,
+                          randomization={'dof_damping': p.model.dof_damping + 1}),
+     InvalidArgument),
+    (lambda p: p.evaluate(np.zeros((3, 12)), cost=lambda q, v: None, progress=lambda f: None,
+                          randomization={'dof_damping': p.model.dof_damping + 1}),
+     InvalidArgument),
 ]
 
 
