@@ -204,7 +204,8 @@ def test_bad_input_is_refused_before_any_shard_is_touched(cluster, go1):
 
 def test_close_frees_every_actor_and_later_calls_fail(cluster, go1):
     assert _free_cpus(2)
-    pool = RayPool(go1, 4, nshard=2)
+    pool = RayPool(go1, 4)                                # one shard per cluster CPU
+    assert pool.nshard == 2 and pool.shard_bounds == [(0, 2), (2, 4)]
     assert ray.available_resources().get('CPU', 0) == 0   # both CPUs held by the shards
     pool.close()
     pool.close()                                          # idempotent
@@ -219,3 +220,35 @@ def test_an_address_for_a_process_already_on_ray_is_refused(cluster, go1):
     with pytest.raises(ConfigError) as err:
         RayPool(go1, 2, nshard=1, address='auto')
     assert 'address=None' in str(err.value)
+
+
+HFIELD_XML = """
+<mujoco>
+  <asset>
+    <hfield name="bumps" nrow="3" ncol="4" size="1.5 1 0.3 0.1"
+            elevation="0 3 1 2  5 0 4 1  2 2 0 6"/>
+  </asset>
+  <worldbody>
+    <geom name="ground" type="hfield" hfield="bumps" euler="0 0 20"/>
+    <body name="robot" pos="0 0 1">
+      <freejoint/>
+      <geom type="box" size=".1 .1 .1" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_hfield_heights_across_shards_equal_in_process(cluster):
+    model = mujoco.MjModel.from_xml_string(HFIELD_XML)
+    n = 6
+    points = [[0.2, 0.1], [-0.3, 0.4], [5.0, 5.0]]
+    with RayPool(model, n, nshard=2) as rp, EnvPool(model, n) as ep:
+        state = ep.get_state()
+        state[:, 1:3] = np.random.default_rng(3).uniform(-1, 1, (n, 2))
+        for pool in (rp, ep):
+            pool.set_state(state)
+        got = rp.hfield_heights('bumps', points, 'yaw', 'robot', env_ids=[5, 0, 3])
+        want = ep.hfield_heights('bumps', points, 'yaw', 'robot', env_ids=[5, 0, 3])
+        np.testing.assert_array_equal(got, want)
+        assert np.isnan(got[:, 2]).all() and np.isfinite(got[:, :2]).all()
