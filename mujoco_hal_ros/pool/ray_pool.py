@@ -19,6 +19,7 @@ need it, creating a pool does.
 
 import functools
 import os
+import threading
 
 import numpy as np
 
@@ -42,6 +43,16 @@ def _ray():
         raise ConfigError('RayPool needs Ray: pip install "ray[default]" (or use EnvPool '
                           'on one machine)', where='ray') from None
     return ray
+
+
+def _serialised(method):
+    """One call at a time, like EnvPool's lock: the driver's rows have one writer."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        with self._lock:
+            self._check_open()
+            return method(self, *args, **kwargs)
+    return call
 
 
 class ShardFailure(Exception):
@@ -157,6 +168,7 @@ class RayPool:
             self._requests.keyframe(keyframe, range(len(variants)))
         self._actors = []
         self._closed = False
+        self._lock = threading.RLock()
         ray = self._ray = _ray()
         self._owns_ray = False
         if address is not None and ray.is_initialized():
@@ -358,13 +370,13 @@ class RayPool:
         """How many times a lost shard was re-created."""
         return self._respawns
 
+    @_serialised
     def shard_rows(self):
         """``(nbatch, full_state_size)`` rows read from the shard actors themselves.
 
         ``get_state`` answers from the driver's copy; this asks the shards, to check that
         they agree (tests, debugging).
         """
-        self._check_open()
         infos = self._ray.get([a.info.remote() for a in self._actors])
         return np.concatenate([info['rows'] for info in infos])
 
@@ -379,6 +391,13 @@ class RayPool:
     # ------------------------------------------------------------------ lifecycle
     def close(self):
         """Kill every shard actor (and a Ray this pool started); later calls raise."""
+        lock = getattr(self, '_lock', None)
+        if lock is None or self._closed:
+            return
+        with lock:
+            self._close()
+
+    def _close(self):
         if self._closed:
             return
         self._closed = True
@@ -411,15 +430,15 @@ class RayPool:
             raise ClosedError('RayPool')
 
     # ------------------------------------------------------------------ state
+    @_serialised
     def get_state(self, env_ids=None, *, full=False):
         """From the driver's rows, which every changing call keeps current: no shard call."""
-        self._check_open()
         ids = self._requests.ids(env_ids)
         rows = self._rows[ids]
         return rows if check_flag(full, 'full') else rows[:, self.layout.physics_columns]
 
+    @_serialised
     def set_state(self, states, env_ids=None, *, full=False):
-        self._check_open()
         ids = self._requests.ids(env_ids)
         full = check_flag(full, 'full')
         rows = self._requests.states(states, len(ids), full, 'states')
@@ -427,8 +446,8 @@ class RayPool:
         got = self._run(parts, 'set_state', lambda k, pos, local: (local, rows[pos], full))
         self._commit(parts, got)
 
+    @_serialised
     def field_values(self, field, env_ids=None):
-        self._check_open()
         ids = self._requests.ids(env_ids)
         self._requests.field(field)
         parts = self._split(ids)
@@ -437,15 +456,15 @@ class RayPool:
         got = self._run(parts, 'query', lambda k, pos, local: ('field_values', local, field))
         return self._concat(len(ids), parts, got)
 
+    @_serialised
     def randomized(self, env_ids=None):
-        self._check_open()
         ids = self._requests.ids(env_ids)
         return np.array([bool(self._patch_of[e]) for e in ids.tolist()], dtype=bool)
 
     # ------------------------------------------------------------------ calls
+    @_serialised
     def reset(self, env_ids=None, *, keyframe=None, states=None, randomization=None):
         """As EnvPool.reset; refused before any shard is touched when any argument is bad."""
-        self._check_open()
         ids, physics, patch = self._requests.reset(env_ids, keyframe, states, randomization,
                                                    self._patches_refused())
         self._reset(ids, keyframe, physics, patch)
@@ -462,8 +481,8 @@ class RayPool:
                     {key: v[pos] for key, v in patch.items()} if patch else patch)
         self._commit(parts, self._run(parts, 'reset', args), ids, patch)
 
+    @_serialised
     def step(self, nstep=1, ctrl=None, env_ids=None, *, sensors=False):
-        self._check_open()
         ids, nstep, sensors, const, per_step = self._requests.step(nstep, ctrl, env_ids,
                                                                    sensors)
         ctrl = const if per_step is None else per_step
@@ -490,8 +509,8 @@ class RayPool:
         got = self._run(parts, 'query', lambda k, pos, local: (method, local) + args)
         return parts, got
 
+    @_serialised
     def forward(self, env_ids=None):
-        self._check_open()
         ids = self._requests.ids(env_ids)
         parts, got = self._query('forward', ids)
         if not parts:
@@ -512,18 +531,18 @@ class RayPool:
         return (self._concat(n, parts, [g[0] for g in got]),
                 self._concat(n, parts, [g[1] for g in got]))
 
+    @_serialised
     def site_jacobians(self, sites, env_ids=None):
-        self._check_open()
         sids = self._requests.sites(sites)
         return self._pair('site_jacobians', self._requests.ids(env_ids), sids)
 
+    @_serialised
     def body_jacobians(self, bodies, env_ids=None):
-        self._check_open()
         bids = self._requests.bodies(bodies)
         return self._pair('body_jacobians', self._requests.ids(env_ids), bids)
 
+    @_serialised
     def hfield_heights(self, hfield, points, frame='world', body=None, env_ids=None):
-        self._check_open()
         hid, pts, frame, bid, ids, _ = self._requests.hfield(hfield, points, frame, body,
                                                              env_ids)
         parts, got = self._query('hfield_heights', ids, hid, pts, frame, bid)
@@ -532,12 +551,12 @@ class RayPool:
         return self._concat(len(ids), parts, got)
 
     # ------------------------------------------------------------------ evaluate
+    @_serialised
     def evaluate(self, ctrl, nstep=None, *, keyframe=None, initial_state=None, env_ids=None,
                  randomization=None, cost=None, progress=None, chunk_steps=50):
         """As EnvPool.evaluate. Without ``progress`` each shard runs its share in one call;
         with it the driver steps every shard one chunk at a time and calls ``progress``
         between chunks, so a lost shard reruns only its current chunk."""
-        self._check_open()
         ids, per_step, chunk_steps = self._requests.evaluate(ctrl, nstep, env_ids, cost,
                                                              progress, chunk_steps)
         ids, physics, patch = self._requests.reset(ids, keyframe, initial_state,
