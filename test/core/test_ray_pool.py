@@ -8,6 +8,7 @@ calls: a shard re-created from the driver's rows must continue bit-identically.
 """
 
 import os
+import threading
 import time
 
 import mujoco
@@ -147,6 +148,35 @@ def test_a_node_killed_mid_evaluate_reruns_only_its_share(cluster, go1):
         np.testing.assert_array_equal(rp.field_values('body_mass'), args['randomization']
                                       ['body_mass'])
         _same(rp.step(3, _ctrl(go1, n, 8)), after)   # and it goes on identically
+    assert _free_cpus(2)
+
+
+def test_a_node_killed_during_one_long_call_reruns_that_shards_share(cluster, go1):
+    """Without a progress callback each shard runs its whole share in one call."""
+    n, nstep = 4, 30000
+    ctrl = 0.2 * _ctrl(go1, n, 12, nstep)
+    with EnvPool(go1, n, keyframe='home') as ep:
+        want = ep.evaluate(ctrl, keyframe='home')
+    killed = []
+    cluster.add_node(**NODE)        # the spare (Ray adds nodes from the main thread only)
+    cluster.wait_for_nodes()
+    with RayPool(go1, n, nshard=2, keyframe='home') as rp:
+        victim = rp.shard_nodes[1]
+        node = next(nd for nd in cluster.list_all_nodes() if nd.node_id == victim)
+
+        def kill():
+            time.sleep(0.5)
+            cluster.remove_node(node)
+            killed.append(node)
+        thread = threading.Thread(target=kill)
+        thread.start()
+        try:
+            got = rp.evaluate(ctrl, keyframe='home')
+        finally:
+            thread.join()
+        assert killed and rp.respawns >= 1, 'the share finished before its node was removed'
+        assert rp.shard_nodes[1] != victim
+        _same(got, want)
     assert _free_cpus(2)
 
 
