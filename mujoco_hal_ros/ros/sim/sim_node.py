@@ -110,6 +110,8 @@ class SimNode(Node):
             self._check_unknown_overrides()     # after every part declared its parameters
         finally:
             log.set_level(level)
+        for why in self.swap.not_served if self.swap is not None else ():
+            log.info(why)
         snap = device.snapshot
         self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
             snap, cv.stamp(snap.time))))

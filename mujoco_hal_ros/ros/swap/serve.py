@@ -27,6 +27,8 @@ class SwapInterfaces:
         self.trajectory = trajectory
         self.topic = topic
         self.simulation = simulation
+        # why a part serves nothing (a passive model), for the node to log once it is up
+        self.not_served = []
 
     def describe(self):
         out = []
@@ -61,10 +63,12 @@ def attach_swap_interfaces(node, device, params=None):
     try:
         why = nothing_to_serve(node, device, name, p.controllers_file) if name else None
         if why is not None:
-            node.get_logger().info(why)
+            parts.not_served.append(why)
         elif name:
             parts.trajectory = TrajectoryController(node, device, name)
         parts.topic = TopicControl(node, device)
+        if parts.topic.not_served:
+            parts.not_served.append(parts.topic.not_served)
         if use_sim:
             try:
                 from ..sim.sim_interfaces import SimInterfaces

@@ -35,10 +35,11 @@ class TopicControl:
         self.refused = 0
         self.last_error = None
         self._sub = None
+        self.not_served = ''       # why nothing is subscribed, for the node's start-up log
         if topic and not self.goals:
             # a passive or torque-only model: nothing a position command could move
-            self.log.info(f'{topic}: not subscribed: no goal channel drives a joint to a '
-                          'position')
+            self.not_served = (f'{topic}: not subscribed: no goal channel drives a joint to '
+                               'a position')
             self.topic = ''
         elif topic:
             self._sub = node.create_subscription(JointState, topic, self._on_command, 10)
