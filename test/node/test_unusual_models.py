@@ -284,3 +284,11 @@ def test_aloha_cameras_at_their_mjcf_resolution(start):
     # the model's own sensor (3.896 x 2.140 mm at 1280x720) is not quite 16:9
     assert fx == pytest.approx(1280 * 1.93 / 3.896, rel=1e-3)
     assert fy == pytest.approx(720 * 1.93 / 2.140, rel=1e-3)
+
+
+def test_world_frame_odom_is_one_frame(start):
+    sim = start(menagerie('unitree_go1'), start_paused=True, world_frame='odom')
+    static = sim.first(TFMessage, '/tf_static', qos=LATCHED)
+    assert all(t.child_frame_id != t.header.frame_id for t in static.transforms)
+    tf = sim.first(TFMessage, '/tf')
+    assert {t.child_frame_id: t.header.frame_id for t in tf.transforms}['trunk'] == 'odom'

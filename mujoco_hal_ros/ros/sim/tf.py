@@ -131,7 +131,7 @@ class FrameTree:
         """Bodies welded to the world, fixed cameras' optical frames on their body, and
         world -> odom (identity) for a floating base."""
         out = []
-        if self.odom is not None:
+        if self.odom is not None and self.odom != self.world:   # world_frame:=odom: one frame
             t = self._transform(self.world, self.odom)
             t.header.stamp = stamp
             out.append(self._pose(t, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0)))
