@@ -22,7 +22,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from ... import fastpath  # noqa: E402
-from .. import conversions as cv  # noqa: E402
+from .. import conversions as cv, dds_profile  # noqa: E402
 from ..parameters import ALWAYS_DECLARED, refuse_unknown  # noqa: E402, F401 - tests read it
 from . import markers, params as P  # noqa: E402
 from .cameras import CameraConfig, CameraPublisher  # noqa: E402
@@ -89,7 +89,7 @@ class SimNode(Node):
     # --- assembly ---------------------------------------------------------------------------
     def _build(self):
         device, p = self.device, self.p
-        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame)
+        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame, p.odom_frame)
         camera_configs = self._declare_cameras()
         log = self.get_logger()
         self.state = StatePublisher(self, device, self.frames, p, log)
@@ -110,6 +110,8 @@ class SimNode(Node):
             self._check_unknown_overrides()     # after every part declared its parameters
         finally:
             log.set_level(level)
+        for why in self.swap.not_served if self.swap is not None else ():
+            log.info(why)
         snap = device.snapshot
         self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
             snap, cv.stamp(snap.time))))
@@ -277,6 +279,7 @@ def _text(v):
 
 def main(argv=None):
     """Run until Ctrl-C; a bad parameter or file ends it at start with one line, exit 2."""
+    dds_profile.use_default_profile(P.share_dir())    # before the context reads it
     return run_node('sim_node', SimNode, argv, threads=4)
 
 

@@ -9,7 +9,8 @@ sim_node checks the user's parameters for unknown names.
 
 from ..parameters import Param, ParameterTable
 from .topic_control import TopicControl
-from .trajectory_controller import CONTROLLER, CONTROLLERS_FILE, TrajectoryController
+from .trajectory_controller import (CONTROLLER, CONTROLLERS_FILE, nothing_to_serve,
+                                    TrajectoryController)
 
 # What is attached; each part's own parameters are in its own table.
 TABLE = ParameterTable([
@@ -26,6 +27,8 @@ class SwapInterfaces:
         self.trajectory = trajectory
         self.topic = topic
         self.simulation = simulation
+        # why a part serves nothing (a passive model), for the node to log once it is up
+        self.not_served = []
 
     def describe(self):
         out = []
@@ -58,9 +61,14 @@ def attach_swap_interfaces(node, device, params=None):
     name, use_sim = p.trajectory_controller, p.simulation_interfaces
     parts = SwapInterfaces()
     try:
-        if name:
+        why = nothing_to_serve(node, device, name, p.controllers_file) if name else None
+        if why is not None:
+            parts.not_served.append(why)
+        elif name:
             parts.trajectory = TrajectoryController(node, device, name)
         parts.topic = TopicControl(node, device)
+        if parts.topic.not_served:
+            parts.not_served.append(parts.topic.not_served)
         if use_sim:
             try:
                 from ..sim.sim_interfaces import SimInterfaces

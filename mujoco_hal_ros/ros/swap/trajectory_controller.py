@@ -66,6 +66,21 @@ CONTROLLERS_FILE = Param(
 NOT_NEGATIVE = {'range': (0.0, float('inf')), 'rule': '0 or more'}
 
 
+def nothing_to_serve(node, device, name, controllers_file=''):
+    """Why controller ``name`` serves nothing on ``device``, or None when it has joints.
+
+    A model with no position-driven joint (a free box, a torque-only or passive model) is
+    still a device worth running: the controller then stays away instead of refusing the
+    start. Joints the user named (``<name>.joints`` or a controllers file) are not second
+    guessed: the controller is built and refuses them with what it would accept.
+    """
+    if jt.trajectory_joints(device.layout) or controllers_file or given_under(node, f'{name}.'):
+        return None
+    return (f'{name}: not served: no goal channel drives a joint to a position, so a joint '
+            'trajectory could move nothing (give the device file a position goal channel to '
+            'serve it)')
+
+
 def joints_table(name):
     """``<name>.joints``: declared first, since the tolerances are per joint."""
     return ParameterTable([Param(
