@@ -23,6 +23,7 @@ import heapq
 import itertools
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -77,7 +78,9 @@ class CompletionBridge:
         self._name = name or node.get_name()
         self._lock = threading.Lock()
         self._ready = []                 # (future, ok, value) for the executor to set
-        self._pending = set()            # futures handed out and not answered yet
+        # Futures handed out and not answered yet; one nobody holds any more (nothing
+        # awaits it) is dropped rather than kept for close().
+        self._pending = weakref.WeakSet()
         self._heap = []                  # _Entry, earliest first
         self._armed = None               # the deadline the timer is set for, or None
         self._seq = itertools.count()
@@ -197,10 +200,12 @@ class CompletionBridge:
         with self._lock:
             if ticker._entry is not entry:
                 return
-        ticker._fn()
-        with self._lock:
-            if ticker._entry is entry and not self._closed:
-                ticker._entry = self._push_tick(ticker)
+        try:
+            ticker._fn()
+        finally:
+            with self._lock:
+                if ticker._entry is entry and not self._closed:
+                    ticker._entry = self._push_tick(ticker)
 
     def _schedule(self, seconds, action):
         with self._lock:
@@ -245,7 +250,12 @@ class CompletionBridge:
             self._arm()
         for entry in due:
             if entry.alive:
-                entry.action()
+                try:
+                    entry.action()
+                except Exception as exc:  # noqa: BLE001 - one part's bug stops no other
+                    self._node.get_logger().error(
+                        f'{type(exc).__name__} in a timed callback: {exc}',
+                        throttle_duration_sec=5.0)
         self._resume()
 
     # --- on the executor ------------------------------------------------------------------
@@ -293,7 +303,7 @@ class CompletionBridge:
         for future, ok, value in ready:
             self._set(future, ok, value)
         with self._lock:
-            pending, self._pending = list(self._pending), set()
+            pending, self._pending = list(self._pending), weakref.WeakSet()
         for future in pending:
             if not future.done():
                 future.set_result(None)

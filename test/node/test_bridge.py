@@ -117,7 +117,7 @@ def test_sleep_wait_and_ticks_keep_time(bare):
         await bridge.sleep(0.1)
         return time.monotonic() - t0
     slept = bare.run(sleeper)
-    assert 0.09 <= slept < 0.6, slept
+    assert 0.09 <= slept < 1.0, slept
 
     async def times_out():
         never = bridge.future()
@@ -125,7 +125,7 @@ def test_sleep_wait_and_ticks_keep_time(bare):
         done = await bridge.wait(never, timeout=0.1)
         return done, time.monotonic() - t0
     done, took = bare.run(times_out)
-    assert done is False and 0.09 <= took < 0.6, took
+    assert done is False and 0.09 <= took < 1.0, (done, took)
 
     async def finishes_first():
         core = concurrent.futures.Future()
@@ -134,7 +134,7 @@ def test_sleep_wait_and_ticks_keep_time(bare):
         done = await bridge.wait(bridge.wrap(core), bridge.future(), timeout=5.0)
         return done, time.monotonic() - t0
     done, took = bare.run(finishes_first)
-    assert done is True and took < 1.0, took
+    assert done is True and took < 1.0, (done, took)
 
     ticks = []
     ticker = bridge.every(0.02, lambda: ticks.append(time.monotonic()))
@@ -143,9 +143,9 @@ def test_sleep_wait_and_ticks_keep_time(bare):
     time.sleep(0.5)
     ticker.stop()
     n = len(ticks)
-    assert 5 <= n <= 30, n                      # 25 at 50 Hz; fewer under load, never double
+    assert 3 <= n <= 30, n                      # 25 at 50 Hz; fewer under load, never double
     time.sleep(0.2)
-    assert len(ticks) <= n + 1 and not ticker.running
+    assert len(ticks) <= n + 1 and not ticker.running, (n, len(ticks))
 
 
 def test_close_answers_what_is_pending_and_does_not_hang():
