@@ -18,7 +18,7 @@ asked (the pool would serialise them anyway), and the action's execute callback 
 two services are coroutines that await it; the evaluation's progress feedback goes out
 from the worker at every chunk. At most MAX_GOALS goals are accepted at once (one
 evaluating, one queued behind it); more are refused. Goal, cancel, pool_info and the
-heartbeat answer at once meanwhile.
+heartbeat (a bridge tick while goals run) answer at once meanwhile.
 """
 
 import hashlib
@@ -104,8 +104,7 @@ class PoolNode(Node):
                             callback_group=queries)
         self.create_service(PoolInfo, 'pool_info', self._pool_info,
                             callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_timer(HEARTBEAT_S, self._heartbeat,
-                          callback_group=MutuallyExclusiveCallbackGroup())
+        self._heartbeats = self.bridge.every(HEARTBEAT_S, self._heartbeat)  # while goals run
 
     # --- parameters -------------------------------------------------------------------------
     def _overrides(self):
@@ -206,12 +205,15 @@ class PoolNode(Node):
     def _on_accepted(self, handle):
         with self._goals_lock:
             self._active[bytes(handle.goal_id.uuid)] = [handle, 0, int(handle.request.nstep)]
+            self._heartbeats.start()
         handle.execute()
 
     def _finish(self, handle):
         with self._goals_lock:
             self._active.pop(bytes(handle.goal_id.uuid), None)
             self._reserved = max(0, self._reserved - 1)
+            if not self._active:
+                self._heartbeats.stop()
 
     def _heartbeat(self):
         with self._goals_lock:

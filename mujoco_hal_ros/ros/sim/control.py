@@ -29,8 +29,8 @@ from ...action import Hold as HoldAction, MoveTo as MoveToAction
 from ...errors import DeviceError
 from ...srv import Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step
 
-POLL_S = 0.02
-FEEDBACK_S = 0.1
+POLL_S = 0.02               # first move_to feedback; the Hold action's stillness checks
+FEEDBACK_S = 0.1            # feedback period of both actions
 STILL_SPEED = 0.01          # rad/s or m/s: "all velocities near zero" for the Hold action
 STILL_FOR_S = 0.2          # ... for this long
 HOLD_SETTLE_S = 3.0
