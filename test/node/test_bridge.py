@@ -197,13 +197,13 @@ class Sim(SpunNodes):
 
 
 def _threads_during(fn):
-    """The most threads alive while ``fn()`` runs, sampled every 5 ms."""
+    """The most threads alive while ``fn()`` runs, sampled every 10 ms."""
     stop, peak = threading.Event(), [0]
 
     def sample():
         while not stop.is_set():
             peak[0] = max(peak[0], threading.active_count())
-            time.sleep(0.005)
+            time.sleep(0.01)
     sampler = threading.Thread(target=sample)
     sampler.start()
     try:
@@ -215,13 +215,13 @@ def _threads_during(fn):
 
 
 def _send(client, requests):
-    """Five every 100 ms: a service's request queue keeps 10 (rclpy's default) and the
+    """Five every 200 ms: a service's request queue keeps 10 (rclpy's default) and the
     executor takes one request per wake, so a faster burst loses some before they are
     taken (as it did before the bridge)."""
     futures = []
     for i in range(0, len(requests), 5):
         futures += [client.call_async(r) for r in requests[i:i + 5]]
-        time.sleep(0.1)
+        time.sleep(0.2)
     return futures
 
 
@@ -272,7 +272,7 @@ def test_destroying_sim_node_with_requests_waiting_neither_hangs_nor_raises():
     try:
         assert step.wait_for_service(timeout_sec=10.0)
         long_step = step.call_async(Step.Request(steps=1_000_000))
-        time.sleep(0.1)
+        time.sleep(0.2)
         queued = [step.call_async(Step.Request(steps=1)) for _ in range(5)]
         time.sleep(0.5)
         assert not long_step.done() and not any(f.done() for f in queued)
