@@ -149,9 +149,12 @@ class CompletionBridge:
             if self._worker is None and not self._closed:
                 self._worker = ThreadPoolExecutor(1, thread_name_prefix=f'{self._name}-worker')
             worker = self._worker
-        if worker is None:
-            return self.future()                  # closed: answered None at once
-        return self.wrap(worker.submit(fn, *args, **kwargs))
+        if worker is not None:
+            try:
+                return self.wrap(worker.submit(fn, *args, **kwargs))
+            except RuntimeError:                  # shut down by close() meanwhile
+                pass
+        return self.future()                      # closed: answered None at once
 
     # --- time -----------------------------------------------------------------------------
     def sleep(self, seconds):
