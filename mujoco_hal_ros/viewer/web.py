@@ -1,58 +1,45 @@
 """WebViewer: MuJoCo Studio's web viewer following a Device's snapshots.
 
 The browser renders the scene itself (MuJoCo compiled to WebAssembly), so all this side
-does is stream state. It keeps its own MjData, posed from ``device.snapshot`` (a lock-free
-read of the latest published state) on its own thread: the stepper's MjData is never
-touched and physics never waits for it. A paused device stops changing its snapshots, a
-reset or a scene change moves them, so the view shows each as it happens.
+does is stream state. A thread here reads ``device.snapshot`` (a lock-free read of the
+latest published state) and writes the pose into a pipe to the viewer's own process
+(``serve.py``), which poses its own MjData and serves the page: the stepper's MjData is
+never touched, and a full pipe drops a frame rather than wait, so physics never waits for
+the view. A paused device stops changing its snapshots; a reset or a scene change moves
+them, so the view shows each as it happens.
 """
 
+import errno
+import os
+import subprocess
+import sys
+import tempfile
 import threading
 
 import mujoco
+import numpy as np
 
 from ..errors import ConfigError, ClosedError
+from . import serve
 
 RATE_HZ = 30.0
+START_TIMEOUT_S = 60.0
 
 
-def _studio():
-    """The studio modules, or ConfigError saying how to get them."""
+def _studio_missing():
+    """The one-line reason this MuJoCo has no web viewer, or None."""
     try:
-        from mujoco.studio import launch_thread, viewer_protocol, web_viewer
+        from mujoco.studio import launch_thread, viewer_protocol, web_viewer  # noqa: F401
     except Exception as err:  # noqa: BLE001 - missing package or a broken native part
-        raise ConfigError(f'this MuJoCo ({mujoco.__version__}) has no web viewer '
-                          f'(mujoco.studio: {type(err).__name__}: {err}); '
-                          'pip install "mujoco>=4" to get it', where='web_viewer') from None
-    return launch_thread, viewer_protocol, web_viewer
+        return (f'this MuJoCo ({mujoco.__version__}) has no web viewer (mujoco.studio: '
+                f'{type(err).__name__}: {err}); pip install "mujoco>=4" to get it')
+    return None
 
 
 def viewer_available():
     """(True, '') where mujoco.studio imports, else (False, the one-line reason)."""
-    try:
-        _studio()
-    except ConfigError as err:
-        return False, str(err)
-    return True, ''
-
-
-def _viewer_class(web_viewer):
-    class _BoundViewer(web_viewer.WebViewer):
-        """The studio viewer bound to the host it is given (MuJoCo 4.0 always binds '::')."""
-
-        def __init__(self, config, endpoint, *, host, **kw):
-            self._bind_host = host
-            super().__init__(config, endpoint, **kw)
-            self.bound_port = self._http_sock.getsockname()[1]
-
-        @property
-        def _host(self):
-            return self._bind_host
-
-        @_host.setter
-        def _host(self, _ignored):
-            pass
-    return _BoundViewer
+    why = _studio_missing()
+    return why is None, why or ''
 
 
 class WebViewer:
@@ -62,14 +49,16 @@ class WebViewer:
         self.device = device
         self.rate = float(rate)
         self.title = title or 'mujoco_hal_ros'
-        self._handle = None
-        self._data = None
+        self._proc = None
         self._thread = None
         self._stop = threading.Event()
         self._closed = False
         self._url = None
-        self.error = None           # why the follower stopped, if it failed
-        self.frames = 0             # states sent to the viewer
+        self._tmp = None
+        self.error = None           # why the view stopped, if it did
+        self.frames = 0             # snapshots sent to the view
+        self.dropped = 0            # frames not sent because the view was busy
+        self.shown = None           # the Snapshot sent last
 
     @property
     def url(self):
@@ -78,85 +67,83 @@ class WebViewer:
 
     @property
     def running(self):
-        return self._thread is not None and self._thread.is_alive()
+        return (self._thread is not None and self._thread.is_alive()
+                and self._proc is not None and self._proc.poll() is None)
 
     def start(self, port, host='127.0.0.1'):
         """Bind ``host:port`` (0: the first free port from 8080) and start following."""
         if self._closed:
             raise ClosedError('the web viewer')
-        if self._handle is not None:
+        if self._proc is not None:
             raise ConfigError(f'already serving {self._url}', where='web_viewer')
         if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
             raise ConfigError(f'expected a port 0..65535, got {port!r}', where='web_viewer')
-        launch_thread, viewer_protocol, web_viewer = _studio()
-        model = self.device.model
-        viewer_cls = _viewer_class(web_viewer)
-        bound = {}
-        ready = threading.Event()
-
-        def target(endpoint):
-            vis = mujoco.MjvOption()
-            vis.flags[mujoco.mjtVisFlag.mjVIS_CAMERA] = 1    # the cameras' frustums
-            try:
-                viewer = viewer_cls(viewer_protocol.ViewerConfig(
-                    title=self.title, gfx='web', http_port=port), endpoint, host=host,
-                    vis_options=vis)
-            except BaseException as err:
-                bound['error'] = err
-                ready.set()
-                raise
-            bound['port'] = viewer.bound_port
-            ready.set()
-            viewer_protocol.run_viewer_loop(viewer)
-
-        handle = launch_thread.launch_thread(target)
-        ready.wait(30.0)
-        if 'port' not in bound:
-            err = bound.get('error')
-            try:
-                handle.close()
-            except Exception:  # noqa: BLE001 - the bind error below is the one to report
-                pass
-            raise ConfigError(f'cannot serve on {host}:{port}: {err}; pick another port '
-                              'or 0 for a free one', where='web_viewer')
-        self._data = mujoco.MjData(model)
-        self._pose(self.device.snapshot)
-        handle.set_model(model, data=self._data)
-        self._handle = handle
+        why = _studio_missing()
+        if why is not None:
+            raise ConfigError(why, where='web_viewer')
+        self._tmp = tempfile.mkdtemp(prefix='mujoco_hal_ros_viewer_')
+        mjb = os.path.join(self._tmp, 'model.mjb')
+        mujoco.mj_saveModel(self.device.model, mjb, None)
+        proc = subprocess.Popen([sys.executable, serve.__file__, mjb, host, str(port),
+                                 self.title], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = _read_line(proc.stdout, START_TIMEOUT_S)
+        if not line.startswith('PORT '):
+            proc.kill()
+            proc.wait()
+            self._cleanup()
+            why = line[6:] if line.startswith('ERROR ') else \
+                f'the viewer process ended ({line or "no answer"})'
+            raise ConfigError(f'cannot serve on {host}:{port}: {why}; pick another port or '
+                              '0 for a free one', where='web_viewer')
+        proc.stdout.close()
+        os.set_blocking(proc.stdin.fileno(), False)
+        self._proc = proc
         shown = 'localhost' if host in ('127.0.0.1', '::1', 'localhost') else host
         if ':' in shown:
             shown = f'[{shown}]'
-        self._url = f'http://{shown}:{bound["port"]}/'
+        self._url = f'http://{shown}:{int(line.split()[1])}/'
         self._thread = threading.Thread(target=self._follow, name='web_viewer', daemon=True)
         self._thread.start()
         return self._url
 
-    def _pose(self, snap):
-        d, m = self._data, self.device.model
-        d.qpos[:], d.qvel[:] = snap.qpos, snap.qvel
-        d.mocap_pos[:], d.mocap_quat[:] = snap.mocap_pos, snap.mocap_quat
-        d.act[:] = snap.act
-        d.ctrl[:] = snap.ctrl
-        d.time = snap.time
-        mujoco.mj_kinematics(m, d)
+    def _frame(self, snap):
+        return np.concatenate([[snap.time], snap.qpos, snap.qvel, snap.act,
+                               np.ravel(snap.mocap_pos), np.ravel(snap.mocap_quat)]
+                              ).astype(np.float64).tobytes()
 
     def _follow(self):
         period = 1.0 / self.rate
+        fd = self._proc.stdin.fileno()
         last = None
+        pending = b''
         try:
             while not self._stop.wait(period):
                 snap = self.device.snapshot
                 if snap is not last:
-                    self._pose(snap)
-                    last = snap
+                    if pending:             # the view is behind: the newest pose wins
+                        self.dropped += 1
+                    pending, last = self._frame(snap), snap
+                if not pending:
+                    continue
+                try:
+                    sent = os.write(fd, pending)
+                except BlockingIOError:
+                    continue
+                pending = pending[sent:]
+                if not pending:
+                    self.shown = last
                     self.frames += 1
-                # sync also answers the browser's events (its reset and pause buttons
-                # only touch this copy; the next snapshot overwrites them).
-                self._handle.sync()
-                if not self._handle.is_running():
-                    break
-        except Exception as err:  # noqa: BLE001 - the view stops, the simulation does not
-            self.error = f'{type(err).__name__}: {err}'
+        except OSError as err:
+            if not self._stop.is_set():
+                self.error = (f'the web viewer process ended ({os.strerror(err.errno)})'
+                              if err.errno == errno.EPIPE else f'{type(err).__name__}: {err}')
+
+    def _cleanup(self):
+        if self._tmp is not None:
+            for name in os.listdir(self._tmp):
+                os.unlink(os.path.join(self._tmp, name))
+            os.rmdir(self._tmp)
+            self._tmp = None
 
     def close(self):
         """Stop following and serving; idempotent."""
@@ -165,15 +152,30 @@ class WebViewer:
         if self._thread is not None:
             self._thread.join(5.0)
             self._thread = None
-        handle, self._handle = self._handle, None
-        if handle is not None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
             try:
-                handle.close()
-            except Exception:  # noqa: BLE001 - a viewer-side failure is over by now
+                proc.stdin.close()             # the viewer exits at end of input
+            except OSError:
                 pass
+            try:
+                proc.wait(5.0)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._cleanup()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _read_line(stream, timeout):
+    """One line from a child's stdout, or '' if none comes within ``timeout``."""
+    got = []
+    thread = threading.Thread(target=lambda: got.append(stream.readline()), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return got[0].decode(errors='replace').strip() if got else ''
