@@ -54,6 +54,21 @@ TABLE = {
                     'health summary every summary_period seconds.'),
     'summary_period': ('double', 10.0, 'Seconds between health summaries (with log_summary).'),
     'diagnostics_rate': ('double', 1.0, 'diagnostics rate in Hz.'),
+    'web_viewer': ('integer', 0, 'Serve a live view of the simulation on this port for a '
+                   'browser (MuJoCo Studio web viewer; the browser renders). 0 = off.'),
+    'web_viewer_host': ('string', '127.0.0.1', 'Interface the web viewer binds; the default '
+                        'is reachable only from this machine (use an SSH tunnel).'),
+    'record': ('string', '', 'Record from start into this rosbag2 folder (MCAP); empty: only '
+               'when start_recording is called (then rosbag2_<time>). An existing folder '
+               'gets _2, _3...'),
+    'record_topics': ('string_array', [], 'Topics to record; empty: every topic this node '
+                      'publishes.'),
+    'record_max_bytes': ('integer', 0, 'Start a new MCAP file past this size; 0 = never.'),
+    'record_max_seconds': ('double', 0.0, 'Start a new MCAP file past this duration; 0 = '
+                           'never.'),
+    'record_compression': ('string', 'none', 'MCAP chunk compression: none, zstd or lz4.'),
+    'record_video': ('string_array', [], 'Cameras also recorded as MP4 (<camera>.mp4 in the '
+                     'recording folder) at their rates; all = every camera.'),
 }
 
 # Per-camera parameters, declared after the model is loaded: cameras.<name>.<key>.
@@ -68,6 +83,7 @@ MAX_PUBLISH_RATE = 10000.0
 BACKGROUND_CHOICES = ('auto', 'true', 'false')
 MAX_CAMERA_RATE = 240.0
 MAX_PIXELS = 2048
+COMPRESSION_CHOICES = ('none', 'zstd', 'lz4')
 
 
 @dataclass
@@ -91,6 +107,14 @@ class SimParams:
     log_summary: bool = False
     summary_period: float = 10.0
     diagnostics_rate: float = 1.0
+    web_viewer: int = 0
+    web_viewer_host: str = '127.0.0.1'
+    record: str = ''
+    record_topics: list = field(default_factory=list)
+    record_max_bytes: int = 0
+    record_max_seconds: float = 0.0
+    record_compression: str = 'none'
+    record_video: list = field(default_factory=list)
 
 
 def _where(name):
@@ -154,7 +178,29 @@ def check(values, namespace='/'):
     if not p.world_frame:
         raise ConfigError('cannot be empty', where=_where('world_frame'))
     p.depth = [d for d in p.depth if d]
+    _check_recording(p)
     return p
+
+
+def _check_recording(p):
+    if not 0 <= p.web_viewer <= 65535:
+        raise ConfigError(f'must be 0 (off) or a port 1..65535, got {p.web_viewer}',
+                          where=_where('web_viewer'))
+    if not p.web_viewer_host.strip():
+        raise ConfigError('cannot be empty (127.0.0.1: this machine only)',
+                          where=_where('web_viewer_host'))
+    if p.record_max_bytes < 0:
+        raise ConfigError(f'must be 0 (never split) or above, got {p.record_max_bytes}',
+                          where=_where('record_max_bytes'))
+    if not math.isfinite(p.record_max_seconds) or p.record_max_seconds < 0:
+        raise ConfigError(f'must be 0 (never split) or above, got {p.record_max_seconds!r}',
+                          where=_where('record_max_seconds'))
+    p.record_compression = p.record_compression.strip().lower() or 'none'
+    if p.record_compression not in COMPRESSION_CHOICES:
+        raise ConfigError(f'must be none, zstd or lz4, got {p.record_compression!r}',
+                          where=_where('record_compression'))
+    p.record_topics = [t for t in p.record_topics if t]
+    p.record_video = [v for v in p.record_video if v]
 
 
 def check_camera(name, key, value):

@@ -28,9 +28,11 @@ from .. import conversions as cv  # noqa: E402
 from . import markers, params as P  # noqa: E402
 from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .control import Control  # noqa: E402
+from .recording import Recording  # noqa: E402
 from ..run import run_node  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
 from .tf import FrameTree  # noqa: E402
+from .web_view import attach_web_viewer  # noqa: E402
 from ...sim.device import Device  # noqa: E402
 from ...errors import ConfigError, DeviceError  # noqa: E402
 
@@ -50,6 +52,7 @@ class SimNode(Node):
     def __init__(self, node_name='sim_node', **kwargs):
         super().__init__(node_name, **kwargs)
         self.device = self.swap = self.state = self.cameras = self.control = None
+        self.recording = self.viewer = None
         self.p = self._declare_all()
         device_file, model = P.device_arguments(self.p)
         self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
@@ -199,6 +202,8 @@ class SimNode(Node):
         self.state.start()
         self.cameras.may_raise = lambda: self.state.realtime
         self.cameras.start()
+        self.recording = Recording(self, device, self.cameras, p, log)
+        self.viewer = attach_web_viewer(device, p, log)
         if p.log_summary:
             self._log_start()
 
@@ -317,6 +322,10 @@ class SimNode(Node):
 
     def _stop_parts(self):
         """Stop whatever parts exist, built fully or only up to a refused parameter."""
+        for extra in (self.viewer, self.recording):     # recording first writes what it has
+            if extra is not None:
+                extra.close()
+        self.viewer = self.recording = None
         thread = getattr(self, '_markers_thread', None)
         if thread is not None:
             self._markers_stop.set()
