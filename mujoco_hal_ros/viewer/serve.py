@@ -56,7 +56,7 @@ def bound_viewer_class(web_viewer):
 def main(argv):
     mjb_path, host, port, title = argv[1], argv[2], int(argv[3]), argv[4]
     out = sys.stdout
-    sys.stdout = sys.stderr                    # the studio's banner is not our protocol
+    sys.stdout = open(os.devnull, 'w')         # the studio's prints are not our protocol
     import mujoco
     import numpy as np
     from mujoco.studio import launch_thread, viewer_protocol, web_viewer

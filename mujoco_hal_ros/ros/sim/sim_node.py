@@ -243,7 +243,7 @@ class SimNode(Node):
                                              'collision_markers', 'diagnostics']
         log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
         log.info('serving: ' + ', '.join(self.control.describe() + (
-            self.swap.describe() if self.swap is not None else [])))
+            self.swap.describe() if self.swap is not None else []) + self.recording.describe()))
 
     def health_line(self):
         h = self.device.health()
