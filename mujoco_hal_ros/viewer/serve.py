@@ -11,6 +11,7 @@ when stdin closes, i.e. when its parent does.
 
 import io
 import os
+import signal
 import sys
 import threading
 
@@ -55,6 +56,8 @@ def bound_viewer_class(web_viewer):
 
 def main(argv):
     mjb_path, host, port, title = argv[1], argv[2], int(argv[3]), argv[4]
+    # Ctrl-C reaches the whole process group; the parent ends this one by closing stdin
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = sys.stdout
     sys.stdout = open(os.devnull, 'w')         # the studio's prints are not our protocol
     import mujoco
