@@ -16,6 +16,7 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
@@ -131,9 +132,12 @@ class Recording:
                 sub_qos, profiles, type_hash = self._offered(topic)
                 rec.add_topic(topic, type_name, profiles, type_hash)
                 msg_type = _message_class(type_name)
+                # no QoS event handlers: the executor's wait set does not survive a
+                # handler destroyed under it (InvalidHandle) when stop_recording runs
                 self._subs.append(self.node.create_subscription(
                     msg_type, topic, _offer_to(rec, topic), sub_qos, raw=True,
-                    callback_group=self._group))
+                    callback_group=self._group,
+                    event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False)))
             self._start_videos(path)
             self.recorder, self.last_path, self.last_error = rec, rec.path, None
         self.log.info(f'recording {len(rec.bag.topics)} topics to {rec.path}'
