@@ -35,6 +35,22 @@ def load(m, d, frame):
     mujoco.mj_kinematics(m, d)
 
 
+def framing_camera(m, d):
+    """A free camera on the model's bodies: MuJoCo's default frames the whole extent, and a
+    large floor leaves a small robot a few pixels in the middle of it."""
+    import mujoco
+    import numpy as np
+    cam = mujoco.MjvCamera()
+    mujoco.mjv_defaultFreeCamera(m, cam)
+    if m.nbody > 1:
+        pos = d.xpos[1:]
+        center = pos.mean(axis=0)
+        radius = float(np.linalg.norm(pos - center, axis=1).max()) + float(m.stat.meansize)
+        cam.lookat[:] = center
+        cam.distance = min(float(cam.distance), max(4.0 * radius, 0.3))
+    return cam
+
+
 def bound_viewer_class(web_viewer):
     class BoundViewer(web_viewer.WebViewer):
         """The studio viewer bound to the host it is given (MuJoCo 4.0 always binds '::')."""
@@ -77,7 +93,8 @@ def main(argv):
         try:
             viewer = viewer_cls(viewer_protocol.ViewerConfig(title=title, gfx='web',
                                                              http_port=port),
-                                endpoint, host=host, vis_options=vis)
+                                endpoint, host=host, vis_options=vis,
+                                camera=framing_camera(m, d))
         except BaseException as err:
             bound['error'] = f'{type(err).__name__}: {err}'
             ready.set()
