@@ -6,7 +6,8 @@ arrive too) and hands each message to a ``Recorder`` queue: writing runs on the
 recorder's thread, never on physics, the state thread or an executor callback's time. A
 camera's video takes the frames the camera thread has already rendered for its image
 topic (``CameraPublisher.frame_hooks``), so a video costs no extra rendering. A full disk
-stops the recording with an ERROR in ``diagnostics``; the simulation runs on.
+stops the recording with an ERROR in ``diagnostics`` (``status()``, the second entry of
+the node's array); the simulation runs on.
 """
 
 import importlib
@@ -14,7 +15,7 @@ import os
 import threading
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -62,9 +63,6 @@ class Recording:
         self._group = MutuallyExclusiveCallbackGroup()     # the subscriptions' own
         node.create_service(Trigger, 'start_recording', self._srv_start, callback_group=group)
         node.create_service(Trigger, 'stop_recording', self._srv_stop, callback_group=group)
-        self.diag_pub = node.create_publisher(DiagnosticArray, 'diagnostics', 10)
-        node.create_timer(1.0 / p.diagnostics_rate, self._publish_diagnostics,
-                          callback_group=group)
         if p.record:
             self.start(p.record)
 
@@ -198,7 +196,8 @@ class Recording:
         return res
 
     # --- reporting --------------------------------------------------------------------------
-    def _publish_diagnostics(self):
+    def status(self):
+        """This recording's DiagnosticStatus, for the node's diagnostics array."""
         rec = self.recorder
         if rec is not None and rec.error:
             self.last_error = rec.error
@@ -206,8 +205,7 @@ class Recording:
         values = {}
         if rec is not None:
             message = f'recording to {rec.path}'
-            counts = rec.counts()
-            values = {'folder': rec.path, 'messages': sum(counts.values()),
+            values = {'folder': rec.path, 'messages': sum(rec.counts().values()),
                       'dropped': rec.dropped}
             for channel, video in self.videos.items():
                 values[f'video {channel} frames'] = video.frames_written
@@ -215,15 +213,9 @@ class Recording:
             values['last_folder'] = self.last_path
         if self.last_error:
             level, message = DiagnosticStatus.ERROR, self.last_error
-        status = DiagnosticStatus(level=level, name=f'{self.node.get_fully_qualified_name()}: '
-                                  'recording', message=message,
-                                  values=[KeyValue(key=k, value=str(v))
-                                          for k, v in values.items()])
-        try:
-            self.diag_pub.publish(DiagnosticArray(status=[status]))
-        except Exception:  # noqa: BLE001 - Ctrl-C shuts the context down before the timer
-            if self.node.context.ok():
-                raise
+        return DiagnosticStatus(level=level, name=f'{self.node.get_fully_qualified_name()}: '
+                                'recording', message=message,
+                                values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
 
     def close(self):
         self.stop()

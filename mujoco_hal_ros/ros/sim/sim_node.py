@@ -306,7 +306,8 @@ class SimNode(Node):
                                   hardware_id=self._hardware_id,
                                   values=[KeyValue(key=k, value=_text(v))
                                           for k, v in values.items()])
-        msg = DiagnosticArray(status=[status])
+        msg = DiagnosticArray(status=[status] + ([self.recording.status()]
+                                                 if self.recording is not None else []))
         msg.header.stamp = cv.stamp(self.device.snapshot.time)
         try:
             self.diag_pub.publish(msg)
