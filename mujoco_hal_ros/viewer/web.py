@@ -43,7 +43,10 @@ def viewer_available():
 
 
 class WebViewer:
-    """Serves a browser view of ``device`` on ``start(port, host)`` until ``close()``."""
+    """Serves a browser view of ``device`` on ``start(port, host)`` until ``close()``.
+
+    ``device``: anything with ``model`` and a ``snapshot`` (time, qpos, qvel, act, mocap_pos,
+    mocap_quat): a Device, or one environment of a pool (``PoolSource``)."""
 
     def __init__(self, device, *, rate=RATE_HZ, title=None):
         self.device = device
@@ -137,6 +140,9 @@ class WebViewer:
             if not self._stop.is_set():
                 self.error = (f'the web viewer process ended ({os.strerror(err.errno)})'
                               if err.errno == errno.EPIPE else f'{type(err).__name__}: {err}')
+        except Exception as err:  # noqa: BLE001 - a closed source: the view stops, not the node
+            if not self._stop.is_set():
+                self.error = f'{type(err).__name__}: {err}'
 
     def _cleanup(self):
         if self._tmp is not None:

@@ -112,3 +112,28 @@ def test_without_mujoco_studio_start_raises_one_line(open_device, monkeypatch):
     with WebViewer(dev) as viewer:
         with pytest.raises(ConfigError, match='no web viewer'):
             viewer.start(free_port())
+
+
+def test_pool_environment_view_follows_that_environment_only():
+    import mujoco
+    import numpy as np
+    from mujoco_hal_ros import menagerie
+    from mujoco_hal_ros.pool import EnvPool
+    from mujoco_hal_ros.viewer import PoolSource
+    model = mujoco.MjModel.from_xml_path(menagerie.bench_arm_path())
+    with EnvPool(model, 4, nthread=1) as pool:
+        with pytest.raises(ConfigError, match='0..3'):
+            PoolSource(pool, 4)
+        source = PoolSource(pool, 2)
+        first = source.snapshot
+        assert source.snapshot is first         # nothing stepped: the same snapshot
+        with WebViewer(source) as viewer:
+            viewer.start(free_port())
+            pool.step(200, env_ids=[0])          # another environment: the view stays
+            time.sleep(0.2)
+            assert viewer.shown is first
+            pool.step(200, env_ids=[2])
+            assert wait_for(lambda: viewer.shown is not first)
+            row = pool.get_state([2])[0]
+            assert viewer.shown.time == pytest.approx(first.time + 200 * model.opt.timestep)
+            assert np.isfinite(row).all() and viewer.error is None

@@ -38,6 +38,7 @@ from rclpy.parameter import Parameter
 
 from . import arrays
 from ..run import run_node
+from ..sim.web_view import attach_pool_viewer
 from ...action import Evaluate
 from ...errors import (CLOSED, DONE, INTERNAL_ERROR, STOPPED, ConfigError, DeviceError,
                        InvalidArgument, UnknownName)
@@ -55,6 +56,10 @@ PARAMS = {
                  "model's reset state)."),
     'chunk_steps': ('integer', 50, f'Steps between progress feedback and cancel checks, '
                     f'1..{MAX_NSTEP}.'),
+    'web_viewer': ('integer', 0, 'Serve a live browser view of one environment on this port; '
+                   '0 = off.'),
+    'web_viewer_host': ('string', '127.0.0.1', 'Interface the web viewer binds.'),
+    'web_viewer_env': ('integer', 0, 'The environment the web viewer shows.'),
 }
 _TYPES = {'string': (ParameterType.PARAMETER_STRING, Parameter.Type.STRING),
           'integer': (ParameterType.PARAMETER_INTEGER, Parameter.Type.INTEGER)}
@@ -90,6 +95,11 @@ class PoolNode(Node):
         self.pool = EnvPool(self.model, self.p['nbatch'], nthread=self.p['nthread'],
                             keyframe=self.keyframe)
         self.info = self._info()
+        try:
+            self.viewer = attach_pool_viewer(self.pool, self.p, self.get_logger())
+        except BaseException:
+            self.pool.close()           # a refused start leaves no threads behind
+            raise
         self._eval_lock = threading.Lock()        # one evaluation at a time, in goal order
         self._goals_lock = threading.Lock()
         self._reserved = 0                          # accepted or being accepted, not finished
@@ -363,6 +373,8 @@ class PoolNode(Node):
     def destroy_node(self):
         """Stop a running evaluation at its next chunk, then release the pool's threads."""
         self._closing = True
+        if getattr(self, 'viewer', None) is not None:
+            self.viewer.close()
         if self.pool is not None:
             self.pool.close()
         return super().destroy_node()
