@@ -125,3 +125,53 @@ def test_ten_seconds_recorded_read_back_equal(tmp_path):
     images = len(bag['/overhead/image_raw'])
     assert frames >= 0.98 * images - 1 and frames > 0.5 * RECORD_S * 10
     assert os.path.isfile(os.path.join(folder, 'metadata.yaml'))    # the first one too
+
+
+class FullDisk:
+    """A file whose writes fail with ENOSPC past ``room`` bytes, as a full disk's do."""
+
+    def __init__(self, path, mode, room=200_000):
+        self.f = open(path, mode)
+        self.room = room
+
+    def write(self, data):
+        import errno
+        if self.f.tell() + len(data) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return self.f.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+
+def test_full_disk_stops_recording_not_the_simulation(tmp_path, monkeypatch):
+    import functools
+    from mujoco_hal_ros.record import Recorder
+    from mujoco_hal_ros.ros.sim import recording
+    monkeypatch.setattr(recording, 'Recorder', functools.partial(Recorder, opener=FullDisk))
+    h = Harness({'record': str(tmp_path / 'run'), 'thread_priority': 0})
+    try:
+        assert wait_for(lambda: h.node.recording.status().level == DiagnosticStatus.ERROR, 20)
+        assert 'No space left' in h.node.recording.status().message
+        diag = []
+        sub = h.client.create_subscription(DiagnosticArray, 'diagnostics', diag.append, 10)
+        assert wait_for(lambda: diag, 5)
+        h.client.destroy_subscription(sub)
+        sim, rec = diag[-1].status[0], diag[-1].status[1]
+        assert rec.level == DiagnosticStatus.ERROR and 'errno 28' in rec.message
+        assert sim.name.endswith('simulation') and sim.level != DiagnosticStatus.ERROR
+        t0 = h.node.device.snapshot.time
+        states = []
+        sub = h.client.create_subscription(JointState, 'joint_states', states.append, 10)
+        assert wait_for(lambda: len(states) > 20, 10)      # the node publishes on
+        assert h.node.device.snapshot.time > t0
+        stop = h.call(Trigger, 'stop_recording', Trigger.Request())
+        assert stop.success
+    finally:
+        h.close()
+
+
+def test_unknown_video_camera_is_refused(tmp_path):
+    from mujoco_hal_ros.errors import ConfigError
+    with pytest.raises(ConfigError, match='record_video.*no camera wrist'):
+        Harness({'record_video': ['wrist']})

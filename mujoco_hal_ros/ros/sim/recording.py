@@ -21,7 +21,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
-from ...errors import DeviceError
+from ...errors import ConfigError, DeviceError
 from ...record import Recorder, VideoRecorder, qos_dict
 from ...record.msgdef import message_definition
 
@@ -63,6 +63,11 @@ class Recording:
         self._group = MutuallyExclusiveCallbackGroup()     # the subscriptions' own
         node.create_service(Trigger, 'start_recording', self._srv_start, callback_group=group)
         node.create_service(Trigger, 'stop_recording', self._srv_stop, callback_group=group)
+        known = {s.cfg.channel for s in cameras.streams} | {s.cfg.camera for s in cameras.streams}
+        unknown = sorted(set(p.record_video) - known - {'all'})
+        if unknown:
+            raise ConfigError(f'no camera {", ".join(unknown)}', where='parameter record_video',
+                              allowed=', '.join(sorted(known | {'all'})))
         if p.record:
             self.start(p.record)
 
