@@ -9,6 +9,7 @@ the middleware carried them) and go into the file unchanged. Files split when on
 ``--max-bag-size`` and ``--max-bag-duration`` do.
 """
 
+import io
 import os
 import time
 
@@ -62,6 +63,11 @@ class BagWriter:
         if compression not in COMPRESSION:
             raise ConfigError(f'unknown compression {compression!r}', where='record',
                               allowed=', '.join(COMPRESSION))
+        try:
+            Writer(io.BytesIO(), compression=COMPRESSION[compression])
+        except Exception as err:  # noqa: BLE001 - mcap names the missing module
+            raise ConfigError(f'{compression} compression is not available here ({err}); '
+                              'pip install it or record with none', where='record') from None
         if os.path.exists(path) and os.listdir(path):
             raise ConfigError(f'{path} exists and is not empty; name a new folder',
                               where='record')

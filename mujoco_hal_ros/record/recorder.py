@@ -80,6 +80,8 @@ class Recorder:
                         self.bag.write(topic, data, t)
                     except OSError as err:
                         self._fail(err)
+                    except Exception as err:  # noqa: BLE001 - stops the recording, says why
+                        self._fail(OSError(0, f'{type(err).__name__}: {err}'))
             if self._stopping:
                 break
         try:

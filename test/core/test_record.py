@@ -196,3 +196,11 @@ def test_video_round_trip(tmp_path):
         assert float(stream.average_rate) == pytest.approx(10.0)
     assert len(frames) == 30 and frames[0].shape == (48, 64, 3)
     assert frames[-1][:, :50].mean() > 200 and frames[-1][:, 62:].mean() < 60
+
+
+def test_compression_that_is_not_installed_is_refused_at_start(tmp_path, monkeypatch):
+    import mcap.writer
+    monkeypatch.setattr(mcap.writer, 'lz4', None)      # as where the lz4 module is missing
+    with pytest.raises(ConfigError, match='lz4 compression is not available'):
+        BagWriter(str(tmp_path / 'run'), compression='lz4')
+    assert not (tmp_path / 'run').exists()
