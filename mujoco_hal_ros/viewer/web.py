@@ -87,6 +87,7 @@ class WebViewer:
         self._tmp = tempfile.mkdtemp(prefix='mujoco_hal_ros_viewer_')
         mjb = os.path.join(self._tmp, 'model.mjb')
         mujoco.mj_saveModel(self.device.model, mjb, None)
+        self._frame_size = serve.frame_size(self.device.model)
         proc = subprocess.Popen([sys.executable, serve.__file__, mjb, host, str(port),
                                  self.title], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         line = _read_line(proc.stdout, START_TIMEOUT_S)
@@ -110,9 +111,14 @@ class WebViewer:
         return self._url
 
     def _frame(self, snap):
-        return np.concatenate([[snap.time], snap.qpos, snap.qvel, snap.act,
-                               np.ravel(snap.mocap_pos), np.ravel(snap.mocap_quat)]
-                              ).astype(np.float64).tobytes()
+        frame = np.concatenate([[snap.time], snap.qpos, snap.qvel, snap.act,
+                                np.ravel(snap.mocap_pos), np.ravel(snap.mocap_quat)]
+                               ).astype(np.float64)
+        if frame.size != self._frame_size:     # another model: the view would show nonsense
+            raise ConfigError(f'the state no longer fits the model the view was started with '
+                              f'({frame.size} numbers, not {self._frame_size}); restart the '
+                              'web viewer', where='web_viewer')
+        return frame.tobytes()
 
     def _follow(self):
         period = 1.0 / self.rate
