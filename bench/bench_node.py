@@ -157,8 +157,8 @@ class Probe:
 
     def __init__(self):
         # The probe takes 70 MB/s of images on the same two cores as the node renders on:
-        # its allocator reuses freed frames as sim_node's does (see run.keep_freed_memory)
-        from mujoco_hal_ros.ros.run import keep_freed_memory
+        # its allocator reuses freed frames as sim_node's does (see fastpath.process)
+        from mujoco_hal_ros.fastpath.process import keep_freed_memory
         keep_freed_memory()
         self.ctx = rclpy.Context()
         rclpy.init(context=self.ctx, args=[])
@@ -327,7 +327,7 @@ def node_rtf0(seconds, swap=True, rounds=3):
     """
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
-    from mujoco_hal_ros.ros.run import tune_interpreter
+    from mujoco_hal_ros.fastpath.process import tune_interpreter
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
     tune_interpreter()                # as the sim_node executable does
     params = {'real_time_factor': 0.0, 'publish_rate': 1000.0, 'tf_rate': 1000.0}

@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from .errors import InvalidArgument, UnknownName
+from .errors import InvalidArgument, UnknownName, shorten
 
 
 def is_bool(value):
@@ -19,17 +19,17 @@ def is_bool(value):
 def finite_number(value, where):
     """Return ``value`` as a float, or raise InvalidArgument naming ``where``."""
     if is_bool(value):
-        raise InvalidArgument(f'expected a number, got boolean {value!r}', where=where,
+        raise InvalidArgument(f'expected a number, got boolean {shorten(value)}', where=where,
                               allowed='a finite real number')
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value.item()
     if not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        raise InvalidArgument(f'expected a number, got {type(value).__name__} {value!r}',
+        raise InvalidArgument(f'expected a number, got {type(value).__name__} {shorten(value)}',
                               where=where, allowed='a finite real number')
     try:
         out = float(value)
     except (OverflowError, ValueError, TypeError):
-        raise InvalidArgument(f'expected a finite number, got {value!r}'[:200], where=where,
+        raise InvalidArgument(f'expected a finite number, got {shorten(value)}', where=where,
                               allowed='a finite real number') from None
     if not math.isfinite(out):
         raise InvalidArgument(f'expected a finite number, got {out!r}', where=where,
@@ -40,7 +40,7 @@ def finite_number(value, where):
 def finite_vector(values, length, where):
     """Return a float64 array of ``length`` finite entries, refusing bools, NaN and inf."""
     if isinstance(values, (str, bytes)) or is_bool(values):
-        raise InvalidArgument(f'expected {length} numbers, got {values!r}', where=where)
+        raise InvalidArgument(f'expected {length} numbers, got {shorten(values)}', where=where)
     if isinstance(values, np.ndarray):
         if values.dtype == np.bool_:
             raise InvalidArgument('expected numbers, got a boolean array', where=where)
@@ -52,7 +52,7 @@ def finite_vector(values, length, where):
         try:
             items = list(values)
         except TypeError:
-            raise InvalidArgument(f'expected {length} numbers, got {values!r}',
+            raise InvalidArgument(f'expected {length} numbers, got {shorten(values)}',
                                   where=where) from None
     if length is not None and len(items) != length:
         raise InvalidArgument(f'expected {length} values, got {len(items)}', where=where)
@@ -65,3 +65,44 @@ def known_name(name, known, kind):
     if not isinstance(name, str) or name not in known:
         raise UnknownName(kind, name, known)
     return name
+
+
+def unique_names(names, where, kind='name'):
+    """``names`` as a list of strings, each once; a duplicate is refused, naming it.
+
+    Names arrive as parallel lists (ROS ``names``/``values`` arrays); turned into a dict, a
+    name given twice would silently keep one of its values, so ``[pan, pan] = [NaN, 0.3]``
+    would apply 0.3. Every boundary that takes a name list goes through here.
+    """
+    if isinstance(names, (str, bytes)) or is_bool(names):
+        raise InvalidArgument(f'expected a list of {kind}s, got {shorten(names)}', where=where)
+    try:
+        names = list(names)
+    except TypeError:
+        raise InvalidArgument(f'expected a list of {kind}s, got {shorten(names)}',
+                              where=where) from None
+    seen = set()
+    for i, name in enumerate(names):
+        if not isinstance(name, str):
+            raise InvalidArgument(f'expected a {kind}, got {type(name).__name__} '
+                                  f'{shorten(name)}', where=f'{where}[{i}]')
+        if name in seen:
+            raise InvalidArgument(f'{kind} {shorten(name)} is given twice', where=where,
+                                  allowed=f'each {kind} once')
+        seen.add(name)
+    return names
+
+
+def named_values(names, values, where, kind='name'):
+    """Parallel name and value lists -> ``{name: value}``, refusing what a dict would hide:
+    a length mismatch or a name given twice."""
+    names = unique_names(names, where, kind)
+    try:
+        values = list(values)
+    except TypeError:
+        raise InvalidArgument(f'expected a list of values, got {shorten(values)}',
+                              where=where) from None
+    if len(values) != len(names):
+        raise InvalidArgument(f'{len(names)} {kind}s but {len(values)} values', where=where,
+                              allowed=f'one value per {kind}')
+    return dict(zip(names, values))

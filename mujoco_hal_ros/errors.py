@@ -22,16 +22,49 @@ INTERNAL_ERROR = 'INTERNAL_ERROR'
 TIMEOUT = 'TIMEOUT'
 STEPPER_DEAD = 'STEPPER_DEAD'
 
+SHORT = 80                # characters of a user's value an error message repeats
+MESSAGE_CAP = 2000        # characters of a whole message (the last line of defence)
+
+
+def shorten(value, limit=SHORT):
+    """``repr(value)``, cut to ``limit`` characters with the full length said.
+
+    A request can carry a megabyte-long name; echoing it whole in the reply and in every
+    log line turns one bad request into megabytes of traffic. Every message that repeats
+    user input goes through here, so the cut is decided once: ``'aaaa…(1048576 chars)'``.
+    """
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return repr(f'{value[:limit]}…({len(value)} chars)')
+    try:
+        text = repr(value)
+    except Exception:                  # a hostile __repr__ must not hide the real error
+        text = f'<{type(value).__name__}>'
+    if len(text) <= limit:
+        return text
+    return f'{text[:limit]}…({len(text)} chars)'
+
+
+def _cap(text, limit):
+    text = str(text)
+    return text if len(text) <= limit else f'{text[:limit]}…({len(text)} chars)'
+
 
 class DeviceError(Exception):
     """A refused request or a broken configuration; nothing was changed."""
 
     def __init__(self, code, message, *, where=None, allowed=None, **details):
+        # ``where`` often holds a name from the request, ``message`` a value: both are capped
+        # here so that no refusal, whoever built it, can echo a huge input in full.
+        if where is not None:
+            where = _cap(where, 4 * SHORT)
         self.code = code
         self.where = where
         self.allowed = allowed
-        self.details = details
-        text = message
+        self.details = {k: _cap(v, 4 * SHORT) if isinstance(v, str) else v
+                        for k, v in details.items()}
+        text = _cap(message, MESSAGE_CAP)
         if where is not None:
             text = f'{where}: {text}'
         if allowed is not None:
@@ -66,8 +99,11 @@ class UnknownName(DeviceError):
     def __init__(self, kind, name, known, **kw):
         known = sorted(known)
         shown = ', '.join(known[:20]) + (' ...' if len(known) > 20 else '')
-        super().__init__(UNKNOWN_NAME, f'unknown {kind} {name!r}',
-                         allowed=shown or 'none', kind=kind, name=name, **kw)
+        if len(shown) > MESSAGE_CAP:
+            shown = _cap(shown, MESSAGE_CAP)
+        super().__init__(UNKNOWN_NAME, f'unknown {kind} {shorten(name)}',
+                         allowed=shown or 'none', kind=kind,
+                         name=name if isinstance(name, str) else shorten(name), **kw)
 
 
 class ConfigError(DeviceError):

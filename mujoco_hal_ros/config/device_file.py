@@ -4,6 +4,13 @@ Parsing is strict on purpose: an unknown or misspelt key is an error naming its 
 (``write.pan_goal.max_chnage_per_s``), since a silently ignored limit is a safety bug.
 The result is plain dicts of checked values; resolving names against the model is
 ``channels.py``'s job.
+
+A device file may come from anyone (a launch argument), so reading one is bounded: at most
+``MAX_DEVICE_FILE_BYTES`` (checked before parsing), nesting at most ``MAX_DEPTH`` deep, and
+no YAML aliases at all. An alias (``*name``) repeats an anchored node by reference, so ten
+lines of nested aliases expand to billions of values the moment anything walks them (the
+"billion laughs"); no device file needs one, so they are refused by name rather than
+counted.
 """
 
 import copy
@@ -12,8 +19,11 @@ import re
 
 import yaml
 
-from ..errors import ConfigError
+from ..errors import ConfigError, shorten
 from .units import finite_float, parse_quantity
+
+MAX_DEVICE_FILE_BYTES = 1 << 20   # a large real device file is a few kB
+MAX_DEPTH = 32                    # mappings and lists inside each other; real files use 5
 
 TOP_KEYS = {'device', 'id', 'connect', 'read', 'write', 'actions', 'safe_state', 'hazard',
             'description'}
@@ -39,7 +49,7 @@ def _keys(section, allowed, where):
         raise ConfigError(f'expected a mapping, got {type(section).__name__}', where=where)
     for key in section:
         if key not in allowed:
-            raise ConfigError(f'unknown key {key!r}', where=where,
+            raise ConfigError(f'unknown key {shorten(key)}', where=where,
                               allowed=', '.join(sorted(allowed)))
     return section
 
@@ -55,7 +65,7 @@ def _mapping(section, where):
 
 def _name(value, where):
     if not isinstance(value, str) or not value:
-        raise ConfigError(f'expected a non-empty name, got {value!r}', where=where)
+        raise ConfigError(f'expected a non-empty name, got {shorten(value)}', where=where)
     return value
 
 
@@ -67,13 +77,13 @@ def number(value, where):
     if isinstance(value, str) and _FLOAT.match(value):
         value = float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f'expected a finite number, got {value!r}', where=where)
+        raise ConfigError(f'expected a finite number, got {shorten(value)}', where=where)
     return finite_float(value, 'number', where)
 
 
 def vector3(value, where):
     if not isinstance(value, (list, tuple)) or len(value) != 3:
-        raise ConfigError(f'expected 3 numbers, got {value!r}', where=where)
+        raise ConfigError(f'expected 3 numbers, got {shorten(value)}', where=where)
     out = [number(v, f'{where}[{i}]') for i, v in enumerate(value)]
     if not any(out):
         raise ConfigError('a direction cannot be all zeros', where=where)
@@ -102,7 +112,7 @@ def _channels(section, keys, map_keys, where):
             _keys(entry['map'], map_keys, f'{here}.map')
         _limits(entry, here)
         if 'unit' in entry and not isinstance(entry['unit'], str):
-            raise ConfigError(f'expected a unit name, got {entry["unit"]!r}', where=here)
+            raise ConfigError(f'expected a unit name, got {shorten(entry["unit"])}', where=here)
         if 'max_change_per_s' in entry:
             rate = number(entry['max_change_per_s'], f'{here}.max_change_per_s')
             entry['max_change_per_s'] = rate
@@ -111,10 +121,11 @@ def _channels(section, keys, map_keys, where):
                                   where=f'{here}.max_change_per_s')
         axis = (entry.get('map') or {}).get('axis')
         if axis is not None and axis not in AXES:
-            raise ConfigError(f'unknown axis {axis!r}', where=f'{here}.map.axis',
+            raise ConfigError(f'unknown axis {shorten(axis)}', where=f'{here}.map.axis',
                               allowed='x, y, z')
         if entry.get('type', 'scalar') not in ('scalar', 'image'):
-            raise ConfigError(f'unknown channel type {entry["type"]!r}', where=f'{here}.type',
+            raise ConfigError(f'unknown channel type {shorten(entry["type"])}',
+                              where=f'{here}.type',
                               allowed='scalar, image')
         out[name] = entry
     return out
@@ -124,8 +135,9 @@ def _action(name, entry, write, where):
     entry = _keys(entry if entry is not None else {}, ACTION_KEYS, where)
     amap = _keys(entry.get('map', {}) or {}, ACTION_MAP_KEYS, f'{where}.map')
     command = amap.get('command', name if name in COMMANDS else None)
-    if command not in COMMANDS:
-        raise ConfigError(f'no known command for action {name!r}', where=f'{where}.map.command',
+    if not isinstance(command, str) or command not in COMMANDS:
+        raise ConfigError(f'no known command for action {shorten(name)}',
+                          where=f'{where}.map.command',
                           allowed=', '.join(COMMANDS))
     args = {}
     for arg, spec in _mapping(entry.get('args'), f'{where}.args').items():
@@ -134,20 +146,20 @@ def _action(name, entry, write, where):
         spec = _keys(spec if spec is not None else {}, ARG_KEYS, here)
         _limits(spec, here)
         if 'unit' in spec and not isinstance(spec['unit'], str):
-            raise ConfigError(f'expected a unit name, got {spec["unit"]!r}', where=here)
+            raise ConfigError(f'expected a unit name, got {shorten(spec["unit"])}', where=here)
         args[arg] = spec
     if 'aim' in amap:
         aim = _keys(amap['aim'], AIM_KEYS, f'{where}.map.aim')
         for key in AIM_KEYS:
             if key not in aim:
-                raise ConfigError(f'aim needs {key!r}', where=f'{where}.map.aim')
+                raise ConfigError(f'aim needs {shorten(key)}', where=f'{where}.map.aim')
             vector3(aim[key], f'{where}.map.aim.{key}')
     effects = entry.get('effects', [])
     if not isinstance(effects, list) or not all(isinstance(e, str) for e in effects):
         raise ConfigError('expected a list of goal channel names', where=f'{where}.effects')
     for effect in effects:
         if effect not in write:
-            raise ConfigError(f'{effect!r} is not a goal channel', where=f'{where}.effects',
+            raise ConfigError(f'{shorten(effect)} is not a goal channel', where=f'{where}.effects',
                               allowed=', '.join(write) or 'none')
     then = amap.get('then', {}) or {}
     if not isinstance(then, dict):
@@ -158,7 +170,8 @@ def _action(name, entry, write, where):
     for channel, value in then.items():
         number(value, f'{where}.map.then.{channel}')
         if channel not in effects:
-            raise ConfigError(f'action {name!r} sets {channel!r} in `then` but does not list '
+            raise ConfigError(f'action {shorten(name)} sets {shorten(channel)} in `then` but '
+                              'does not list '
                               'it in effects; add it to effects', where=f'{where}.effects')
     if command == 'move_to':
         for key in ('axes', 'at'):
@@ -166,16 +179,16 @@ def _action(name, entry, write, where):
                 raise ConfigError('expected a mapping', where=f'{where}.map.{key}')
         for arg, axis in amap.get('axes', {}).items():
             if arg not in args or axis not in AXES:
-                raise ConfigError(f'axes maps argument {arg!r} to {axis!r}',
+                raise ConfigError(f'axes maps argument {shorten(arg)} to {shorten(axis)}',
                                   where=f'{where}.map.axes',
                                   allowed=f'arguments {sorted(args)} to x, y or z')
         if amap.get('path', 'joint') not in ('joint', 'cartesian'):
-            raise ConfigError(f'unknown path {amap["path"]!r}', where=f'{where}.map.path',
+            raise ConfigError(f'unknown path {shorten(amap["path"])}', where=f'{where}.map.path',
                               allowed='joint, cartesian')
         speed = amap.get('speed')
         if speed is not None:
-            if speed not in args:
-                raise ConfigError(f'speed names {speed!r}, which is not an argument',
+            if not isinstance(speed, str) or speed not in args:
+                raise ConfigError(f'speed names {shorten(speed)}, which is not an argument',
                                   where=f'{where}.map.speed', allowed=', '.join(args))
             lo = args[speed].get('min')
             if lo is None or lo <= 0:
@@ -195,11 +208,12 @@ def _connect(section):
         if key in connect:
             value = parse_quantity(connect[key], kind, f'connect.{key}')
             if not value > 0:
-                raise ConfigError(f'must be above zero, got {connect[key]!r}',
+                raise ConfigError(f'must be above zero, got {shorten(connect[key])}',
                                   where=f'connect.{key}')
     if 'gravity_compensation' in connect and \
             not isinstance(connect['gravity_compensation'], bool):
-        raise ConfigError(f'expected true or false, got {connect["gravity_compensation"]!r}',
+        raise ConfigError('expected true or false, got '
+                          f'{shorten(connect["gravity_compensation"])}',
                           where='connect.gravity_compensation')
     if 'real_time_factor' in connect:
         rtf = number(connect['real_time_factor'], 'connect.real_time_factor')
@@ -224,20 +238,72 @@ def parse(doc, source='device file'):
     safe = doc.get('safe_state', {'action': 'hold'}) or {'action': 'hold'}
     _keys(safe, {'action'}, 'safe_state')
     safe = {'action': safe.get('action', 'hold')}
-    if safe['action'] != 'hold' and safe['action'] not in actions:
-        raise ConfigError(f'safe_state names unknown action {safe["action"]!r}',
+    if not isinstance(safe['action'], str) or \
+            (safe['action'] != 'hold' and safe['action'] not in actions):
+        raise ConfigError(f'safe_state names unknown action {shorten(safe["action"])}',
                           where='safe_state.action', allowed=', '.join(actions) or 'hold')
     hazard = doc.get('hazard', 'none')
     if not isinstance(hazard, str) or hazard not in HAZARDS:
-        raise ConfigError(f'unknown hazard {hazard!r}', where='hazard',
+        raise ConfigError(f'unknown hazard {shorten(hazard)}', where='hazard',
                           allowed=', '.join(HAZARDS))
+    for key in ('device', 'id', 'description'):
+        value = doc.get(key)
+        if value is not None and (isinstance(value, bool) or
+                                  not isinstance(value, (str, int, float))):
+            raise ConfigError(f'expected a name, got {type(value).__name__} {shorten(value)}',
+                              where=key, allowed='a string')
     return {'device': str(doc.get('device', '')), 'id': str(doc.get('id', '')),
             'connect': connect, 'read': read, 'write': write, 'actions': actions,
             'safe_state': safe, 'hazard': hazard}
 
 
+class _RefusedInput(yaml.YAMLError):
+    """Raised inside the loader; ``load`` turns it into a ConfigError at ``path``."""
+
+    def __init__(self, message, path):
+        super().__init__(message)
+        self.message, self.path = message, path
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice (YAML would keep the last silently)."""
+    """SafeLoader that refuses a key given twice (YAML would keep the last silently), any
+    alias, and nesting beyond MAX_DEPTH, naming the key path where it met them."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._path = []
+
+    def _where(self):
+        return ''.join(self._path).lstrip('.') or 'top level'
+
+    def compose_node(self, parent, index):
+        if isinstance(index, yaml.ScalarNode):
+            self._path.append(f'.{shorten(index.value, 40)[1:-1]}')
+        elif isinstance(index, int):
+            self._path.append(f'[{index}]')
+        else:
+            self._path.append('' if parent is None else '.<key>')
+        try:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise _RefusedInput(f'YAML alias *{shorten(event.anchor, 40)[1:-1]} (line '
+                                    f'{event.start_mark.line + 1}): a device file cannot use '
+                                    'aliases; write the value out', self._where())
+            if len(self._path) > MAX_DEPTH:
+                raise _RefusedInput(f'nested more than {MAX_DEPTH} deep; a device file is a '
+                                    'few levels of mappings', self._where())
+            return super().compose_node(parent, index)
+        finally:
+            self._path.pop()
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, OverflowError, TypeError, RecursionError) as exc:
+            # e.g. an integer of 5000 digits, beyond Python's int/str conversion limit
+            raise yaml.constructor.ConstructorError(
+                None, None, f'cannot read this value ({type(exc).__name__})',
+                node.start_mark) from None
 
 
 def _no_duplicates(loader, node, deep=False):
@@ -250,7 +316,7 @@ def _no_duplicates(loader, node, deep=False):
             duplicate = False
         if duplicate:
             raise yaml.constructor.ConstructorError(
-                None, None, f'key {key!r} is given twice', key_node.start_mark)
+                None, None, f'key {shorten(key)} is given twice', key_node.start_mark)
         try:
             seen.add(key)
         except TypeError:
@@ -264,19 +330,43 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _n
 def load(path):
     """Read and check a device file; errors name the file and the key."""
     if not isinstance(path, (str, os.PathLike)) or not str(path):
-        raise ConfigError(f'expected a device file path, got {path!r}', where='device_file')
+        raise ConfigError(f'expected a device file path, got {shorten(path)}', where='device_file')
     try:
-        with open(path, encoding='utf-8') as handle:
-            doc = yaml.load(handle, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
+        with open(path, 'rb') as handle:
+            raw = handle.read(MAX_DEVICE_FILE_BYTES + 1)
+        if len(raw) > MAX_DEVICE_FILE_BYTES:
+            size = os.path.getsize(path)
+            raise ConfigError(f'the device file is {size} bytes, over the cap of '
+                              f'{MAX_DEVICE_FILE_BYTES} bytes (MAX_DEVICE_FILE_BYTES); a '
+                              'device file is a few kB: check it is the right file',
+                              where=shorten(str(path), 200)[1:-1])
+        text = raw.decode('utf-8')
     except OSError as exc:
         raise ConfigError(f'cannot read device file: {exc.strerror}', where=str(path)) from None
     except UnicodeDecodeError:
         raise ConfigError('not a text (UTF-8) file', where=str(path)) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f'not valid YAML: {exc}', where=str(path)) from None
-    spec = parse(doc, source=str(path))
+    spec = loads(text, source=str(path))
     spec['path'] = os.path.abspath(path)
     return spec
+
+
+def loads(text, source='device file'):
+    """Read and check device-file YAML text, bounded as ``load`` is; errors name the key."""
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', errors='replace')
+    if len(text.encode('utf-8', errors='replace')) > MAX_DEVICE_FILE_BYTES:
+        raise ConfigError(f'the device file is over the cap of {MAX_DEVICE_FILE_BYTES} '
+                          'bytes (MAX_DEVICE_FILE_BYTES)', where=source)
+    try:
+        doc = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
+    except _RefusedInput as exc:
+        raise ConfigError(exc.message, where=exc.path) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f'not valid YAML: {exc}', where=source) from None
+    except RecursionError:
+        raise ConfigError(f'nested too deep to read (at most {MAX_DEPTH} levels)',
+                          where=source) from None
+    return parse(doc, source=source)
 
 
 def model_path(spec, override=None, environ=os.environ):

@@ -2,17 +2,34 @@
 
 Each function validates a whole request and returns it converted to native units, or
 raises; nothing here touches the simulation, which is what makes requests all-or-nothing.
+Every comparison is written so that NaN fails it (``not v <= hi``): a NaN that slipped in
+through arithmetic on a huge value must be refused, never waved through by ``v > hi``.
 """
+
+import math
+import numbers
 
 import numpy as np
 
 from ..checks import finite_number, finite_vector, is_bool, known_name
-from ..errors import InvalidArgument, LimitExceeded
+from ..errors import InvalidArgument, LimitExceeded, shorten
 
 MAX_STEPS = 1_000_000
+# MuJoCo's mjMAXVAL: a control beyond it is "Nan, Inf or huge value in CTRL", which the
+# stepper treats as a fault (back to the keyframe); a goal there is refused up front.
+MAX_NATIVE = 1e10
 
 
-def _limit_text(lo, hi, unit):
+def outside(value, lo, hi, slack=0.0):
+    """True when ``value`` is NaN or beyond ``lo``/``hi`` (None = unbounded) by > slack."""
+    if value != value:
+        return True
+    return (lo is not None and not value >= lo - slack) or \
+        (hi is not None and not value <= hi + slack)
+
+
+def limit_text(lo, hi, unit):
+    """A channel's range as an error's ``allowed`` text, open ends written as inf."""
     lo = '-inf' if lo is None else f'{lo:g}'
     hi = 'inf' if hi is None else f'{hi:g}'
     return f'{lo}..{hi} {unit}'.strip()
@@ -28,14 +45,19 @@ def check_goals(layout, goals):
         known_name(name, layout.goals, 'goal channel')
         g = layout.goals[name]
         v = finite_number(value, name)
-        if (g.min is not None and v < g.min) or (g.max is not None and v > g.max):
+        if outside(v, g.min, g.max):
             raise LimitExceeded(f'{v:g} {g.unit} is outside the limit', where=name,
-                                allowed=_limit_text(g.min, g.max, g.unit), channel=name,
+                                allowed=limit_text(g.min, g.max, g.unit), channel=name,
                                 limit=[g.min, g.max])
         native = g.to_native(v)
-        if not g.native_lo - 1e-9 <= native <= g.native_hi + 1e-9:
+        if outside(native, -MAX_NATIVE, MAX_NATIVE):
+            raise LimitExceeded(f'{v:g} {g.unit} is beyond any control MuJoCo accepts',
+                                where=name, allowed=limit_text(
+                                    *sorted((g.to_unit(-MAX_NATIVE), g.to_unit(MAX_NATIVE))),
+                                    g.unit))
+        if outside(native, g.native_lo, g.native_hi, 1e-9):
             raise LimitExceeded(f'{v:g} {g.unit} is beyond what actuator {g.actuator_name!r} '
-                                'can reach', where=name, allowed=_limit_text(
+                                'can reach', where=name, allowed=limit_text(
                                     g.to_unit(g.native_lo), g.to_unit(g.native_hi), g.unit))
         out[name] = native
     return out
@@ -66,7 +88,9 @@ def check_move(act, args, point, speed):
         for i in range(3):
             if i in by_axis:
                 arg = act.args[by_axis[i]]
-                _check_arg(arg, p[i] / arg.scale, act.name)
+                with np.errstate(over='ignore'):     # inf is then refused as outside
+                    value = p[i] / arg.scale
+                _check_arg(arg, value, act.name)
     else:
         args = {} if args is None else args
         if not isinstance(args, dict):
@@ -81,9 +105,11 @@ def check_move(act, args, point, speed):
                 speed_ms = v * arg.scale
             elif name in act.axes:
                 target[act.axes[name]] = v * arg.scale
-    if speed is not None and not (not is_bool(speed) and speed == 0):
+    zero = not is_bool(speed) and isinstance(speed, (numbers.Real, np.number, np.ndarray)) \
+        and np.ndim(speed) == 0 and speed == 0          # 0 asks for the default speed
+    if speed is not None and not zero:
         v = finite_number(speed, 'speed')
-        if v < 0:
+        if not v >= 0:
             raise InvalidArgument('speed must be zero (default) or positive', where='speed')
         if act.speed is not None:
             arg = act.args[act.speed]
@@ -102,29 +128,48 @@ def check_move(act, args, point, speed):
 
 
 def _check_arg(arg, value, action):
-    if (arg.min is not None and value < arg.min - 1e-9) or \
-            (arg.max is not None and value > arg.max + 1e-9):
+    if outside(value, arg.min, arg.max, 1e-9):
         what = 'speed' if arg.kind == 'speed' else 'workspace'
         raise LimitExceeded(f'{value:g} {arg.unit} is outside the {what} limit',
                             where=f'{action}.{arg.name}',
-                            allowed=_limit_text(arg.min, arg.max, arg.unit),
+                            allowed=limit_text(arg.min, arg.max, arg.unit),
                             argument=arg.name, limit=[arg.min, arg.max])
 
 
 def check_aim(aim):
-    if not isinstance(aim, (tuple, list)) or len(aim) != 2:
+    """The one check of an aim, ``(local axis, world direction)``, for move_to requests and
+    the IK and Cartesian planners alike: two finite non-zero 3-vectors, returned as unit
+    vectors."""
+    if isinstance(aim, (str, bytes)) or is_bool(aim) or not hasattr(aim, '__len__') \
+            or (isinstance(aim, np.ndarray) and aim.ndim == 0) or len(aim) != 2:
         raise InvalidArgument('aim is (site axis, world direction)', where='aim')
-    axis = finite_vector(aim[0], 3, 'aim.axis')
-    toward = finite_vector(aim[1], 3, 'aim.toward')
-    for name, v in (('aim.axis', axis), ('aim.toward', toward)):
-        if np.linalg.norm(v) < 1e-9:
-            raise InvalidArgument('a direction cannot be all zeros', where=name)
-    return axis, toward
+    return _direction(aim[0], 'aim.axis'), _direction(aim[1], 'aim.toward')
+
+
+def _direction(value, where):
+    """A finite non-zero 3-vector as a unit vector; clean float input (what the planners
+    pass on every solve) skips the per-element checks, which cost more than a small solve."""
+    if type(value) is np.ndarray and value.dtype == np.float64 and value.shape == (3,) \
+            and np.isfinite(value).all():
+        v = value.copy()
+    elif type(value) in (tuple, list) and len(value) == 3 \
+            and all(type(x) is float and math.isfinite(x) for x in value):
+        v = np.array(value)
+    else:
+        v = finite_vector(value, 3, where)
+    with np.errstate(over='ignore'):
+        norm = math.sqrt(float(v @ v))
+    if not math.isfinite(norm):                  # huge but finite: same direction, scaled
+        v = v / np.abs(v).max()
+        norm = math.sqrt(float(v @ v))
+    if not norm >= 1e-9:
+        raise InvalidArgument('a direction cannot be all zeros', where=where)
+    return v / norm
 
 
 def real_time_factor(value):
     v = finite_number(value, 'real_time_factor')
-    if v < 0:
+    if not v >= 0:
         raise InvalidArgument(f'{v:g} is negative', where='real_time_factor',
                               allowed='0 (as fast as possible) or above')
     return v
@@ -132,7 +177,8 @@ def real_time_factor(value):
 
 def step_count(n):
     if is_bool(n) or not isinstance(n, (int, np.integer)):
-        raise InvalidArgument(f'expected a whole number of steps, got {n!r}', where='step')
+        raise InvalidArgument(f'expected a whole number of steps, got {shorten(n)}',
+                              where='step')
     if not 1 <= n <= MAX_STEPS:
-        raise InvalidArgument(f'{n} steps', where='step', allowed=f'1..{MAX_STEPS}')
+        raise InvalidArgument(f'{shorten(n)} steps', where='step', allowed=f'1..{MAX_STEPS}')
     return int(n)

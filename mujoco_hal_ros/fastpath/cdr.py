@@ -1,18 +1,19 @@
 """joint_states, /tf and /clock as serialized CDR bytes, written from arrays.
 
 Why: at 1 kHz rclpy spends most of the state thread's time on Python message objects -
-setting each field through its checked property, then converting the whole object to C
-(measured on the bench arm: 88 us per 5-body TFMessage, 17 us per JointState, against
-4 us to publish the same /tf as bytes). That Python time holds the GIL, and the physics
-thread waits for it at every chunk boundary, so it cost the stepper about a quarter of a
-core. Names and frame ids never change, so each message is a fixed template: built once,
-then per tick only the stamp and the numbers are written into it with NumPy and the bytes
-are handed to ``Publisher.publish``, which sends them unchanged (``publish_raw``).
+setting each field through its checked property, then converting the whole object to C,
+many times what publishing the same message as bytes costs (``bench/README.md``). That
+Python time holds the GIL, and the physics thread waits for it at every chunk boundary, so
+it took a visible share of the stepper's core. Names and frame ids never change, so each
+message is a fixed template: built once, then per tick only the stamp and the numbers are
+written into it with NumPy and the bytes are handed to ``Publisher.publish``, which sends
+them unchanged (``publish_raw``).
 
 Encoding: classic little-endian CDR (encapsulation ``00 01 00 00``) as the ROS 2 rmw
 layers put on the wire, alignment counted from the byte after the 4-byte encapsulation.
 No rclpy here; ``streams`` checks a packed message against rclpy's own deserializer once at
-start and falls back to message objects if the middleware speaks something else.
+start and falls back to message objects if the middleware speaks something else, or when
+the fast paths are off (``mujoco_hal_ros.fastpath``).
 """
 
 import struct
@@ -188,7 +189,7 @@ class ImageBytes:
 class HeaderFirstBytes:
     """A message whose first field is a std_msgs/Header, serialized once (by rclpy, say);
     per call only the stamp changes. For camera_info: the intrinsics never do, and
-    converting the message object cost the send path about 0.1 ms a frame."""
+    converting the message object every frame is work the send path need not do."""
 
     def __init__(self, serialized):
         if bytes(serialized[:4]) != ENCAPSULATION or len(serialized) < 12:

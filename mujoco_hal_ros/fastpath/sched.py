@@ -7,18 +7,20 @@ camera rasterisers, a subscriber and DDS threads can wait most of a slice: more 
 whole 2 ms period. Since Linux 6.12 a task can ask for a shorter slice for itself
 (``sched_setattr`` with ``sched_runtime`` under ``SCHED_OTHER``; no privileges needed):
 its deadlines come sooner, so it preempts sooner, while its share of the CPU (its weight)
-stays what it was. Measured with a 2 ms ticker thread and three CPU hogs on two vCPUs,
-three runs each: p99 lateness 0.13-1.8 ms with the default slice, 0.15-0.18 ms with
-0.1 ms.
+stays what it was: a ticker thread among CPU hogs then wakes within a fraction of a
+millisecond instead of up to a whole default slice late (``bench/README.md``).
 
 Only for threads that sleep most of the time; a CPU-bound thread with a short slice just
-switches more often. Where the kernel is older, not Linux, or refuses, nothing changes.
+switches more often. Where the kernel is older, not Linux, or refuses, nothing changes;
+with the fast paths off (``mujoco_hal_ros.fastpath.configure``) nothing is asked for.
 """
 
 import ctypes
 import os
 import platform
 import sys
+
+from .. import fastpath
 
 SHORT_SLICE_S = 0.0001              # the kernel's floor; it clamps to 0.1..100 ms
 
@@ -39,8 +41,10 @@ def short_slice(seconds=SHORT_SLICE_S):
 
     True if the kernel accepted it (before 6.12 it accepts and ignores it); False where it
     cannot apply (not Linux, another architecture, a policy other than SCHED_OTHER chosen
-    by the user, or a kernel that refuses it).
+    by the user, a kernel that refuses it, or the fast paths off).
     """
+    if not fastpath.enabled():
+        return False
     number = _SYS_SCHED_SETATTR.get(platform.machine())
     if not sys.platform.startswith('linux') or number is None:
         return False
@@ -59,6 +63,8 @@ def short_slice(seconds=SHORT_SLICE_S):
 def ordinary():
     """Back to ``SCHED_OTHER`` with a short slice, from ``realtime``: what a thread that
     fell behind its period does, so that it does not hold a core at FIFO."""
+    if not fastpath.enabled():
+        return                             # nothing was raised: realtime refused
     if hasattr(os, 'SCHED_OTHER') and sys.platform.startswith('linux'):
         try:
             os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
@@ -79,6 +85,8 @@ def realtime(priority):
     core up to the kernel's RT throttle (95 %)."""
     if not 1 <= priority <= 99:
         return f'priority must be 1..99, got {priority}'
+    if not fastpath.enabled():
+        return 'the fast paths are off (fast_paths:=false)'
     if not hasattr(os, 'SCHED_FIFO') or not sys.platform.startswith('linux'):
         return 'SCHED_FIFO is Linux only'
     try:

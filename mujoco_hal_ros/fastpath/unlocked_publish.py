@@ -1,16 +1,16 @@
 """Publish serialized bytes without holding the GIL for the middleware's write.
 
 rclpy's ``Publisher.publish`` keeps the GIL for the whole write. For a 640x480 image
-(0.9 MB over Fast DDS) that is 0.6 ms typically and 2.3 ms at worst (measured), and no
-other thread of the node runs Python meanwhile: with one camera at 10 fps, joint_states at
-500 Hz left late next to the frames (p99 interval 1.7-1.95 periods, 1.14-1.16 without the
-camera; two thirds of the late ones within 15 ms of a frame, against 30 % by chance).
+(0.9 MB over Fast DDS) that is a large part of a joint_states period, and no other thread
+of the node runs Python meanwhile: with a camera subscribed, joint_states left late next to
+the frames (``bench/README.md``).
 
 ``BytesPublisher`` makes the same rcl call (``rcl_publish_serialized_message``) through
 ctypes, which releases the GIL for the length of a foreign call, on the very ``librcl``
 rclpy loaded, and points rcl at the caller's buffer instead of copying it into a
 ``std::string`` first. Where that library or rclpy's handle pointer is not there, it is
-``Publisher.publish``.
+``Publisher.publish``. Callers build one only with the fast paths on
+(``mujoco_hal_ros.fastpath``); otherwise they publish message objects.
 """
 
 import ctypes

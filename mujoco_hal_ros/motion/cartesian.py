@@ -20,7 +20,8 @@ import numpy as np
 
 from ..checks import finite_number
 from ..errors import InvalidArgument
-from .ik import IKSolver, bound_vector, check_aim, check_int, check_positive, vector3
+from ..config import limits
+from .ik import IKSolver, angle_between, bound_vector, check_int, check_positive, vector3
 from .trajectory import min_jerk  # the one profile goals and paths share
 
 __all__ = ['CartesianPath', 'straight_line', 'min_jerk', 'min_jerk_inverse']
@@ -119,11 +120,6 @@ class _Aim:
         return _rotation(self.axis, u * self.angle) @ self.start
 
 
-def _angle(a, b):
-    c = np.cross(a, b)
-    return math.atan2(float(np.linalg.norm(c)), float(a @ b))
-
-
 def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=None,
                   joints=None, q_start=None, lower=None, upper=None, tolerance=1e-3,
                   aim_tolerance=np.deg2rad(3.0), max_speed=None, max_waypoints=2000):
@@ -141,7 +137,7 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
                       upper=upper)
     n = len(solver.joint_names)
     goal = vector3(target, 'target')
-    axis, direction = check_aim(aim)
+    axis, direction = (None, None) if aim is None else limits.check_aim(aim)
     q0 = solver.check_q(q_start, 'q_start')
     tolerance = check_positive(tolerance, 'tolerance')
     aim_tolerance = check_positive(aim_tolerance, 'aim_tolerance')
@@ -160,6 +156,10 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
     start, start_mat = solver.fk(q0)
     delta = goal - start
     length = float(np.linalg.norm(delta))
+    if not math.isfinite(length):
+        raise InvalidArgument('the target is out of all proportion to the model (its '
+                              'distance from the start is not a finite number)',
+                              where='target', allowed='a point in reach of the model')
     turn = _Aim(start_mat @ axis, direction) if axis is not None else None
     ik_tol = tolerance * _WAYPOINT_SHARE
     ik_aim_tol = aim_tolerance * _WAYPOINT_SHARE
@@ -186,7 +186,8 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
             fastest = max(fastest, float(np.linalg.norm(p - prev)))
             prev = p
             if turn is not None:
-                worst_aim = max(worst_aim, _angle(mat @ axis, turn.at(ua + f * (ub - ua))))
+                toward = turn.at(ua + f * (ub - ua))
+                worst_aim = max(worst_aim, angle_between(mat @ axis, toward))
         p, _ = solver.fk(qb)
         fastest = max(fastest, float(np.linalg.norm(p - prev)))
         return worst, worst_aim, fastest / (_CHECK_STEP * (ub - ua))
@@ -243,7 +244,13 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
     u = np.array(out_u)
     q = np.array(out_q)
     solver.fk(q[-1])
-    times, duration, v = _time(u, q, rates, np.array(progress), speed)
+    with np.errstate(all='ignore'):
+        times, duration, v = _time(u, q, rates, np.array(progress), speed)
+    if not (math.isfinite(duration) and np.isfinite(times).all()):
+        raise InvalidArgument('the path would take forever (its duration overflows): a rate '
+                              'or speed limit is too close to zero', where='max_speed'
+                              if speed is not None else 'max_rates',
+                              allowed='positive limits the joints can move at')
     return CartesianPath(success=not message, times=times, qpos=q,
                          joint_names=solver.joint_names, u=u, max_deviation=max_dev,
                          max_aim_deviation=max_aim, duration=duration, length=length,

@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import errors
 from ..checks import finite_number, finite_vector, is_bool
+from ..config import limits
 from ..errors import InvalidArgument, UnknownName
 
 __all__ = ['IKResult', 'IKSolver', 'solve', 'AIM_WEIGHT']
@@ -115,32 +116,6 @@ def bound_vector(values, length, where, *, allow=(-math.inf, math.inf)):
     for i, v in infinite.items():
         out[i] = v
     return out
-
-
-def _unit(vector, where):
-    v = vector3(vector, where)
-    norm = float(np.linalg.norm(v))
-    if norm < 1e-9:
-        raise InvalidArgument('a direction needs a non-zero vector', where=where)
-    return v / norm
-
-
-def check_aim(aim):
-    """Validate ``aim=(local_axis, world_direction)``; both come back as unit vectors."""
-    if aim is None:
-        return None, None
-    if isinstance(aim, (str, bytes)) or is_bool(aim):
-        raise InvalidArgument(f'expected (local_axis, world_direction), got {aim!r}',
-                              where='aim')
-    try:
-        parts = list(aim)
-    except TypeError:
-        raise InvalidArgument(f'expected (local_axis, world_direction), got {aim!r}',
-                              where='aim') from None
-    if len(parts) != 2:
-        raise InvalidArgument(f'expected 2 vectors (local_axis, world_direction), got '
-                              f'{len(parts)} items', where='aim')
-    return _unit(parts[0], 'aim.local_axis'), _unit(parts[1], 'aim.world_direction')
 
 
 def _names(model, objtype, count):
@@ -356,7 +331,7 @@ class IKSolver:
               aim_tolerance=np.deg2rad(3.0), max_iter=100, max_restarts=10, seed=0):
         """Validate, then solve; see the module function ``solve`` for the meaning."""
         target = vector3(target, 'target')
-        axis, direction = check_aim(aim)
+        axis, direction = (None, None) if aim is None else limits.check_aim(aim)
         q0 = self.check_q(q_init)
         tolerance = check_positive(tolerance, 'tolerance')
         aim_tolerance = check_positive(aim_tolerance, 'aim_tolerance')
@@ -513,6 +488,12 @@ class _Sampler:
 
     def draw(self):
         return np.clip(self._rng.uniform(self._lo, self._hi), *self._clip)
+
+
+def angle_between(a, b):
+    """Radians between two directions: the one measure of an aim's error, for IK results,
+    Cartesian paths and move results alike."""
+    return math.atan2(float(np.linalg.norm(np.cross(a, b))), float(a @ b))
 
 
 def _rotation_to(w, d):

@@ -20,8 +20,9 @@ import numpy as np
 
 from .. import errors
 from ..config import limits
-from ..checks import finite_number
-from ..errors import ConfigError, DeviceError, InvalidArgument, LimitExceeded, UnknownName
+from ..checks import finite_number, unique_names
+from ..errors import (ConfigError, DeviceError, InvalidArgument, LimitExceeded, UnknownName,
+                      shorten)
 from .trajectory import Plan
 
 SAMPLES_PER_SEGMENT = 48      # spline samples per segment when checking limits between points
@@ -140,23 +141,31 @@ def check_trajectory(layout, joint_names, points, *, controller_joints=None,
         raise InvalidArgument('multi-DOF trajectories are not supported by this controller',
                               where='multi_dof_trajectory', allowed='an empty '
                               'multi_dof_trajectory')
-    if isinstance(joint_names, str) or not joint_names:
+    if isinstance(joint_names, (str, bytes)):
+        joint_names = None
+    try:
+        joint_names = list(joint_names)
+    except TypeError:
+        raise InvalidArgument(f'expected a list of joint names, got {shorten(joint_names)}',
+                              where='joint_names', allowed=', '.join(owned)) from None
+    if not joint_names:
         raise InvalidArgument('the trajectory names no joints', where='joint_names',
                               allowed=', '.join(owned))
-    joint_names = list(joint_names)
-    seen = set()
     for name in joint_names:
-        if name not in owned:
+        if not isinstance(name, str) or name not in owned:
             raise UnknownName('joint', name, owned, where='joint_names')
-        if name in seen:
-            raise InvalidArgument(f'joint {name!r} is named twice', where='joint_names')
-        seen.add(name)
+    joint_names = unique_names(joint_names, 'joint_names', 'joint')
+    seen = set(joint_names)
     if not allow_partial and seen != set(owned):
         missing = [j for j in owned if j not in seen]
         raise InvalidArgument(f'the goal leaves out joints {missing}; this controller moves '
                               'all its joints together', where='joint_names',
                               allowed=', '.join(owned))
-    points = list(points or [])
+    try:
+        points = [] if points is None else list(points)
+    except TypeError:
+        raise InvalidArgument(f'expected a list of points, got {shorten(points)}',
+                              where='points', allowed='one or more points') from None
     if not points:
         raise InvalidArgument('the trajectory has no points', where='points',
                               allowed='one or more points')
@@ -208,8 +217,8 @@ def _suspect_points(goals, positions):
     unit = (positions - offset) / scale
     slack_lo = 1e-9 * np.maximum(1.0, np.abs(np.where(np.isfinite(lo), lo, 0.0)))
     slack_hi = 1e-9 * np.maximum(1.0, np.abs(np.where(np.isfinite(hi), hi, 0.0)))
-    bad = (unit < lo - slack_lo) | (unit > hi + slack_hi) | (positions < nlo) | \
-        (positions > nhi)
+    bad = ~((unit >= lo - slack_lo) & (unit <= hi + slack_hi) & (positions >= nlo) &
+            (positions <= nhi))
     return np.flatnonzero(bad.any(axis=1))
 
 
@@ -338,9 +347,33 @@ def spline(checked, start_pos, start_vel=None, start_acc=None, *, smooth_positio
     p0, p1, v0, v1, a0, a1 = pos[:-1], pos[1:], vel[:-1], vel[1:], acc[:-1], acc[1:]
     cubic = (has_v[:-1] & has_v[1:])[:, None, None]
     quintic = cubic & (has_a[:-1] & has_a[1:])[:, None, None]
-    coeffs = np.where(quintic, _quintic(p0, v0, a0, p1, v1, a1, T),
-                      np.where(cubic, _cubic(p0, v0, p1, v1, T), _linear(p0, p1, T)))
+    with np.errstate(all='ignore'):     # overflow shows as inf/NaN, refused just below
+        coeffs = np.where(quintic, _quintic(p0, v0, a0, p1, v1, a1, T),
+                          np.where(cubic, _cubic(p0, v0, p1, v1, T), _linear(p0, p1, T)))
+    _refuse_non_finite(checked, times, coeffs, 'the spline')
     return times, coeffs
+
+
+def _refuse_non_finite(checked, knots, values, what):
+    """Refuse a derived quantity (spline coefficients, samples) that overflowed.
+
+    Every input is finite, but a velocity or acceleration near 1e308 times a segment
+    duration is not: the coefficients become inf, the path NaN, and NaN passes every
+    ``<``/``>`` limit test. ``values`` is (segments or samples, joints, ...).
+    """
+    values = np.asarray(values)
+    ok = np.isfinite(values)
+    if ok.all():
+        return
+    bad = np.argwhere(~ok)[0]
+    seg, j = int(bad[0]), int(bad[1])
+    if values.shape[0] != len(knots) - 1:   # samples: SAMPLES_PER_SEGMENT-ish per segment
+        seg = min(len(knots) - 2, seg * max(len(knots) - 1, 1) // max(values.shape[0], 1))
+    raise InvalidArgument(
+        f'{what} of joint {shorten(checked.joints[j])} between points '
+        f'{_segment_name(checked, knots, seg)} overflows (not a finite number): a velocity, '
+        'acceleration or time there is out of all proportion', where=checked.goals[j].name,
+        allowed='velocities and accelerations the joint can reach', joint=checked.joints[j])
 
 
 def _evaluate(knots, coeffs, rel):
@@ -372,7 +405,10 @@ def check_spline(checked, knots, coeffs, start_pos):
     per = int(min(SAMPLES_PER_SEGMENT, max(8, MAX_SAMPLES // max(nseg, 1))))
     frac = np.linspace(0.0, 1.0, per)
     rel = (knots[:-1, None] + frac[None, :] * np.diff(knots)[:, None]).reshape(-1)
-    pos, vel, _ = _evaluate(knots, coeffs, rel)
+    with np.errstate(all='ignore'):
+        pos, vel, _ = _evaluate(knots, coeffs, rel)
+    _refuse_non_finite(checked, knots, pos, 'the path')
+    _refuse_non_finite(checked, knots, vel, 'the velocity')
     for j, g in enumerate(checked.goals):
         lo = g.to_native(g.min) if g.min is not None else -math.inf
         hi = g.to_native(g.max) if g.max is not None else math.inf
@@ -380,19 +416,19 @@ def check_spline(checked, knots, coeffs, start_pos):
         lo, hi = max(lo, g.native_lo), min(hi, g.native_hi)
         lo, hi = min(lo, start_pos[j]), max(hi, start_pos[j])
         worst_lo, worst_hi = float(pos[:, j].min()), float(pos[:, j].max())
-        if worst_lo < lo - LIMIT_SLACK or worst_hi > hi + LIMIT_SLACK:
-            bad = worst_lo if worst_lo < lo - LIMIT_SLACK else worst_hi
-            seg = int(np.argmax((pos[:, j] < lo - LIMIT_SLACK) | (pos[:, j] > hi + LIMIT_SLACK))
-                      // per)
+        if not (worst_lo >= lo - LIMIT_SLACK and worst_hi <= hi + LIMIT_SLACK):
+            bad = worst_lo if not worst_lo >= lo - LIMIT_SLACK else worst_hi
+            seg = int(np.argmax(~((pos[:, j] >= lo - LIMIT_SLACK) &
+                                  (pos[:, j] <= hi + LIMIT_SLACK))) // per)
             raise LimitExceeded(
                 f'the path of joint {checked.joints[j]!r} reaches {g.to_unit(bad):g} {g.unit} '
                 f'between points {_segment_name(checked, knots, seg)}, outside the limit',
-                where=g.name, allowed=limits._limit_text(g.min, g.max, g.unit),
+                where=g.name, allowed=limits.limit_text(g.min, g.max, g.unit),
                 channel=g.name, limit=[g.min, g.max])
         rate = g.native_rate
         if rate is not None:
             top = float(np.abs(vel[:, j]).max()) if nseg else 0.0
-            if top > rate * (1 + RATE_SLACK) + 1e-12:
+            if not top <= rate * (1 + RATE_SLACK) + 1e-12:
                 raise LimitExceeded(
                     f'joint {checked.joints[j]!r} would move at {top / abs(g.scale):g} '
                     f'{g.unit}/s, faster than the device allows', where=g.name,
@@ -443,7 +479,7 @@ def _start_state(stepper, actuators, now):
     vel = np.zeros(len(actuators))
     acc = np.zeros(len(actuators))
     h = 1e-3
-    for plan in stepper.plans:
+    for plan in stepper.running_plans():
         hit = np.isin(plan.actuators, actuators)
         if not hit.any():
             continue
@@ -494,14 +530,15 @@ class Execution:
     def taken_over(self, stepper, now=None):
         """True when something else (reset, hold, set_goals, move_to) replaced the plan.
 
-        The stepper swaps its plan list before it publishes the snapshot of that chunk, so
-        a plan found missing while the snapshot still says "before the end" may just have
-        ended; only a miss seen again at least ``CONFIRM_S`` of wall time later counts.
+        The plans and the time are read from one snapshot, so a plan that just ended is
+        never missing before its end; a miss must still be seen ``CONFIRM_S`` of wall time
+        later to count all the same, a margin from when the two were read apart.
         """
         if not self.plan.intact:
             return True
-        present = any(p is self.plan for p in stepper.plans)
-        if present or stepper.snapshot.time >= self.plan.t_end - 1e-9:
+        snap = stepper.snapshot
+        present = any(p is self.plan for p in snap.plans)
+        if present or snap.time >= self.plan.t_end - 1e-9:
             self._missing_since = None
             return False
         now = time.monotonic() if now is None else now
@@ -528,16 +565,16 @@ def follow(device, checked, *, delay=0.0, smooth_positions=False):
         plan = TrajectoryPlan(acts, now + delay, knots, coeffs)
         if delay > 0:
             # Until it starts, the joints hold where they are now.
-            s.setpoint[acts] = pos
-        s.add_plan(plan)
-        device._preempt_if_touched(list(acts))
+            s.release(acts, hold_at=pos)
+        s.take_over(plan)
+        device.preempt_moves_touching(list(acts))
         return plan
 
     plan = device.stepper.post(apply, wait=True)
-    device._record('trajectory', {'joints': checked.joints, 'points': len(checked.times),
-                                  'duration_s': checked.duration},
-                   {device.layout.actuators[a]: float(v)
-                    for a, v in zip(acts, checked.positions[-1])})
+    device.record('trajectory', {'joints': checked.joints, 'points': len(checked.times),
+                                 'duration_s': checked.duration},
+                  {device.layout.actuators[a]: float(v)
+                   for a, v in zip(acts, checked.positions[-1])})
     return Execution(checked, plan)
 
 
@@ -552,12 +589,11 @@ def hold(device, actuators):
     def apply(s):
         now = s.data.time
         pos, _vel, _acc = _start_state(s, acts, now)
-        s.plans = [p for p in s.plans if p.release(acts)]
-        s.setpoint[acts] = pos
+        s.release(acts, hold_at=pos)
         return pos
     pos = device.stepper.post(apply, wait=True)
-    device._record('hold', {'actuators': [device.layout.actuators[a] for a in acts]},
-                   {device.layout.actuators[a]: float(v) for a, v in zip(acts, pos)})
+    device.record('hold', {'actuators': [device.layout.actuators[a] for a in acts]},
+                  {device.layout.actuators[a]: float(v) for a, v in zip(acts, pos)})
     return pos
 
 
@@ -616,6 +652,18 @@ def goal_tolerances(defaults, joints, path=(), goal=(), goal_time=0.0):
         'path_position', 'path_velocity', 'path_acceleration', 'goal_position',
         'goal_velocity', 'goal_acceleration')), goal_time=defaults.goal_time)
     for kind, entries in (('path', path), ('goal', goal)):
+        try:
+            entries = [tuple(e) for e in entries]
+        except TypeError:
+            raise InvalidArgument('expected (name, position, velocity, acceleration) entries',
+                                  where=f'{kind}_tolerance') from None
+        for i, entry in enumerate(entries):
+            if len(entry) != 4:
+                raise InvalidArgument(f'has {len(entry)} fields', where=f'{kind}_tolerance[{i}]',
+                                      allowed='name, position, velocity, acceleration')
+        # a joint given twice would silently keep its last tolerance
+        unique_names([e[0] for e in entries if isinstance(e[0], str)], f'{kind}_tolerance',
+                     'joint')
         for i, (name, p, v, a) in enumerate(entries):
             where = f'{kind}_tolerance[{i}]'
             if name not in joints:

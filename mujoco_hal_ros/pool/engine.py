@@ -4,24 +4,21 @@ Both keep every environment as one ``mjSTATE_INTEGRATION`` row and, per call, re
 a scratch MjData, ``mj_step`` it and save it back, which is bit-identical to an uninterrupted
 serial ``mj_step`` loop. ``mujoco.rollout`` is not: it restarts every call from a
 ``mjSTATE_FULLPHYSICS`` state with a zero solver warm start and model-default mocap/equality
-inputs, so chunked calls drift (measured 7e-8 in Go1 qpos after 30 calls of 10 steps).
+inputs, so chunked calls drift from the serial loop (``bench/README.md`` says how far).
 
 Why Batch is the default now (MuJoCo >= 4.0): it does exactly the thread engine's work, but
 the per-environment load/step/save loop runs in C++ threads instead of three Python calls
-per environment under the GIL. ``bench/bench_pool.py --quick`` on the shared 2-vCPU VM
-(nthread 2, 10 steps per call, engines interleaved in the same rounds), pool/rollout with
-Batch vs with threads: Panda 0.92 / 0.84 at N=16, 1.10 / 0.90 at 256, 1.01 / 0.89 at 1024;
-Go1 1.02 / 0.91, 1.06 / 0.88, 1.03 / 1.07 (a prototype measured Batch/rollout 1.19 / 1.04 /
-1.10 on Panda). At N=16 a call is ~2 ms and the noise of a shared machine dominates. The
+per environment under the GIL, so in ``bench/bench_pool.py`` it is faster than the threads
+at almost every batch size it runs (its numbers are in ``bench/README.md``). The
 pool uses ``Batch.state`` as its row table: the per-call snapshot that makes a failed call
-atomic costs 0.04-0.1% of a 10-step call, where copying rows in and out of a separate table
-cost 0.15-0.4% (Panda, N=16..1024). Batch keeps one copy of the model (+39 MB on Panda).
+atomic costs less than copying rows in and out of a separate table would. Batch keeps one
+more copy of the model.
 
 The thread engine stays for MuJoCo 3.x (``requirements.txt`` allows it) and for what Batch
 cannot do exactly: per-environment randomization on a pool of several model variants
 (``Batch.set_models`` and ``Batch.expand`` are exclusive) and models with sleep or IPC
 enabled (Batch needs a persistent MjData per simulation for those). Its scratch MjData are
-per thread and per model variant (~0.75 MB each on Panda), never per environment.
+per thread and per model variant, never per environment.
 """
 
 import copy
@@ -71,8 +68,8 @@ class Slot:
         return self.datas[variant]
 
     def scratch(self, variant):
-        """The private model copy for patched environments; made on first use (~40 ms and
-        ~40 MB for Panda), never per environment."""
+        """The private model copy for patched environments; made on first use (a model's
+        worth of time and memory), never per environment."""
         if self._scratch[variant] is None:
             self._scratch[variant] = Scratch(copy.copy(self._variants[variant]))
         return self._scratch[variant]
@@ -88,8 +85,8 @@ class Workers:
 
     Chunks are claimed dynamically, so a thread slowed by other processes on the machine
     takes fewer of them instead of holding up the whole call, and the caller's thread steps
-    environments too rather than sleeping on futures (measured: at 16 Panda envs per call,
-    submitting every chunk to the executor left cpu/wall at 1.3 of 2 cores).
+    environments too rather than sleeping on futures (submitting every chunk to the
+    executor left a core partly idle on small batches; ``bench/README.md``).
     """
 
     CHUNKS_PER_THREAD = 4

@@ -17,7 +17,7 @@ import mujoco
 import numpy as np
 
 from ..checks import is_bool
-from ..errors import ClosedError, InvalidArgument, ModelError, UnknownName
+from ..errors import ClosedError, DeviceError, InvalidArgument, ModelError, UnknownName, shorten
 from . import hfield as hf
 from . import jacobian as jac
 from .engine import ENGINES, BatchEngine, ThreadEngine, Workers, batch_available
@@ -61,7 +61,7 @@ class EnvPool:
     def __init__(self, model, nbatch, *, nthread=1, variant_of=None, keyframe=None,
                  engine='auto'):
         if not isinstance(engine, str) or engine not in ENGINES:
-            raise InvalidArgument(f'unknown engine {engine!r}', where='engine',
+            raise InvalidArgument(f'unknown engine {shorten(engine)}', where='engine',
                                   allowed=', '.join(ENGINES))
         if engine == 'batch' and not batch_available():
             raise InvalidArgument(f'engine=\'batch\' needs mujoco >= 4.0 (mujoco.batch), this '
@@ -69,7 +69,7 @@ class EnvPool:
                                   allowed="'auto' or 'threads'")
         variants = [model] if isinstance(model, mujoco.MjModel) else model
         if isinstance(variants, (str, bytes)) or not hasattr(variants, '__len__'):
-            raise InvalidArgument(f'expected an MjModel or a list of them, got {model!r}',
+            raise InvalidArgument(f'expected an MjModel or a list of them, got {shorten(model)}',
                                   where='model', allowed='MjModel or [MjModel, ...]')
         variants = list(variants)
         if not variants or not all(isinstance(m, mujoco.MjModel) for m in variants):
@@ -91,7 +91,7 @@ class EnvPool:
             if (vmap is None or vmap.shape != (self._nbatch,) or vmap.dtype.kind not in 'iu'
                     or vmap.min() < 0 or vmap.max() >= nvar):
                 raise InvalidArgument(f'expected {self._nbatch} variant indices, got '
-                                      f'{variant_of!r}', where='variant_of',
+                                      f'{shorten(variant_of)}', where='variant_of',
                                       allowed=f'{self._nbatch} integers 0..{nvar - 1}')
             vmap = vmap.astype(np.intp)
         self._variants = tuple(variants)
@@ -268,15 +268,17 @@ class EnvPool:
     @staticmethod
     def _check_flag(value, where):
         if not isinstance(value, (bool, np.bool_)):
-            raise InvalidArgument(f'expected True or False, got {value!r}', where=where,
+            raise InvalidArgument(f'expected True or False, got {shorten(value)}', where=where,
                                   allowed='bool')
         return bool(value)
 
     def _check_sites(self, sites):
         if isinstance(sites, (str, int, np.integer)) and not is_bool(sites):
             sites = [sites]
-        if not isinstance(sites, (list, tuple, np.ndarray)) or len(sites) == 0:
-            raise InvalidArgument(f'expected a non-empty list of sites, got {sites!r}',
+        if isinstance(sites, np.ndarray):
+            sites = sites.tolist() if sites.ndim == 1 else None
+        if not isinstance(sites, (list, tuple)) or len(sites) == 0:
+            raise InvalidArgument(f'expected a non-empty list of sites, got {shorten(sites)}',
                                   where='sites', allowed='site names or indices')
         return np.array([name_or_index(s, self._site_names, 'site', 'sites') for s in sites],
                         dtype=np.intp)
@@ -517,12 +519,12 @@ class EnvPool:
             self._check_open()
             hid = name_or_index(hfield, self._hfield_names, 'hfield', 'hfield')
             if frame not in hf.FRAMES:
-                raise InvalidArgument(f'unknown frame {frame!r}', where='frame',
+                raise InvalidArgument(f'unknown frame {shorten(frame)}', where='frame',
                                       allowed=', '.join(hf.FRAMES))
             bid = None
             if frame != 'world':
                 if body is None:
-                    raise InvalidArgument(f'frame {frame!r} needs a body', where='body',
+                    raise InvalidArgument(f'frame {shorten(frame)} needs a body', where='body',
                                           allowed='body name or index')
                 bid = name_or_index(body, self._body_names, 'body', 'body')
             if isinstance(points, np.ndarray) and points.ndim == 2:
@@ -535,8 +537,9 @@ class EnvPool:
             for v in range(len(self._variants)):
                 g = hf.geom_of(self._variants[v], hid)
                 if g is None:
-                    raise InvalidArgument(f'height field {hfield!r} is not used by any geom',
-                                          where='hfield', allowed='an hfield with a geom')
+                    raise InvalidArgument(
+                        f'height field {shorten(hfield)} is not used by any geom',
+                        where='hfield', allowed='an hfield with a geom')
                 geoms.append(g)
             n = len(ids)
             got = self._gather(ids, ('geom_xpos', 'geom_xmat', 'xpos', 'xmat'), 'kinematics')
@@ -589,29 +592,73 @@ class EnvPool:
                 raise InvalidArgument('progress must be callable', where='progress',
                                       allowed='progress(fraction) -> None or bool')
             ids, rows, patch = self._check_reset(ids, keyframe, initial_state, randomization)
-            self._apply_reset(ids, rows, patch)
-            done, unstable, sens = 0, np.zeros(n, dtype=bool), None
-            completed = True
-            while done < steps:
-                k = min(chunk_steps, steps - done)
-                last = done + k == steps
-                rows, sens, bad = self._engine.step(ids, k, None, per_step[:, done:done + k],
-                                                    last)
-                unstable |= bad
-                done += k
-                if progress is not None and progress(done / steps) is False and not last:
-                    completed = False
-                    break
-            if sens is None:
-                sens = self.forward(ids).sensordata
-            costs = None
-            if cost is not None and completed:
-                lay = self.layout
-                rows = self._state[ids]
-                costs = np.asarray(cost(rows[:, lay.columns('qpos')],
-                                        rows[:, lay.columns('qvel')]), dtype=np.float64)
-                if costs.shape != (n,):
-                    raise InvalidArgument(f'cost returned shape {costs.shape}', where='cost',
-                                          allowed=f'({n},)')
-            return EvaluateResult(ids.copy(), self._state[ids][:, self.layout.physics_columns],
-                                  sens, costs, done, completed, unstable)
+            saved = self._save(ids)
+            try:
+                return self._evaluate(ids, rows, patch, per_step, steps, chunk_steps, cost,
+                                      progress)
+            except BaseException:
+                self._restore(ids, saved)
+                raise
+
+    def _save(self, ids):
+        """What evaluate changes in the listed environments: state rows and patches."""
+        patches = self._patches
+        return self._state[ids].copy(), [
+            {k: patches.values[k][env].copy() for k in patches.keys_of[env]} for env in ids]
+
+    def _restore(self, ids, saved):
+        """Put the listed environments back as ``_save`` found them (all or nothing: a user
+        callback that raises must not leave them reset and half-way through a rollout)."""
+        rows, patches = saved
+        for env, values in zip(ids, patches):
+            self._patches.commit(env, values or None)
+        self._engine.sync(ids)
+        self._state[ids] = rows
+
+    @staticmethod
+    def _call(fn, where, *args):
+        """A user callback; whatever it raises becomes an error naming it."""
+        try:
+            return fn(*args)
+        except DeviceError:
+            raise
+        except Exception as exc:
+            raise InvalidArgument(f'the {where} callback raised {type(exc).__name__}: '
+                                  f'{shorten(str(exc), 200)}; the pool is left as it was',
+                                  where=where) from exc
+
+    def _evaluate(self, ids, rows, patch, per_step, steps, chunk_steps, cost, progress):
+        n = len(ids)
+        self._apply_reset(ids, rows, patch)
+        done, unstable, sens = 0, np.zeros(n, dtype=bool), None
+        completed = True
+        while done < steps:
+            k = min(chunk_steps, steps - done)
+            last = done + k == steps
+            rows, sens, bad = self._engine.step(ids, k, None, per_step[:, done:done + k],
+                                                last)
+            unstable |= bad
+            done += k
+            if progress is not None and \
+                    self._call(progress, 'progress', done / steps) is False and not last:
+                completed = False
+                break
+        if sens is None:
+            sens = self.forward(ids).sensordata
+        costs = None
+        if cost is not None and completed:
+            lay = self.layout
+            rows = self._state[ids]
+            out = self._call(cost, 'cost', rows[:, lay.columns('qpos')],
+                             rows[:, lay.columns('qvel')])
+            try:
+                costs = np.asarray(out, dtype=np.float64)
+            except (TypeError, ValueError):
+                costs = None
+            if costs is None or costs.shape != (n,):
+                raise InvalidArgument(
+                    f'cost returned {shorten(out)}, not {n} numbers'
+                    if costs is None else f'cost returned shape {costs.shape}',
+                    where='cost', allowed=f'({n},); the pool is left as it was')
+        return EvaluateResult(ids.copy(), self._state[ids][:, self.layout.physics_columns],
+                              sens, costs, done, completed, unstable)

@@ -9,17 +9,14 @@ recomputes from them (``dof_M0``, ``actuator_acc0``, ``body_invweight0``...). Ea
 thread owns one scratch copy of each model variant and writes an environment's patch into it
 just before stepping that environment, restoring the previous environment's fields to nominal
 first. Memory is therefore ``(1 + nthread) * nvariant`` models plus the randomized fields per
-environment. Measured on Panda, nthread=2: randomizing all 1024 environments (mass, armature,
-friction, with mj_setConst) took 0.35 s and grew resident memory by 91 MB, i.e. the two
-38.5 MB scratch models plus 2.8 MB of patch arrays, where a model per environment would need
-~40 GB. Environments that were never randomized step on the shared nominal model with no
-patching cost at all.
+environment (what randomizing 1024 Panda environments cost is in ``bench/README.md``),
+where a model per environment would need ~40 GB. Environments that were never randomized
+step on the shared nominal model with no patching cost at all.
 
 With the Batch engine the same stored values (derived constants included) are copied into
 ``Batch.expand``-ed per-simulation fields of the patched environments, so the C++ threads step
 them without any scratch model; the scratch copies then serve only ``mj_setConst`` and the
-pool's queries. Measured with Batch: the same 1024-environment randomization grew resident
-memory by 80 MB in 0.38 s (threads: 80 MB, 0.40 s).
+pool's queries, at the same memory and time as the thread engine (``bench/README.md``).
 
 A reset without randomization drops the environment's patch, which is how nominal values come
 back; nothing is ever written into the shared nominal model.

@@ -10,17 +10,17 @@ import numbers
 import numpy as np
 
 from ..checks import is_bool
-from ..errors import InvalidArgument, UnknownName
+from ..errors import InvalidArgument, UnknownName, shorten
 
 
 def integer(value, where, low, high):
     """An int in ``[low, high]``; booleans and floats are refused, even integral ones."""
     if is_bool(value) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise InvalidArgument(f'expected an integer, got {type(value).__name__} {value!r}',
+        raise InvalidArgument(f'expected an integer, got {type(value).__name__} {shorten(value)}',
                               where=where, allowed=f'integer {low}..{high}')
     value = int(value)
     if not low <= value <= high:
-        raise InvalidArgument(f'{value} is out of range', where=where,
+        raise InvalidArgument(f'{shorten(value)} is out of range', where=where,
                               allowed=f'integer {low}..{high}')
     return value
 
@@ -46,7 +46,7 @@ def env_ids(ids, nbatch, where='env_ids'):
         return np.arange(nbatch, dtype=np.intp)
     allowed = f'distinct integers 0..{nbatch - 1}, or None for all'
     if isinstance(ids, (str, bytes)) or is_bool(ids) or np.isscalar(ids):
-        raise InvalidArgument(f'expected a sequence of indices, got {ids!r}', where=where,
+        raise InvalidArgument(f'expected a sequence of indices, got {shorten(ids)}', where=where,
                               allowed=allowed)
     if contains_bool(ids):
         raise InvalidArgument('booleans are not environment indices', where=where,
@@ -96,7 +96,7 @@ def float_array(values, shapes, where, *, low=None):
         return InvalidArgument(message, where=where, allowed=allowed)
 
     if values is None or isinstance(values, (str, bytes)) or is_bool(values):
-        raise bad(f'expected an array, got {values!r}')
+        raise bad(f'expected an array, got {shorten(values)}')
     if not isinstance(values, np.ndarray) and contains_bool(values):
         raise bad('booleans are not numbers here')
     try:
@@ -126,9 +126,10 @@ def name_or_index(value, names, kind, where):
         except ValueError:
             raise UnknownName(kind, value, [n for n in names if n], where=where) from None
     if is_bool(value) or not isinstance(value, (numbers.Integral, np.integer)):
-        raise InvalidArgument(f'expected a {kind} name or index, got {value!r}', where=where,
+        raise InvalidArgument(f'expected a {kind} name or index, got {shorten(value)}',
+                              where=where,
                               allowed=f'{kind} names or indices 0..{len(names) - 1}')
     if not 0 <= int(value) < len(names):
-        raise InvalidArgument(f'{kind} index {int(value)} is out of range', where=where,
+        raise InvalidArgument(f'{kind} index {shorten(int(value))} is out of range', where=where,
                               allowed=f'0..{len(names) - 1}' if names else f'none (no {kind})')
     return int(value)

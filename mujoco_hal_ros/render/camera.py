@@ -9,15 +9,16 @@ so ``CameraRenderer`` owns one private GL thread that creates the context (an
 and wait (``render_*``) or collect it later (``submit``). The scene update
 (``mjv_updateScene``, which reads ``MjData``) runs in the caller's thread, so the caller's
 own locking around ``data`` covers it, and the GL thread only touches the renderer's private
-scenes. The hand-off costs tens of microseconds against a 15 ms frame. PNG encoding also
+scenes. The hand-off costs a small fraction of a frame. PNG encoding also
 runs in the caller's thread: OpenCV releases the GIL, so several cameras encode in parallel.
 
 Fast mode (``fast=True``, the default) turns off shadows and reflections for this renderer's
 scene and renders without multisampling (a private model copy with ``offsamples=0``; the
-caller's model is not modified). With Mesa's software rasteriser that is the difference
-between 450-750 ms and 15-90 ms a frame. The cost: no cast shadows (contact is harder to
-judge by eye), no mirror reflections on reflective floors, and jagged edges. Geometry,
-colours, textures and depth are unchanged, so perception that relies on them is unaffected.
+caller's model is not modified). With Mesa's software rasteriser that makes a frame
+several times to tens of times cheaper (``bench/README.md``). The cost: no cast shadows
+(contact is harder to judge by eye), no mirror reflections on reflective floors, and
+jagged edges. Geometry, colours, textures and depth are unchanged, so perception that
+relies on them is unaffected.
 """
 
 import atexit
@@ -26,14 +27,13 @@ import concurrent.futures
 import copy
 import math
 import numbers
-import os
-import sys
 import threading
 
 import numpy as np
 
 from . import gl, offscreen
 from ..fastpath import sched
+from ..fastpath.raster import rasterisers_in_background
 from ..checks import is_bool
 from ..errors import ClosedError, ConfigError, InvalidArgument, UnknownName
 
@@ -49,11 +49,9 @@ import mujoco  # noqa: E402
 MAX_SIZE = 2048
 
 # zlib level 1 and no row filter, chosen for speed. Level 0 stores raw pixels (900 KiB at
-# 640x480) and higher levels buy a few per cent in size for up to twice the time. OpenCV's
-# default lets libpng try every row filter; on rendered frames that mostly costs time.
-# Measured at 640x480 (best of 15): Panda scene 7.6 ms / 162 KiB with these settings against
-# 9.5 ms / 168 KiB for OpenCV's defaults and 9.3 ms / 198 KiB for level 1 with the "up"
-# filter; bench arm 2.3 ms / 24 KiB against 4.7 ms / 49 KiB. Lossless either way.
+# 640x480) and higher levels buy little size for much more time. OpenCV's default lets
+# libpng try every row filter; on rendered frames that mostly costs time
+# (bench/README.md has the comparison). Lossless either way.
 PNG_PARAMS = (cv2.IMWRITE_PNG_COMPRESSION, 1, cv2.IMWRITE_PNG_FILTER, cv2.IMWRITE_PNG_FILTER_NONE)
 
 # v_optical = OPTICAL_FROM_MUJOCO @ v_mujoco_camera: MuJoCo cameras look along -z with y up;
@@ -111,50 +109,6 @@ def _pixels(value, where, buffer_size):
             f'{buffer_size}; sizes above it are served from a private enlarged copy, up to '
             f'{MAX_SIZE})', where=where, allowed=allowed)
     return pixels
-
-
-def _rasteriser_threads():
-    """Thread ids of Mesa llvmpipe's rasteriser threads in this process (Linux /proc)."""
-    out = []
-    try:
-        tids = os.listdir('/proc/self/task')
-    except OSError:
-        return out
-    for tid in tids:
-        try:
-            with open(f'/proc/self/task/{tid}/comm') as f:
-                if f.read().startswith('llvmpipe'):
-                    out.append(int(tid))
-        except OSError:
-            continue
-    return out
-
-
-def rasterisers_in_background(background=True):
-    """Background rendering: Mesa's software rasteriser threads (``llvmpipe-N``, started
-    with the first GL context, shared by every context of the process) run as
-    ``SCHED_IDLE``, on CPU time no other thread wants; ``False`` returns them to normal
-    priority. They are plain C threads that never take the GIL, so starving them only
-    delays frames; the GL thread, which runs Python, keeps its priority (a ``SCHED_IDLE``
-    thread holding the GIL on a busy machine would stall every thread of the process). Why
-    not a niceness or a slice length: against a 640x480 render loop, a 2 ms ticker in
-    another process was 3.4-4.4 ms late at p99 with the rasterisers at nice 0, 5 or 19,
-    SCHED_BATCH or a 0.1 ms slice; 0.15-0.33 ms with SCHED_IDLE. Linux only, and no-op
-    elsewhere; with a GPU there are no such threads. Lowering needs no privileges; raising
-    back from SCHED_IDLE needs CAP_SYS_NICE or an RLIMIT_NICE of 20 (Linux treats SCHED_IDLE
-    as below nice 19). False if a thread refused (it keeps its policy)."""
-    if not hasattr(os, 'SCHED_IDLE') or not sys.platform.startswith('linux'):
-        return True
-    policy = os.SCHED_IDLE if background else os.SCHED_OTHER
-    ok = True
-    for tid in _rasteriser_threads():
-        try:
-            os.sched_setscheduler(tid, policy, os.sched_param(0))
-        except PermissionError:
-            ok = False
-        except OSError:
-            pass                       # gone meanwhile
-    return ok
 
 
 class _GLThread:
@@ -256,9 +210,9 @@ class CameraRenderer:
     ``depth=True`` declares an RGB-D camera: ``render_depth``/``render_rgbd`` are refused
     otherwise, so a node can tell from the object which streams it has to offer.
     ``background=True`` rasterises only on CPU time nothing else in the machine wants (see
-    ``rasterisers_in_background``): for a process whose physics and state publishing must
-    keep their rate while frames are best effort. Mesa's rasteriser threads may serve every
-    renderer of the process.
+    ``fastpath.raster``; nothing changes with the fast paths off): for a process whose
+    physics and state publishing must keep their rate while frames are best effort. Mesa's
+    rasteriser threads may serve every renderer of the process.
     """
 
     def __init__(self, model, camera, width=640, height=480, depth=False, fast=True,

@@ -13,20 +13,23 @@ from geometry_msgs.msg import Point, Quaternion, Vector3
 import mujoco
 import numpy as np
 
-from ..errors import DeviceError
+from ..checks import named_values
+from ..errors import DeviceError, shorten
 from ..msg import ActionInfo, ChannelInfo
 
 # Codes of SetGoals parts that were fine but not applied because another part was refused.
 NOT_APPLIED = 'NOT_APPLIED'
 
 
-def stamp(seconds):
-    """Simulated seconds -> builtin_interfaces/Time (never negative, nanoseconds exact)."""
+def stamp(seconds, kind=Time):
+    """Seconds -> builtin_interfaces/Time, or ``kind=Duration`` (never negative, nanoseconds
+    exact: every stamp and time_from_start the nodes send is made here)."""
     ns = max(0, int(round(seconds * 1e9)))
-    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+    return kind(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
-def stamp_seconds(t):
+def to_seconds(t):
+    """builtin_interfaces/Time or Duration -> float seconds (every one the nodes read)."""
     return t.sec + t.nanosec * 1e-9
 
 
@@ -68,6 +71,15 @@ def point_or_nan(xyz):
     return point(xyz)
 
 
+def run_action_args(req):
+    """RunAction request's parallel ``arg_names``/``arg_values`` -> ``{name: value}``.
+
+    A plain ``dict(zip(...))`` would keep the last of a name given twice and drop the extra
+    values of a longer list; both are refused instead, naming the duplicate.
+    """
+    return named_values(req.arg_names, req.arg_values, 'arg_names', 'argument')
+
+
 def move_request(req):
     """MoveTo goal/request -> keyword arguments of ``Device.move_to`` (no checks here)."""
     kw = {'point': [req.target.x, req.target.y, req.target.z], 'site': req.site or None,
@@ -99,10 +111,11 @@ def fill_error(res, err):
 
 
 def error_line(err):
-    """One line for a refused request in a log."""
+    """One line for a refused request in a log; a DeviceError caps what it repeats of the
+    request itself, anything else is cut here, so a huge input never floods the log."""
     if isinstance(err, DeviceError):
         return f'{err.code}: {err}'
-    return f'{type(err).__name__}: {err}'
+    return f'{type(err).__name__}: {shorten(str(err), 400)[1:-1]}'
 
 
 def _opt(value):

@@ -12,24 +12,37 @@ import re
 import tempfile
 
 from ..errors import ConfigError
-from .sim.params import auto_prefix
+from .sim.params import TABLE, auto_prefix
 
 PACKAGE = 'mujoco_hal_ros'
 
-# name: (default as launch passes it, a string; description)
+
+def _node_default(name):
+    """sim_node's default for ``name`` (its parameter table) as launch passes it, a string."""
+    value = TABLE[name].default
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+# name: (default as launch passes it, a string; description). An argument that is a
+# sim_node parameter takes the node's default from its table, except log_summary, which a
+# launch turns on so that its output says what is served.
 SIM_ARGS = {
-    'device_file': ('', 'Device file (YAML); empty with an empty model: the built-in bench arm.'),
-    'model': ('', 'MJCF path; overrides the device file\'s model, or alone: zero-config.'),
+    'device_file': (_node_default('device_file'), 'Device file (YAML); empty with an empty '
+                    'model: the built-in bench arm.'),
+    'model': (_node_default('model'), 'MJCF path; overrides the device file\'s model, or '
+              'alone: zero-config.'),
     'namespace': ('', 'Namespace for every relative topic, service and action.'),
-    'real_time_factor': ('1.0', 'Simulated seconds per wall second; 0 = as fast as possible.'),
+    'real_time_factor': (_node_default('real_time_factor'), 'Simulated seconds per wall '
+                         'second; 0 = as fast as possible.'),
     'rviz': ('false', 'Also start rviz2 with config/sim.rviz.'),
     'rviz_image': ('auto', 'Image topic rviz shows (relative, e.g. wrist/image_raw); "auto": '
                    'overhead/image_raw on the built-in arm, none on other models; empty: '
                    'none.'),
-    'frame_prefix': ('auto', 'TF frame prefix; "auto": "<namespace>/" when namespaced, else '
-                     'none.'),
-    'publish_clock': ('true', 'Publish /clock (true on exactly one instance).'),
-    'publish_rate': ('100.0', 'joint_states rate in Hz.'),
+    'frame_prefix': (_node_default('frame_prefix'), 'TF frame prefix; "auto": "<namespace>/" '
+                     'when namespaced, else none.'),
+    'publish_clock': (_node_default('publish_clock'), 'Publish /clock (true on exactly one '
+                      'instance).'),
+    'publish_rate': (_node_default('publish_rate'), 'joint_states rate in Hz.'),
     'log_summary': ('true', 'Log what is served and a periodic health line.'),
     'controllers_file': ('', 'ros2_control controller config (YAML) of the real arm; sim_node '
                          'serves its arm_controller the same way (see '

@@ -3,7 +3,9 @@
 ``Device`` is what a driver node talks to. Every request is checked in the caller's thread
 against the limits kernel and answered with a structured error before anything is posted
 to the stepper, so a refused request changes nothing; accepted ones become setpoint paths
-that the stepper thread follows in real time.
+that the stepper thread follows in real time. The device wires the pieces together and
+owns none of their logic: the channels and limits (``config``), the move_to pipeline
+(``motion.move``), the physics thread (``Stepper``) and the render state.
 """
 
 import collections
@@ -14,22 +16,20 @@ import time
 import mujoco
 import numpy as np
 
-from ..motion import cartesian, ik
 from ..config import device_file as devfile, limits
 from .. import errors
 from ..config.channels import Layout
-from ..checks import finite_number, known_name
+from ..checks import known_name
 from ..errors import ConfigError, DeviceError, ModelError
-from .stepper import Stepper
-from ..motion.trajectory import PEAK, MinJerkPlan, WaypointPlan, duration
+from ..motion import move as moves
+from ..motion.move import Move  # noqa: F401 - importable from here, as it always was
+from ..motion.trajectory import MinJerkPlan, duration
 from ..config.units import parse_quantity
+from .render_state import RenderState
+from .stepper import Impedance, Stepper
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
 IMPEDANCE_HZ = 4.0   # bandwidth of the joint loop that makes torque motors hold a goal
-COLLISION_RETRIES = 6   # IK restarts that look for an answer where the arm misses itself
-IK_SHARE = 0.2       # IK solves to this share of the tolerance; the servos get the rest
-SETTLE_LIMIT = 30.0  # simulated seconds after its path before a moving arm counts as stuck
-SETTLE_QUIET = 0.3   # simulated seconds without progress that count as settled
 
 
 def load_model(path):
@@ -63,50 +63,6 @@ class Log(collections.deque):
         if kind is not None:
             items = [e for e in items if e.get('kind', e.get('code')) == kind]
         return items[-last:] if last else items
-
-
-class Move:
-    """A move in flight: wait for it, poll it, be called back, or read its result."""
-
-    def __init__(self, target, point, action):
-        self.target = np.asarray(target, dtype=float)
-        self.point = point          # ('site'|'body', id)
-        self.action = action
-        self.result = None
-        self.plan_end = None
-        self.best_miss = None
-        self.best_time = None
-        self.planned = None          # where the solved joints put the point, and its miss
-        self.planned_miss = None
-        self.accepted_wall = time.monotonic()
-        self._done = threading.Event()
-        self._lock = threading.Lock()
-        self._callbacks = []
-
-    def finish(self, result):
-        with self._lock:
-            if self.result is not None:
-                return
-            self.result = result
-            self._done.set()
-            callbacks, self._callbacks = self._callbacks, []
-        for fn in callbacks:
-            fn(self)
-
-    def add_done_callback(self, fn):
-        """``fn(move)`` once the move has its result: on the thread that finishes it (the
-        stepper's: keep it short), or here at once if it already has one."""
-        with self._lock:
-            if self.result is None:
-                self._callbacks.append(fn)
-                return
-        fn(self)
-
-    def done(self):
-        return self._done.is_set()
-
-    def wait(self, timeout=None):
-        return self._done.wait(timeout)
 
 
 class Device:
@@ -162,8 +118,7 @@ class Device:
         mujoco.mj_forward(self.model, self.data)
         if not (np.isfinite(self.data.qpos).all() and np.isfinite(self.data.qacc).all()):
             raise ModelError('the model is not finite at its start pose', where='model')
-        self._scratch = mujoco.MjData(self.model)     # IK's private state
-        self._ik_lock = threading.Lock()
+        self._planner = moves.Planner(self.model, self.layout)   # IK's private state
         self.audit = Log(2000)
         self.events = Log(200)
         self.move = None
@@ -177,21 +132,15 @@ class Device:
                                keyframe=self.keyframe, on_chunk=self._after_chunk,
                                on_unstable=self._on_unstable, on_error=self._on_error)
         try:
-            sp = self.stepper.post(self._start_setpoint, wait=True)
+            sp = self.stepper.post(lambda s: s.hold_pose(), wait=True)
         except BaseException:
             self.stepper.close()
             raise
         self._renderers = {}
-        self._render_data = None
-        self._render_lock = threading.Lock()
-        self._record('connect', {'model': self.model_path, 'keyframe': keyframe},
-                     self._native_all(sp))
-
-    @staticmethod
-    def _start_setpoint(s):
-        s.setpoint = s.initial_setpoint()
-        s.snapshot = s._snap()
-        return s.setpoint.copy()
+        self._renderers_lock = threading.Lock()
+        self._render_state = RenderState(self.model)
+        self.record('connect', {'model': self.model_path, 'keyframe': keyframe},
+                    self._native_all(sp))
 
     def _native_all(self, setpoint):
         return {self.layout.actuators[a] or str(a): float(v) for a, v in enumerate(setpoint)}
@@ -257,7 +206,7 @@ class Device:
         kp = inertia * w * w
         kd = 2.0 * inertia * w
         gain = m.actuator_gear[acts, 0] * m.actuator_gainprm[acts, 0]   # torque per ctrl
-        return (np.array(acts), dofs, kp, kd, gain, qadrs, inertia)
+        return Impedance(np.array(acts), dofs, kp, kd, gain, qadrs, inertia)
 
     # --- reading ----------------------------------------------------------------------------
     @property
@@ -296,8 +245,8 @@ class Device:
             if isinstance(names, str):
                 names = [names]
             if not isinstance(names, (list, tuple, set, frozenset)):
-                raise errors.InvalidArgument(f'expected channel names, got {names!r}',
-                                             where='read')
+                raise errors.InvalidArgument(
+                    f'expected channel names, got {errors.shorten(names)}', where='read')
             known = {c.name: c for c in chans}
             chans = [known[known_name(n, known, 'read channel')] for n in names]
         out = {}
@@ -346,16 +295,18 @@ class Device:
             now = s.data.time
             start = s.setpoint[acts].copy()
             each = [duration([en - st], [r]) for st, en, r in zip(start, values, rates)]
-            s.add_plan(MinJerkPlan(acts, start, values, now, each))
-            self._preempt_if_touched(acts)
-            self._record('goals', request, native, sim_time=now)
+            s.take_over(MinJerkPlan(acts, start, values, now, each))
+            self.preempt_moves_touching(acts)
+            self.record('goals', request, native, sim_time=now)
         self.stepper.post(apply, wait=True)
         return {'success': True, 'code': errors.STARTED, 'targets': targets}
 
-    def _preempt_if_touched(self, acts):
+    def preempt_moves_touching(self, actuators):
+        """A running move_to that drives any of these actuators ends PREEMPTED: another
+        command took them over, so it cannot arrive as planned (stepper thread)."""
         move = self.move
         if move is not None and not move.done():
-            touched = set(acts) & set(move.actuators)
+            touched = set(actuators) & set(move.actuators)
             if touched:
                 move.finish(self._move_result(move, errors.PREEMPTED, False,
                                               'a newer goal took over '
@@ -419,116 +370,27 @@ class Device:
 
     def _move(self, act, args=None, *, point=None, speed=None, aim=None, wait=True,
               timeout=None, path=None):
-        if not isinstance(wait, (bool, np.bool_)):
-            raise errors.InvalidArgument(f'wait takes true or false, got {wait!r}',
-                                         where='wait')
-        if timeout is not None:
-            timeout = finite_number(timeout, 'timeout')
-            if timeout < 0:
-                raise errors.InvalidArgument('cannot be negative', where='timeout')
-        if path not in (None, 'joint', 'cartesian'):
-            raise errors.InvalidArgument(f'unknown path {path!r}', where='path',
-                                         allowed='joint, cartesian')
-        target, speed_ms = limits.check_move(act, args, point, speed)
-        aim = act.aim if aim is None else limits.check_aim(aim)
-        snap = self.snapshot
-        goals = [self._goal_for_joint(j, act) for j in act.joints]
-        lower, upper = [], []
-        for g in goals:
-            ends = [g.to_native(v) for v in (g.min, g.max) if v is not None]
-            lo = max([g.native_lo] + ([min(ends)] if g.min is not None else []))
-            hi = min([g.native_hi] + ([max(ends)] if g.max is not None else []))
-            lower.append(lo)
-            upper.append(hi)
-        lower, upper = np.array(lower, dtype=float), np.array(upper, dtype=float)
-        jids = [self.layout.joints.index(j) for j in act.joints]
-        jq = [int(self.model.jnt_qposadr[j]) for j in jids]
-        jdof = [int(self.model.jnt_dofadr[j]) for j in jids]
-        q_start = np.clip(snap.setpoint[[g.actuator for g in goals]], lower, upper)
-        rates = [g.native_rate for g in goals]
-        use_path = path or act.path
-        tol, aim_tol = self.params['tolerance'], self.params['aim_tolerance']
-        with self._ik_lock:
-            self._scratch.qpos[:] = snap.qpos
-            self._scratch.mocap_pos[:] = snap.mocap_pos
-            self._scratch.mocap_quat[:] = snap.mocap_quat
-            # Solve tighter than the tolerance, so the servos' own error still fits in it.
-            common = dict(site=act.site, body=act.body, aim=aim, joints=act.joints,
-                          lower=lower, upper=upper)
-            sol = ik.solve(self.model, self._scratch, target, q_init=q_start,
-                           tolerance=IK_SHARE * tol, aim_tolerance=IK_SHARE * aim_tol, **common)
-            ok = sol.pos_error <= tol and (aim is None or sol.aim_error <= aim_tol)
-            if ok and self._self_collides(act, jq, sol.qpos, snap):
-                sol = self._collision_free(act, jq, sol, target, lower, upper, snap, tol,
-                                           aim_tol, common)
-            if not ok:
-                what = act.site or act.body
-                if sol.pos_error > tol:
-                    text = (f'closest miss {sol.pos_error * 1000:.1f} mm, at '
-                            f'{np.round(sol.reached, 4).tolist()} m')
-                else:
-                    text = (f'the position is reachable but the aim misses by '
-                            f'{np.rad2deg(sol.aim_error):.1f} deg (tolerance '
-                            f'{np.rad2deg(aim_tol):g} deg)')
-                raise DeviceError(errors.UNREACHABLE,
-                                  f'no joint configuration within limits puts {what} at '
-                                  f'{np.round(target, 4).tolist()} m; {text}',
-                                  where=act.name, miss=float(sol.pos_error),
-                                  reached=sol.reached.tolist(), target=target.tolist(),
-                                  aim_error=float(sol.aim_error))
-            cart = None
-            if use_path == 'cartesian':
-                self._scratch.qpos[:] = snap.qpos
-                cart = cartesian.straight_line(
-                    self.model, self._scratch, target, max_rates=[
-                        np.inf if r is None else r for r in rates],
-                    q_start=q_start, max_speed=speed_ms, tolerance=act.path_tolerance,
-                    aim_tolerance=aim_tol, **common)
-                if not cart.success:
-                    raise DeviceError(errors.UNREACHABLE, f'no straight line to the target: '
-                                      f'{cart.message}', where=act.name,
-                                      reached_fraction=float(cart.reached_fraction),
-                                      target=target.tolist())
-        acts = [g.actuator for g in goals]
-        q_goal = np.clip(sol.qpos, lower, upper)
-        move = Move(target, ('site', act.site) if act.site else ('body', act.body), act)
-        move.actuators = acts
-        move.joints_qadr = jq
-        move.joints_dof = jdof
-        move.aim = aim
-        move.then = limits.check_goals(self.layout, act.then) if act.then else {}
-        move.q_goal = q_goal
-        move.path = use_path
-        move.planned = np.asarray(sol.reached, dtype=float)   # where the IK puts the point
-        move.planned_miss = float(sol.pos_error)
+        target, speed_ms, aim, use_path, timeout = moves.check_request(
+            act, args, point, speed, aim, wait, timeout, path)
+        move = self._planner.plan(act, self.snapshot, target, speed_ms, aim, use_path,
+                                  self.params['tolerance'], self.params['aim_tolerance'])
+        acts = move.actuators
 
         def apply(s):
             now = s.data.time
-            start = s.setpoint[acts].copy()
-            if cart is not None:
-                step = self.model.opt.timestep
-                times = np.append(np.arange(0.0, cart.duration, step), cart.duration)
-                qs = np.array([cart.sample(t) for t in times])
-                qs[0] = start     # from where the setpoints are now (q_start is clipped)
-                plan = WaypointPlan(acts, times, qs, now)
-            else:
-                T = duration(q_goal - start, rates)
-                if speed_ms:
-                    dist = float(np.linalg.norm(target - self._point_pos(snap, move.point)))
-                    T = max(T, PEAK * dist / speed_ms)
-                plan = MinJerkPlan(acts, start, q_goal, now, T)
+            plan = moves.start_plan(self.model, move, s.setpoint[acts].copy(), now)
             old = self.move
             if old is not None and not old.done():
                 old.finish(self._move_result(old, errors.PREEMPTED, False,
                                              'a newer move_to took over'))
-            s.add_plan(plan)
+            s.take_over(plan)
             move.plan_end = plan.t_end
             move.duration = plan.t_end - now
             self.move = move
-            self._record('move_to', {'action': act.name, 'target_m': target.tolist(),
-                                     'speed_m_s': speed_ms, 'path': use_path},
-                         {self.layout.actuators[a]: float(v) for a, v in zip(acts, q_goal)},
-                         sim_time=now)
+            self.record('move_to', {'action': act.name, 'target_m': target.tolist(),
+                                    'speed_m_s': speed_ms, 'path': use_path},
+                        {self.layout.actuators[a]: float(v)
+                         for a, v in zip(acts, move.q_goal)}, sim_time=now)
         self.stepper.post(apply, wait=True)
         if not wait:
             return move
@@ -540,92 +402,15 @@ class Device:
                                  f'still moving after {limit:g} s; '
                                  f'{self.distance_to_go(move) * 1000:.1f} mm to go')
 
-    def _self_collides(self, act, jq, q, snap):
-        """Whether the arm touches itself at ``q`` where it does not now (scratch data).
-
-        Contacts count only between two bodies of the moving point's own tree; touching
-        the table or an object is what a move_to often means to do.
-        """
-        m, d = self.model, self._scratch
-        root = m.body_rootid[m.site_bodyid[self.layout.sites.index(act.site)] if act.site
-                             else self.layout.bodies.index(act.body)]
-
-        def pairs():
-            mujoco.mj_kinematics(m, d)
-            mujoco.mj_collision(m, d)
-            out = set()
-            for c in d.contact[:d.ncon]:
-                b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]
-                if m.body_rootid[b1] == root and m.body_rootid[b2] == root:
-                    out.add((min(b1, b2), max(b1, b2)))
-            return out
-        d.qpos[:] = snap.qpos
-        now = pairs()
-        d.qpos[jq] = q
-        return bool(pairs() - now)
-
-    def _collision_free(self, act, jq, sol, target, lower, upper, snap, tol, aim_tol, common):
-        """Seeded retries from other starting configurations for an answer where the arm
-        does not run into itself; the first answer stands when none is found."""
-        rng = np.random.default_rng(0)
-        lo = np.where(np.isfinite(lower), lower, -np.pi)
-        hi = np.where(np.isfinite(upper), upper, np.pi)
-        for k in range(COLLISION_RETRIES):
-            self._scratch.qpos[:] = snap.qpos
-            alt = ik.solve(self.model, self._scratch, target, q_init=rng.uniform(lo, hi),
-                           seed=k + 1, tolerance=IK_SHARE * tol,
-                           aim_tolerance=IK_SHARE * aim_tol, **common)
-            if alt.pos_error <= tol and (common['aim'] is None or alt.aim_error <= aim_tol) \
-                    and not self._self_collides(act, jq, alt.qpos, snap):
-                return alt
-        return sol
-
-    def _goal_for_joint(self, joint, act):
-        jid = self.layout.joints.index(joint)
-        for g in self.layout.goals.values():
-            if g.joint == jid:
-                return g
-        raise ConfigError(f'joint {joint!r} has no goal channel', where=f'actions.{act.name}')
-
-    def _point_pos(self, snap, point):
-        kind, name = point
-        if kind == 'site':
-            return snap.site_xpos[self.layout.sites.index(name)].copy()
-        return snap.xpos[self.layout.bodies.index(name)].copy()
-
-    def _point_mat(self, snap, point):
-        kind, name = point
-        if kind == 'site':
-            return snap.site_xmat[self.layout.sites.index(name)].reshape(3, 3)
-        mat = np.empty(9)
-        mujoco.mju_quat2Mat(mat, snap.xquat[self.layout.bodies.index(name)])
-        return mat.reshape(3, 3)
-
-    def _aim_error(self, snap, move):
-        if move.aim is None:
-            return None
-        axis, toward = (np.asarray(v, dtype=float) for v in move.aim)
-        world = self._point_mat(snap, move.point) @ (axis / np.linalg.norm(axis))
-        toward = toward / np.linalg.norm(toward)
-        return float(np.arctan2(np.linalg.norm(np.cross(world, toward)), world @ toward))
-
     def _move_result(self, move, code, success, message, snap=None):
-        snap = snap or self.snapshot
-        reached = self._point_pos(snap, move.point)
-        out = {'success': bool(success), 'code': code, 'message': message,
-               'reached': reached.tolist(),
-               'miss': float(np.linalg.norm(reached - move.target)),
-               'target': move.target.tolist()}
-        aim_error = self._aim_error(snap, move)
-        if aim_error is not None:
-            out['aim_error'] = aim_error
-        return out
+        return moves.result(self.layout, move, code, success, message,
+                            snap or self.snapshot)
 
     def distance_to_go(self, move=None):
         move = move or self.move
         if move is None:
             return 0.0
-        return float(np.linalg.norm(self._point_pos(self.snapshot, move.point) - move.target))
+        return moves.distance_to_go(self.layout, move, self.snapshot)
 
     def _after_chunk(self, stepper):
         """Stepper thread: finish the move once its path ended and the point settled."""
@@ -633,44 +418,22 @@ class Device:
         if move is None or move.done() or move.plan_end is None:
             return
         snap = stepper.snapshot
-        if snap.time < move.plan_end:
-            return
-        tol, aim_tol = self.params['tolerance'], self.params['aim_tolerance']
-        miss = float(np.linalg.norm(self._point_pos(snap, move.point) - move.target))
-        aim_error = self._aim_error(snap, move)
-        arrived = miss <= tol and (aim_error is None or aim_error <= aim_tol)
-        # Settled: the joints are still and the miss stopped shrinking (by 2 % of the
-        # tolerance) for SETTLE_QUIET s. Stillness alone would end an overdamped servo's
-        # slow creep too early; no progress alone, a long swing that first moves away.
-        late = snap.time - move.plan_end
-        if move.best_miss is None or miss < move.best_miss - 0.02 * tol:
-            move.best_miss, move.best_time = miss, snap.time
-        speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
-        settled = speed < 1e-2 and snap.time - move.best_time > SETTLE_QUIET
-        if not (arrived or late > SETTLE_LIMIT or settled):
+        ended = moves.settle(self.layout, move, snap, self.params['tolerance'],
+                             self.params['aim_tolerance'])
+        if ended is None:
             return
         if move.then:
             self._apply_then(stepper, move)
-        if arrived:
-            message = 'arrived'
-        elif miss > tol:
-            message = (f'path ended {miss * 1000:.2f} mm from the target (tolerance '
-                       f'{tol * 1000:g} mm)')
-        else:
-            message = (f'arrived, but aimed {np.rad2deg(aim_error):.1f} deg off (tolerance '
-                       f'{np.rad2deg(aim_tol):g} deg)')
+        arrived, message = ended
         move.finish(self._move_result(move, errors.DONE, arrived, message, snap))
 
     def _apply_then(self, stepper, move):
         now = stepper.data.time
-        for name, native in move.then.items():
-            g = self.layout.goals[name]
-            start = stepper.setpoint[g.actuator]
-            stepper.add_plan(MinJerkPlan([g.actuator], [start], [native], now,
-                                         duration([native - start], [g.native_rate])))
-        self._record('then', {'action': move.action.name, 'then': dict(move.action.then)},
-                     {self.layout.goals[n].actuator_name: float(v)
-                      for n, v in move.then.items()}, sim_time=now)
+        for plan in moves.then_plans(self.layout, move.then, stepper.setpoint, now):
+            stepper.take_over(plan)
+        self.record('then', {'action': move.action.name, 'then': dict(move.action.then)},
+                    {self.layout.goals[n].actuator_name: float(v)
+                     for n, v in move.then.items()}, sim_time=now)
 
     # --- actions ----------------------------------------------------------------------------
     def run_action(self, name, args=None, **kw):
@@ -691,7 +454,7 @@ class Device:
                 move.finish(self._move_result(move, errors.STOPPED, False, 'held'))
             return s.setpoint.copy()
         sp = self.stepper.post(apply, wait=True, urgent=True)   # even inside a step(n)
-        self._record('hold', {}, self._native_all(sp))
+        self.record('hold', {}, self._native_all(sp))
         return {'success': True, 'code': errors.DONE, 'message': 'holding'}
 
     def stop(self):
@@ -722,8 +485,8 @@ class Device:
                          'code': errors.UNSTABLE,
                          'message': 'simulation unstable (NaN or divergence): reset to '
                          'the keyframe and holding'})
-        self._record('unstable', {}, self._native_all(stepper.setpoint),
-                     sim_time=stepper.data.time)
+        self.record('unstable', {}, self._native_all(stepper.setpoint),
+                    sim_time=stepper.data.time)
         action = (self.spec or {}).get('safe_state', {}).get('action', 'hold')
         if action != 'hold':
             # Already held at the keyframe; the safe-state move starts from a caller thread
@@ -751,10 +514,10 @@ class Device:
     # --- run-time control -------------------------------------------------------------------
     def pause(self, paused=True):
         if not isinstance(paused, (bool, np.bool_)):
-            raise errors.InvalidArgument(f'pause takes true or false, got {paused!r}',
-                                         where='pause')
+            raise errors.InvalidArgument(
+                f'pause takes true or false, got {errors.shorten(paused)}', where='pause')
         self.stepper.pause(bool(paused))
-        self._record('pause', {'paused': bool(paused)}, {})
+        self.record('pause', {'paused': bool(paused)}, {})
 
     def step(self, n=1, wait=True):
         """Advance ``n`` steps while paused (NOT_PAUSED otherwise); returns the sim time, or
@@ -769,15 +532,15 @@ class Device:
             move = self.move
             if move is not None and not move.done():
                 move.finish(self._move_result(move, errors.STOPPED, False, 'reset',
-                                              s._snap()))
+                                              s.publish_snapshot()))
             return s.setpoint.copy()
         sp = self.stepper.reset(on_reset)
-        self._record('reset', {'keyframe': self.keyframe_name}, self._native_all(sp))
+        self.record('reset', {'keyframe': self.keyframe_name}, self._native_all(sp))
 
     def set_real_time_factor(self, rtf):
         rtf = limits.real_time_factor(rtf)
         self.stepper.set_real_time_factor(rtf)
-        self._record('real_time_factor', {'real_time_factor': rtf}, {})
+        self.record('real_time_factor', {'real_time_factor': rtf}, {})
 
     # --- cameras ----------------------------------------------------------------------------
     def _image(self, camera, width, height):
@@ -797,7 +560,7 @@ class Device:
         from ..render.camera import CameraRenderer
         camera, width, height = self._image(camera, width, height)
         key = (camera, width, height, bool(depth), bool(background))
-        with self._render_lock:
+        with self._renderers_lock:
             if self.closed:
                 raise errors.ClosedError('the device')
             if key not in self._renderers:
@@ -805,29 +568,27 @@ class Device:
                                                       depth=depth, background=background)
             return self._renderers[key]
 
+    def render_state(self, snap=None):
+        """``with device.render_state(snap) as data:`` the device's render MjData posed at
+        ``snap`` (the latest snapshot by default), for as long as the block runs: the one
+        way to draw from it, so two cameras never pose it under each other."""
+        return self._render_state.posed(snap or self.snapshot)
+
     def render_data(self, snap=None):
-        """A private MjData posed at the latest snapshot, for rendering off the stepper
-        (shared by every caller: hold the device's render lock, as ``render`` does)."""
-        snap = snap or self.snapshot
-        if self._render_data is None:
-            self._render_data = mujoco.MjData(self.model)
-        d = self._render_data
-        d.qpos[:], d.qvel[:] = snap.qpos, snap.qvel
-        d.mocap_pos[:], d.mocap_quat[:] = snap.mocap_pos, snap.mocap_quat
-        d.act[:] = snap.act
-        d.time = snap.time
-        mujoco.mj_forward(self.model, d)
-        return d
+        """A new MjData of its own posed at ``snap`` (the latest by default): for a caller
+        that keeps it; ``render_state`` draws without the copy."""
+        return self._render_state.copy_of(snap or self.snapshot)
 
     def render(self, camera, width=None, height=None, png=False):
         """RGB array (or PNG bytes) of a camera or image channel at the latest snapshot."""
         r = self.renderer(camera, width, height)
-        with self._render_lock:
-            d = self.render_data()
+        with self.render_state() as d:
             return r.render_png(d) if png else r.render_rgb(d)
 
     # --- audit ------------------------------------------------------------------------------
-    def _record(self, kind, request, native, sim_time=None):
+    def record(self, kind, request, native, sim_time=None):
+        """Add an audit entry: what was asked (``request``, in the caller's units) and what
+        it set (``native``: actuator -> value), at ``sim_time`` (the latest snapshot's)."""
         if sim_time is None:
             snap = getattr(self.stepper, 'snapshot', None) if hasattr(self, 'stepper') \
                 else None
@@ -840,7 +601,7 @@ class Device:
         if self.stepper.closed:
             return
         self.stepper.close()
-        with self._render_lock:
+        with self._renderers_lock:
             for r in self._renderers.values():
                 r.close()
             self._renderers.clear()

@@ -14,10 +14,18 @@ import mujoco
 import numpy as np
 
 from ..checks import finite_vector
-from ..errors import DeviceError, InvalidArgument, UnknownName
+from ..errors import DeviceError, InvalidArgument, UnknownName, shorten
+from .render_state import pose_at
 
 NOT_MOVABLE = 'NOT_MOVABLE'
 INVALID_POSE = 'INVALID_POSE'
+# Bounds on a placed state. MuJoCo resets the whole simulation to its keyframe when a
+# position or velocity passes 1e10 (or the step after overflows), so one teleport of 1e308
+# would undo every other entity and the arm; these are far beyond any scene a device
+# simulates (a 10 km world, a bullet's speed) and far below where the solver gives up.
+MAX_POSITION = 1e4          # m, each coordinate
+MAX_LINEAR = 1e3            # m/s, norm
+MAX_ANGULAR = 1e4           # rad/s, norm
 
 
 class Entities:
@@ -30,7 +38,8 @@ class Entities:
         self._data = mujoco.MjData(self.model)
         self._lock = threading.Lock()
 
-    def _body(self, name):
+    def body_id(self, name):
+        """The model's body id of an entity (UnknownName, listing them, if it is none)."""
         if not isinstance(name, str) or name not in self.names:
             raise UnknownName('entity', name, self.names)
         return self.device.layout.bodies.index(name)
@@ -44,21 +53,17 @@ class Entities:
         return None
 
     def movable(self, name):
-        bid = self._body(name)
+        bid = self.body_id(name)
         return self._free_joint(bid) is not None or self.model.body_mocapid[bid] >= 0
 
     def state(self, name, snapshot=None):
         """{'position', 'quaternion' (w, x, y, z), 'linear', 'angular', 'time'} in the world
         frame; velocities are those of the body frame's origin."""
-        bid = self._body(name)
+        bid = self.body_id(name)
         snap = snapshot or self.device.snapshot
         with self._lock:
             d = self._data
-            d.qpos[:], d.qvel[:] = snap.qpos, snap.qvel
-            d.mocap_pos[:], d.mocap_quat[:] = snap.mocap_pos, snap.mocap_quat
-            if d.act.size:
-                d.act[:] = snap.act
-            mujoco.mj_forward(self.model, d)
+            pose_at(self.model, d, snap)
             vel = np.zeros(6)
             mujoco.mj_objectVelocity(self.model, d, mujoco.mjtObj.mjOBJ_XBODY, bid, vel, 0)
             return {'position': d.xpos[bid].copy(), 'quaternion': d.xquat[bid].copy(),
@@ -67,27 +72,43 @@ class Entities:
 
     def set_state(self, name, position=None, quaternion=None, linear=None, angular=None):
         """Place a free or mocap body (world frame); None leaves that part as it is."""
-        bid = self._body(name)
+        bid = self.body_id(name)
         jid = self._free_joint(bid)
         mocap = int(self.model.body_mocapid[bid])
         if jid is None and mocap < 0:
-            raise DeviceError(NOT_MOVABLE, f'{name!r} is held by joints of the model; only '
+            raise DeviceError(NOT_MOVABLE, f'{shorten(name)} is held by joints of the model; only '
                               'free bodies (a freejoint) and mocap bodies can be placed',
                               where='entity', allowed=', '.join(
                                   n for n in self.names if self.movable(n)) or 'none')
         pos = None if position is None else finite_vector(position, 3, 'position')
+        if pos is not None and not np.abs(pos).max() <= MAX_POSITION:
+            raise InvalidArgument(f'position {np.abs(pos).max():.4g} m from the origin is '
+                                  'beyond any scene', where='position',
+                                  allowed=f'|x|, |y|, |z| <= {MAX_POSITION:g} m')
         quat = None
         if quaternion is not None:
             quat = finite_vector(quaternion, 4, 'orientation')
-            norm = float(np.linalg.norm(quat))
+            with np.errstate(over='ignore'):
+                norm = float(np.linalg.norm(quat))
             if not 0.99 < norm < 1.01:
                 raise DeviceError(INVALID_POSE, f'orientation is not a unit quaternion '
                                   f'(norm {norm:.4g})', where='orientation')
             quat = quat / norm
         lin = None if linear is None else finite_vector(linear, 3, 'linear velocity')
         ang = None if angular is None else finite_vector(angular, 3, 'angular velocity')
+        for part, v, top, unit in (('linear velocity', lin, MAX_LINEAR, 'm/s'),
+                                   ('angular velocity', ang, MAX_ANGULAR, 'rad/s')):
+            if v is None:
+                continue
+            with np.errstate(over='ignore'):
+                speed = float(np.linalg.norm(v))
+            if not speed <= top:
+                raise InvalidArgument(f'{part} of {speed:.4g} {unit} is beyond what the '
+                                      'simulation can integrate', where=part,
+                                      allowed=f'up to {top:g} {unit}')
         if jid is None and ((lin is not None and lin.any()) or (ang is not None and ang.any())):
-            raise InvalidArgument(f'{name!r} is a mocap body: it has a pose, not a velocity',
+            raise InvalidArgument(f'{shorten(name)} is a mocap body: it has a pose, not a '
+                                  'velocity',
                                   where='twist', allowed='zero twist')
         m = self.model
 
@@ -112,6 +133,6 @@ class Entities:
                 if quat is not None:
                     d.mocap_quat[mocap] = quat
             mujoco.mj_forward(m, d)
-            s.snapshot = s._snap()
+            s.publish_snapshot()
         self.device.stepper.post(apply, wait=True)
-        self.device._record('set_entity_state', {'entity': name}, {})
+        self.device.record('set_entity_state', {'entity': name}, {})

@@ -3,8 +3,11 @@
 Callers never touch MjData. They post commands through one lock-guarded mailbox (the only
 hand-off), and read the latest ``Snapshot``, a set of arrays copied after each chunk of
 steps and swapped in by reference, so readers never block the physics and never see a
-half-written state. Steps run in chunks: the setpoints for a whole chunk are computed with
-numpy in one go, so a running goal costs a few microseconds per chunk, not per step.
+half-written state. A posted command changes the plans only through the stepper's own
+methods (``take_over``, ``release``, ``hold_now``), and other threads ask about them through
+the snapshot (``plans``, ``owns``), never the list the stepper thread rebinds. Steps run
+in chunks: the setpoints for a whole chunk are computed with numpy in one go, so a running
+goal costs a few microseconds per chunk, not per step.
 """
 
 from concurrent.futures import Future
@@ -12,6 +15,7 @@ from dataclasses import dataclass
 import math
 import threading
 import time
+from typing import NamedTuple
 
 import mujoco
 from mujoco import rollout
@@ -24,7 +28,7 @@ FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
 ROLLOUT_MIN = 16     # steps in a chunk from which mujoco.rollout beats the Python loop
 MAX_CATCH_UP = 1.0   # wall seconds of lag the real-time loop makes up; beyond, it skips
 BAD_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
-                mujoco.mjtWarning.mjWARN_BADQVEL)
+                mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADCTRL)
 
 
 @dataclass
@@ -52,6 +56,20 @@ class Snapshot:
     target: np.ndarray = None  # where each actuator's path ends (the goal it was given)
     cam_xpos: np.ndarray = None   # cameras in the world: tracking cameras move with the state
     cam_xmat: np.ndarray = None
+    plans: tuple = ()          # the plans still running at ``time``
+
+
+class Impedance(NamedTuple):
+    """The joint loop that makes torque motors hold a goal: per actuator, its dof and qpos
+    address, PD gains, torque per unit of ctrl and the joint inertia (for feed-forward)."""
+
+    actuators: np.ndarray
+    dofs: np.ndarray
+    kp: np.ndarray
+    kd: np.ndarray
+    gain: np.ndarray
+    qadrs: np.ndarray
+    inertia: np.ndarray
 
 
 class _Closed:
@@ -70,11 +88,11 @@ class Stepper:
         self.model, self.data = model, data
         self.keyframe = keyframe
         self._drives = drives                    # per actuator: position/motor_impedance/...
-        self._impedance = impedance   # (actuators, dofs, kp, kd, gain, qadrs, inertia) or None
+        self._impedance = impedance             # an Impedance, or None
         if impedance is not None:
-            self._imp_vel = np.zeros(len(impedance[0]))     # the path's speed, last step
+            self._imp_vel = np.zeros(len(impedance.actuators))  # the path's speed, last step
         self.setpoint = np.array(data.ctrl, dtype=float)
-        self.plans = []
+        self._plans = []                         # stepper thread only; readers: plans/owns
         self._lock = threading.Lock()
         self._mail = []
         self._urgent = []        # hold and the like: also taken between the chunks of a step(n)
@@ -224,7 +242,7 @@ class Stepper:
                     k = min(left, s._chunk_steps)
                     s._advance(k)
                     left -= k
-                    s.snapshot = s._snap()
+                    s.publish_snapshot()
                     if s._on_chunk is not None:
                         s._on_chunk(s)
                     s._drain(urgent_only=True)
@@ -241,7 +259,7 @@ class Stepper:
             s._reset_to_keyframe(s.data.time)
             out = on_reset(s) if on_reset else None
             s._rebase()
-            s.snapshot = s._snap()
+            s.publish_snapshot()
             return out
         return self.post(apply, wait=True)
 
@@ -260,21 +278,57 @@ class Stepper:
                 sp[a] = 0.0
         return sp
 
+    def hold_pose(self):
+        """Setpoints that hold the current pose (``initial_setpoint``) replace the ones
+        there are (stepper thread only); a copy of them."""
+        self.setpoint = self.initial_setpoint()
+        return self.setpoint.copy()
+
     def hold_now(self):
         """Freeze every setpoint where its path is now and stop velocity servos
         (stepper thread only): holding means not moving."""
         now = self.data.time
-        for plan in self.plans:
+        for plan in self._plans:
             self.setpoint[plan.actuators] = plan.sample([now])[0]
-        self.plans = []
+        self._plans = []
         for a, (drive, _qadr) in enumerate(self._drives):
             if drive == 'velocity':
                 self.setpoint[a] = 0.0
 
-    def add_plan(self, plan):
-        """Take over the plan's actuators from older plans (stepper thread only)."""
-        self.plans = [p for p in self.plans if p.release(plan.actuators)]
-        self.plans.append(plan)
+    # --- plans: written on the stepper thread, read anywhere through the snapshot ---------
+    def take_over(self, plan):
+        """Run ``plan``; older plans give up its actuators (stepper thread only)."""
+        self.release(plan.actuators)
+        self._plans.append(plan)
+
+    def release(self, actuators, hold_at=None):
+        """Older plans give up these actuators (a plan left with none ends); with
+        ``hold_at``, their setpoints stay there (stepper thread only)."""
+        self._plans = [p for p in self._plans if p.release(actuators)]
+        if hold_at is not None:
+            self.setpoint[actuators] = hold_at
+
+    def running_plans(self):
+        """The plans as they are at this instant, between two requests (stepper thread
+        only: a request posted before this one may have changed them since the snapshot)."""
+        return tuple(self._plans)
+
+    @property
+    def plans(self):
+        """The plans running at the latest snapshot's time; any thread."""
+        return self.snapshot.plans
+
+    def owns(self, plan):
+        """Whether ``plan`` still ran at the latest snapshot; any thread. The plans and the
+        time come from one snapshot, so a plan that ended is never mistaken for one taken
+        over (it is missing only once the snapshot's time is past its end)."""
+        return any(p is plan for p in self.snapshot.plans)
+
+    def publish_snapshot(self):
+        """Copy the state into a new snapshot now (stepper thread only), so what a request
+        changed reads back at once; returns it."""
+        self.snapshot = self._snap()
+        return self.snapshot
 
     # --- the loop -----------------------------------------------------------------------
     def _rebase(self):
@@ -294,13 +348,13 @@ class Stepper:
         for call in mail:
             call(self)
         if not self._closed:
-            self.snapshot = self._snap()     # what a request changed reads back at once
+            self.publish_snapshot()
 
     def _run(self):
         # At real time this thread wakes every step and holds the GIL between steps: when a
         # busy core makes it wait for a slice, every other thread of the process waits with
-        # it. With a camera at 10 fps, p99 joint_states interval as sent 1.67 -> 1.45
-        # periods (median of 3 runs); rtf-0 stepping unchanged (sched.py).
+        # it. A short slice wakes it sooner without slowing rtf-0 stepping (sched.py;
+        # bench/README.md).
         sched.short_slice()
         dt = self.model.opt.timestep
         while not self._closed:
@@ -333,7 +387,7 @@ class Stepper:
                         n = self._chunk_steps
                     n = min(n, self._chunk_steps * 4)
                 self._advance(n)
-                self.snapshot = self._snap()
+                self.publish_snapshot()
                 if self._on_chunk is not None:
                     self._on_chunk(self)
             except Exception as exc:  # noqa: BLE001 - the thread must survive a bad callback
@@ -353,14 +407,14 @@ class Stepper:
         try:
             self.hold_now()
         except Exception:  # noqa: BLE001
-            self.plans = []
+            self._plans = []
         if self._on_error is not None:
             try:
                 self._on_error(self, exc)
             except Exception:  # noqa: BLE001
                 pass
         self._rebase()
-        self.snapshot = self._snap()
+        self.publish_snapshot()
 
     def _advance(self, n):
         model, data = self.model, self.data
@@ -369,17 +423,17 @@ class Stepper:
         w_start = time.perf_counter()
         ctrl = data.ctrl
         before = self.setpoint.copy() if self._impedance is not None else None
-        if self.plans:
+        if self._plans:
             times = t_start + dt * np.arange(1, n + 1)
             rows = np.empty((n, model.nu))
             rows[:] = self.setpoint
             smooth = np.zeros(model.nu, dtype=bool)
-            for plan in self.plans:
+            for plan in self._plans:
                 rows[:, plan.actuators] = plan.sample(times)
                 T = getattr(plan, 'T', plan.t_end - plan.t0)
                 smooth[plan.actuators] = np.asarray(T) > dt
             self.setpoint[:] = rows[-1]
-            self.plans = [p for p in self.plans if p.t_end > times[-1]]
+            self._plans = [p for p in self._plans if p.t_end > times[-1]]
         else:
             rows = None
         imp = self._impedance
@@ -388,8 +442,7 @@ class Stepper:
             if rows is None:
                 # one call for the whole chunk: the same steps as a loop, but the GIL is
                 # released once, not per step; with a loop the state thread's Python kept
-                # the physics thread waiting at every step (0.83 of a core at rtf 0 with
-                # joint_states and /tf at 1 kHz)
+                # the physics thread waiting at every step (bench/README.md)
                 ctrl[:] = self.setpoint
                 step(model, data, n)
             elif self._rollout and n >= ROLLOUT_MIN and self._roll_safe():
@@ -488,12 +541,12 @@ class Stepper:
         self.data.time = t
         mujoco.mj_forward(self.model, self.data)
         self.setpoint = self.initial_setpoint()
-        self.plans = []
+        self._plans = []
         self._warn0 = self._bad_warnings()
 
     def _targets(self):
         target = self.setpoint.copy()
-        for plan in self.plans:
+        for plan in self._plans:
             target[plan.actuators] = plan.end
         return target
 
@@ -506,9 +559,9 @@ class Stepper:
                         site_xpos=d.site_xpos.copy(), site_xmat=d.site_xmat.copy(),
                         sensordata=d.sensordata.copy(), mocap_pos=d.mocap_pos.copy(),
                         mocap_quat=d.mocap_quat.copy(), act=d.act.copy(),
-                        paused=self._paused, moving=bool(self.plans),
+                        paused=self._paused, moving=bool(self._plans),
                         target=self._targets(), cam_xpos=d.cam_xpos.copy(),
-                        cam_xmat=d.cam_xmat.copy())
+                        cam_xmat=d.cam_xmat.copy(), plans=tuple(self._plans))
 
     # --- health ---------------------------------------------------------------------------
     def health(self):

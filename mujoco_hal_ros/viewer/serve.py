@@ -3,7 +3,8 @@
 Run by ``WebViewer`` as ``python serve.py MODEL.mjb HOST PORT TITLE``; imports only MuJoCo
 and NumPy so it needs no ROS environment. A process of its own because the studio's
 headless UI cannot be created twice in one process (a second viewer crashes it), and so
-the viewer's Python never competes with the simulation for the GIL. It prints ``PORT n``
+the viewer's Python never competes with the simulation for the GIL. Its stdout is the
+protocol, so the studio's own prints go to /dev/null. It prints ``PORT n``
 (or ``ERROR text``) on stdout once bound, then reads fixed-size float64 frames (time, qpos,
 qvel, act, mocap_pos, mocap_quat) from stdin, keeps the newest, and shows it; it exits
 when stdin closes, i.e. when its parent does.
@@ -51,6 +52,21 @@ def framing_camera(m, d):
     return cam
 
 
+def first_free_port(host, start=8080, count=100):
+    """The first port from ``start`` that ``host`` can bind, as the studio picks for 0 (here,
+    so this side knows which one it took)."""
+    import socket
+    family = socket.AF_INET6 if ':' in host else socket.AF_INET
+    for port in range(start, start + count):
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    return 0
+
+
 def bound_viewer_class(web_viewer):
     class BoundViewer(web_viewer.WebViewer):
         """The studio viewer bound to the host it is given (MuJoCo 4.0 always binds '::')."""
@@ -58,7 +74,6 @@ def bound_viewer_class(web_viewer):
         def __init__(self, config, endpoint, *, host, **kw):
             self._bind_host = host
             super().__init__(config, endpoint, **kw)
-            self.bound_port = self._http_sock.getsockname()[1]
 
         @property
         def _host(self):
@@ -72,6 +87,7 @@ def bound_viewer_class(web_viewer):
 
 def main(argv):
     mjb_path, host, port, title = argv[1], argv[2], int(argv[3]), argv[4]
+    port = port or first_free_port(host)
     # Ctrl-C reaches the whole process group; the parent ends this one by closing stdin
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = sys.stdout
@@ -79,7 +95,6 @@ def main(argv):
     import mujoco
     import numpy as np
     from mujoco.studio import launch_thread, viewer_protocol, web_viewer
-    web_viewer._print_url_banner = lambda host, port: None   # the node logs the URL
     m = mujoco.MjModel.from_binary_path(mjb_path)
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
@@ -99,7 +114,7 @@ def main(argv):
             bound['error'] = f'{type(err).__name__}: {err}'
             ready.set()
             raise
-        bound['port'] = viewer.bound_port
+        bound['port'] = port
         ready.set()
         viewer_protocol.run_viewer_loop(viewer)
 

@@ -348,10 +348,10 @@ def test_background_rendering_yields_the_cpu(model, data):
     """Background rendering puts Mesa's software rasteriser threads on SCHED_IDLE, so frames
     never push physics or state publishing off the cores; threads that run Python (the GL
     thread, the caller) keep their policy, so none can sit on the GIL while starved."""
-    from mujoco_hal_ros.render.camera import _rasteriser_threads
+    from mujoco_hal_ros.fastpath.raster import rasteriser_threads
     with CameraRenderer(model, 'overhead', 64, 48, background=True) as renderer:
         expected = renderer.render_rgb(data)
-        raster = _rasteriser_threads()
+        raster = rasteriser_threads()
         if not raster:
             pytest.skip('no software rasteriser threads here (GPU rendering)')
         assert all(_policy(tid) == os.SCHED_IDLE for tid in raster)
@@ -366,10 +366,10 @@ def test_background_rendering_yields_the_cpu(model, data):
 def test_rasterisers_move_between_background_and_normal_priority(model, data):
     """What camera_background:=auto does while a camera is watched: down needs no
     privilege; back up needs CAP_SYS_NICE or RLIMIT_NICE, and says False where refused."""
-    from mujoco_hal_ros.render.camera import _rasteriser_threads, rasterisers_in_background
+    from mujoco_hal_ros.fastpath.raster import rasteriser_threads, rasterisers_in_background
     with CameraRenderer(model, 'overhead', 64, 48) as renderer:
         expected = renderer.render_rgb(data)
-        raster = _rasteriser_threads()
+        raster = rasteriser_threads()
         if not raster:
             pytest.skip('no software rasteriser threads here (GPU rendering)')
         assert rasterisers_in_background(True) is True

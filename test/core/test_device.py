@@ -247,8 +247,13 @@ def test_pause_step_and_real_time_factor(open_device, h):
 def test_hold_runs_inside_a_long_step(open_device, h):
     """hold always wins: it is taken between the chunks of step(n), not queued behind a
     million steps; the steps go on from the held setpoints."""
-    dev = open_device(h.BENCH_YAML, start_paused=True)
+    # So slow that the path outlasts the million steps: still moving whenever it is read.
+    slow = h.bench_doc(write__pan_goal={'unit': 'deg', 'min': -90, 'max': 90,
+                                        'max_change_per_s': 0.01})
+    dev = open_device(slow, environ=h.BENCH_ENV, start_paused=True)
     dev.set_goals({'pan_goal': 30})
+    assert dev.stepper.plans[0].t_end > dev.snapshot.time + \
+        limits.MAX_STEPS * dev.model.opt.timestep
     job = dev.step(limits.MAX_STEPS, wait=False)
     t0 = dev.snapshot.time
     deadline = time.monotonic() + 5.0

@@ -153,7 +153,7 @@ def test_stepper_survives_an_error_in_its_loop(bench):
         def sample(self, times):
             raise RuntimeError('broken plan')
     bench.set_goals({'lift_goal': 30})
-    bench.stepper.post(lambda s: s.add_plan(Broken([0], [0.0], [1.0], s.data.time, 1.0)),
+    bench.stepper.post(lambda s: s.take_over(Broken([0], [0.0], [1.0], s.data.time, 1.0)),
                        wait=True)
     bench.pause(False)
     bench.pause(True)

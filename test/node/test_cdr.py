@@ -150,7 +150,7 @@ def test_freed_frames_stay_with_the_process():
     """glibc takes both allocator settings (the sim_node and pool_node processes set them
     at start): a 0.9 MB frame buffer freed is reused, not unmapped and faulted back in."""
     import ctypes.util
-    from mujoco_hal_ros.ros.run import keep_freed_memory
+    from mujoco_hal_ros.fastpath.process import keep_freed_memory
     if 'libc.so' not in (ctypes.util.find_library('c') or ''):
         pytest.skip('not glibc')
     assert keep_freed_memory() is True

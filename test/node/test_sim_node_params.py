@@ -193,7 +193,7 @@ def test_camera_threads_render_in_the_background_and_stop_with_the_node(ctx):
     as SCHED_IDLE, so frames never delay physics or joint_states; the camera and GL threads
     end with the node."""
     import os
-    from mujoco_hal_ros.render.camera import _rasteriser_threads
+    from mujoco_hal_ros.fastpath.raster import rasteriser_threads
     node = make(ctx, camera_rate=20.0, camera_background=True)
     assert node.p.camera_background == 'true' and node.cameras.background is True
     client = rclpy.create_node('camera_threads_client', context=ctx)
@@ -211,7 +211,7 @@ def test_camera_threads_render_in_the_background_and_stop_with_the_node(ctx):
         assert set(names) <= alive
         if hasattr(os, 'SCHED_IDLE'):
             assert all(os.sched_getscheduler(tid) == os.SCHED_IDLE
-                       for tid in _rasteriser_threads())
+                       for tid in rasteriser_threads())
     finally:
         spinner.stop(5.0)
         ex.shutdown(timeout_sec=2.0)
@@ -318,8 +318,8 @@ def _state_thread_policy():
 
 def _rasteriser_policies():
     import os
-    from mujoco_hal_ros.render.camera import _rasteriser_threads
-    return {os.sched_getscheduler(tid) for tid in _rasteriser_threads()}
+    from mujoco_hal_ros.fastpath.raster import rasteriser_threads
+    return {os.sched_getscheduler(tid) for tid in rasteriser_threads()}
 
 
 @pytest.mark.skipif(not hasattr(__import__('os'), 'SCHED_FIFO'), reason='Linux scheduler only')

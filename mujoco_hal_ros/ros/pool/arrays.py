@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidArgument
+from ...checks import unique_names
+from ...errors import InvalidArgument, shorten
 from ...msg import FloatArray
 from ..conversions import doubles
 
@@ -49,13 +50,10 @@ def randomization(fields, values, where='randomize'):
         raise InvalidArgument(f'{len(fields)} field names but {len(values)} value arrays',
                               where=where, allowed='one randomize_values entry per field')
     out = {}
-    for name, msg in zip(fields, values):
-        if name in out:
-            raise InvalidArgument(f'field {name!r} is listed twice', where=where,
-                                  allowed='each field once')
-        arr = from_msg(msg, f'{where}[{name!r}]')
+    for name, msg in zip(unique_names(fields, where, 'field'), values):
+        arr = from_msg(msg, f'{where}[{shorten(name)}]')
         if arr is None:
-            raise InvalidArgument(f'field {name!r} has no values', where=where,
+            raise InvalidArgument(f'field {shorten(name)} has no values', where=where,
                                   allowed='an array per field')
         out[name] = arr
     return out or None

@@ -28,42 +28,24 @@ import os
 import sys
 import threading
 
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 import mujoco
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 
 from . import arrays
+from .params import TABLE
+from ..parameters import refuse_unknown
 from ..run import run_node
 from ..sim.web_view import attach_pool_viewer
 from ...action import Evaluate
 from ...errors import (CLOSED, DONE, INTERNAL_ERROR, STOPPED, ConfigError, DeviceError,
                        InvalidArgument, UnknownName)
-from ...pool import MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD, EnvPool
+from ...pool import MAX_NTHREAD, EnvPool
 from ...pool.validate import float_array
 from ...srv import PoolInfo, PoolReset, SiteJacobians
 
-# name: (type, default, description); each declared once, read-only after start.
-PARAMS = {
-    'model': ('string', '', 'MJCF path; empty: the built-in bench arm.'),
-    'nbatch': ('integer', 256, f'Environments in the pool, 1..{MAX_NBATCH}.'),
-    'nthread': ('integer', 0, f'Threads stepping them, 1..{MAX_NTHREAD}; 0: one per CPU core.'),
-    'keyframe': ('string', '', 'Keyframe every environment starts from, and where evaluate '
-                 'and reset begin when given neither states nor a keyframe (empty: the '
-                 "model's reset state)."),
-    'chunk_steps': ('integer', 50, f'Steps between progress feedback and cancel checks, '
-                    f'1..{MAX_NSTEP}.'),
-    'web_viewer': ('integer', 0, 'Serve a live browser view of one environment on this port; '
-                   '0 = off.'),
-    'web_viewer_host': ('string', '127.0.0.1', 'Interface the web viewer binds.'),
-    'web_viewer_env': ('integer', 0, 'The environment the web viewer shows.'),
-}
-_TYPES = {'string': (ParameterType.PARAMETER_STRING, Parameter.Type.STRING),
-          'integer': (ParameterType.PARAMETER_INTEGER, Parameter.Type.INTEGER)}
-ALWAYS_DECLARED = {'use_sim_time', 'start_type_description_service'}
 HEARTBEAT_S = 0.5
 MAX_GOALS = 2          # one evaluating, one waiting for it
 COSTS = ('none', 'qpos_distance')
@@ -87,8 +69,8 @@ class PoolNode(Node):
         super().__init__(node_name, **kwargs)
         self.pool = None
         self._closing = False
-        self.p = self._declare_all()
-        self._check_unknown_overrides()
+        self.p = TABLE.declare(self)
+        refuse_unknown(self, ', '.join(TABLE.names()))
         self.model = self._load(self.p['model'])
         self._check_sizes()
         self.keyframe = self.p['keyframe'] or None
@@ -119,35 +101,6 @@ class PoolNode(Node):
                           callback_group=MutuallyExclusiveCallbackGroup())
 
     # --- parameters -------------------------------------------------------------------------
-    def _overrides(self):
-        return getattr(self, '_parameter_overrides', {})   # rclpy keeps them here
-
-    def _declare(self, name, kind, default, description):
-        ros_type, _ = _TYPES[kind]
-        desc = ParameterDescriptor(name=name, type=ros_type, description=description,
-                                   read_only=True)
-        given = self._overrides().get(name)
-        if kind == 'string' and given is not None and given.type_ in (
-                Parameter.Type.INTEGER, Parameter.Type.DOUBLE):
-            self._overrides()[name] = Parameter(name, Parameter.Type.STRING, str(given.value))
-        try:
-            return self.declare_parameter(name, default, desc).value
-        except Exception as err:  # noqa: BLE001 - rclpy's type errors, said in one line
-            got = f' {given.type_.name.lower()} {given.value!r}' if given is not None else ''
-            raise ConfigError(f'expected {"an" if kind == "integer" else "a"} {kind}, got{got} '
-                              f'({type(err).__name__})', where=f'parameter {name}') from None
-
-    def _declare_all(self):
-        return {name: self._declare(name, kind, default, text)
-                for name, (kind, default, text) in PARAMS.items()}
-
-    def _check_unknown_overrides(self):
-        unknown = sorted(n for n in self._overrides()
-                         if n not in ALWAYS_DECLARED and not self.has_parameter(n))
-        if unknown:
-            raise ConfigError(f'unknown parameter {", ".join(unknown)}', where='parameters',
-                              allowed=', '.join(PARAMS))
-
     def _load(self, path):
         if not path:
             from ...menagerie import bench_arm_path
@@ -158,7 +111,7 @@ class PoolNode(Node):
                                   where='parameter model')
         elif not os.path.isfile(path):
             raise ConfigError(f'file not found: {path}', where='parameter model')
-        self.p['model'] = path
+        self.p = self.p.replace(model=path)
         try:
             return mujoco.MjModel.from_xml_path(path)
         except Exception as err:  # noqa: BLE001 - MuJoCo's compiler errors are ValueError
@@ -166,18 +119,9 @@ class PoolNode(Node):
             raise ConfigError(f'cannot load {path}: {text}', where='parameter model') from None
 
     def _check_sizes(self):
+        if self.p['nthread'] == 0:          # sizes themselves: checked by TABLE
+            self.p = self.p.replace(nthread=min(os.cpu_count() or 1, MAX_NTHREAD))
         p, m = self.p, self.model
-        if not 1 <= p['nbatch'] <= MAX_NBATCH:
-            raise ConfigError(f'must be 1..{MAX_NBATCH}, got {p["nbatch"]}',
-                              where='parameter nbatch')
-        if p['nthread'] == 0:
-            p['nthread'] = min(os.cpu_count() or 1, MAX_NTHREAD)
-        if not 1 <= p['nthread'] <= MAX_NTHREAD:
-            raise ConfigError(f'must be 0 (one per core) or 1..{MAX_NTHREAD}, got '
-                              f'{p["nthread"]}', where='parameter nthread')
-        if not 1 <= p['chunk_steps'] <= MAX_NSTEP:
-            raise ConfigError(f'must be 1..{MAX_NSTEP}, got {p["chunk_steps"]}',
-                              where='parameter chunk_steps')
         keys = _names(m, mujoco.mjtObj.mjOBJ_KEY, m.nkey)
         if p['keyframe'] and p['keyframe'] not in keys:
             raise ConfigError(f'no keyframe {p["keyframe"]!r} in {p["model"]}',

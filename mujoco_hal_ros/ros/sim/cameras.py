@@ -9,11 +9,17 @@ never on the stepper's.
 
 Frames overlap on two threads. This thread poses the render MjData, updates a scene and
 queues it on the camera's GL thread, then serializes and publishes the frame before it
-(about 0.8 ms for 640x480 over Fast DDS, several copies of the pixels) while the GL thread
-draws. So the rasteriser never waits for a scene update, a snapshot, a send or the GIL
-between frames: a frame at a time left it idle 10 % of the time (two vCPUs, llvmpipe).
-The cost is latency, not truth: a frame may show a state one frame older than with one
-frame at a time, stamped with its own simulated time. Every rendered frame is published.
+(several copies of the pixels) while the GL thread draws. So the rasteriser never waits
+for a scene update, a snapshot, a send or the GIL between frames, as it did with a frame
+at a time (``bench/README.md``). The cost is latency, not truth: a frame may show a
+state one frame older than with one frame at a time, stamped with its own simulated
+time. Every rendered frame is published.
+
+Two ways out, chosen once in ``CameraPublisher.__init__``: with the fast paths on
+(``mujoco_hal_ros.fastpath``) images and camera_info go out as CDR bytes, images through
+``BytesPublisher`` without the GIL, and ``camera_background`` applies; with them off they
+are rclpy messages through ``Publisher.publish`` and rendering stays at normal priority
+(``camera_background`` behaves as ``false``). A subscriber gets the same bytes either way.
 """
 
 import collections
@@ -28,12 +34,12 @@ from rclpy.qos import QoSProfile
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import CameraInfo, Image
 
-from ...fastpath import cdr
-from .. import conversions as cv
-from ...fastpath import sched
-from ...render.camera import rasterisers_in_background
-from .streams import RateMeter
+from ... import fastpath
+from ...fastpath import cdr, sched
+from ...fastpath.raster import rasterisers_in_background
 from ...fastpath.unlocked_publish import BytesPublisher
+from .. import conversions as cv
+from .streams import RateMeter
 
 IMAGE_QOS = QoSProfile(depth=2)
 IDLE_POLL_S = 0.1
@@ -70,7 +76,7 @@ class _Stream:
     frames: int = 0
     failed: str = ''
     packers: dict = field(default_factory=dict)    # encoding -> cdr.ImageBytes
-    image_out: object = None       # BytesPublisher of image_pub (and of depth_pub)
+    image_out: object = None       # what sends images: BytesPublisher of image_pub, or it
     depth_out: object = None
 
 
@@ -80,6 +86,10 @@ class CameraPublisher:
 
     def __init__(self, node, device, frames, configs, logger, background='auto'):
         self.device = device
+        fast = fastpath.enabled()             # the one choice of path for every camera
+        self.raw = fast and raw_images_ok()
+        if not fast:
+            background = 'false'              # the rasterisers' priority is a fast path
         self.mode = background                      # camera_background: auto, true, false
         self.background = background != 'false'    # where the rasterisers are now
         # auto may leave the background while this says so (the state thread is at FIFO)
@@ -103,11 +113,10 @@ class CameraPublisher:
                 s.depth_pub = node.create_publisher(Image, f'{ns}/depth/image_raw', IMAGE_QOS)
                 s.depth_info_pub = node.create_publisher(CameraInfo, f'{ns}/depth/camera_info',
                                                          IMAGE_QOS)
-            s.image_out = BytesPublisher(s.image_pub)
-            s.depth_out = BytesPublisher(s.depth_pub) if s.depth_pub is not None else None
+            s.image_out = BytesPublisher(s.image_pub) if self.raw else s.image_pub
+            s.depth_out = (s.depth_pub if s.depth_pub is None or not self.raw
+                           else BytesPublisher(s.depth_pub))
             self.streams.append(s)
-        self._lock = threading.Lock()      # the render MjData is shared by all cameras
-        self.raw = raw_images_ok()
         self._stop = threading.Event()
         self._thread = None
 
@@ -154,12 +163,11 @@ class CameraPublisher:
     def _adapt(self, now):
         """camera_background:=auto. Frames start in the background, which keeps every
         waking thread on the machine on time (a subscriber's middleware too, which SCHED_FIFO
-        in this node cannot protect): joint_states at 500 Hz with a 10 fps camera, p99
-        interval received 1.47-1.53 periods in the background against 1.36-1.85 at normal
-        priority (interleaved 20 s runs, two vCPUs). A watched camera that cannot keep its
-        rate there moves rendering to normal priority, which a bare renderer also has
-        (0.96-1.00 of its frames against 0.87-0.94), but only while the state thread runs
-        at SCHED_FIFO; the background returns once no camera is watched."""
+        in this node cannot protect). A watched camera that cannot keep its rate there
+        moves rendering to normal priority, which a bare renderer also has, for more of a
+        bare renderer's frames, but only while the state thread runs at SCHED_FIFO; the
+        background returns once no camera is watched (``bench/README.md`` has both
+        sides)."""
         if self.mode != 'auto' or now < self._next_adapt:
             return
         self._next_adapt = now + ADAPT_EVERY_S
@@ -206,8 +214,7 @@ class CameraPublisher:
     def _run(self):
         # This thread and the GL thread take the GIL around every frame; descheduled while
         # holding it behind the frame's other work (DDS copies, a subscriber), they kept
-        # joint_states waiting: late sends with a camera at 10 fps 92-107 -> 61-87 in 20 s,
-        # p99 1.97-2.06 -> 1.79-1.87 periods (sched.py)
+        # joint_states waiting (sched.py; bench/README.md)
         sched.short_slice()
         pending = collections.deque()      # submitted frames, oldest first
         while not self._stop.is_set():
@@ -281,8 +288,7 @@ class CameraPublisher:
             if self.raw:
                 s.info_bytes = cdr.HeaderFirstBytes(serialize_message(s.info))
         snap = self.device.snapshot
-        with self._lock:
-            data = self.device.render_data(snap)
+        with self.device.render_state(snap) as data:      # the device's one render lock
             job = renderer.submit(data, rgb=True, depth=c.depth)
         return s, job, snap.time
 
@@ -294,11 +300,11 @@ class CameraPublisher:
             s.info.header.stamp = st
             info = s.info
         image = self._image(s, frame.rgb, 'rgb8', 3, seconds, st)
-        (s.image_out if self.raw else s.image_pub).publish(image)
+        s.image_out.publish(image)
         s.info_pub.publish(info)
         if frame.depth is not None and s.depth_pub is not None:
             depth = self._image(s, frame.depth, '32FC1', 4, seconds, st)
-            (s.depth_out if self.raw else s.depth_pub).publish(depth)
+            s.depth_out.publish(depth)
             s.depth_info_pub.publish(info)
         s.meter.tick()
         s.frames += 1
@@ -307,10 +313,10 @@ class CameraPublisher:
             hook(frame.rgb, seconds)
 
     def _image(self, s, rows_up, encoding, bytes_per_pixel, seconds, stamp):
-        """Serialized bytes where the middleware reads them (a 640x480 frame, flipped on the
-        way: one copy into the stream's own buffer, without the GIL; about 3 ms through the
-        message object), else the message. ``rows_up``: the frame's pixels bottom row
-        first, as OpenGL reads them."""
+        """Serialized bytes on the fast path (flipped on the way: one copy into the stream's
+        own buffer, without the GIL; a message object costs several copies and the GIL),
+        else the message. ``rows_up``: the frame's pixels bottom row first, as OpenGL reads
+        them."""
         if not self.raw:
             return image_msg(rows_up[::-1], encoding, bytes_per_pixel, stamp, s.frame)
         packer = s.packers.get(encoding)

@@ -31,6 +31,7 @@ from ... import errors
 from ...config import limits
 from ...action import Hold as HoldAction, MoveTo as MoveToAction
 from ...errors import DeviceError
+from ...motion.move import point_pos
 from ...srv import Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step
 
 POLL_S = 0.02
@@ -207,12 +208,7 @@ class Control:
         return False, None
 
     def _point_now(self, move):
-        snap = self.device.snapshot
-        kind, name = move.point
-        layout = self.device.layout
-        if kind == 'site':
-            return snap.site_xpos[layout.sites.index(name)]
-        return snap.xpos[layout.bodies.index(name)]
+        return point_pos(self.device.layout, self.device.snapshot, move.point)
 
     def _move_feedback(self, goal, move):
         def send():
@@ -366,13 +362,8 @@ class Control:
 
     # --- the rest ---------------------------------------------------------------------------
     def _srv_run_action(self, req, res):
-        names, values = list(req.arg_names), list(req.arg_values)
-        if len(names) != len(values):
-            res.success, res.code = False, errors.INVALID_ARGUMENT
-            res.message = f'{len(names)} argument names but {len(values)} values'
-            return res
         try:
-            out = self.device.run_action(req.action, dict(zip(names, values)), wait=False)
+            out = self.device.run_action(req.action, cv.run_action_args(req), wait=False)
         except DeviceError as err:
             res.success, res.code, res.message = False, err.code, str(err)
             return res
@@ -404,7 +395,7 @@ class Control:
         try:
             job = self.device.step(int(req.steps), wait=False)
             watch = self._watch(check=job.done)
-            job.add_done_callback(self._wake_now)      # step(1) answers in ~1 ms, not a poll
+            job.add_done_callback(self._wake_now)      # answer when done, not at a poll
             await watch.future
             if not job.done():
                 raise DeviceError(errors.CLOSED, 'sim_node stopped before the steps ended')

@@ -1,83 +1,17 @@
 """sim_node parameters: one table, declared once each, read into a checked ``SimParams``.
 
-The table is the single place that knows a parameter's type, default and meaning, so the
-node, ``launch_args`` and the tests cannot drift apart. Validation raises ``ConfigError``
-with ``where='parameter <name>'``: ``main()`` prints that as one line and exits non-zero,
-which is what a user who mistyped a value needs, rather than a traceback.
+The table is the single place that knows a parameter's type, default, meaning and allowed
+values, so the node, its descriptors (``ros2 param describe``), ``launch_args`` and the
+tests cannot drift apart. A refusal raises ``ConfigError`` with
+``where='parameter <name>'``: ``main()`` prints that as one line and exits non-zero, which
+is what a user who mistyped a value needs, rather than a traceback.
 """
 
-from dataclasses import dataclass, field
-import math
+from dataclasses import replace
 import os
 
+from ..parameters import Param, ParameterTable
 from ...errors import ConfigError
-
-# name: (type, default, description). Types are the ROS parameter types by name.
-TABLE = {
-    'device_file': ('string', '', 'Device file (YAML). Empty with an empty model: the built-in '
-                    'bench arm with config/bench_arm.yaml.'),
-    'model': ('string', '', 'MJCF path. Overrides the model the device file names; with no '
-              'device file the device is built zero-config from the model.'),
-    'keyframe': ('string', '', 'Keyframe to start from and reset to (empty: the device '
-                 "file's, else none)."),
-    'real_time_factor': ('double', 1.0, 'Simulated seconds per wall second; 0 runs as fast as '
-                         'possible.'),
-    'start_paused': ('bool', False, 'Start with physics paused (use the pause/step services).'),
-    'publish_rate': ('double', 100.0, 'joint_states and /clock rate in Hz (wall clock).'),
-    'tf_rate': ('double', 100.0, '/tf rate in Hz (wall clock); at most publish_rate.'),
-    'frame_prefix': ('string', 'auto', 'Prefix for every TF frame this node names except '
-                     'world_frame (e.g. "arm1/"). auto: "<namespace>/" in a namespace, so '
-                     'instances side by side never share a frame; none at the root. Empty: '
-                     'none.'),
-    'world_frame': ('string', 'world', 'The fixed frame every body is published against.'),
-    'publish_clock': ('bool', True, 'Publish /clock from simulated time; with several '
-                      'instances set it true on exactly one.'),
-    'camera_rate': ('double', 10.0, 'Image rate in Hz for every camera without its own '
-                    'cameras.<name>.rate.'),
-    'camera_width': ('integer', 0, "Image width for every camera; 0 keeps the device file's."),
-    'camera_height': ('integer', 0, "Image height for every camera; 0 keeps the device "
-                      "file's."),
-    'camera_background': ('string', 'auto', 'Render cameras on CPU time nothing else wants '
-                          '(Linux SCHED_IDLE software rasterisers), so frames never delay '
-                          'physics, joint_states or their subscribers: true always, false '
-                          'never (more frames on a busy machine), auto until a watched camera '
-                          'falls behind its rate, where the state publisher runs at '
-                          'SCHED_FIFO (thread_priority) and so needs no such protection.'),
-    'thread_priority': ('integer', 50, 'SCHED_FIFO priority (1..99) for the thread that '
-                        'publishes joint_states, /tf and /clock, as ros2_control\'s '
-                        'controller_manager gives its update loop (50 there too); where the '
-                        'user may not (no rtprio limit or CAP_SYS_NICE) it keeps ordinary '
-                        'scheduling and says so. 0 = ordinary scheduling.'),
-    'depth': ('string_array', [], 'Cameras that also publish <camera>/depth/image_raw '
-              '(32FC1, metres).'),
-    'log_summary': ('bool', False, 'Log what is published and served at start and a one-line '
-                    'health summary every summary_period seconds.'),
-    'summary_period': ('double', 10.0, 'Seconds between health summaries (with log_summary).'),
-    'diagnostics_rate': ('double', 1.0, 'diagnostics rate in Hz.'),
-    'web_viewer': ('integer', 0, 'Serve a live view of the simulation on this port for a '
-                   'browser (MuJoCo Studio web viewer; the browser renders). 0 = off.'),
-    'web_viewer_host': ('string', '127.0.0.1', 'Interface the web viewer binds; the default '
-                        'is reachable only from this machine (use an SSH tunnel).'),
-    'record': ('string', '', 'Record from start into this rosbag2 folder (MCAP); empty: only '
-               'when start_recording is called (then rosbag2_<time>). An existing folder '
-               'gets _2, _3...'),
-    'record_topics': ('string_array', [], 'Topics to record; empty: every topic this node '
-                      'publishes.'),
-    'record_max_bytes': ('integer', 0, 'Start a new MCAP file past this size; 0 = never.'),
-    'record_max_seconds': ('double', 0.0, 'Start a new MCAP file past this duration; 0 = '
-                           'never.'),
-    'record_compression': ('string', 'none', 'MCAP chunk compression: none, zstd or lz4.'),
-    'record_video': ('string_array', [], 'Cameras also recorded as MP4 (<camera>.mp4 in the '
-                     'recording folder) at their rates; all = every camera.'),
-}
-
-# Per-camera parameters, declared after the model is loaded: cameras.<name>.<key>.
-CAMERA_TABLE = {
-    'rate': ('double', 'Image rate in Hz for this camera (default: camera_rate).'),
-    'width': ('integer', 'Image width in pixels (default: camera_width or the device file).'),
-    'height': ('integer', 'Image height in pixels (default: camera_height or the device '
-               'file).'),
-}
 
 MAX_PUBLISH_RATE = 10000.0
 BACKGROUND_CHOICES = ('auto', 'true', 'false')
@@ -86,53 +20,134 @@ MAX_PIXELS = 2048
 COMPRESSION_CHOICES = ('none', 'zstd', 'lz4')
 
 
-@dataclass
-class SimParams:
-    device_file: str = ''
-    model: str = ''
-    keyframe: str = ''
-    real_time_factor: float = 1.0
-    start_paused: bool = False
-    publish_rate: float = 100.0
-    tf_rate: float = 100.0
-    frame_prefix: str = ''
-    world_frame: str = 'world'
-    publish_clock: bool = True
-    camera_rate: float = 10.0
-    camera_width: int = 0
-    camera_height: int = 0
-    camera_background: str = 'auto'
-    thread_priority: int = 50
-    depth: list = field(default_factory=list)
-    log_summary: bool = False
-    summary_period: float = 10.0
-    diagnostics_rate: float = 1.0
-    web_viewer: int = 0
-    web_viewer_host: str = '127.0.0.1'
-    record: str = ''
-    record_topics: list = field(default_factory=list)
-    record_max_bytes: int = 0
-    record_max_seconds: float = 0.0
-    record_compression: str = 'none'
-    record_video: list = field(default_factory=list)
+def _rate(top):
+    """An update rate in Hz: above 0, at most ``top``."""
+    return {'range': (0.0, top), 'min_open': True, 'rule': f'above 0 and at most {top:g} Hz'}
 
 
-def _where(name):
-    return f'parameter {name}'
+def _existing_file(path):
+    if path and not os.path.isfile(path):
+        raise ValueError(f'file not found: {path}')
+    return path
 
 
-def _positive_rate(name, value, top):
-    if not math.isfinite(value) or not 0 < value <= top:
-        raise ConfigError(f'must be above 0 and at most {top:g} Hz, got {value!r}',
-                          where=_where(name))
-    return value
-
-
-def _frame(name, value):
+def _frame(value):
     if any(c.isspace() for c in value):
-        raise ConfigError(f'a frame name cannot contain spaces, got {value!r}',
-                          where=_where(name))
+        raise ValueError(f'a frame name cannot contain spaces, got {value!r}')
     return value
+
+
+def _not_empty(value):
+    if not value.strip():
+        raise ValueError('cannot be empty (127.0.0.1: this machine only)')
+    return value.strip()
+
+
+def _world_frame(value):
+    if not value:
+        raise ValueError('cannot be empty')
+    return _frame(value)
+
+
+TABLE = ParameterTable([
+    Param('device_file', 'string', '', 'Device file (YAML). Empty with an empty model: the '
+          'built-in bench arm with config/bench_arm.yaml.', check=_existing_file),
+    Param('model', 'string', '', 'MJCF path. Overrides the model the device file names; with '
+          'no device file the device is built zero-config from the model.',
+          check=_existing_file),
+    Param('keyframe', 'string', '', 'Keyframe to start from and reset to (empty: the device '
+          "file's, else none)."),
+    Param('real_time_factor', 'double', 1.0, 'Simulated seconds per wall second; 0 runs as '
+          'fast as possible.', range=(0.0, float('inf')),
+          rule='0 (as fast as possible) or above', dynamic=True),
+    Param('start_paused', 'bool', False, 'Start with physics paused (use the pause/step '
+          'services).'),
+    Param('publish_rate', 'double', 100.0, 'joint_states and /clock rate in Hz (wall clock).',
+          **_rate(MAX_PUBLISH_RATE)),
+    Param('tf_rate', 'double', 100.0, '/tf rate in Hz (wall clock); at most publish_rate.',
+          **_rate(MAX_PUBLISH_RATE)),
+    Param('frame_prefix', 'string', 'auto', 'Prefix for every TF frame this node names except '
+          'world_frame (e.g. "arm1/"). auto: "<namespace>/" in a namespace, so instances side '
+          'by side never share a frame; none at the root. Empty: none.', check=_frame),
+    Param('world_frame', 'string', 'world', 'The fixed frame every body is published against.',
+          check=_world_frame),
+    Param('publish_clock', 'bool', True, 'Publish /clock from simulated time; with several '
+          'instances set it true on exactly one.'),
+    Param('camera_rate', 'double', 10.0, 'Image rate in Hz for every camera without its own '
+          'cameras.<name>.rate.', **_rate(MAX_CAMERA_RATE)),
+    Param('camera_width', 'integer', 0, "Image width for every camera; 0 keeps the device "
+          "file's.", range=(0, MAX_PIXELS), rule=f"0 (the device file's size) or "
+          f"1..{MAX_PIXELS}"),
+    Param('camera_height', 'integer', 0, "Image height for every camera; 0 keeps the device "
+          "file's.", range=(0, MAX_PIXELS), rule=f"0 (the device file's size) or "
+          f"1..{MAX_PIXELS}"),
+    Param('camera_background', 'string', 'auto', 'Render cameras on CPU time nothing else '
+          'wants (Linux SCHED_IDLE software rasterisers), so frames never delay physics, '
+          'joint_states or their subscribers: true always, false never (more frames on a '
+          'busy machine), auto until a watched camera falls behind its rate, where the state '
+          'publisher runs at SCHED_FIFO (thread_priority) and so needs no such protection.',
+          choices=BACKGROUND_CHOICES, rule='auto, true or false',
+          check=lambda v: v.strip().lower()),
+    Param('thread_priority', 'integer', 50, 'SCHED_FIFO priority (1..99) for the thread that '
+          'publishes joint_states, /tf and /clock, as ros2_control\'s controller_manager gives '
+          'its update loop (50 there too); where the user may not (no rtprio limit or '
+          'CAP_SYS_NICE) it keeps ordinary scheduling and says so. 0 = ordinary scheduling.',
+          range=(0, 99), rule='0 (ordinary scheduling) or a SCHED_FIFO priority 1..99'),
+    Param('fast_paths', 'bool', True, 'The speed measures of mujoco_hal_ros.fastpath. False: '
+          'joint_states, /tf, /clock and camera images go out as rclpy message objects '
+          'through Publisher.publish (same bytes on the wire), no thread asks for SCHED_FIFO '
+          'or a short slice (thread_priority is not applied), rendering stays at normal '
+          "priority (camera_background acts as false) and the process keeps CPython's GIL "
+          "switch interval and glibc's allocator defaults. For checking that the fast paths "
+          'change nothing.'),
+    Param('depth', 'string_array', [], 'Cameras that also publish <camera>/depth/image_raw '
+          '(32FC1, metres).', check=lambda v: [d for d in v if d]),
+    Param('log_summary', 'bool', False, 'Log what is published and served at start and a '
+          'one-line health summary every summary_period seconds.'),
+    Param('summary_period', 'double', 10.0, 'Seconds between health summaries (with '
+          'log_summary).', range=(0.0, float('inf')), min_open=True, rule='above 0 seconds'),
+    Param('diagnostics_rate', 'double', 1.0, 'diagnostics rate in Hz.', **_rate(100.0)),
+    Param('web_viewer', 'integer', 0, 'Serve a live view of the simulation on this port for a '
+          'browser (MuJoCo Studio web viewer; the browser renders). 0 = off.',
+          range=(0, 65535), rule='0 (off) or a port 1..65535'),
+    Param('web_viewer_host', 'string', '127.0.0.1', 'Interface the web viewer binds; the '
+          'default is reachable only from this machine (use an SSH tunnel).',
+          check=_not_empty),
+    Param('record', 'string', '', 'Record from start into this rosbag2 folder (MCAP); empty: '
+          'only when start_recording is called (then rosbag2_<time>). An existing folder '
+          'gets _2, _3...'),
+    Param('record_topics', 'string_array', [], 'Topics to record; empty: every topic this '
+          'node publishes.', check=lambda v: [t for t in v if t]),
+    Param('record_max_bytes', 'integer', 0, 'Start a new MCAP file past this size; 0 = never.',
+          range=(0, 2**62), rule='0 (never split) or above'),
+    Param('record_max_seconds', 'double', 0.0, 'Start a new MCAP file past this duration; 0 = '
+          'never.', range=(0.0, float('inf')), rule='0 (never split) or above'),
+    Param('record_compression', 'string', 'none', 'MCAP chunk compression: none, zstd or lz4.',
+          choices=COMPRESSION_CHOICES, rule='none, zstd or lz4',
+          check=lambda v: v.strip().lower() or 'none'),
+    Param('record_video', 'string_array', [], 'Cameras also recorded as MP4 (<camera>.mp4 in '
+          'the recording folder) at their rates; all = every camera.',
+          check=lambda v: [c for c in v if c]),
+])
+
+# The checked values sim_node runs with: one typed, frozen field per TABLE entry.
+SimParams = TABLE.record_type('SimParams')
+
+
+def camera_table(name, defaults):
+    """cameras.<name>.rate/width/height, declared once the model is loaded: their defaults
+    come from the global camera parameters and the device file, so each camera gets a
+    table of its own."""
+    return ParameterTable([
+        Param('rate', 'double', float(defaults['rate']), 'Image rate in Hz for this camera '
+              '(default: camera_rate).', **_rate(MAX_CAMERA_RATE)),
+        Param('width', 'integer', int(defaults['width']), 'Image width in pixels (default: '
+              'camera_width or the device file).', range=(1, MAX_PIXELS),
+              rule=f'1..{MAX_PIXELS} pixels'),
+        Param('height', 'integer', int(defaults['height']), 'Image height in pixels (default: '
+              'camera_height or the device file).', range=(1, MAX_PIXELS),
+              rule=f'1..{MAX_PIXELS} pixels'),
+    ], prefix=f'cameras.{name}.')
 
 
 def auto_prefix(namespace):
@@ -141,76 +156,11 @@ def auto_prefix(namespace):
     return f'{ns}/' if ns else ''
 
 
-def check(values, namespace='/'):
-    """{name: value} (as ROS handed them over) -> SimParams, or ConfigError naming one."""
-    p = SimParams(**{k: v for k, v in values.items() if k in SimParams.__dataclass_fields__})
-    if p.frame_prefix.strip() == 'auto':
-        p.frame_prefix = auto_prefix(namespace)
-    if p.device_file and not os.path.isfile(p.device_file):
-        raise ConfigError(f'file not found: {p.device_file}', where=_where('device_file'))
-    if p.model and not os.path.isfile(p.model):
-        raise ConfigError(f'file not found: {p.model}', where=_where('model'))
-    if not math.isfinite(p.real_time_factor) or p.real_time_factor < 0:
-        raise ConfigError(f'must be 0 (as fast as possible) or above, got '
-                          f'{p.real_time_factor!r}', where=_where('real_time_factor'))
-    _positive_rate('publish_rate', p.publish_rate, MAX_PUBLISH_RATE)
-    _positive_rate('tf_rate', p.tf_rate, MAX_PUBLISH_RATE)
-    p.tf_rate = min(p.tf_rate, p.publish_rate)
-    _positive_rate('camera_rate', p.camera_rate, MAX_CAMERA_RATE)
-    _positive_rate('diagnostics_rate', p.diagnostics_rate, 100.0)
-    if not math.isfinite(p.summary_period) or p.summary_period <= 0:
-        raise ConfigError(f'must be above 0 seconds, got {p.summary_period!r}',
-                          where=_where('summary_period'))
-    for name in ('camera_width', 'camera_height'):
-        value = getattr(p, name)
-        if not 0 <= value <= MAX_PIXELS:
-            raise ConfigError(f'must be 0 (the device file\'s size) or 1..{MAX_PIXELS}, got '
-                              f'{value}', where=_where(name))
-    p.camera_background = str(p.camera_background).strip().lower()
-    if p.camera_background not in BACKGROUND_CHOICES:
-        raise ConfigError(f'must be auto, true or false, got {p.camera_background!r}',
-                          where=_where('camera_background'))
-    if not 0 <= p.thread_priority <= 99:
-        raise ConfigError(f'must be 0 (ordinary scheduling) or a SCHED_FIFO priority 1..99, '
-                          f'got {p.thread_priority}', where=_where('thread_priority'))
-    _frame('frame_prefix', p.frame_prefix)
-    _frame('world_frame', p.world_frame)
-    if not p.world_frame:
-        raise ConfigError('cannot be empty', where=_where('world_frame'))
-    p.depth = [d for d in p.depth if d]
-    _check_recording(p)
-    return p
-
-
-def _check_recording(p):
-    if not 0 <= p.web_viewer <= 65535:
-        raise ConfigError(f'must be 0 (off) or a port 1..65535, got {p.web_viewer}',
-                          where=_where('web_viewer'))
-    if not p.web_viewer_host.strip():
-        raise ConfigError('cannot be empty (127.0.0.1: this machine only)',
-                          where=_where('web_viewer_host'))
-    if p.record_max_bytes < 0:
-        raise ConfigError(f'must be 0 (never split) or above, got {p.record_max_bytes}',
-                          where=_where('record_max_bytes'))
-    if not math.isfinite(p.record_max_seconds) or p.record_max_seconds < 0:
-        raise ConfigError(f'must be 0 (never split) or above, got {p.record_max_seconds!r}',
-                          where=_where('record_max_seconds'))
-    p.record_compression = p.record_compression.strip().lower() or 'none'
-    if p.record_compression not in COMPRESSION_CHOICES:
-        raise ConfigError(f'must be none, zstd or lz4, got {p.record_compression!r}',
-                          where=_where('record_compression'))
-    p.record_topics = [t for t in p.record_topics if t]
-    p.record_video = [v for v in p.record_video if v]
-
-
-def check_camera(name, key, value):
-    """One cameras.<name>.<key> value, checked like its global counterpart."""
-    where = f'cameras.{name}.{key}'
-    if key == 'rate':
-        _positive_rate(where, value, MAX_CAMERA_RATE)
-    elif not 1 <= value <= MAX_PIXELS:
-        raise ConfigError(f'must be 1..{MAX_PIXELS} pixels, got {value}', where=_where(where))
-    return value
+def sim_params(values, namespace='/'):
+    """TABLE's checked values -> SimParams, with the rules that join two of them."""
+    p = SimParams(**values)
+    prefix = auto_prefix(namespace) if p.frame_prefix.strip() == 'auto' else p.frame_prefix
+    return replace(p, frame_prefix=prefix, tf_rate=min(p.tf_rate, p.publish_rate))
 
 
 def share_dir():

@@ -22,6 +22,7 @@ from simulation_interfaces.srv import (GetEntityState, GetSimulationState,
                                        GetSimulatorFeatures, ResetSimulation, SetEntityState,
                                        SetSimulationState, StepSimulation)
 
+from .. import conversions as cv
 from ...config import limits
 from ...sim.entities import Entities, INVALID_POSE
 from ...errors import DeviceError, UNKNOWN_NAME
@@ -44,12 +45,6 @@ def _ok(text=''):
 
 def _fail(code, text):
     return Result(result=code, error_message=text)
-
-
-def _stamp(seconds):
-    from builtin_interfaces.msg import Time
-    ns = max(0, int(round(seconds * 1e9)))
-    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 class SimInterfaces:
@@ -237,7 +232,7 @@ class SimInterfaces:
             return resp
         st = resp.state
         st.header.frame_id = self._world_frame()
-        st.header.stamp = _stamp(s['time'])
+        st.header.stamp = cv.stamp(s['time'])
         p, q = s['position'], s['quaternion']
         st.pose.position.x, st.pose.position.y, st.pose.position.z = (float(v) for v in p)
         st.pose.orientation.w, st.pose.orientation.x, st.pose.orientation.y, \
@@ -269,7 +264,7 @@ class SimInterfaces:
             if kw:
                 self.entities.set_state(req.entity, **kw)
             else:
-                self.entities._body(req.entity)       # still say when the name is wrong
+                self.entities.body_id(req.entity)       # still say when the name is wrong
         except DeviceError as exc:
             code = {UNKNOWN_NAME: Result.RESULT_NOT_FOUND,
                     INVALID_POSE: SetEntityState.Response.INVALID_POSE}.get(

@@ -15,16 +15,15 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
-from rcl_interfaces.msg import (  # noqa: E402
-    ParameterDescriptor, ParameterType, SetParametersResult)
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup  # noqa: E402
 from rclpy.logging import LoggingSeverity  # noqa: E402
 from rclpy.node import Node  # noqa: E402
-from rclpy.parameter import Parameter  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
+from ... import fastpath  # noqa: E402
 from .. import conversions as cv  # noqa: E402
+from ..parameters import ALWAYS_DECLARED, refuse_unknown  # noqa: E402, F401 - tests read it
 from . import markers, params as P  # noqa: E402
 from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .control import Control  # noqa: E402
@@ -34,16 +33,7 @@ from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
 from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
 from ...sim.device import Device  # noqa: E402
-from ...errors import ConfigError, DeviceError  # noqa: E402
-
-ROS_TYPES = {'string': (ParameterType.PARAMETER_STRING, Parameter.Type.STRING),
-             'double': (ParameterType.PARAMETER_DOUBLE, Parameter.Type.DOUBLE),
-             'integer': (ParameterType.PARAMETER_INTEGER, Parameter.Type.INTEGER),
-             'bool': (ParameterType.PARAMETER_BOOL, Parameter.Type.BOOL),
-             'string_array': (ParameterType.PARAMETER_STRING_ARRAY,
-                              Parameter.Type.STRING_ARRAY)}
-RUNTIME_PARAMS = {'real_time_factor'}      # the rest are read once at start
-ALWAYS_DECLARED = {'use_sim_time', 'start_type_description_service'}
+from ...errors import ConfigError  # noqa: E402
 
 
 class SimNode(Node):
@@ -54,6 +44,7 @@ class SimNode(Node):
         self.device = self.swap = self.state = self.cameras = self.control = None
         self.recording = self.viewer = None
         self.p = self._declare_all()
+        fastpath.configure(self.p.fast_paths)     # before the device starts its threads
         device_file, model = P.device_arguments(self.p)
         self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
                              real_time_factor=self.p.real_time_factor,
@@ -65,50 +56,8 @@ class SimNode(Node):
             raise
 
     # --- parameters -------------------------------------------------------------------------
-    def _overrides(self):
-        return getattr(self, '_parameter_overrides', {})   # rclpy keeps them here
-
-    def _coerce_override(self, name, kind):
-        """Accept `-p rate:=100` for a double and `-p depth:=a,b` for a list, as users type."""
-        overrides = self._overrides()
-        given = overrides.get(name)
-        if given is None:
-            return
-        t, v = given.type_, given.value
-        if kind == 'double' and t == Parameter.Type.INTEGER:
-            overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(v))
-        elif kind == 'string_array' and t == Parameter.Type.STRING:
-            overrides[name] = Parameter(name, Parameter.Type.STRING_ARRAY,
-                                        [s.strip() for s in v.split(',') if s.strip()])
-        elif kind == 'string_array' and t == Parameter.Type.NOT_SET:
-            overrides[name] = Parameter(name, Parameter.Type.STRING_ARRAY, [])
-        elif kind == 'string' and t in (Parameter.Type.INTEGER, Parameter.Type.DOUBLE):
-            overrides[name] = Parameter(name, Parameter.Type.STRING, str(v))
-        elif kind == 'string' and t == Parameter.Type.BOOL:       # camera_background:=false
-            overrides[name] = Parameter(name, Parameter.Type.STRING, str(v).lower())
-
-    def _declare(self, name, kind, default, description):
-        ros_type, py_type = ROS_TYPES[kind]
-        self._coerce_override(name, kind)
-        desc = ParameterDescriptor(name=name, type=ros_type, description=description,
-                                   read_only=name not in RUNTIME_PARAMS)
-        # An empty list would be declared as a byte array; an unset string array reads [].
-        value = py_type if (kind == 'string_array' and not default) else default
-        try:
-            param = self.declare_parameter(name, value, desc)
-        except Exception as err:  # noqa: BLE001 - rclpy's type errors, said in one line
-            given = self._overrides().get(name)
-            got = f' {given.type_.name.lower()} {given.value!r}' if given is not None else ''
-            article = 'an' if kind[0] in 'aeiou' else 'a'
-            raise ConfigError(f'expected {article} {kind.replace("_", " ")}, got{got} '
-                              f'({type(err).__name__})', where=f'parameter {name}') from None
-        value = param.value
-        return [] if value is None and kind == 'string_array' else value
-
     def _declare_all(self):
-        values = {name: self._declare(name, kind, default, text)
-                  for name, (kind, default, text) in P.TABLE.items()}
-        return P.check(values, self.get_namespace())
+        return P.sim_params(P.TABLE.declare(self), self.get_namespace())
 
     def _declare_cameras(self):
         """cameras.<channel>.rate/width/height, defaults from the globals and the device file."""
@@ -122,39 +71,23 @@ class SimNode(Node):
                               allowed=', '.join(sorted(known)) or 'none: this device has no '
                               'cameras')
         for img in self.device.layout.images:
-            defaults = {'rate': self.p.camera_rate,
-                        'width': self.p.camera_width or img.width,
-                        'height': self.p.camera_height or img.height}
-            got = {}
-            for key, (kind, text) in P.CAMERA_TABLE.items():
-                name = f'cameras.{img.name}.{key}'
-                got[key] = P.check_camera(img.name, key,
-                                          self._declare(name, kind, defaults[key], text))
+            got = P.camera_table(img.name, {'rate': self.p.camera_rate,
+                                            'width': self.p.camera_width or img.width,
+                                            'height': self.p.camera_height or img.height}
+                                 ).declare(self)
             depth = img.depth or img.name in depth_wanted or img.camera in depth_wanted
-            configs.append(CameraConfig(img.name, img.camera, int(got['width']),
-                                        int(got['height']), float(got['rate']), depth))
+            configs.append(CameraConfig(img.name, img.camera, got.width, got.height, got.rate,
+                                        depth))
         return configs
 
     def _check_unknown_overrides(self):
-        unknown = sorted(n for n in self._overrides()
-                         if n not in ALWAYS_DECLARED and not self.has_parameter(n))
-        if unknown:
-            raise ConfigError(f'unknown parameter {", ".join(unknown)}', where='parameters',
-                              allowed=', '.join(sorted(P.TABLE)) + ', cameras.<name>.rate|'
-                              'width|height')
+        refuse_unknown(self, ', '.join(sorted(P.TABLE.names())) +
+                       ', cameras.<name>.rate|width|height')
 
-    def _on_set_parameters(self, changes):
-        for change in changes:
-            if change.name == 'real_time_factor':
-                try:
-                    value = change.value
-                    if isinstance(value, bool) or not isinstance(value, (int, float)):
-                        raise ConfigError(f'expected a number, got {value!r}',
-                                          where='real_time_factor')
-                    self.device.set_real_time_factor(float(value))
-                except DeviceError as err:
-                    return SetParametersResult(successful=False, reason=str(err))
-        return SetParametersResult(successful=True)
+    def _on_set_parameter(self, name, value):
+        """A run-time change TABLE accepted (real_time_factor: its only dynamic entry)."""
+        if name == 'real_time_factor':
+            self.device.set_real_time_factor(value)
 
     # --- assembly ---------------------------------------------------------------------------
     def _build(self):
@@ -191,7 +124,7 @@ class SimNode(Node):
                           callback_group=self._slow)
         if p.log_summary:
             self.create_timer(p.summary_period, self._log_health, callback_group=self._slow)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        P.TABLE.watch(self, self._on_set_parameter)
         self._last_unstable = 0
         self._clock_warned = False
         self._hardware_id = str(device.describe()['id'])

@@ -9,6 +9,11 @@ consistent copy the stepper swaps in after each chunk), so it never touches MjDa
 Rates: ``publish_rate`` and ``tf_rate`` are wall-clock, like a real driver's. A read
 channel's ``every`` is simulated time (the device samples that often in its own time),
 checked at each joint_states tick.
+
+Two ways out, chosen once in ``StatePublisher.__init__``: with the fast paths on
+(``mujoco_hal_ros.fastpath``) joint_states, /tf and /clock go out as CDR bytes packed from
+the snapshot's arrays (``_publish``), else as rclpy message objects
+(``_publish_objects``); a subscriber gets the same bytes either way.
 """
 
 import collections
@@ -25,10 +30,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from tf2_msgs.msg import TFMessage
 
-from ...fastpath import cdr
+from ... import fastpath
+from ...fastpath import cdr, sched
 from .. import conversions as cv
 from .params import TABLE as PARAMS
-from ...fastpath import sched
 
 TF_QOS = QoSProfile(depth=100)
 TF_STATIC_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -106,8 +111,9 @@ class StatePublisher:
         self._js_bytes = cdr.JointStateBytes(self.joint_names)
         self._tf_bytes = cdr.TransformsBytes([frames.world] * len(frames.moving_frames),
                                              frames.moving_frames)
-        self.raw = raw_messages_ok(self._js_bytes, self._tf_bytes, self.joint_names)
-        if not self.raw:
+        fast = fastpath.enabled()          # the one choice of path for these three streams
+        self.raw = fast and raw_messages_ok(self._js_bytes, self._tf_bytes, self.joint_names)
+        if fast and not self.raw:
             logger.info('state publisher: this middleware does not read our CDR bytes back; '
                         'publishing message objects instead (slower at high rates)')
         self._stop = threading.Event()
@@ -147,7 +153,8 @@ class StatePublisher:
 
     # --- the loop ---------------------------------------------------------------------------
     def _run(self):
-        # wake on time while cameras, subscribers and DDS keep both cores busy (sched.py)
+        # wake on time while cameras, subscribers and DDS keep both cores busy (sched.py;
+        # nothing with the fast paths off, when _take_priority is refused too)
         sched.short_slice()
         self._take_priority()
         self._scheduled.set()
@@ -160,8 +167,8 @@ class StatePublisher:
         while not self._stop.is_set():
             now = time.monotonic()
             if deadline > now:
-                # time.sleep, not Event.wait: a third less CPU per wake (30 against 48 us
-                # here), which at 1 kHz the physics thread on the sibling core gets back
+                # time.sleep, not Event.wait: less CPU per wake (bench/README.md), which at
+                # 1 kHz the physics thread on the sibling core gets back
                 while deadline > now and not self._stop.is_set():
                     time.sleep(min(deadline - now, STOP_POLL_S))
                     now = time.monotonic()
@@ -199,7 +206,8 @@ class StatePublisher:
             self.scheduling = f'SCHED_FIFO {prio}'
             return
         # the default asks and carries on quietly where it may not; asked for, it warns
-        log = self.logger.info if prio == PARAMS['thread_priority'][1] else self.logger.warning
+        quiet = prio == PARAMS['thread_priority'].default
+        log = self.logger.info if quiet else self.logger.warning
         log(f'state publisher keeps ordinary scheduling (thread_priority {prio}): {why}')
 
     def _drop_priority(self, late, ticks):
@@ -215,8 +223,8 @@ class StatePublisher:
             return self._publish_objects(snap, with_tf)
         t = snap.time
         if snap is not self._packed:
-            # A snapshot lasts a chunk (one physics step at real time, ~6 ms at rtf 0): the
-            # ticks within it send the same bytes again instead of packing them anew.
+            # A snapshot lasts a chunk (one physics step at real time, several at rtf 0):
+            # the ticks within it send the same bytes again instead of packing them anew.
             self._packed, self._tf_payload = snap, None
             self._js_payload = self._js_bytes.pack(t, snap.qpos[self._qadr],
                                                    snap.qvel[self._dadr],
@@ -238,7 +246,8 @@ class StatePublisher:
             self._publish_channels(snap)
 
     def _publish_objects(self, snap, with_tf):
-        """The same messages as rclpy objects, for a middleware that is not classic CDR."""
+        """The same messages as rclpy objects: with the fast paths off, or for a middleware
+        that is not classic CDR."""
         st = cv.stamp(snap.time)
         js = self._js
         js.header.stamp = st
@@ -305,8 +314,8 @@ _XYZW = [1, 2, 3, 0]   # MuJoCo quaternions are (w, x, y, z); ROS's are (x, y, z
 def raw_messages_ok(js_bytes, tf_bytes, names):
     """Whether this middleware reads our packed bytes back as the messages they stand for.
 
-    Every ROS 2 rmw in use speaks classic CDR, so this holds; the check costs a millisecond
-    once and turns a silent garbling on some other middleware into the slower, exact path.
+    Every ROS 2 rmw in use speaks classic CDR, so this holds; the check runs once at start
+    and turns a silent garbling on some other middleware into the slower, exact path.
     """
     try:
         n, m = len(names), tf_bytes.size

@@ -7,10 +7,16 @@ ros2_control set-up drives), and simulation_interfaces where that package is ins
 sim_node checks the user's parameters for unknown names.
 """
 
-from rcl_interfaces.msg import ParameterType
-
+from ..parameters import Param, ParameterTable
 from .topic_control import TopicControl
-from .trajectory_controller import TrajectoryController, declare, declare_controllers_file
+from .trajectory_controller import CONTROLLER, CONTROLLERS_FILE, TrajectoryController
+
+# What is attached; each part's own parameters are in its own table.
+TABLE = ParameterTable([
+    CONTROLLER,
+    Param('simulation_interfaces', 'bool', True, 'Serve the simulation_interfaces services and '
+          'action (where the package is installed).'),
+    CONTROLLERS_FILE])
 
 
 class SwapInterfaces:
@@ -48,14 +54,8 @@ def attach_swap_interfaces(node, device, params=None):
     caller can hand over its checked parameters when a part needs one later.
     """
     del params
-    name = declare(node, 'trajectory_controller', 'arm_controller',
-                   'Name of the joint trajectory controller this node stands in for: serves '
-                   '<name>/follow_joint_trajectory, <name>/joint_trajectory and '
-                   '<name>/controller_state. Empty: none.', ParameterType.PARAMETER_STRING)
-    use_sim = declare(node, 'simulation_interfaces', True,
-                      'Serve the simulation_interfaces services and action (where the '
-                      'package is installed).', ParameterType.PARAMETER_BOOL)
-    declare_controllers_file(node)
+    p = TABLE.declare(node)
+    name, use_sim = p.trajectory_controller, p.simulation_interfaces
     parts = SwapInterfaces()
     try:
         if name:

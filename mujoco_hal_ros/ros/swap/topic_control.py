@@ -8,12 +8,17 @@ topic and puts every message through the device's limits kernel, all or nothing,
 controller bug cannot drive the simulated arm past its device file.
 """
 
-from rcl_interfaces.msg import ParameterType
 from sensor_msgs.msg import JointState
 
+from ..parameters import Param, ParameterTable
+from ...checks import unique_names
 from ...motion import joint_trajectory as jt
 from ...errors import DeviceError, InvalidArgument, UnknownName
-from .trajectory_controller import declare
+
+TABLE = ParameterTable([Param(
+    'joint_commands_topic', 'string', 'joint_commands', 'sensor_msgs/JointState topic whose '
+    'positions command the joints (the topic_based_ros2_control contract). Empty: not '
+    'subscribed.')])
 
 
 class TopicControl:
@@ -24,10 +29,7 @@ class TopicControl:
         self.device = device
         self.log = node.get_logger()
         if topic is None:
-            topic = declare(node, 'joint_commands_topic', 'joint_commands',
-                            'sensor_msgs/JointState topic whose positions command the joints '
-                            '(the topic_based_ros2_control contract). Empty: not subscribed.',
-                            ParameterType.PARAMETER_STRING)
+            topic = TABLE.declare(node).joint_commands_topic
         self.topic = topic
         self.goals = jt.trajectory_joints(device.layout)
         self.applied = 0
@@ -38,7 +40,7 @@ class TopicControl:
 
     def command(self, names, positions):
         """{joint: position (rad or m)} -> one all-or-nothing ``set_goals`` in channel units."""
-        names = list(names)
+        names = unique_names(names, 'name', 'joint')   # [pan, pan]: which one applies?
         positions = list(positions)
         if not positions:
             raise InvalidArgument('the command carries no positions; this device takes '

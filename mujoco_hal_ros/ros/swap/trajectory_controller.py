@@ -16,17 +16,18 @@ import array
 import threading
 import time
 
+from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTrajectoryControllerState
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.parameter import Parameter
 from rclpy.task import Future
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from .. import conversions as cv
+from ..parameters import Param, ParameterTable, given_under, kind_of
 from ...motion import joint_trajectory as jt
 from ...errors import ConfigError, DeviceError
 
@@ -34,17 +35,6 @@ Result = FollowJointTrajectory.Result
 CHECK_HZ = 100.0                 # tolerance checks, steady clock
 RESULT_TIMEOUT_S = 5             # a finished goal stays in every status message this long
 PREEMPTED = 'Current goal cancelled due to new incoming action.'   # as ros2_controllers says
-
-
-def seconds(duration):
-    """builtin_interfaces Duration or Time -> float seconds."""
-    return duration.sec + duration.nanosec * 1e-9
-
-
-def _duration_msg(t):
-    from builtin_interfaces.msg import Duration
-    ns = max(0, int(round(t * 1e9)))
-    return Duration(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
 
 def _doubles(values):
@@ -59,47 +49,54 @@ def _point(positions, velocities=None, accelerations=None, t=None):
     if accelerations is not None:
         p.accelerations = _doubles(accelerations)
     if t is not None:
-        p.time_from_start = _duration_msg(t)
+        p.time_from_start = cv.stamp(t, Duration)
     return p
 
 
-_PY = {ParameterType.PARAMETER_DOUBLE: float, ParameterType.PARAMETER_BOOL: bool,
-       ParameterType.PARAMETER_STRING: str, ParameterType.PARAMETER_STRING_ARRAY: list,
-       ParameterType.PARAMETER_INTEGER: int}
+CONTROLLER = Param(
+    'trajectory_controller', 'string', 'arm_controller', 'Name of the joint trajectory '
+    'controller this node stands in for: serves <name>/follow_joint_trajectory, '
+    '<name>/joint_trajectory and <name>/controller_state. Empty: none.')
+# Declared whether or not a trajectory controller runs, so that one launch file with
+# controllers_file also starts the node with trajectory_controller:=''.
+CONTROLLERS_FILE = Param(
+    'controllers_file', 'string', '', 'ros2_control controllers YAML of the real arm: its '
+    '"<name>: ros__parameters:" block gives the defaults of every <name>.* parameter (joints, '
+    'constraints...), so both run one file.')
+NOT_NEGATIVE = {'range': (0.0, float('inf')), 'rule': '0 or more'}
 
 
-def declare_controllers_file(node):
-    """Declared whether or not a trajectory controller runs, so that one launch file with
-    ``controllers_file`` also starts the node with ``trajectory_controller:=''``."""
-    return declare(node, 'controllers_file', '',
-                   'ros2_control controllers YAML of the real arm: its "<name>: '
-                   'ros__parameters:" block gives the defaults of every <name>.* parameter '
-                   '(joints, constraints...), so both run one file.',
-                   ParameterType.PARAMETER_STRING)
+def joints_table(name):
+    """``<name>.joints``: declared first, since the tolerances are per joint."""
+    return ParameterTable([Param(
+        'joints', 'string_array', [], 'Joints the controller owns, as in the ros2_control '
+        'controller config (default: every joint a position goal channel drives).')],
+        prefix=f'{name}.')
 
 
-def declare(node, name, default, description, kind):
-    """Declare once with type and description; a parameter declared earlier is read as is.
-
-    An integer given for a double (``goal_time:=1``) is taken as the double it means, as a
-    user who copies a ros2_control YAML expects.
-    """
-    if node.has_parameter(name):
-        return node.get_parameter(name).value
-    overrides = getattr(node, '_parameter_overrides', {})   # where rclpy keeps them
-    given = overrides.get(name)
-    if given is not None and kind == ParameterType.PARAMETER_DOUBLE and \
-            given.type_ == Parameter.Type.INTEGER:
-        overrides[name] = Parameter(name, Parameter.Type.DOUBLE, float(given.value))
-    try:
-        node.declare_parameter(name, default, ParameterDescriptor(
-            name=name, type=kind, description=description, read_only=True))
-    except Exception as err:  # noqa: BLE001 - rclpy's type errors, said in one line
-        got = f', got {given.type_.name.lower()} {given.value!r}' if given is not None else ''
-        raise ConfigError(f'expected a {_PY[kind].__name__}{got} ({type(err).__name__})',
-                          where=f'parameter {name}') from None
-    value = node.get_parameter(name).value
-    return [] if value is None and kind == ParameterType.PARAMETER_STRING_ARRAY else value
+def controller_table(name, joints):
+    """``<name>.*``: what joint_trajectory_controller reads, for the controller's joints."""
+    params = [
+        Param('allow_partial_joints_goal', 'bool', False,
+              'Accept goals that name only some of the joints.'),
+        Param('smooth_positions', 'bool', False, 'Position-only trajectories as a C2 cubic '
+              'spline instead of straight segments (joint_trajectory_controller interpolates '
+              'them linearly).'),
+        Param('action_monitor_rate', 'double', 20.0,
+              'Feedback rate of follow_joint_trajectory in Hz.', **NOT_NEGATIVE),
+        Param('state_publish_rate', 'double', 50.0,
+              'controller_state rate in Hz (0: not published).', **NOT_NEGATIVE),
+        Param('constraints.stopped_velocity_tolerance', 'double', 0.01, 'Joint speed (rad/s '
+              'or m/s) below which a finished trajectory counts as stopped.', **NOT_NEGATIVE),
+        Param('constraints.goal_time', 'double', 0.0, 'Seconds after the trajectory end '
+              'within which every goal tolerance must hold (0: wait as long as it takes).',
+              **NOT_NEGATIVE)]
+    for j in joints:
+        params += [Param(f'constraints.{j}.trajectory', 'double', 0.0,
+                         f'Path position tolerance of {j} (0: not checked).', **NOT_NEGATIVE),
+                   Param(f'constraints.{j}.goal', 'double', 0.0,
+                         f'Goal position tolerance of {j} (0: not checked).', **NOT_NEGATIVE)]
+    return ParameterTable(params, prefix=f'{name}.')
 
 
 def controller_block(path, name):
@@ -142,23 +139,22 @@ def controller_block(path, name):
 # joint_trajectory_controller parameters a real configuration carries that change nothing
 # here (the simulated joints follow the reference exactly as a position interface would);
 # accepted so the same YAML loads in both, each logged once when given.
-NO_EFFECT = {'command_interfaces': ParameterType.PARAMETER_STRING_ARRAY,
-             'state_interfaces': ParameterType.PARAMETER_STRING_ARRAY,
-             'command_joints': ParameterType.PARAMETER_STRING_ARRAY,
-             'open_loop_control': ParameterType.PARAMETER_BOOL,
-             'allow_integration_in_goal_trajectories': ParameterType.PARAMETER_BOOL,
-             'allow_nonzero_velocity_at_trajectory_end': ParameterType.PARAMETER_BOOL,
-             'set_last_command_interface_value_as_state_on_activation':
-                 ParameterType.PARAMETER_BOOL,
-             'cmd_timeout': ParameterType.PARAMETER_DOUBLE,
-             'interpolation_method': ParameterType.PARAMETER_STRING}
+NO_EFFECT = {'command_interfaces': 'string_array', 'state_interfaces': 'string_array',
+             'command_joints': 'string_array', 'open_loop_control': 'bool',
+             'allow_integration_in_goal_trajectories': 'bool',
+             'allow_nonzero_velocity_at_trajectory_end': 'bool',
+             'set_last_command_interface_value_as_state_on_activation': 'bool',
+             'cmd_timeout': 'double', 'interpolation_method': 'string'}
 NO_EFFECT_PREFIXES = ('gains.', 'speed_scaling.')
+NO_EFFECT_TEXT = ('Accepted for compatibility with joint_trajectory_controller; no effect in '
+                  'simulation.')
+ZERO = {'bool': False, 'string': '', 'integer': 0, 'double': 0.0}
 
 
 def points_of(trajectory):
     """JointTrajectory points -> the plain dicts the core checks (the float64 arrays are
     handed over as they are, which the core checks in one go)."""
-    return [{'time_from_start': seconds(p.time_from_start), 'positions': p.positions,
+    return [{'time_from_start': cv.to_seconds(p.time_from_start), 'positions': p.positions,
              'velocities': p.velocities, 'accelerations': p.accelerations}
             for p in trajectory.points]
 
@@ -195,61 +191,24 @@ class TrajectoryController:
         self.last_rejection = None
         self.counts = {'accepted': 0, 'rejected': 0, 'succeeded': 0, 'aborted': 0,
                        'canceled': 0, 'preempted': 0}
-        S, D, B, SA = (ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_DOUBLE,
-                       ParameterType.PARAMETER_BOOL, ParameterType.PARAMETER_STRING_ARRAY)
         if name is None:
-            name = declare(node, 'trajectory_controller', 'arm_controller',
-                           'Name of the joint trajectory controller this node stands in for: '
-                           'serves <name>/follow_joint_trajectory, <name>/joint_trajectory and '
-                           '<name>/controller_state. Empty: none.', S)
+            name = ParameterTable([CONTROLLER]).declare(node).trajectory_controller
         self.name = name
-        path = declare_controllers_file(node)
+        path = ParameterTable([CONTROLLERS_FILE]).declare(node).controllers_file
         given = controller_block(path, name) if path else {}
         p = f'{name}.'
-
-        def param(key, default, text, kind):
-            value = given.get(key, default)
-            if kind == D and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-            return declare(node, p + key, value, text, kind)
-
-        joints = param('joints', [], 'Joints the controller owns, as in the ros2_control '
-                       'controller config (default: every joint a position goal channel '
-                       'drives).', SA)
+        joints = joints_table(name).declare(node, defaults=given).joints
         self.joints = jt.controller_joints(device.layout, [j for j in joints if j],
                                            where=f'parameter {p}joints')
-        self.allow_partial = param('allow_partial_joints_goal', False,
-                                   'Accept goals that name only some of the joints.', B)
-        self.smooth_positions = param(
-            'smooth_positions', False,
-            'Position-only trajectories as a C2 cubic spline instead of straight segments '
-            '(joint_trajectory_controller interpolates them linearly).', B)
-        self.monitor_rate = param('action_monitor_rate', 20.0,
-                                  'Feedback rate of follow_joint_trajectory in Hz.', D)
-        self.state_rate = param('state_publish_rate', 50.0,
-                                'controller_state rate in Hz (0: not published).', D)
-        stopped = param('constraints.stopped_velocity_tolerance', 0.01,
-                        'Joint speed (rad/s or m/s) below which a finished trajectory counts '
-                        'as stopped.', D)
-        goal_time = param('constraints.goal_time', 0.0,
-                          'Seconds after the trajectory end within which every goal '
-                          'tolerance must hold (0: wait as long as it takes).', D)
-        path_tol, goal_tol = [], []
-        for j in self.joints:
-            path_tol.append(param(f'constraints.{j}.trajectory', 0.0,
-                                  f'Path position tolerance of {j} (0: not checked).', D))
-            goal_tol.append(param(f'constraints.{j}.goal', 0.0,
-                                  f'Goal position tolerance of {j} (0: not checked).', D))
-        for key, value in (('action_monitor_rate', self.monitor_rate),
-                           ('state_publish_rate', self.state_rate),
-                           ('constraints.stopped_velocity_tolerance', stopped),
-                           ('constraints.goal_time', goal_time),
-                           *((f'constraints.{j}.trajectory', v)
-                             for j, v in zip(self.joints, path_tol)),
-                           *((f'constraints.{j}.goal', v) for j, v in zip(self.joints, goal_tol))):
-            if not value >= 0:
-                raise ConfigError(f'must be 0 or more, got {value!r}',
-                                  where=f'parameter {p}{key}')
+        c = controller_table(name, self.joints).declare(node, defaults=given)
+        self.allow_partial = c.allow_partial_joints_goal
+        self.smooth_positions = c.smooth_positions
+        self.monitor_rate = c.action_monitor_rate
+        self.state_rate = c.state_publish_rate
+        stopped = c['constraints.stopped_velocity_tolerance']
+        goal_time = c['constraints.goal_time']
+        path_tol = [c[f'constraints.{j}.trajectory'] for j in self.joints]
+        goal_tol = [c[f'constraints.{j}.goal'] for j in self.joints]
         self._accept_no_effect(node, p, given)
         goals = jt.trajectory_joints(device.layout)
         jids = [goals[j].joint for j in self.joints]
@@ -274,7 +233,7 @@ class TrajectoryController:
         self._state_pub = node.create_publisher(JointTrajectoryControllerState,
                                                 f'{name}/controller_state', 10)
         # Tolerance checks run only while a trajectory is active: an always-on timer wakes
-        # the executor 100 times a second and cost a third of a core for nothing.
+        # the executor at CHECK_HZ and costs a share of a core for nothing (bench/README.md).
         self._timer = node.create_timer(1.0 / CHECK_HZ, self._tick, clock=steady,
                                         callback_group=MutuallyExclusiveCallbackGroup())
         self._timer.cancel()
@@ -291,32 +250,19 @@ class TrajectoryController:
 
     def _accept_no_effect(self, node, prefix, given):
         """Declare the real controller's parameters that mean nothing in simulation."""
-        overrides = getattr(node, '_parameter_overrides', {})
-        names = {k for k in given} | {k[len(prefix):] for k in overrides
-                                      if k.startswith(prefix)}
-        ignored = []
-        for key in sorted(names):
+        started = given_under(node, prefix)
+        params = []
+        for key in sorted(set(given) | set(started)):
             kind = NO_EFFECT.get(key)
             if kind is None and key.startswith(NO_EFFECT_PREFIXES):
-                value = given.get(key, overrides[prefix + key].value
-                                  if prefix + key in overrides else None)
-                kind = {bool: ParameterType.PARAMETER_BOOL, str: ParameterType.PARAMETER_STRING,
-                        list: ParameterType.PARAMETER_STRING_ARRAY,
-                        int: ParameterType.PARAMETER_INTEGER}.get(
-                            type(value), ParameterType.PARAMETER_DOUBLE)
+                kind = kind_of(given.get(key, started.get(key))) or 'double'
             if kind is None or node.has_parameter(prefix + key):
                 continue
-            default = given.get(key, {ParameterType.PARAMETER_BOOL: False,
-                                      ParameterType.PARAMETER_STRING: '',
-                                      ParameterType.PARAMETER_INTEGER: 0,
-                                      ParameterType.PARAMETER_STRING_ARRAY: []}.get(kind, 0.0))
-            if kind == ParameterType.PARAMETER_DOUBLE and isinstance(default, int):
-                default = float(default)
-            declare(node, prefix + key, default, 'Accepted for compatibility with '
-                    'joint_trajectory_controller; no effect in simulation.', kind)
-            ignored.append(key)
-        if ignored:
-            self.log.info(f'{self.name}: no effect in simulation: {", ".join(ignored)}')
+            params.append(Param(key, kind, ZERO.get(kind, []), NO_EFFECT_TEXT))
+        ParameterTable(params, prefix).declare(node, defaults=given)
+        if params:
+            self.log.info(f'{self.name}: no effect in simulation: '
+                          f'{", ".join(p.name for p in params)}')
 
     # --- requests -> core ---------------------------------------------------------------
     def _check(self, goal):
@@ -331,13 +277,13 @@ class TrajectoryController:
             self.defaults.select(index), checked.joints,
             path=[(t.name, t.position, t.velocity, t.acceleration) for t in goal.path_tolerance],
             goal=[(t.name, t.position, t.velocity, t.acceleration) for t in goal.goal_tolerance],
-            goal_time=seconds(goal.goal_time_tolerance))
+            goal_time=cv.to_seconds(goal.goal_time_tolerance))
         jt.preview(self.device, checked, smooth_positions=self.smooth_positions)
         return checked, tol, self._delay(traj.header.stamp)
 
     def _delay(self, stamp):
         """A header stamp in the future delays the start, as on the real controller."""
-        t = seconds(stamp)
+        t = cv.to_seconds(stamp)
         if t == 0.0:
             return 0.0
         now = self.node.get_clock().now().nanoseconds * 1e-9
@@ -373,8 +319,9 @@ class TrajectoryController:
 
     def _on_accepted(self, handle):
         """Start the trajectory as soon as the goal is accepted, as the real controller does
-        in its accepted callback; waiting for the execute task would add a scheduling delay
-        (about 15 ms under load) between "accepted" and the first step that moves."""
+        in its accepted callback; waiting for the execute task would add an executor
+        scheduling delay, long under load, between "accepted" and the first step that
+        moves."""
         key = bytes(handle.goal_id.uuid)
         if not handle.is_cancel_requested:
             with self._lock:
@@ -424,7 +371,7 @@ class TrajectoryController:
         if old is None:
             return
         left = old.execution.plan.actuators
-        if left.size and any(p is old.execution.plan for p in self.device.stepper.plans):
+        if left.size and self.device.stepper.owns(old.execution.plan):
             jt.hold(self.device, left.copy())
         if old.handle is not None:
             self.counts['preempted'] += 1

@@ -1,0 +1,355 @@
+"""move_to: from a request to a stepper plan, and from snapshots to the move's result.
+
+The pipeline a ``Device`` runs for a move: check the request (``check_request``), solve
+the joints on a private MjData, away from self-collision, and plan a Cartesian line when
+asked (``Planner.plan``), build the path from the setpoints at the instant it starts
+(``start_plan``, on the stepper thread), then read each snapshot until the point settled
+(``settle``) and say how it went (``result``). All of it reads a model, a layout, snapshots
+and parameters; none of it owns the stepper, so the device decides what runs where.
+"""
+
+import threading
+import time
+
+import mujoco
+import numpy as np
+
+from . import cartesian, ik
+from .trajectory import PEAK, MinJerkPlan, WaypointPlan, duration
+from .. import errors
+from ..checks import finite_number
+from ..config import limits
+from ..errors import ConfigError, DeviceError
+
+COLLISION_RETRIES = 6   # IK restarts that look for an answer where the arm misses itself
+IK_SHARE = 0.2       # IK solves to this share of the tolerance; the servos get the rest
+SETTLE_LIMIT = 30.0  # simulated seconds after its path before a moving arm counts as stuck
+SETTLE_QUIET = 0.3   # simulated seconds without progress that count as settled
+
+
+class Move:
+    """A move in flight: wait for it, poll it, be called back, or read its result.
+
+    Besides the target and the point (``('site'|'body', name)``) it carries what the
+    planner resolved once, so the stepper thread and the settling check never look names
+    up again: the actuators and joint addresses it drives, the aim, the ``then`` goals, the
+    solved joints and where they put the point.
+    """
+
+    def __init__(self, target, point, action):
+        self.target = np.asarray(target, dtype=float)
+        self.point = point          # ('site'|'body', name)
+        self.action = action
+        self.result = None
+        self.plan_end = None
+        self.duration = None
+        self.best_miss = None
+        self.best_time = None
+        self.planned = None          # where the solved joints put the point, and its miss
+        self.planned_miss = None
+        self.actuators = []
+        self.joints_qadr = []
+        self.joints_dof = []
+        self.rates = []
+        self.aim = None
+        self.then = {}
+        self.q_goal = None
+        self.path = None
+        self.cartesian = None        # the straight line, for path == 'cartesian'
+        self.min_duration = 0.0      # what the requested tool speed allows at the least
+        self.accepted_wall = time.monotonic()
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks = []
+
+    def finish(self, result):
+        with self._lock:
+            if self.result is not None:
+                return
+            self.result = result
+            self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            fn(self)
+
+    def add_done_callback(self, fn):
+        """``fn(move)`` once the move has its result: on the thread that finishes it (the
+        stepper's: keep it short), or here at once if it already has one."""
+        with self._lock:
+            if self.result is None:
+                self._callbacks.append(fn)
+                return
+        fn(self)
+
+    def done(self):
+        return self._done.is_set()
+
+    def wait(self, timeout=None):
+        return self._done.wait(timeout)
+
+
+# --- where a point is -----------------------------------------------------------------------
+def point_pos(layout, snap, point):
+    """Where a ``('site'|'body', name)`` point is in a snapshot (world frame, a copy)."""
+    kind, name = point
+    if kind == 'site':
+        return snap.site_xpos[layout.sites.index(name)].copy()
+    return snap.xpos[layout.bodies.index(name)].copy()
+
+
+def point_mat(layout, snap, point):
+    """The point's frame in a snapshot, as a 3x3 rotation (world from local)."""
+    kind, name = point
+    if kind == 'site':
+        return snap.site_xmat[layout.sites.index(name)].reshape(3, 3)
+    mat = np.empty(9)
+    mujoco.mju_quat2Mat(mat, snap.xquat[layout.bodies.index(name)])
+    return mat.reshape(3, 3)
+
+
+def aim_error(layout, snap, point, aim):
+    """Radians between where the point's aim axis points and where it should (None
+    without an aim)."""
+    if aim is None:
+        return None
+    axis, toward = (np.asarray(v, dtype=float) for v in aim)
+    world = point_mat(layout, snap, point) @ (axis / np.linalg.norm(axis))
+    return ik.angle_between(world, toward / np.linalg.norm(toward))
+
+
+def distance_to_go(layout, move, snap):
+    """Metres from where the move's point is in ``snap`` to its target."""
+    return float(np.linalg.norm(point_pos(layout, snap, move.point) - move.target))
+
+
+def result(layout, move, code, success, message, snap):
+    """The result dict of a move, measured in ``snap``."""
+    reached = point_pos(layout, snap, move.point)
+    out = {'success': bool(success), 'code': code, 'message': message,
+           'reached': reached.tolist(),
+           'miss': float(np.linalg.norm(reached - move.target)),
+           'target': move.target.tolist()}
+    angle = aim_error(layout, snap, move.point, move.aim)
+    if angle is not None:
+        out['aim_error'] = angle
+    return out
+
+
+# --- the request ----------------------------------------------------------------------------
+def check_request(act, args, point, speed, aim, wait, timeout, path):
+    """Refuse a bad move_to request before anything is solved; the checked
+    ``(target, speed_ms, aim, path, timeout)`` (``path`` None: the action's own)."""
+    if not isinstance(wait, (bool, np.bool_)):
+        raise errors.InvalidArgument(f'wait takes true or false, got {wait!r}', where='wait')
+    if timeout is not None:
+        timeout = finite_number(timeout, 'timeout')
+        if timeout < 0:
+            raise errors.InvalidArgument('cannot be negative', where='timeout')
+    if path not in (None, 'joint', 'cartesian'):
+        raise errors.InvalidArgument(f'unknown path {path!r}', where='path',
+                                     allowed='joint, cartesian')
+    target, speed_ms = limits.check_move(act, args, point, speed)
+    aim = act.aim if aim is None else limits.check_aim(aim)
+    return target, speed_ms, aim, path or act.path, timeout
+
+
+def goal_for_joint(layout, joint, act):
+    """The goal channel that drives a joint of the action (ConfigError if none does)."""
+    jid = layout.joints.index(joint)
+    for g in layout.goals.values():
+        if g.joint == jid:
+            return g
+    raise ConfigError(f'joint {joint!r} has no goal channel', where=f'actions.{act.name}')
+
+
+def joint_bounds(layout, act):
+    """The action's goal channels, and the native joint range each may move in: the
+    channel's own limits narrowed by the device file's min/max."""
+    goals = [goal_for_joint(layout, j, act) for j in act.joints]
+    lower, upper = [], []
+    for g in goals:
+        ends = [g.to_native(v) for v in (g.min, g.max) if v is not None]
+        lower.append(max([g.native_lo] + ([min(ends)] if g.min is not None else [])))
+        upper.append(min([g.native_hi] + ([max(ends)] if g.max is not None else [])))
+    return goals, np.array(lower, dtype=float), np.array(upper, dtype=float)
+
+
+class Planner:
+    """Solves move_to requests on a private MjData, one at a time, off the stepper."""
+
+    def __init__(self, model, layout):
+        self.model = model
+        self.layout = layout
+        self._scratch = mujoco.MjData(model)
+        self._lock = threading.Lock()
+
+    def plan(self, act, snap, target, speed_ms, aim, path, tolerance, aim_tolerance):
+        """A ``Move`` for the action from the state in ``snap``, ready for ``start_plan``;
+        UNREACHABLE (nothing moved) when no joints within limits put the point there."""
+        model, layout = self.model, self.layout
+        goals, lower, upper = joint_bounds(layout, act)
+        jids = [layout.joints.index(j) for j in act.joints]
+        jq = [int(model.jnt_qposadr[j]) for j in jids]
+        jdof = [int(model.jnt_dofadr[j]) for j in jids]
+        q_start = np.clip(snap.setpoint[[g.actuator for g in goals]], lower, upper)
+        rates = [g.native_rate for g in goals]
+        tol, aim_tol = tolerance, aim_tolerance
+        with self._lock:
+            scratch = self._scratch
+            scratch.qpos[:] = snap.qpos
+            scratch.mocap_pos[:] = snap.mocap_pos
+            scratch.mocap_quat[:] = snap.mocap_quat
+            # Solve tighter than the tolerance, so the servos' own error still fits in it.
+            common = dict(site=act.site, body=act.body, aim=aim, joints=act.joints,
+                          lower=lower, upper=upper)
+            sol = ik.solve(model, scratch, target, q_init=q_start,
+                           tolerance=IK_SHARE * tol, aim_tolerance=IK_SHARE * aim_tol, **common)
+            ok = sol.pos_error <= tol and (aim is None or sol.aim_error <= aim_tol)
+            if ok and self._self_collides(act, jq, sol.qpos, snap):
+                sol = self._collision_free(act, jq, sol, target, lower, upper, snap, tol,
+                                           aim_tol, common)
+            if not ok:
+                raise _unreachable(act, target, sol, tol, aim_tol)
+            cart = None
+            if path == 'cartesian':
+                scratch.qpos[:] = snap.qpos
+                cart = cartesian.straight_line(
+                    model, scratch, target, max_rates=[
+                        np.inf if r is None else r for r in rates],
+                    q_start=q_start, max_speed=speed_ms, tolerance=act.path_tolerance,
+                    aim_tolerance=aim_tol, **common)
+                if not cart.success:
+                    raise DeviceError(errors.UNREACHABLE, f'no straight line to the target: '
+                                      f'{cart.message}', where=act.name,
+                                      reached_fraction=float(cart.reached_fraction),
+                                      target=target.tolist())
+        move = Move(target, ('site', act.site) if act.site else ('body', act.body), act)
+        move.actuators = [g.actuator for g in goals]
+        move.joints_qadr = jq
+        move.joints_dof = jdof
+        move.rates = rates
+        move.aim = aim
+        move.then = limits.check_goals(layout, act.then) if act.then else {}
+        move.q_goal = np.clip(sol.qpos, lower, upper)
+        move.path = path
+        move.cartesian = cart
+        move.planned = np.asarray(sol.reached, dtype=float)   # where the IK puts the point
+        move.planned_miss = float(sol.pos_error)
+        if speed_ms:
+            move.min_duration = PEAK * distance_to_go(layout, move, snap) / speed_ms
+        return move
+
+    def _self_collides(self, act, jq, q, snap):
+        """Whether the arm touches itself at ``q`` where it does not now (scratch data).
+
+        Contacts count only between two bodies of the moving point's own tree; touching
+        the table or an object is what a move_to often means to do.
+        """
+        m, d = self.model, self._scratch
+        root = m.body_rootid[m.site_bodyid[self.layout.sites.index(act.site)] if act.site
+                             else self.layout.bodies.index(act.body)]
+
+        def pairs():
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_collision(m, d)
+            out = set()
+            for c in d.contact[:d.ncon]:
+                b1, b2 = m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]
+                if m.body_rootid[b1] == root and m.body_rootid[b2] == root:
+                    out.add((min(b1, b2), max(b1, b2)))
+            return out
+        d.qpos[:] = snap.qpos
+        now = pairs()
+        d.qpos[jq] = q
+        return bool(pairs() - now)
+
+    def _collision_free(self, act, jq, sol, target, lower, upper, snap, tol, aim_tol, common):
+        """Seeded retries from other starting configurations for an answer where the arm
+        does not run into itself; the first answer stands when none is found."""
+        rng = np.random.default_rng(0)
+        lo = np.where(np.isfinite(lower), lower, -np.pi)
+        hi = np.where(np.isfinite(upper), upper, np.pi)
+        for k in range(COLLISION_RETRIES):
+            self._scratch.qpos[:] = snap.qpos
+            alt = ik.solve(self.model, self._scratch, target, q_init=rng.uniform(lo, hi),
+                           seed=k + 1, tolerance=IK_SHARE * tol,
+                           aim_tolerance=IK_SHARE * aim_tol, **common)
+            if alt.pos_error <= tol and (common['aim'] is None or alt.aim_error <= aim_tol) \
+                    and not self._self_collides(act, jq, alt.qpos, snap):
+                return alt
+        return sol
+
+
+def _unreachable(act, target, sol, tol, aim_tol):
+    what = act.site or act.body
+    if sol.pos_error > tol:
+        text = (f'closest miss {sol.pos_error * 1000:.1f} mm, at '
+                f'{np.round(sol.reached, 4).tolist()} m')
+    else:
+        text = (f'the position is reachable but the aim misses by '
+                f'{np.rad2deg(sol.aim_error):.1f} deg (tolerance '
+                f'{np.rad2deg(aim_tol):g} deg)')
+    return DeviceError(errors.UNREACHABLE,
+                       f'no joint configuration within limits puts {what} at '
+                       f'{np.round(target, 4).tolist()} m; {text}',
+                       where=act.name, miss=float(sol.pos_error),
+                       reached=sol.reached.tolist(), target=target.tolist(),
+                       aim_error=float(sol.aim_error))
+
+
+# --- on the stepper thread ------------------------------------------------------------------
+def start_plan(model, move, start, now):
+    """The move's path from setpoints ``start`` at simulated time ``now``: the Cartesian
+    line's waypoints, or one synchronised min-jerk segment to the solved joints."""
+    cart = move.cartesian
+    if cart is not None:
+        step = model.opt.timestep
+        times = np.append(np.arange(0.0, cart.duration, step), cart.duration)
+        qs = np.array([cart.sample(t) for t in times])
+        qs[0] = start     # from where the setpoints are now (q_start is clipped)
+        return WaypointPlan(move.actuators, times, qs, now)
+    T = duration(move.q_goal - start, move.rates)
+    if move.min_duration:
+        T = max(T, move.min_duration)
+    return MinJerkPlan(move.actuators, start, move.q_goal, now, T)
+
+
+def then_plans(layout, then, setpoint, now):
+    """Min-jerk paths from ``setpoint`` to an action's ``then`` goals (native values)."""
+    plans = []
+    for name, native in then.items():
+        g = layout.goals[name]
+        start = setpoint[g.actuator]
+        plans.append(MinJerkPlan([g.actuator], [start], [native], now,
+                                 duration([native - start], [g.native_rate])))
+    return plans
+
+
+def settle(layout, move, snap, tolerance, aim_tolerance):
+    """After the move's path ended: None while the point may still get closer, else
+    ``(arrived, message)``. Keeps the move's best miss so far."""
+    if snap.time < move.plan_end:
+        return None
+    tol, aim_tol = tolerance, aim_tolerance
+    miss = distance_to_go(layout, move, snap)
+    angle = aim_error(layout, snap, move.point, move.aim)
+    arrived = miss <= tol and (angle is None or angle <= aim_tol)
+    # Settled: the joints are still and the miss stopped shrinking (by 2 % of the
+    # tolerance) for SETTLE_QUIET s. Stillness alone would end an overdamped servo's
+    # slow creep too early; no progress alone, a long swing that first moves away.
+    late = snap.time - move.plan_end
+    if move.best_miss is None or miss < move.best_miss - 0.02 * tol:
+        move.best_miss, move.best_time = miss, snap.time
+    speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
+    settled = speed < 1e-2 and snap.time - move.best_time > SETTLE_QUIET
+    if not (arrived or late > SETTLE_LIMIT or settled):
+        return None
+    if arrived:
+        message = 'arrived'
+    elif miss > tol:
+        message = (f'path ended {miss * 1000:.2f} mm from the target (tolerance '
+                   f'{tol * 1000:g} mm)')
+    else:
+        message = (f'arrived, but aimed {np.rad2deg(angle):.1f} deg off (tolerance '
+                   f'{np.rad2deg(aim_tol):g} deg)')
+    return arrived, message

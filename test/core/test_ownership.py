@@ -1,0 +1,100 @@
+"""One owner per piece of state: no module reaches into another module's underscore names.
+
+An AST scan over ``mujoco_hal_ros/``: an attribute access ``obj._name`` (not a dunder) is
+fine only where the same file defines ``_name`` (``self._name = ...``, ``cls._name = ...``,
+``def _name``, a class or module attribute, a ``__slots__`` entry), and ``from x import
+_name`` is never fine. A name defined in the file may still be another object's (two
+classes sharing a private name): the scan cannot see types, so it errs on the side of
+passing such a file.
+"""
+
+import ast
+import os
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+PACKAGE = os.path.join(ROOT, 'mujoco_hal_ros')
+# Underscore names that are public API of the standard library.
+PUBLIC = {'_replace', '_asdict', '_fields', '_make', '_field_defaults', '_exit',
+          '_getframe'}
+
+
+def _private(name):
+    return name.startswith('_') and not (name.startswith('__') and name.endswith('__'))
+
+
+def _targets(node):
+    if isinstance(node, (ast.Assign,)):
+        return node.targets
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return [node.target]
+    return []
+
+
+def _flatten(target):
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for t in target.elts:
+            yield from _flatten(t)
+    elif isinstance(target, ast.Starred):
+        yield from _flatten(target.value)
+    else:
+        yield target
+
+
+def defined_names(tree):
+    """Underscore names the file itself defines."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        for target in (t for tt in _targets(node) for t in _flatten(tt)):
+            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                    and target.value.id in ('self', 'cls'):
+                names.add(target.attr)
+            elif isinstance(target, ast.Name):
+                names.add(target.id)
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == '__slots__' for t in node.targets):
+            names.update(e.value for e in ast.walk(node.value)   # set through __slots__
+                         if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return {n for n in names if _private(n)}
+
+
+def violations(path):
+    with open(path, encoding='utf-8') as f:
+        tree = ast.parse(f.read(), path)
+    own = defined_names(tree)
+    rel = os.path.relpath(path, ROOT)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr) \
+                and node.attr not in own and node.attr not in PUBLIC:
+            out.append(f'{rel}:{node.lineno}: .{node.attr} is not defined in this file')
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if _private(alias.name):
+                    out.append(f'{rel}:{node.lineno}: imports {alias.name} from '
+                               f'{"." * node.level}{node.module or ""}')
+    return out
+
+
+def package_files():
+    for base, _dirs, files in os.walk(PACKAGE):
+        for name in sorted(files):
+            if name.endswith('.py'):
+                yield os.path.join(base, name)
+
+
+def test_no_module_reads_another_modules_private_names():
+    found = [v for path in package_files() for v in violations(path)]
+    assert not found, f'{len(found)} reach(es) into private names of other modules:\n' + \
+        '\n'.join(found)
+
+
+def test_the_scan_finds_a_reach_in(tmp_path):
+    bad = tmp_path / 'bad.py'
+    bad.write_text('from .stepper import _Closed\n\n\n'
+                   'class A:\n    def __init__(self):\n        self._mine = 1\n\n'
+                   '    def f(self, other):\n        return other._theirs, self._mine\n')
+    found = violations(str(bad))
+    assert len(found) == 2, found
+    assert any('_Closed' in v for v in found) and any('._theirs' in v for v in found)
