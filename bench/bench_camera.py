@@ -15,13 +15,15 @@ fixed camera is what a real deployment configures, and the default free camera (
 would frame the whole floor rather than the robot.
 """
 
+import importlib.util
 import argparse
 import copy
 import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the source tree
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
 from mujoco_hal_ros.render import gl  # noqa: E402
 

@@ -17,12 +17,14 @@ the ratio of the two medians is comparable across machines where the 2 ms figure
 The bare cost of one Jacobian evaluation is printed too (the floor of one iteration).
 """
 
+import importlib.util
 import argparse
 import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the source tree
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402

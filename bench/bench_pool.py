@@ -25,6 +25,7 @@ Contenders:
            (and, fairer, per environment)
 """
 
+import importlib.util
 import argparse
 import os
 import sys
@@ -34,7 +35,8 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the source tree
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.pool import EnvPool  # noqa: E402

@@ -9,13 +9,15 @@ simulated time over wall time between two reads taken after a settling second; l
 sampled every 50 ms (from ``health()``) and the stepper's own worst lag is reported too.
 """
 
+import importlib.util
 import argparse
 import os
 import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(__file__), '..')))
+if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the source tree
+    sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(__file__), '..')))
 
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.sim.device import Device  # noqa: E402

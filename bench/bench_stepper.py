@@ -13,6 +13,7 @@ too; on an idle machine the two agree).
     python bench/bench_stepper.py [--quick] [--seconds S] [--rounds N]
 """
 
+import importlib.util
 import argparse
 import os
 import statistics
@@ -21,7 +22,8 @@ import time
 
 import mujoco
 
-sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(__file__), '..')))
+if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the source tree
+    sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(__file__), '..')))
 
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.sim.device import Device  # noqa: E402

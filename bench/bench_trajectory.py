@@ -22,6 +22,7 @@ sending the goal to that step is printed too. Rounds alternate direct and action
 from other processes hits both alike; the medians over rounds are printed.
 """
 
+import importlib.util
 import argparse
 import math
 import os
@@ -30,7 +31,8 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the source tree
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
 import numpy as np  # noqa: E402
 

@@ -42,6 +42,14 @@ class ReadChannel:
         return (native - self.offset) / self.scale
 
 
+def camera_size(model, cid):
+    """(width, height) an image channel defaults to: the MJCF camera's ``resolution`` where
+    the model gives one (its ``focal``/``sensorsize`` intrinsics are for that size), else
+    640x480 (MuJoCo's default resolution is 1x1, meaning none given)."""
+    w, h = (int(v) for v in model.cam_resolution[cid])
+    return (w, h) if w > 1 and h > 1 and max(w, h) <= 2048 else (640, 480)
+
+
 @dataclass
 class ImageChannel:
     name: str
@@ -160,9 +168,9 @@ class Layout:
                 raise ConfigError('cannot be negative', where=f'{where}.every')
             if entry.get('type') == 'image' or 'camera' in cmap:
                 cam = cmap.get('camera', name)
-                self._find(self.cameras, cam, 'camera', f'{where}.map.camera')
+                cid = self._find(self.cameras, cam, 'camera', f'{where}.map.camera')
                 size = {}
-                for key, default in (('width', 640), ('height', 480)):
+                for key, default in zip(('width', 'height'), camera_size(model, cid)):
                     value = cmap.get(key, default)
                     if isinstance(value, bool) or not isinstance(value, int) \
                             or not 1 <= value <= 2048:

@@ -25,6 +25,7 @@ from ..motion import move as moves
 from ..motion.move import Move  # noqa: F401 - importable from here, as it always was
 from ..motion.trajectory import MinJerkPlan, duration
 from ..config.units import parse_quantity
+from . import names
 from .render_state import RenderState
 from .stepper import Impedance, Stepper
 
@@ -215,7 +216,7 @@ class Device:
 
     def describe(self):
         desc = self.layout.describe()
-        stem = os.path.splitext(os.path.basename(self.model_path))[0]
+        name = names.device_name(self.model, self.model_path)
         m = self.model
         actuators = []
         for a in range(m.nu):
@@ -226,8 +227,9 @@ class Device:
             actuators.append({'name': self.layout.actuators[a], 'drive': drive,
                               'joint': joint, 'goal': g.name if g else None})
         desc.update({'device': self.spec['device'] if self.spec and self.spec['device']
-                     else f'{stem} (simulated)',
-                     'id': self.spec['id'] if self.spec and self.spec['id'] else stem,
+                     else f'{name} (simulated)',
+                     'id': self.spec['id'] if self.spec and self.spec['id']
+                     else names.device_id(name),
                      'model': self.model_path, 'timestep': self.model.opt.timestep,
                      'keyframe': self.keyframe_name, 'hazard': self.spec['hazard']
                      if self.spec else 'none', 'safe_state': (self.spec or {}).get(

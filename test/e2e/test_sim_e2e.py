@@ -245,7 +245,7 @@ def test_panda_zero_config_move_to_body_hand(start_sim, spawn, client):
         d = client.wait(desc.call_async(Describe.Request()), 10.0)
     finally:
         client.node.destroy_client(desc)
-    assert d.id == 'scene' and len([c for c in d.channels if c.direction == 'write']) == 8
+    assert d.id == 'panda' and len([c for c in d.channels if c.direction == 'write']) == 8
     # every refusal leaves the arm where it was: held and settled first
     hold = client.node.create_client(Trigger, '/hold')
     try:

@@ -183,7 +183,7 @@ def test_cancel_stops_at_a_chunk_and_services_stay_responsive(h):
     assert running.accepted
     waiting = h.send(goal(ctrl), feedback=lambda m: heartbeat.set())   # queued behind it
     assert waiting.accepted
-    refused = h.send(goal(ctrl))            # MAX_GOALS: each waiting goal holds a thread
+    refused = h.send(goal(ctrl))            # MAX_GOALS: one evaluating, one queued
     assert not refused.accepted
     assert started.wait(20.0)
     assert heartbeat.wait(5.0)              # a queued goal is heard from: it is not lost

@@ -84,7 +84,7 @@ def test_bad_parameter_is_one_clear_error(ctx, overrides, expected):
     text = str(info.value)
     assert expected in text
     assert '\n' not in text
-    # refused means nothing left running: no stepper, watcher, state or camera thread
+    # refused means nothing left running: no stepper, state or camera thread
     assert wait_for(lambda: not [t.name for t in threading.enumerate()
                                  if t.name.startswith(('mujoco_hal_ros', 'sim_node'))], 5.0), \
         [t.name for t in threading.enumerate()]

@@ -12,15 +12,13 @@ Serves, under the node's namespace:
 The node translates messages to EnvPool calls and nothing more; the pool checks every
 argument before it touches any environment, so a refused request changes nothing.
 
-Threads: the executor is never left waiting on physics it does not need. An evaluation
-runs in its goal's execute callback, one executor thread that spends its time in mj_step
-with the GIL released; goals are serialised by a lock (the pool would serialise them anyway)
-and at most MAX_GOALS are accepted at once, because each waiting one holds a thread. Reset
-and Jacobian requests share one mutually exclusive group, so at most one thread waits for
-the pool's lock while an evaluation holds it; goal, cancel, pool_info and the heartbeat keep
-their own groups and answer at once. (rclpy's coroutine callbacks would free the thread, but
-its executor re-polls a suspended coroutine in a busy loop, which on a 2-core machine steals
-the core the physics needs.)
+Threads: the executor never waits on physics. Evaluations, resets and Jacobians run on
+the one worker thread of the node's CompletionBridge (``ros/bridge.py``), in the order
+asked (the pool would serialise them anyway), and the action's execute callback and the
+two services are coroutines that await it; the evaluation's progress feedback goes out
+from the worker at every chunk. At most MAX_GOALS goals are accepted at once (one
+evaluating, one queued behind it); more are refused. Goal, cancel, pool_info and the
+heartbeat (a bridge tick while goals run) answer at once meanwhile.
 """
 
 import hashlib
@@ -35,6 +33,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from . import arrays
+from ..bridge import CompletionBridge
 from .params import TABLE
 from ..parameters import refuse_unknown
 from ..run import run_node
@@ -67,7 +66,7 @@ class PoolNode(Node):
 
     def __init__(self, node_name='pool_node', **kwargs):
         super().__init__(node_name, **kwargs)
-        self.pool = None
+        self.pool = self.bridge = None
         self._closing = False
         self.p = TABLE.declare(self)
         refuse_unknown(self, ', '.join(TABLE.names()))
@@ -82,7 +81,7 @@ class PoolNode(Node):
         except BaseException:
             self.pool.close()           # a refused start leaves no threads behind
             raise
-        self._eval_lock = threading.Lock()        # one evaluation at a time, in goal order
+        self.bridge = CompletionBridge(self)        # pool work on its worker, in order
         self._goals_lock = threading.Lock()
         self._reserved = 0                          # accepted or being accepted, not finished
         self._active = {}                           # goal id bytes -> [handle, steps, nstep]
@@ -97,8 +96,7 @@ class PoolNode(Node):
                             callback_group=queries)
         self.create_service(PoolInfo, 'pool_info', self._pool_info,
                             callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_timer(HEARTBEAT_S, self._heartbeat,
-                          callback_group=MutuallyExclusiveCallbackGroup())
+        self._heartbeats = self.bridge.every(HEARTBEAT_S, self._heartbeat)  # while goals run
 
     # --- parameters -------------------------------------------------------------------------
     def _load(self, path):
@@ -151,7 +149,7 @@ class PoolNode(Node):
 
     # --- evaluate ---------------------------------------------------------------------------
     def _on_goal(self, _goal):
-        """Refuse beyond MAX_GOALS: every waiting goal holds an executor thread."""
+        """Refuse beyond MAX_GOALS: one evaluating and one queued behind it."""
         with self._goals_lock:
             if self._closing or self._reserved >= MAX_GOALS:
                 return GoalResponse.REJECT
@@ -161,12 +159,15 @@ class PoolNode(Node):
     def _on_accepted(self, handle):
         with self._goals_lock:
             self._active[bytes(handle.goal_id.uuid)] = [handle, 0, int(handle.request.nstep)]
+            self._heartbeats.start()
         handle.execute()
 
     def _finish(self, handle):
         with self._goals_lock:
             self._active.pop(bytes(handle.goal_id.uuid), None)
             self._reserved = max(0, self._reserved - 1)
+            if not self._active:
+                self._heartbeats.stop()
 
     def _heartbeat(self):
         with self._goals_lock:
@@ -179,21 +180,24 @@ class PoolNode(Node):
         handle.publish_feedback(Evaluate.Feedback(
             progress=steps / nstep if nstep else 0.0, steps_done=steps, nstep=nstep))
 
-    def _execute(self, handle):
+    async def _execute(self, handle):
         try:
-            with self._eval_lock:
-                return self._evaluate(handle)
+            done = await self.bridge.run(self._evaluate, handle)
         finally:
             self._finish(handle)
+        if done is None:                          # the node stopped before it ran
+            done = 'abort', _fill_error(Evaluate.Result(), CLOSED, 'pool_node is shutting down')
+        end, result = done
+        {'succeed': handle.succeed, 'abort': handle.abort, 'canceled': handle.canceled}[end]()
+        return result
 
     def _evaluate(self, handle):
+        """On the bridge's worker: (how the goal ends, its Result); the coroutine ends it."""
         result = Evaluate.Result()
         if handle.is_cancel_requested:
-            handle.canceled()
-            return _fill_error(result, STOPPED, 'canceled before it started')
+            return 'canceled', _fill_error(result, STOPPED, 'canceled before it started')
         if self._closing:
-            handle.abort()
-            return _fill_error(result, CLOSED, 'pool_node is shutting down')
+            return 'abort', _fill_error(result, CLOSED, 'pool_node is shutting down')
         key = bytes(handle.goal_id.uuid)
         try:
             kwargs = self._evaluate_args(handle.request)
@@ -210,12 +214,10 @@ class PoolNode(Node):
             res = self.pool.evaluate(**kwargs, progress=progress,
                                      chunk_steps=self.p['chunk_steps'])
         except DeviceError as err:
-            handle.abort()
-            return _fill_error(result, err.code, str(err))
+            return 'abort', _fill_error(result, err.code, str(err))
         except Exception as err:  # noqa: BLE001 - reported to the caller, logged here
             self.get_logger().error(f'evaluate: {type(err).__name__}: {err}')
-            handle.abort()
-            return _fill_error(result, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
+            return 'abort', _fill_error(result, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
         result.env_ids = [int(i) for i in res.env_ids]
         result.final_state = arrays.to_msg(res.state)
         if handle.request.want_sensors:
@@ -228,16 +230,14 @@ class PoolNode(Node):
         result.unstable = [bool(u) for u in res.unstable]
         if res.completed:
             result.success, result.code = True, DONE
-            handle.succeed()
-        elif handle.is_cancel_requested:
+            return 'succeed', result
+        if handle.is_cancel_requested:
             result.code = STOPPED
             result.message = f'canceled after {res.steps_done} of {steps} steps'
-            handle.canceled()
-        else:
-            result.code = CLOSED
-            result.message = f'pool_node shut down after {res.steps_done} of {steps} steps'
-            handle.abort()
-        return result
+            return 'canceled', result
+        result.code = CLOSED
+        result.message = f'pool_node shut down after {res.steps_done} of {steps} steps'
+        return 'abort', result
 
     def _evaluate_args(self, goal):
         """Evaluate goal -> EnvPool.evaluate keyword arguments (the pool checks the rest)."""
@@ -281,9 +281,14 @@ class PoolNode(Node):
         return qpos_distance
 
     # --- services ---------------------------------------------------------------------------
-    def _answer(self, res, name, work):
-        try:
+    async def _answer(self, res, name, work):
+        """``work()`` on the bridge's worker, its DeviceError or failure as the answer."""
+        def run():
             work()
+            return True
+        try:
+            if await self.bridge.run(run) is None:
+                return _fill_error(res, CLOSED, 'pool_node is shutting down')
         except DeviceError as err:
             return _fill_error(res, err.code, str(err))
         except Exception as err:  # noqa: BLE001 - an answer, not a dead service
@@ -292,7 +297,7 @@ class PoolNode(Node):
         res.success, res.code = True, DONE
         return res
 
-    def _reset(self, req, res):
+    async def _reset(self, req, res):
         def work():
             states = arrays.from_msg(req.states, 'states')
             keyframe = req.keyframe or None
@@ -301,14 +306,14 @@ class PoolNode(Node):
             self.pool.reset(arrays.env_ids(req.env_ids), keyframe=keyframe, states=states,
                             randomization=arrays.randomization(req.randomize_fields,
                                                                req.randomize_values))
-        return self._answer(res, 'reset', work)
+        return await self._answer(res, 'reset', work)
 
-    def _jacobians(self, req, res):
+    async def _jacobians(self, req, res):
         def work():
             jacp, jacr = self.pool.site_jacobians(list(req.sites),
                                                   arrays.env_ids(req.env_ids))
             res.jacp, res.jacr = arrays.to_msg(jacp), arrays.to_msg(jacr)
-        return self._answer(res, 'site_jacobians', work)
+        return await self._answer(res, 'site_jacobians', work)
 
     def _pool_info(self, _req, _res):
         return self.info
@@ -321,6 +326,8 @@ class PoolNode(Node):
             self.viewer.close()
         if self.pool is not None:
             self.pool.close()
+        if self.bridge is not None:
+            self.bridge.close()
         return super().destroy_node()
 
 

@@ -2,14 +2,11 @@
 
 Nothing here waits on the device inside a callback. ``Device.move_to(wait=False)`` returns
 as soon as the IK is solved and the path posted (a few ms); action execute callbacks and
-the waiting MoveTo service are coroutines that ``await`` a future. A watcher thread looks at
-the waiting moves 50 times a second (``Move.done()``, a flag: it never touches MjData) and
-wakes the executor through a guard condition only when there is work: a move finished, a
-cancel to turn into ``hold``, feedback due (10 Hz). The executor then completes the futures
-and publishes. An rclpy timer would do the same, but every executor wake rebuilds the wait
-set over all of the node's entities, a few ms of CPU each, so waking 50 times a second for
-nothing cost a fifth of a core. A refused request raises DeviceError before anything is
-posted, so its code goes straight into the result and nothing moved.
+the waiting MoveTo and Step services are coroutines that ``await`` the node's
+CompletionBridge (``ros/bridge.py``): a move's end, a step job's future, the next feedback
+time or a cancel all complete an rclpy future on the executor, and nothing polls while
+nothing happens. A refused request raises DeviceError before anything is posted, so its
+code goes straight into the result and nothing moved.
 
 Hold has its own mutually exclusive callback group so that it gets an executor thread even
 while a flood of other requests keeps the control group busy.
@@ -22,7 +19,6 @@ import mujoco
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.task import Future
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
@@ -34,48 +30,25 @@ from ...errors import DeviceError
 from ...motion.move import point_pos
 from ...srv import Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step
 
-POLL_S = 0.02
-FEEDBACK_S = 0.1
+POLL_S = 0.02               # first move_to feedback; the Hold action's stillness checks
+FEEDBACK_S = 0.1            # feedback period of both actions
 STILL_SPEED = 0.01          # rad/s or m/s: "all velocities near zero" for the Hold action
 STILL_FOR_S = 0.2          # ... for this long
 HOLD_SETTLE_S = 3.0
 
 
-class _Watch:
-    """Something a coroutine awaits: a move, or a predicate with a deadline."""
-
-    def __init__(self, future, move=None, goal=None, check=None, deadline=None,
-                 feedback=None):
-        self.future = future
-        self.move = move
-        self.goal = goal
-        self.check = check
-        self.deadline = deadline
-        self.feedback = feedback
-        self.next_feedback = 0.0
-
-
 class Control:
     """Every request interface of sim_node over one Device."""
 
-    def __init__(self, node, device):
+    def __init__(self, node, device, bridge):
         self.node = node
         self.device = device
+        self.bridge = bridge
         self.log = node.get_logger()
         self.group = ReentrantCallbackGroup()
         self.hold_group = MutuallyExclusiveCallbackGroup()
-        self._watches = []
         self._lock = threading.Lock()
-        # _poll runs one at a time; the nudge only wakes the executor so that awaiting
-        # coroutines resume at once rather than at the next unrelated event.
-        self._poll_gc = node.create_guard_condition(
-            self._poll, callback_group=MutuallyExclusiveCallbackGroup())
-        self._nudge = node.create_guard_condition(lambda: None, callback_group=self.group)
-        self._active = threading.Event()
-        self._stopping = threading.Event()
-        self._watcher = threading.Thread(target=self._watch_loop, name='sim_node-watcher',
-                                         daemon=True)
-        self._watcher.start()
+        self._cancel_wakes = {}              # move_to goal id -> future its cancel completes
         self._refused_topic = {}
         m = device.model
         self._joint_dofs = np.array(
@@ -86,7 +59,7 @@ class Control:
         self.move_action = ActionServer(
             n, MoveToAction, 'move_to', execute_callback=self._execute_move, callback_group=g,
             goal_callback=lambda _goal: GoalResponse.ACCEPT,
-            cancel_callback=lambda _handle: CancelResponse.ACCEPT)
+            cancel_callback=self._on_move_cancel)
         self.hold_action = ActionServer(
             n, HoldAction, 'hold', execute_callback=self._execute_hold,
             callback_group=self.hold_group, goal_callback=lambda _goal: GoalResponse.ACCEPT,
@@ -114,98 +87,9 @@ class Control:
         return out
 
     def destroy(self):
-        """Give every waiting coroutine an answer before the node goes away."""
-        self._stopping.set()
-        self._active.set()
-        self._watcher.join(2.0)
-        with self._lock:
-            watches, self._watches = self._watches, []
-        for w in watches:
-            if not w.future.done():
-                w.future.set_result(None)
+        """The bridge answers every waiting coroutine (the node closes it)."""
         self.move_action.destroy()
         self.hold_action.destroy()
-
-    # --- waiting without blocking ---------------------------------------------------------
-    def _watch(self, **kw):
-        fut = Future()
-        w = _Watch(fut, **kw)
-        with self._lock:
-            self._watches.append(w)
-            self._active.set()
-        return w
-
-    def _watch_loop(self):
-        """Wake the executor only when a watch has work (see the module docstring)."""
-        while not self._stopping.is_set():
-            self._active.wait()
-            if self._stopping.wait(POLL_S):
-                return
-            with self._lock:
-                watches = list(self._watches)
-                if not watches:
-                    self._active.clear()
-                    continue
-            now = time.monotonic()
-            try:
-                if any(self._has_work(w, now) for w in watches):
-                    self._poll_gc.trigger()
-            except Exception:  # noqa: BLE001 - destroyed during shutdown
-                if self._stopping.is_set():
-                    return
-
-    @staticmethod
-    def _has_work(w, now):
-        return ((w.move is not None and w.move.done())
-                or (w.goal is not None and w.goal.is_cancel_requested)
-                or (w.check is not None and w.check())
-                or (w.deadline is not None and now >= w.deadline)
-                or (w.feedback is not None and now >= w.next_feedback))
-
-    def _wake_now(self, _done=None):
-        """From any thread: look at the watches now rather than at the next poll."""
-        try:
-            self._poll_gc.trigger()
-        except Exception:  # noqa: BLE001 - the node went away first; nobody waits
-            pass
-
-    def _poll(self):
-        now = time.monotonic()
-        finished = []
-        with self._lock:
-            watches = list(self._watches)
-        for w in watches:
-            try:
-                done, value = self._poll_one(w, now)
-            except Exception as err:  # noqa: BLE001 - a waiting client still gets an answer
-                done, value = True, {'success': False, 'code': getattr(err, 'code', 'ERROR'),
-                                     'message': str(err)}
-            if done:
-                finished.append((w, value))
-        if finished:
-            with self._lock:
-                for w, _ in finished:
-                    if w in self._watches:
-                        self._watches.remove(w)
-            for w, value in finished:
-                if not w.future.done():
-                    w.future.set_result(value)
-            self._nudge.trigger()    # resume the awaiting coroutines now, not at the next event
-
-    def _poll_one(self, w, now):
-        if w.goal is not None and w.goal.is_cancel_requested and w.move is not None \
-                and not w.move.done() and self.device.move is w.move:
-            self.device.hold()                     # cancel means hold; the move ends STOPPED
-        if w.move is not None and w.move.done():
-            return True, w.move.result
-        if w.check is not None and w.check():
-            return True, 'ok'
-        if w.deadline is not None and now >= w.deadline:
-            return True, None
-        if w.feedback is not None and now >= w.next_feedback:
-            w.next_feedback = now + FEEDBACK_S
-            w.feedback()
-        return False, None
 
     def _point_now(self, move):
         return point_pos(self.device.layout, self.device.snapshot, move.point)
@@ -226,6 +110,48 @@ class Control:
         except DeviceError as err:
             return None, err
 
+    def _on_move_cancel(self, goal):
+        """Wake the goal's coroutine now; it turns the cancel into a hold."""
+        with self._lock:
+            wake = self._cancel_wakes.get(bytes(goal.goal_id.uuid))
+        if wake is not None:
+            self.bridge.complete(wake)
+        return CancelResponse.ACCEPT
+
+    async def _follow_move(self, goal, move):
+        """Until the move ends: feedback at the first poll and every FEEDBACK_S after, and a
+        cancel turned into hold (the move then ends STOPPED). The move's result, or None if
+        the node stopped first."""
+        done = self.bridge.move(move)
+        key = bytes(goal.goal_id.uuid)
+        cancel = self.bridge.future()
+        with self._lock:
+            self._cancel_wakes[key] = cancel
+        feedback = self._move_feedback(goal, move)
+        next_feedback = time.monotonic() + POLL_S
+        try:
+            if goal.is_cancel_requested:
+                self.device.hold()
+            while not done.done() and not self.bridge.closed:
+                watch = (done,) if cancel.done() else (done, cancel)
+                await self.bridge.wait(*watch,
+                                       timeout=max(0.0, next_feedback - time.monotonic()))
+                if done.done():
+                    break
+                if goal.is_cancel_requested and not move.done() and self.device.move is move:
+                    self.device.hold()             # cancel means hold; the move ends STOPPED
+                now = time.monotonic()
+                if now >= next_feedback and not move.done():
+                    next_feedback = now + FEEDBACK_S
+                    feedback()
+        except Exception as err:  # noqa: BLE001 - a waiting client still gets an answer
+            return {'success': False, 'code': getattr(err, 'code', 'ERROR'),
+                    'message': str(err)}
+        finally:
+            with self._lock:
+                self._cancel_wakes.pop(key, None)
+        return done.result() if done.done() else None
+
     async def _execute_move(self, goal):
         result = MoveToAction.Result()
         move, err = self._start_move(goal.request)
@@ -233,11 +159,7 @@ class Control:
             self.log.info(f'move_to refused: {cv.error_line(err)}')
             goal.abort()
             return cv.fill_error(result, err)
-        if goal.is_cancel_requested:
-            self.device.hold()
-        w = self._watch(move=move, goal=goal, feedback=self._move_feedback(goal, move))
-        move.add_done_callback(self._wake_now)        # the result goes out now, not at a poll
-        outcome = await w.future
+        outcome = await self._follow_move(goal, move)
         if outcome is None:
             outcome = {'success': False, 'code': errors.CLOSED, 'message': 'sim_node stopped'}
         cv.fill_move_result(result, outcome)
@@ -255,11 +177,9 @@ class Control:
             return cv.fill_error(res, err)
         if req.wait:
             wait = self.device.params['action_wait']
-            watch = self._watch(move=move, deadline=time.monotonic() + wait)
-            move.add_done_callback(self._wake_now)
-            outcome = await watch.future
-            if outcome is not None:
-                return cv.fill_move_result(res, outcome)
+            done = self.bridge.move(move)
+            if await self.bridge.wait(done, timeout=wait) and done.result() is not None:
+                return cv.fill_move_result(res, done.result())
             msg = f'still moving after {wait:g} s'
         else:
             msg = 'moving'
@@ -297,6 +217,27 @@ class Control:
             return now - since[0] >= seconds
         return check
 
+    async def _settle(self, feedback):
+        """Poll until the joints are still (True) or HOLD_SETTLE_S passed (False),
+        feedback at the first poll and every FEEDBACK_S after."""
+        still = self._still_for(STILL_FOR_S)
+        deadline = time.monotonic() + HOLD_SETTLE_S
+        next_feedback = 0.0
+        try:
+            while not self.bridge.closed:
+                await self.bridge.sleep(POLL_S)
+                now = time.monotonic()
+                if still():
+                    return True
+                if now >= deadline:
+                    return False
+                if now >= next_feedback:
+                    next_feedback = now + FEEDBACK_S
+                    feedback()
+        except Exception:  # noqa: BLE001 - closed under us: the hold itself was answered
+            return True
+        return False
+
     async def _execute_hold(self, goal):
         try:
             out = self.device.hold()
@@ -306,11 +247,9 @@ class Control:
 
         def feedback():
             goal.publish_feedback(HoldAction.Feedback(max_joint_speed=self._max_joint_speed()))
-        still = await self._watch(check=self._still_for(STILL_FOR_S),
-                                  deadline=time.monotonic() + HOLD_SETTLE_S,
-                                  feedback=feedback).future
+        still = await self._settle(feedback)
         result = HoldAction.Result(success=True, code=errors.DONE, message=out['message'])
-        if still is None:
+        if not still:
             result.message = (f'holding; joints still moving at '
                               f'{self._max_joint_speed():.3f} after {HOLD_SETTLE_S:g} s')
         goal.succeed()
@@ -393,13 +332,10 @@ class Control:
         """A coroutine: a million steps must not hold an executor thread, and a hold sent
         meanwhile runs between their chunks."""
         try:
-            job = self.device.step(int(req.steps), wait=False)
-            watch = self._watch(check=job.done)
-            job.add_done_callback(self._wake_now)      # answer when done, not at a poll
-            await watch.future
-            if not job.done():
+            sim_time = await self.bridge.wrap(self.device.step(int(req.steps), wait=False))
+            if sim_time is None:
                 raise DeviceError(errors.CLOSED, 'sim_node stopped before the steps ended')
-            res.sim_time = float(job.result())
+            res.sim_time = float(sim_time)
             res.success, res.message = True, f'stepped {req.steps}'
         except DeviceError as err:
             res.success, res.message = False, cv.error_line(err)

@@ -71,6 +71,11 @@ TABLE = ParameterTable([
           'by side never share a frame; none at the root. Empty: none.', check=_frame),
     Param('world_frame', 'string', 'world', 'The fixed frame every body is published against.',
           check=_world_frame),
+    Param('odom_frame', 'string', 'odom', 'Odometry frame of a floating-base robot (a root '
+          'body on a free joint with joints below it): world_frame -> odom (static identity) '
+          '-> base body on /tf and nav_msgs/Odometry on odom, as REP-105 has it; with '
+          'frame_prefix. Empty: no odom frame or topic, every body under world_frame.',
+          check=_frame),
     Param('publish_clock', 'bool', True, 'Publish /clock from simulated time; with several '
           'instances set it true on exactly one.'),
     Param('camera_rate', 'double', 10.0, 'Image rate in Hz for every camera without its own '

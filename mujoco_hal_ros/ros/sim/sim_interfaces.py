@@ -6,16 +6,14 @@ Test scripts and scenario tools written for Gazebo or Isaac Sim call ``reset_sim
 lets those tools drive this simulator unchanged; ``get_simulator_features`` says exactly
 which parts are served, so a client can check instead of guessing.
 
-Callbacks never wait on physics: stepping runs in a worker thread and the service or
-action coroutine awaits a future completed from a guard condition, on callback groups of
-their own so a waiting request never blocks the rest of the node.
+Callbacks never wait on physics: stepping is a stepper job (``Device.step(wait=False)``)
+and the service or action coroutine awaits the node's CompletionBridge
+(``ros/bridge.py``), on a callback group of its own so a waiting request never blocks the
+rest of the node.
 """
 
-import threading
-
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.task import Future
+from rclpy.callback_groups import ReentrantCallbackGroup
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import Result, SimulationState, SimulatorFeatures
 from simulation_interfaces.srv import (GetEntityState, GetSimulationState,
@@ -50,16 +48,13 @@ def _fail(code, text):
 class SimInterfaces:
     """The simulation_interfaces services and action on ``node`` for ``device``."""
 
-    def __init__(self, node, device):
+    def __init__(self, node, device, bridge):
         self.node = node
         self.device = device
+        self.bridge = bridge
         self.entities = Entities(device)
         self.stopped = False                  # STATE_STOPPED: paused and reset, until played
-        self._lock = threading.Lock()
-        self._done = []
         group = ReentrantCallbackGroup()
-        self._waker = node.create_guard_condition(
-            self._drain, callback_group=MutuallyExclusiveCallbackGroup())
         services = (
             (GetSimulatorFeatures, 'get_simulator_features', self._features),
             (ResetSimulation, 'reset_simulation', self._reset),
@@ -75,28 +70,16 @@ class SimInterfaces:
                                     goal_callback=lambda _g: GoalResponse.ACCEPT,
                                     cancel_callback=lambda _h: CancelResponse.ACCEPT)
 
-    # --- background work without blocking the executor ------------------------------------
-    def _in_thread(self, fn):
-        """Run ``fn`` in a worker thread; the returned future completes on the executor."""
-        future = Future()
-
-        def work():
-            try:
-                value = (True, fn())
-            except Exception as exc:  # noqa: BLE001 - handed back to the caller
-                value = (False, exc)
-            with self._lock:
-                self._done.append((future, value))
-            self._waker.trigger()
-        threading.Thread(target=work, name='sim_interfaces-step', daemon=True).start()
-        return future
-
-    def _drain(self):
-        with self._lock:
-            done, self._done = self._done, []
-        for future, value in done:
-            if not future.done():
-                future.set_result(value)
+    # --- stepping without blocking the executor -----------------------------------------
+    async def _run_steps(self, n):
+        """(True, sim time) once ``n`` steps ran, or (False, the error that stopped them)."""
+        try:
+            sim_time = await self.bridge.wrap(self.device.step(n, wait=False))
+        except Exception as exc:  # noqa: BLE001 - handed back to the caller
+            return False, exc
+        if sim_time is None:
+            return False, 'sim_node stopped before the steps ended'
+        return True, sim_time
 
     # --- simulation state -----------------------------------------------------------------
     def state(self):
@@ -183,7 +166,7 @@ class SimInterfaces:
         if refusal is not None:
             resp.result = refusal
             return resp
-        ok, value = await self._in_thread(lambda: self.device.step(steps))
+        ok, value = await self._run_steps(steps)
         resp.result = _ok() if ok else _fail(Result.RESULT_OPERATION_FAILED, str(value))
         return resp
 
@@ -203,7 +186,7 @@ class SimInterfaces:
                 handle.canceled()
                 return result
             n = min(chunk, steps - done)
-            ok, value = await self._in_thread(lambda n=n: self.device.step(n))
+            ok, value = await self._run_steps(n)
             if not ok:
                 result.result = _fail(Result.RESULT_OPERATION_FAILED,
                                       f'stopped after {done} of {steps} steps: {value}')
@@ -281,4 +264,3 @@ class SimInterfaces:
             self.node.destroy_service(srv)
         self._services = []
         self._action.destroy()
-        self.node.destroy_guard_condition(self._waker)

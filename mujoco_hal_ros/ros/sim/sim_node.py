@@ -22,8 +22,9 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from ... import fastpath  # noqa: E402
-from .. import conversions as cv  # noqa: E402
+from .. import conversions as cv, dds_profile  # noqa: E402
 from ..parameters import ALWAYS_DECLARED, refuse_unknown  # noqa: E402, F401 - tests read it
+from ..bridge import CompletionBridge  # noqa: E402
 from . import markers, params as P  # noqa: E402
 from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .control import Control  # noqa: E402
@@ -42,7 +43,7 @@ class SimNode(Node):
     def __init__(self, node_name='sim_node', **kwargs):
         super().__init__(node_name, **kwargs)
         self.device = self.swap = self.state = self.cameras = self.control = None
-        self.recording = self.viewer = None
+        self.recording = self.viewer = self.bridge = None
         self.p = self._declare_all()
         fastpath.configure(self.p.fast_paths)     # before the device starts its threads
         device_file, model = P.device_arguments(self.p)
@@ -92,7 +93,7 @@ class SimNode(Node):
     # --- assembly ---------------------------------------------------------------------------
     def _build(self):
         device, p = self.device, self.p
-        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame)
+        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame, p.odom_frame)
         camera_configs = self._declare_cameras()
         log = self.get_logger()
         self.state = StatePublisher(self, device, self.frames, p, log)
@@ -103,7 +104,8 @@ class SimNode(Node):
         self.collision_pub = self.create_publisher(MarkerArray, 'collision_markers',
                                                    TF_STATIC_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
-        self.control = Control(self, device)
+        self.bridge = CompletionBridge(self)    # every request's answer, when core work ends
+        self.control = Control(self, device, self.bridge)
         # Parts log as they come up; a typo found by the check below must still be the one
         # line the user sees, so their start-up info waits for the check to pass.
         level = log.get_effective_level()
@@ -113,6 +115,8 @@ class SimNode(Node):
             self._check_unknown_overrides()     # after every part declared its parameters
         finally:
             log.set_level(level)
+        for why in self.swap.not_served if self.swap is not None else ():
+            log.info(why)
         snap = device.snapshot
         self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
             snap, cv.stamp(snap.time))))
@@ -147,7 +151,7 @@ class SimNode(Node):
         except ImportError as err:
             log.warning(f'real-arm controller interfaces not served: {err}')
             return
-        self.swap = attach_swap_interfaces(self, self.device, self.p)
+        self.swap = attach_swap_interfaces(self, self.device, self.p, bridge=self.bridge)
 
     def _publish_markers(self):
         try:
@@ -269,6 +273,8 @@ class SimNode(Node):
         for part in (self.state, self.cameras):
             if part is not None:
                 part.stop()
+        if self.bridge is not None:
+            self.bridge.close()            # every waiting coroutine gets its answer
         if self.control is not None:
             self.control.destroy()
         self.state = self.cameras = self.control = None
@@ -287,6 +293,7 @@ def _text(v):
 
 def main(argv=None):
     """Run until Ctrl-C; a bad parameter or file ends it at start with one line, exit 2."""
+    dds_profile.use_default_profile(P.share_dir())    # before the context reads it
     return run_node('sim_node', SimNode, argv, threads=4)
 
 

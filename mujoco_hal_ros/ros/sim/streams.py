@@ -109,8 +109,9 @@ class StatePublisher:
         self.tf_meter = RateMeter(200)
         self._js = JointState(name=list(self.joint_names))
         self._js_bytes = cdr.JointStateBytes(self.joint_names)
-        self._tf_bytes = cdr.TransformsBytes([frames.world] * len(frames.moving_frames),
-                                             frames.moving_frames)
+        self._tf_bytes = cdr.TransformsBytes(frames.moving_parents, frames.moving_frames)
+        self.odometry = (Odometry(node, model, frames)
+                         if frames.odom is not None else None)
         fast = fastpath.enabled()          # the one choice of path for these three streams
         self.raw = fast and raw_messages_ok(self._js_bytes, self._tf_bytes, self.joint_names)
         if fast and not self.raw:
@@ -147,6 +148,8 @@ class StatePublisher:
                f'{self.params.tf_rate:g} Hz)']
         if self.clock_pub is not None:
             out.append('/clock')
+        if self.odometry is not None:
+            out.append(f'odom ({self.frames.odom} -> {self.odometry.child})')
         out += [f'poses/{n}' for n in self.poses]
         out += [f'channels/{n}' for n in self.channels]
         return out
@@ -240,6 +243,8 @@ class StatePublisher:
                 self._tf_payload = self._tf_bytes.pack(t, pos, quat[:, _XYZW])
             self.tf_pub.publish(self._tf_payload)
             self.tf_meter.tick()
+        if with_tf and self.odometry is not None and self.odometry.wanted:
+            self.odometry.publish(snap)
         if self._any_wanted:
             st = cv.stamp(t)
             self._publish_poses(snap, st)
@@ -262,12 +267,16 @@ class StatePublisher:
         if with_tf and self.frames.moving_frames:
             self.tf_pub.publish(TFMessage(transforms=self.frames.dynamic_transforms(snap, st)))
             self.tf_meter.tick()
+        if with_tf and self.odometry is not None and self.odometry.wanted:
+            self.odometry.publish(snap)
         self._publish_poses(snap, st)
         self._publish_channels(snap)
 
     def _count_subscribers(self):
         """Poses and channels are only built for topics someone listens to."""
         any_wanted = False
+        if self.odometry is not None:
+            self.odometry.count_subscribers()
         for entry in list(self.poses.values()) + list(self.channels.values()):
             entry['wanted'] = entry['pub'].get_subscription_count() > 0
             any_wanted = any_wanted or entry['wanted']
@@ -309,6 +318,51 @@ class StatePublisher:
 
 
 _XYZW = [1, 2, 3, 0]   # MuJoCo quaternions are (w, x, y, z); ROS's are (x, y, z, w)
+
+
+class Odometry:
+    """nav_msgs/Odometry of a floating base on ``odom``, at the /tf rate while subscribed.
+
+    As REP-105 and nav2 read it: the pose of the base in the odom frame (here the world's,
+    since simulated odometry does not drift), the twist in the base's own frame (linear
+    and angular velocity, what a wheel or leg odometry reports). Covariances are zero:
+    the numbers are the simulator's exact state, not an estimate.
+    """
+
+    def __init__(self, node, model, frames):
+        from nav_msgs.msg import Odometry as OdometryMsg   # only floating bases need it
+        base = frames.base
+        self.base = base
+        self.child = frames.body_frames[base]
+        j = int(model.body_jntadr[base])
+        self._dof = int(model.jnt_dofadr[j])
+        self._msg = OdometryMsg()
+        self._msg.header.frame_id = frames.odom
+        self._msg.child_frame_id = self.child
+        self._pub = node.create_publisher(OdometryMsg, 'odom', STATE_QOS)
+        self._mat = np.empty(9)
+        self.wanted = False
+
+    def count_subscribers(self):
+        self.wanted = self._pub.get_subscription_count() > 0
+
+    def twist(self, snap):
+        """(linear, angular) velocity of the base in its own frame: a free joint's qvel is
+        the linear velocity in the world frame, then the angular one in the body's."""
+        d = self._dof
+        mujoco.mju_quat2Mat(self._mat, snap.xquat[self.base])
+        return (snap.qvel[d:d + 3] @ self._mat.reshape(3, 3), snap.qvel[d + 3:d + 6])
+
+    def publish(self, snap):
+        msg = self._msg
+        msg.header.stamp = cv.stamp(snap.time)
+        msg.pose.pose.position = cv.point(snap.xpos[self.base])
+        msg.pose.pose.orientation = cv.quat_ros(snap.xquat[self.base])
+        linear, angular = self.twist(snap)
+        t = msg.twist.twist
+        t.linear.x, t.linear.y, t.linear.z = (float(v) for v in linear)
+        t.angular.x, t.angular.y, t.angular.z = (float(v) for v in angular)
+        self._pub.publish(msg)
 
 
 def raw_messages_ok(js_bytes, tf_bytes, names):

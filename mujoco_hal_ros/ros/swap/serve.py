@@ -8,8 +8,10 @@ sim_node checks the user's parameters for unknown names.
 """
 
 from ..parameters import Param, ParameterTable
+from ..bridge import CompletionBridge
 from .topic_control import TopicControl
-from .trajectory_controller import CONTROLLER, CONTROLLERS_FILE, TrajectoryController
+from .trajectory_controller import (CONTROLLER, CONTROLLERS_FILE, nothing_to_serve,
+                                    TrajectoryController)
 
 # What is attached; each part's own parameters are in its own table.
 TABLE = ParameterTable([
@@ -22,10 +24,15 @@ TABLE = ParameterTable([
 class SwapInterfaces:
     """What ``attach_swap_interfaces`` built; ``destroy()`` removes all of it."""
 
-    def __init__(self, trajectory=None, topic=None, simulation=None):
+    def __init__(self, trajectory=None, topic=None, simulation=None, bridge=None,
+                 owns_bridge=False):
+        self.bridge = bridge
+        self.owns_bridge = owns_bridge      # made for these parts: closed in destroy()
         self.trajectory = trajectory
         self.topic = topic
         self.simulation = simulation
+        # why a part serves nothing (a passive model), for the node to log once it is up
+        self.not_served = []
 
     def describe(self):
         out = []
@@ -45,10 +52,15 @@ class SwapInterfaces:
             if part is not None:
                 part.destroy()
         self.trajectory = self.topic = self.simulation = None
+        if self.bridge is not None and self.owns_bridge:
+            self.bridge.close()
+        self.bridge = None
 
 
-def attach_swap_interfaces(node, device, params=None):
+def attach_swap_interfaces(node, device, params=None, bridge=None):
     """Attach the real-arm interfaces to ``node`` for ``device`` and return them.
+
+    ``bridge``: the node's CompletionBridge; without one the parts share one of their own.
 
     ``params`` is unused by the parts (each reads its own ROS parameters) and kept so the
     caller can hand over its checked parameters when a part needs one later.
@@ -56,18 +68,23 @@ def attach_swap_interfaces(node, device, params=None):
     del params
     p = TABLE.declare(node)
     name, use_sim = p.trajectory_controller, p.simulation_interfaces
-    parts = SwapInterfaces()
+    parts = SwapInterfaces(bridge=bridge or CompletionBridge(node), owns_bridge=bridge is None)
     try:
-        if name:
-            parts.trajectory = TrajectoryController(node, device, name)
+        why = nothing_to_serve(node, device, name, p.controllers_file) if name else None
+        if why is not None:
+            parts.not_served.append(why)
+        elif name:
+            parts.trajectory = TrajectoryController(node, device, name, bridge=parts.bridge)
         parts.topic = TopicControl(node, device)
+        if parts.topic.not_served:
+            parts.not_served.append(parts.topic.not_served)
         if use_sim:
             try:
                 from ..sim.sim_interfaces import SimInterfaces
             except ImportError as err:
                 node.get_logger().warning(f'simulation_interfaces not served: {err}')
             else:
-                parts.simulation = SimInterfaces(node, device)
+                parts.simulation = SimInterfaces(node, device, parts.bridge)
     except BaseException:
         parts.destroy()
         raise

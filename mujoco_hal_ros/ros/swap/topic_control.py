@@ -35,8 +35,15 @@ class TopicControl:
         self.applied = 0
         self.refused = 0
         self.last_error = None
-        self._sub = node.create_subscription(JointState, topic, self._on_command, 10) \
-            if topic else None
+        self._sub = None
+        self.not_served = ''       # why nothing is subscribed, for the node's start-up log
+        if topic and not self.goals:
+            # a passive or torque-only model: nothing a position command could move
+            self.not_served = (f'{topic}: not subscribed: no goal channel drives a joint to '
+                               'a position')
+            self.topic = ''
+        elif topic:
+            self._sub = node.create_subscription(JointState, topic, self._on_command, 10)
 
     def command(self, names, positions):
         """{joint: position (rad or m)} -> one all-or-nothing ``set_goals`` in channel units."""

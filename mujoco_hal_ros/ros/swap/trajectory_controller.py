@@ -7,9 +7,10 @@ refused in the goal callback, splines, path and goal tolerances, preemption, can
 hold) is what lets a configuration move from simulation to the real arm unchanged.
 
 The class only translates: checks, splines and tolerances are ``joint_trajectory`` (core).
-Callbacks never wait on motion: an accepted goal's execute coroutine awaits a future that a
-steady-clock timer completes, so the node keeps serving while a trajectory runs, even with
-the simulation paused (a timer on simulated time would stop with it).
+Callbacks never wait on motion: an accepted goal's execute coroutine awaits a future that
+the tolerance checks complete through the node's CompletionBridge (``ros/bridge.py``),
+whose steady-clock ticks drive those checks, so the node keeps serving while a trajectory
+runs, even with the simulation paused (a timer on simulated time would stop with it).
 """
 
 import array
@@ -21,12 +22,11 @@ from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTrajectoryControllerState
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.clock import Clock, ClockType
-from rclpy.task import Future
+from rclpy.callback_groups import ReentrantCallbackGroup
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from .. import conversions as cv
+from ..bridge import CompletionBridge
 from ..parameters import Param, ParameterTable, given_under, kind_of
 from ...motion import joint_trajectory as jt
 from ...errors import ConfigError, DeviceError
@@ -64,6 +64,21 @@ CONTROLLERS_FILE = Param(
     '"<name>: ros__parameters:" block gives the defaults of every <name>.* parameter (joints, '
     'constraints...), so both run one file.')
 NOT_NEGATIVE = {'range': (0.0, float('inf')), 'rule': '0 or more'}
+
+
+def nothing_to_serve(node, device, name, controllers_file=''):
+    """Why controller ``name`` serves nothing on ``device``, or None when it has joints.
+
+    A model with no position-driven joint (a free box, a torque-only or passive model) is
+    still a device worth running: the controller then stays away instead of refusing the
+    start. Joints the user named (``<name>.joints`` or a controllers file) are not second
+    guessed: the controller is built and refuses them with what it would accept.
+    """
+    if jt.trajectory_joints(device.layout) or controllers_file or given_under(node, f'{name}.'):
+        return None
+    return (f'{name}: not served: no goal channel drives a joint to a position, so a joint '
+            'trajectory could move nothing (give the device file a position goal channel to '
+            'serve it)')
 
 
 def joints_table(name):
@@ -162,26 +177,33 @@ def points_of(trajectory):
 class _Active:
     """The trajectory that owns the controller's joints now, and who asked for it."""
 
-    def __init__(self, execution, tolerances, handle=None, joints=None):
+    def __init__(self, execution, tolerances, handle=None, joints=None, bridge=None):
         self.execution = execution
         self.columns = [joints.index(j) for j in execution.checked.joints] if joints else []
         self.tolerances = tolerances
         self.handle = handle                 # None for a trajectory from the topic
-        self.future = Future() if handle is not None else None
+        self._bridge = bridge
+        self.future = bridge.future() if handle is not None else None
+        self._finished = False
         self.last_feedback = 0.0
 
     def finish(self, outcome, code, text):
-        if self.future is not None and not self.future.done():
-            self.future.set_result((outcome, Result(error_code=code, error_string=text)))
+        """From any thread: the execute coroutine gets (outcome, Result) on the executor."""
+        if self.future is not None and not self._finished:
+            self._finished = True
+            self._bridge.complete(self.future, (outcome, Result(error_code=code,
+                                                                error_string=text)))
 
 
 class TrajectoryController:
     """``<name>/follow_joint_trajectory``, ``<name>/joint_trajectory`` and
     ``<name>/controller_state`` on ``node`` for ``device``."""
 
-    def __init__(self, node, device, name=None):
+    def __init__(self, node, device, name=None, bridge=None):
         self.node = node
         self.device = device
+        self._own_bridge = bridge is None           # closed in destroy() if made here
+        self.bridge = CompletionBridge(node) if bridge is None else bridge
         self.log = node.get_logger()
         self._lock = threading.RLock()
         self._active = None
@@ -218,9 +240,8 @@ class TrajectoryController:
         self.defaults = jt.Tolerances.defaults(len(self.joints), trajectory=path_tol,
                                                goal=goal_tol, stopped_velocity=stopped,
                                                goal_time=goal_time)
-        steady = Clock(clock_type=ClockType.STEADY_TIME)
-        # Own groups: a request never waits behind another part of the node, and the
-        # lock below is what orders goal, topic and timer work on the active trajectory.
+        # Own group: a request never waits behind another part of the node, and the
+        # lock below is what orders goal, topic and tick work on the active trajectory.
         requests = ReentrantCallbackGroup()
         self._server = ActionServer(
             node, FollowJointTrajectory, f'{name}/follow_joint_trajectory',
@@ -234,9 +255,7 @@ class TrajectoryController:
                                                 f'{name}/controller_state', 10)
         # Tolerance checks run only while a trajectory is active: an always-on timer wakes
         # the executor at CHECK_HZ and costs a share of a core for nothing (bench/README.md).
-        self._timer = node.create_timer(1.0 / CHECK_HZ, self._tick, clock=steady,
-                                        callback_group=MutuallyExclusiveCallbackGroup())
-        self._timer.cancel()
+        self._checks = self.bridge.every(1.0 / CHECK_HZ, self._tick)
         self._last_state = 0.0
         # controller_state goes out from its own thread (publishing is thread-safe) and only
         # while someone listens, so it never wakes the executor either.
@@ -335,10 +354,10 @@ class TrajectoryController:
                     self._starts[key] = exc
                 else:
                     self._preempt(PREEMPTED)
-                    self._active = _Active(execution, tol, handle, self.joints)
+                    self._active = _Active(execution, tol, handle, self.joints, self.bridge)
                     self._starts[key] = self._active
                     self.counts['accepted'] += 1
-                    self._timer.reset()
+                    self._checks.start()
         handle.execute()
 
     async def _execute(self, handle):
@@ -352,7 +371,11 @@ class TrajectoryController:
             else:
                 handle.abort()
             return Result(error_code=Result.SUCCESSFUL, error_string='canceled before start')
-        outcome, result = await start.future
+        finished = await start.future
+        if finished is None:                    # the node stopped first
+            finished = ('aborted', Result(error_code=Result.INVALID_GOAL,
+                                          error_string='the controller is shutting down'))
+        outcome, result = finished
         if handle.is_active:
             if outcome == 'succeeded':
                 handle.succeed()
@@ -387,7 +410,7 @@ class TrajectoryController:
                                       smooth_positions=self.smooth_positions)
                 self._preempt('preempted by a trajectory on the joint_trajectory topic')
                 self._active = _Active(execution, None, None, self.joints)
-                self._timer.reset()
+                self._checks.start()
         except DeviceError as exc:
             self._reject('joint_trajectory message', exc)
 
@@ -399,7 +422,7 @@ class TrajectoryController:
             with self._lock:
                 self._monitor()
                 if self._active is None:
-                    self._timer.cancel()
+                    self._checks.stop()
         except Exception as exc:  # noqa: BLE001 - a closed device or a bug: end the goal
             with self._lock:
                 if self._active is not None:
@@ -508,7 +531,9 @@ class TrajectoryController:
             old, self._active = self._active, None
         if old is not None:
             old.finish('aborted', Result.INVALID_GOAL, 'the controller is shutting down')
-        self.node.destroy_timer(self._timer)
+        self._checks.stop()
+        if self._own_bridge:
+            self.bridge.close()
         self.node.destroy_subscription(self._sub)
         self.node.destroy_publisher(self._state_pub)
         self._server.destroy()

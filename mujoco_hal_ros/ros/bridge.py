@@ -1,0 +1,321 @@
+"""One way for a node to answer a ROS request when core work finishes.
+
+Core work ends on a core thread: the stepper's (a ``concurrent.futures.Future`` from
+``Stepper.post``/``submit``/``Device.step(wait=False)``, a ``Move`` with
+``add_done_callback``), or the one worker thread this bridge owns for blocking work such
+as a pool evaluation. rclpy futures must be completed on the executor, and a coroutine
+awaiting one resumes only when the executor wakes. So a core thread only appends
+``(rclpy future, outcome)`` to a locked list and triggers a guard condition; the guard's
+callback, on the executor, sets the results and then triggers a second guard condition
+whose only job is to wake the executor once more so that the awaiting coroutines resume
+now rather than at the next unrelated event. Service callbacks and action execute
+callbacks are ``async def`` coroutines that ``await`` these futures: no executor thread
+waits on physics, no thread is started per request, and nothing polls.
+
+Time-driven work (feedback every 100 ms, a service's give-up deadline, a trajectory's
+tolerance checks) goes through the same bridge: one steady-clock timer, re-armed to the
+earliest deadline and cancelled when none is left, so an idle node never wakes. An
+always-on timer would rebuild the executor's wait set over every entity of the node on
+each wake, a few ms of CPU each.
+"""
+
+import heapq
+import itertools
+import threading
+import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
+from rclpy.task import Future
+
+EARLY_S = 5e-4          # a deadline this close is due now: re-arming for it costs more
+
+
+class _Entry:
+    """One deadline in the heap; ``alive`` False once it no longer matters."""
+
+    __slots__ = ('when', 'seq', 'action', 'alive')
+
+    def __init__(self, when, seq, action):
+        self.when, self.seq, self.action, self.alive = when, seq, action, True
+
+    def __lt__(self, other):
+        return (self.when, self.seq) < (other.when, other.seq)
+
+
+class Ticker:
+    """``fn()`` every ``seconds`` on the executor between ``start()`` and ``stop()``."""
+
+    def __init__(self, bridge, seconds, fn):
+        self._bridge = bridge
+        self.seconds = float(seconds)
+        self._fn = fn
+        self._entry = None          # guarded by the bridge's lock
+
+    def start(self):
+        """Tick from ``seconds`` from now on; starting a running ticker changes nothing."""
+        self._bridge._start_ticker(self)
+
+    def stop(self):
+        self._bridge._stop_ticker(self)
+
+    @property
+    def running(self):
+        return self._entry is not None
+
+
+class CompletionBridge:
+    """Core completions -> rclpy futures completed on ``node``'s executor.
+
+    Owned by the node (or by the part that made it when none was handed over); ``close()``
+    answers every future still pending with None, so no coroutine is left waiting.
+    """
+
+    def __init__(self, node, name=None):
+        self._node = node
+        self._name = name or node.get_name()
+        self._lock = threading.Lock()
+        self._ready = []                 # (future, ok, value) for the executor to set
+        # Futures handed out and not answered yet; one nobody holds any more (nothing
+        # awaits it) is dropped rather than kept for close().
+        self._pending = weakref.WeakSet()
+        self._heap = []                  # _Entry, earliest first
+        self._armed = None               # the deadline the timer is set for, or None
+        self._seq = itertools.count()
+        self._closed = False
+        self._worker = None
+        self._wake = node.create_guard_condition(
+            self._drain, callback_group=MutuallyExclusiveCallbackGroup())
+        self._nudge = node.create_guard_condition(
+            lambda: None, callback_group=ReentrantCallbackGroup())
+        self._timer = node.create_timer(
+            1.0, self._on_timer, callback_group=ReentrantCallbackGroup(),
+            clock=Clock(clock_type=ClockType.STEADY_TIME), autostart=False)
+
+    # --- futures completed from any thread ------------------------------------------------
+    def future(self):
+        """A pending rclpy future for ``complete``; ``close()`` answers it if nothing did."""
+        future = Future()
+        with self._lock:
+            if self._closed:
+                future.set_result(None)
+            else:
+                self._pending.add(future)
+        return future
+
+    def complete(self, future, value=None, error=None):
+        """From any thread: ``future`` gets ``value`` (or raises ``error``) on the executor."""
+        with self._lock:
+            if not self._closed:
+                self._ready.append((future, error is None, value if error is None else error))
+                closed = False
+            else:
+                closed = True
+        if closed:
+            self._set(future, error is None, value if error is None else error)
+            return
+        try:
+            self._wake.trigger()
+        except Exception:  # noqa: BLE001 - the node went away first; close() answers
+            pass
+
+    def wrap(self, core_future):
+        """A ``concurrent.futures.Future`` (or anything with ``add_done_callback(fn(f))`` and
+        ``result()``) as an rclpy future: its result, or its exception raised on ``await``."""
+        future = self.future()
+
+        def done(cf):
+            try:
+                value = cf.result()
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+                self.complete(future, error=exc)
+            else:
+                self.complete(future, value)
+        core_future.add_done_callback(done)
+        return future
+
+    def move(self, move):
+        """A core ``Move``: its result dict once it ends."""
+        future = self.future()
+        move.add_done_callback(lambda m: self.complete(future, m.result))
+        return future
+
+    def run(self, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)`` on the bridge's one worker thread (jobs run in the order
+        given): for blocking core work that has no future of its own."""
+        with self._lock:
+            if self._worker is None and not self._closed:
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix=f'{self._name}-worker')
+            worker = self._worker
+        if worker is not None:
+            try:
+                return self.wrap(worker.submit(fn, *args, **kwargs))
+            except RuntimeError:                  # shut down by close() meanwhile
+                pass
+        return self.future()                      # closed: answered None at once
+
+    # --- time -----------------------------------------------------------------------------
+    def sleep(self, seconds):
+        """A future answered None after ``seconds`` (steady clock)."""
+        future = self.future()
+        self._schedule(seconds, lambda: self._set(future, True, None))
+        return future
+
+    def wait(self, *futures, timeout):
+        """A future answered True once any of ``futures`` is done, or False after
+        ``timeout`` seconds: wait for a result, or for the next feedback, whichever first."""
+        out = self.future()
+        entry = self._schedule(timeout, lambda: self._set(out, True, False))
+
+        def done(_f):
+            entry.alive = False
+            self._set(out, True, True)
+        for future in futures:
+            future.add_done_callback(done)
+        return out
+
+    def every(self, seconds, fn):
+        """A stopped Ticker calling ``fn()`` every ``seconds`` once started."""
+        return Ticker(self, seconds, fn)
+
+    def _start_ticker(self, ticker):
+        with self._lock:
+            if ticker._entry is None and not self._closed:
+                ticker._entry = self._push_tick(ticker)
+
+    def _stop_ticker(self, ticker):
+        with self._lock:
+            entry, ticker._entry = ticker._entry, None
+        if entry is not None:
+            entry.alive = False
+
+    def _push_tick(self, ticker):
+        """The ticker's next deadline (lock held); a tick whose entry is no longer the
+        ticker's (stopped, or stopped and started again meanwhile) does nothing."""
+        cell = []
+        entry = self._push(ticker.seconds, lambda: self._tick(ticker, cell[0]))
+        cell.append(entry)
+        return entry
+
+    def _tick(self, ticker, entry):
+        with self._lock:
+            if ticker._entry is not entry:
+                return
+        try:
+            ticker._fn()
+        finally:
+            with self._lock:
+                if ticker._entry is entry and not self._closed:
+                    ticker._entry = self._push_tick(ticker)
+
+    def _schedule(self, seconds, action):
+        with self._lock:
+            return self._push(seconds, action)
+
+    def _push(self, seconds, action):
+        """A deadline ``seconds`` from now (lock held)."""
+        entry = _Entry(time.monotonic() + max(0.0, float(seconds)), next(self._seq), action)
+        if self._closed:
+            entry.alive = False
+            return entry
+        heapq.heappush(self._heap, entry)
+        self._arm()
+        return entry
+
+    def _arm(self):
+        """Set the timer for the earliest live deadline, or stop it (lock held)."""
+        while self._heap and not self._heap[0].alive:
+            heapq.heappop(self._heap)
+        head = self._heap[0].when if self._heap else None
+        if head == self._armed:
+            return
+        self._armed = head
+        try:
+            if head is None:
+                self._timer.cancel()
+            else:
+                self._timer.timer_period_ns = max(1, int((head - time.monotonic()) * 1e9))
+                self._timer.reset()
+        except Exception:  # noqa: BLE001 - the node was destroyed; close() answers
+            pass
+
+    def _on_timer(self):
+        now = time.monotonic()
+        due = []
+        with self._lock:
+            while self._heap and self._heap[0].when <= now + EARLY_S:
+                entry = heapq.heappop(self._heap)
+                if entry.alive:
+                    due.append(entry)
+            self._armed = None
+            self._arm()
+        for entry in due:
+            if entry.alive:
+                try:
+                    entry.action()
+                except Exception as exc:  # noqa: BLE001 - one part's bug stops no other
+                    self._node.get_logger().error(
+                        f'{type(exc).__name__} in a timed callback: {exc}',
+                        throttle_duration_sec=5.0)
+        self._resume()
+
+    # --- on the executor ------------------------------------------------------------------
+    def _drain(self):
+        with self._lock:
+            ready, self._ready = self._ready, []
+        for future, ok, value in ready:
+            self._set(future, ok, value)
+        self._resume()
+
+    def _set(self, future, ok, value):
+        with self._lock:
+            self._pending.discard(future)
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def _resume(self):
+        """Wake the executor once more: coroutines awaiting what was just set run now."""
+        try:
+            self._nudge.trigger()
+        except Exception:  # noqa: BLE001 - destroyed under us; nobody is waiting
+            pass
+
+    # --- lifetime -------------------------------------------------------------------------
+    @property
+    def closed(self):
+        return self._closed
+
+    def close(self):
+        """Answer what is queued, then every pending future with None; stop the timer and
+        the worker (a job in progress finishes on its own; nothing waits for it)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            ready, self._ready = self._ready, []
+            heap, self._heap = self._heap, []
+            worker, self._worker = self._worker, None
+        for entry in heap:
+            entry.alive = False
+        for future, ok, value in ready:
+            self._set(future, ok, value)
+        with self._lock:
+            pending, self._pending = list(self._pending), weakref.WeakSet()
+        for future in pending:
+            if not future.done():
+                future.set_result(None)
+        if worker is not None:
+            worker.shutdown(wait=False, cancel_futures=True)
+        for destroy, entity in ((self._node.destroy_timer, self._timer),
+                                (self._node.destroy_guard_condition, self._wake),
+                                (self._node.destroy_guard_condition, self._nudge)):
+            try:
+                destroy(entity)
+            except Exception:  # noqa: BLE001 - the node was destroyed first
+                pass
