@@ -76,10 +76,18 @@ def test_browser_shows_the_arm_move(start_sim, spawn, client):
     res = client.move_to('/move_to', (0.17, 0.03, 0.05))
     assert res.status == GoalStatus.STATUS_SUCCEEDED, res.result.message
     time.sleep(0.5)
-    after = drawn_screenshot(url)
-    arm_before, arm_after = arm_pixels(before), arm_pixels(after)
-    assert arm_before.sum() > 100 and arm_after.sum() > 100, 'no arm on the page'
-    moved = (arm_before ^ arm_after).sum()
+    arm_before = arm_pixels(before)
+    assert arm_before.sum() > 100, 'no arm on the page'
+    # A page that has just connected shows the state the viewer last streamed until its UI
+    # stream starts the viewer's frames again (the studio streams only while a page's UI is
+    # connected), which a loaded machine can delay past one shot: a few shots, each a fresh
+    # browser, until the new pose is on the page.
+    for _ in range(3):
+        arm_after = arm_pixels(drawn_screenshot(url))
+        moved = (arm_before ^ arm_after).sum()
+        if moved > 0.3 * max(arm_before.sum(), arm_after.sum()):
+            break
+    assert arm_after.sum() > 100, 'no arm on the page after the move'
     assert moved > 0.3 * max(arm_before.sum(), arm_after.sum()), \
         f'the arm did not move on the page ({moved} pixels changed)'
     assert proc.poll() is None
