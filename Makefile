@@ -11,10 +11,12 @@ setup:
 
 build: setup
 
-# The simulated device on the built-in bench arm, headless, until Ctrl-C.
+# The simulated device on the built-in bench arm, headless, until Ctrl-C; the log's first
+# lines give the web viewer's URL (WEB_VIEWER=0 turns it off).
+WEB_VIEWER ?= 8080
 run: setup
 	@$(ENV) exec install/mujoco_hal_ros/lib/mujoco_hal_ros/sim_node --ros-args \
-	  -p log_summary:=true $(RUN_ARGS)
+	  -p log_summary:=true -p web_viewer:=$(WEB_VIEWER) $(RUN_ARGS)
 
 # Build, run every test tier with colcon, and fail on any failure.
 test: setup

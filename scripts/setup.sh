@@ -32,6 +32,18 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
+# Headless Chromium for the web viewer's browser test; optional: without it that test skips
+# and says why (one failed attempt is remembered, so later runs do not wait on apt again).
+NO_BROWSER=${MUJOCO_HAL_ROS_CACHE:-$HOME/.cache/mujoco_hal_ros}/chromium-unavailable
+if ! command -v chromium >/dev/null && [ ! -f "$NO_BROWSER" ]; then
+  log "installing chromium (the web viewer's browser test; it skips without one)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo -n"
+  if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+           $SUDO apt-get install -y -qq chromium; } >/dev/null 2>&1; then
+    log "chromium could not be installed; the browser test will skip"
+    mkdir -p "$(dirname "$NO_BROWSER")" && touch "$NO_BROWSER"
+  fi
+fi
 
 # --- 3. The virtual environment. -----------------------------------------------------------
 if [ ! -x "$VENV/bin/python" ]; then

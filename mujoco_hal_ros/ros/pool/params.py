@@ -21,4 +21,9 @@ TABLE = ParameterTable([
           f'1..{MAX_NSTEP}.', range=(1, MAX_NSTEP)),
     Param('ray_address', 'string', '', "Empty: the pool runs in this process; 'local' (a new "
           "local Ray), 'auto' or host:port: a RayPool, one shard per Ray CPU."),
+    Param('web_viewer', 'integer', 0, 'Serve a live browser view of one environment on this '
+          'port; 0 = off.', range=(0, 65535), rule='0 (off) or a port 1..65535'),
+    Param('web_viewer_host', 'string', '127.0.0.1', 'Interface the web viewer binds.'),
+    Param('web_viewer_env', 'integer', 0, 'The environment the web viewer shows.',
+          range=(0, MAX_NBATCH - 1)),
 ])

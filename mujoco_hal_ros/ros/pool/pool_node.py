@@ -37,6 +37,7 @@ from ..bridge import CompletionBridge
 from .params import TABLE
 from ..parameters import refuse_unknown
 from ..run import run_node
+from ..sim.web_view import attach_pool_viewer
 from ...action import Evaluate
 from ...errors import (CLOSED, DONE, INTERNAL_ERROR, STOPPED, ConfigError, DeviceError,
                        InvalidArgument, UnknownName)
@@ -77,6 +78,11 @@ class PoolNode(Node):
                                                   nthread=self.p['nthread'],
                                                   keyframe=self.keyframe, **(ray or {}))
         self.info = self._info()
+        try:
+            self.viewer = attach_pool_viewer(self.pool, self.p, self.get_logger())
+        except BaseException:
+            self.pool.close()           # a refused start leaves no threads behind
+            raise
         self.bridge = CompletionBridge(self)        # pool work on its worker, in order
         self._goals_lock = threading.Lock()
         self._reserved = 0                          # accepted or being accepted, not finished
@@ -318,6 +324,8 @@ class PoolNode(Node):
     def destroy_node(self):
         """Stop a running evaluation at its next chunk, then release the pool's threads."""
         self._closing = True
+        if getattr(self, 'viewer', None) is not None:
+            self.viewer.close()
         if self.pool is not None:
             self.pool.close()
         if self.bridge is not None:

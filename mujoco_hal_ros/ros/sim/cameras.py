@@ -100,6 +100,9 @@ class CameraPublisher:
         self._raised_before = False
         self.frames = frames
         self.logger = logger
+        # channel -> fn(rgb rows bottom-up, simulated seconds), called with every frame sent;
+        # a hooked camera renders without a subscriber (video recording)
+        self.frame_hooks = {}
         self.streams = []
         for cfg in configs:
             ns = cfg.channel
@@ -218,7 +221,7 @@ class CameraPublisher:
             now = time.monotonic()
             wake = now + IDLE_POLL_S
             for s in self.streams:
-                if s.failed or not self._wanted(s):
+                if s.failed or not (self._wanted(s) or s.cfg.channel in self.frame_hooks):
                     s.watched_since = 0.0
                     continue
                 if not s.watched_since:
@@ -305,6 +308,9 @@ class CameraPublisher:
             s.depth_info_pub.publish(info)
         s.meter.tick()
         s.frames += 1
+        hook = self.frame_hooks.get(s.cfg.channel)
+        if hook is not None:
+            hook(frame.rgb, seconds)
 
     def _image(self, s, rows_up, encoding, bytes_per_pixel, seconds, stamp):
         """Serialized bytes on the fast path (flipped on the way: one copy into the stream's

@@ -17,6 +17,7 @@ MAX_PUBLISH_RATE = 10000.0
 BACKGROUND_CHOICES = ('auto', 'true', 'false')
 MAX_CAMERA_RATE = 240.0
 MAX_PIXELS = 2048
+COMPRESSION_CHOICES = ('none', 'zstd', 'lz4')
 
 
 def _rate(top):
@@ -34,6 +35,12 @@ def _frame(value):
     if any(c.isspace() for c in value):
         raise ValueError(f'a frame name cannot contain spaces, got {value!r}')
     return value
+
+
+def _not_empty(value):
+    if not value.strip():
+        raise ValueError('cannot be empty (127.0.0.1: this machine only)')
+    return value.strip()
 
 
 def _world_frame(value):
@@ -105,6 +112,27 @@ TABLE = ParameterTable([
     Param('summary_period', 'double', 10.0, 'Seconds between health summaries (with '
           'log_summary).', range=(0.0, float('inf')), min_open=True, rule='above 0 seconds'),
     Param('diagnostics_rate', 'double', 1.0, 'diagnostics rate in Hz.', **_rate(100.0)),
+    Param('web_viewer', 'integer', 0, 'Serve a live view of the simulation on this port for a '
+          'browser (MuJoCo Studio web viewer; the browser renders). 0 = off.',
+          range=(0, 65535), rule='0 (off) or a port 1..65535'),
+    Param('web_viewer_host', 'string', '127.0.0.1', 'Interface the web viewer binds; the '
+          'default is reachable only from this machine (use an SSH tunnel).',
+          check=_not_empty),
+    Param('record', 'string', '', 'Record from start into this rosbag2 folder (MCAP); empty: '
+          'only when start_recording is called (then rosbag2_<time>). An existing folder '
+          'gets _2, _3...'),
+    Param('record_topics', 'string_array', [], 'Topics to record; empty: every topic this '
+          'node publishes.', check=lambda v: [t for t in v if t]),
+    Param('record_max_bytes', 'integer', 0, 'Start a new MCAP file past this size; 0 = never.',
+          range=(0, 2**62), rule='0 (never split) or above'),
+    Param('record_max_seconds', 'double', 0.0, 'Start a new MCAP file past this duration; 0 = '
+          'never.', range=(0.0, float('inf')), rule='0 (never split) or above'),
+    Param('record_compression', 'string', 'none', 'MCAP chunk compression: none, zstd or lz4.',
+          choices=COMPRESSION_CHOICES, rule='none, zstd or lz4',
+          check=lambda v: v.strip().lower() or 'none'),
+    Param('record_video', 'string_array', [], 'Cameras also recorded as MP4 (<camera>.mp4 in '
+          'the recording folder) at their rates; all = every camera.',
+          check=lambda v: [c for c in v if c]),
 ])
 
 # The checked values sim_node runs with: one typed, frozen field per TABLE entry.

@@ -28,9 +28,11 @@ from ..bridge import CompletionBridge  # noqa: E402
 from . import markers, params as P  # noqa: E402
 from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .control import Control  # noqa: E402
+from .recording import Recording  # noqa: E402
 from ..run import run_node  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
 from .tf import FrameTree  # noqa: E402
+from .web_view import attach_web_viewer  # noqa: E402
 from ...sim.device import Device  # noqa: E402
 from ...errors import ConfigError  # noqa: E402
 
@@ -41,7 +43,7 @@ class SimNode(Node):
     def __init__(self, node_name='sim_node', **kwargs):
         super().__init__(node_name, **kwargs)
         self.device = self.swap = self.state = self.cameras = self.control = None
-        self.bridge = None
+        self.recording = self.viewer = self.bridge = None
         self.p = self._declare_all()
         fastpath.configure(self.p.fast_paths)     # before the device starts its threads
         device_file, model = P.device_arguments(self.p)
@@ -137,6 +139,8 @@ class SimNode(Node):
         self.state.start()
         self.cameras.may_raise = lambda: self.state.realtime
         self.cameras.start()
+        self.recording = Recording(self, device, self.cameras, p, log)
+        self.viewer = attach_web_viewer(device, p, log)
         if p.log_summary:
             self._log_start()
 
@@ -176,7 +180,7 @@ class SimNode(Node):
                                              'collision_markers', 'diagnostics']
         log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
         log.info('serving: ' + ', '.join(self.control.describe() + (
-            self.swap.describe() if self.swap is not None else [])))
+            self.swap.describe() if self.swap is not None else []) + self.recording.describe()))
 
     def health_line(self):
         h = self.device.health()
@@ -239,7 +243,8 @@ class SimNode(Node):
                                   hardware_id=self._hardware_id,
                                   values=[KeyValue(key=k, value=_text(v))
                                           for k, v in values.items()])
-        msg = DiagnosticArray(status=[status])
+        msg = DiagnosticArray(status=[status] + ([self.recording.status()]
+                                                 if self.recording is not None else []))
         msg.header.stamp = cv.stamp(self.device.snapshot.time)
         try:
             self.diag_pub.publish(msg)
@@ -255,6 +260,10 @@ class SimNode(Node):
 
     def _stop_parts(self):
         """Stop whatever parts exist, built fully or only up to a refused parameter."""
+        for extra in (self.viewer, self.recording):     # recording first writes what it has
+            if extra is not None:
+                extra.close()
+        self.viewer = self.recording = None
         thread = getattr(self, '_markers_thread', None)
         if thread is not None:
             self._markers_stop.set()
