@@ -13,10 +13,11 @@ import re
 import yaml
 
 from ..errors import ConfigError
+from ..sensors import settings as sensor_settings
 from .units import finite_float, parse_quantity
 
 TOP_KEYS = {'device', 'id', 'connect', 'read', 'write', 'actions', 'safe_state', 'hazard',
-            'description'}
+            'description', 'sensors', 'lidars'}
 CONNECT_KEYS = {'mujoco', 'model', 'keyframe', 'timestep', 'action_wait', 'tolerance',
                 'aim_tolerance', 'real_time_factor', 'gravity_compensation'}
 READ_KEYS = {'unit', 'every', 'map', 'type', 'description', 'min', 'max'}
@@ -233,7 +234,9 @@ def parse(doc, source='device file'):
                           allowed=', '.join(HAZARDS))
     return {'device': str(doc.get('device', '')), 'id': str(doc.get('id', '')),
             'connect': connect, 'read': read, 'write': write, 'actions': actions,
-            'safe_state': safe, 'hazard': hazard}
+            'safe_state': safe, 'hazard': hazard,
+            'sensors': sensor_settings.parse_sensors(doc.get('sensors')),
+            'lidars': sensor_settings.parse_lidars(doc.get('lidars'))}
 
 
 class _StrictLoader(yaml.SafeLoader):
