@@ -50,8 +50,8 @@ def go1_with_imu(tmp_path, h):
 def test_go1_imu_at_rest_reads_gravity_and_no_rotation(open_device, tmp_path, h):
     dev = open_device(model=go1_with_imu(tmp_path, h), keyframe='home', start_paused=True)
     imu = group(dev, 'imu')
-    assert imu.kind == 'imu' and [p.role for p in imu.parts] == ['accel', 'gyro',
-                                                                  'orientation']
+    roles = [p.role for p in imu.parts]
+    assert imu.kind == 'imu' and roles == ['accel', 'gyro', 'orientation']
     dev.step(1000)                                 # 2 s to settle on its feet
     snap = dev.snapshot
     _t, r = imu.read(snap.sensordata, snap.time)
@@ -68,7 +68,7 @@ def test_go1_imu_at_rest_reads_gravity_and_no_rotation(open_device, tmp_path, h)
 def test_rig_groups_and_known_readings(rig):
     groups = {g.name: g for g in rig.sensor_groups()}
     assert {n: g.kind for n, g in groups.items()} == {
-        'ft': 'wrench', 'range': 'range', 'pad_touch': 'touch', 'puck': 'pose',
+        'block_imu': 'imu', 'ft': 'wrench', 'range': 'range', 'pad_touch': 'touch', 'puck': 'pose',
         'puck_vel': 'generic', 'clock': 'generic'}
     snap = rig.snapshot
     _t, ft = groups['ft'].read(snap.sensordata, snap.time)
@@ -96,8 +96,8 @@ def test_noise_is_off_by_default_and_seeded(rig):
                          for i in range(200)])
     a, b = readings(cfg), readings(cfg)
     assert np.array_equal(a, b)                                  # same seed, same stream
-    other = readings(settings.parse_sensors({'seed': 8, 'range': {'noise': {'std': 0.01,
-                                                                             'bias': 0.1}}}))
+    noisy = {'noise': {'std': 0.01, 'bias': 0.1}}
+    other = readings(settings.parse_sensors({'seed': 8, 'range': noisy}))
     assert not np.array_equal(a, other)
     assert a.mean() == pytest.approx(1.1, abs=0.003) and a.std() == pytest.approx(0.01,
                                                                                   rel=0.2)

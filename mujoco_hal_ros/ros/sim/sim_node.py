@@ -26,8 +26,10 @@ from .. import conversions as cv  # noqa: E402
 from ..parameters import ALWAYS_DECLARED, refuse_unknown  # noqa: E402, F401 - tests read it
 from . import markers, params as P  # noqa: E402
 from .cameras import CameraConfig, CameraPublisher  # noqa: E402
+from .contacts import WrenchServices  # noqa: E402
 from .control import Control  # noqa: E402
 from ..run import run_node  # noqa: E402
+from .sensors import SensorPublisher  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
 from .tf import FrameTree  # noqa: E402
 from ...sim.device import Device  # noqa: E402
@@ -40,6 +42,7 @@ class SimNode(Node):
     def __init__(self, node_name='sim_node', **kwargs):
         super().__init__(node_name, **kwargs)
         self.device = self.swap = self.state = self.cameras = self.control = None
+        self.sensors = None
         self.p = self._declare_all()
         fastpath.configure(self.p.fast_paths)     # before the device starts its threads
         device_file, model = P.device_arguments(self.p)
@@ -94,7 +97,10 @@ class SimNode(Node):
         log = self.get_logger()
         self.state = StatePublisher(self, device, self.frames, p, log)
         self.cameras = CameraPublisher(self, device, self.frames, camera_configs,
-                                       log, p.camera_background)
+                                       log, p.camera_background,
+                                       compression=(p.image_compression, p.jpeg_quality))
+        self.sensors = SensorPublisher(self, device, self.frames, p, log)
+        self.wrench_services = WrenchServices(self, device)
         self.static_pub = self.create_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)
         self.markers_pub = self.create_publisher(MarkerArray, 'scene_markers', TF_STATIC_QOS)
         self.collision_pub = self.create_publisher(MarkerArray, 'collision_markers',
@@ -112,7 +118,7 @@ class SimNode(Node):
             log.set_level(level)
         snap = device.snapshot
         self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
-            snap, cv.stamp(snap.time))))
+            snap, cv.stamp(snap.time)) + self.sensors.static_transforms(cv.stamp(snap.time))))
         self.markers_ready = threading.Event()
         self._markers_stop = threading.Event()
         self._markers_lock = threading.Lock()      # destroy_node waits for a publish
@@ -130,6 +136,7 @@ class SimNode(Node):
                                                 name='sim_node-markers', daemon=True)
         self._markers_thread.start()
         self.state.start()
+        self.sensors.start()
         self.cameras.may_raise = lambda: self.state.realtime
         self.cameras.start()
         if p.log_summary:
@@ -168,9 +175,10 @@ class SimNode(Node):
                  f'real_time_factor {self.p.real_time_factor:g}'
                  f'{", paused" if self.p.start_paused else ""}, namespace {ns}')
         published = self.state.describe() + ['/tf_static', 'scene_markers',
-                                             'collision_markers', 'diagnostics']
+                                             'collision_markers', 'diagnostics'] + \
+            self.sensors.describe()
         log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
-        log.info('serving: ' + ', '.join(self.control.describe() + (
+        log.info('serving: ' + ', '.join(self.control.describe() + WrenchServices.describe() + (
             self.swap.describe() if self.swap is not None else [])))
 
     def health_line(self):
@@ -256,12 +264,12 @@ class SimNode(Node):
             with self._markers_lock:
                 pass                        # a publish in progress has finished
             thread.join(5.0)
-        for part in (self.state, self.cameras):
+        for part in (self.state, self.sensors, self.cameras):
             if part is not None:
                 part.stop()
         if self.control is not None:
             self.control.destroy()
-        self.state = self.cameras = self.control = None
+        self.state = self.cameras = self.control = self.sensors = None
         if self.swap is not None:
             self.swap.destroy()
             self.swap = None
