@@ -43,6 +43,36 @@ class Projector:
         return out
 
 
+    def cloud(self, depth, rgb=None, far=None):
+        """The PointCloud2 data bytes (``POINT_STEP`` a point, little-endian x, y, z and
+        rgb) of a depth image and its colours, written into one buffer that this
+        projector reuses (the bytes returned are a copy of it)."""
+        z = np.asarray(depth, dtype=np.float32)
+        if z.shape != (self.height, self.width):
+            raise ValueError(f'expected a {self.height}x{self.width} depth image, got '
+                             f'{z.shape}')
+        if getattr(self, '_buf', None) is None:
+            self._buf = np.zeros((self.height, self.width, 4), dtype='<f4')
+        buf = self._buf
+        ok = z > 0                              # NaN compares False: invalid as well
+        if far is not None:
+            ok &= z < far
+        else:
+            ok &= np.isfinite(z)
+        np.copyto(buf[..., 2], z)
+        np.copyto(buf[..., 2], np.float32(np.nan), where=~ok)
+        np.multiply(self._rx, buf[..., 2], out=buf[..., 0])
+        np.multiply(self._ry, buf[..., 2], out=buf[..., 1])
+        raw = buf.view(np.uint8).reshape(self.height, self.width, POINT_STEP)
+        if rgb is None:
+            raw[..., 12:] = 0
+        else:
+            for k in range(3):                 # 0x00RRGGBB little-endian: B, G, R, 0
+                np.copyto(raw[..., 12 + k], rgb[..., 2 - k])
+            raw[..., 15] = 0
+        return buf.tobytes()
+
+
 def pack_xyzrgb(points, rgb=None):
     """(H, W, 3) float32 points and (H, W, 3) uint8 rgb -> the PointCloud2 data bytes
     (``POINT_STEP`` bytes a point, little-endian; rgb 0 without colour)."""

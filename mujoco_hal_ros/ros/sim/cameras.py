@@ -343,9 +343,9 @@ class CameraPublisher:
                 s.points_pub.get_subscription_count() > 0:
             depth = frame.depth[::-1]
             rgb = frame.rgb[::-1] if rgb is None else rgb
-            points = s.projector.points(depth, far=self._far * 0.999)
-            s.points_pub.publish(cloud_msg(points, s.cfg.height, s.cfg.width, st, s.frame,
-                                           rgb=rgb))
+            data = s.projector.cloud(depth, rgb, far=self._far * 0.999)
+            s.points_pub.publish(cloud_msg(data, s.cfg.height, s.cfg.width, st, s.frame,
+                                           rgb=True))
         if s.cdepth_pub is not None and s.cdepth_pub.get_subscription_count() > 0:
             depth = frame.depth[::-1] if depth is None else depth
             fmt, data = compress.encode_depth(np.where(depth >= self._far * 0.999, np.nan,

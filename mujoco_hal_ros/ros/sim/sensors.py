@@ -31,6 +31,7 @@ from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Imu, JointState, LaserScan, PointCloud2, PointField, Range
 
 from .. import conversions as cv
+from ...fastpath import sched
 from ...msg import SensorReading, Touch
 from .contacts import ContactStream
 
@@ -297,8 +298,9 @@ class SensorPublisher:
                 msg.range_min, msg.range_max = float(cfg['range_min']), float(cfg['range_max'])
                 msg.ranges = scan.ranges.astype(np.float32).tolist()
                 return msg
-            return cloud_msg(scan.points.astype(np.float32), len(pat.elevations),
-                             len(pat.azimuths), st, frame)
+            pts = np.ascontiguousarray(scan.points, dtype='<f4')
+            return cloud_msg(pts.tobytes(), len(pat.elevations), len(pat.azimuths), st, frame,
+                             dense=bool(np.isfinite(pts).all()))
         return build
 
     # --- the loop ---------------------------------------------------------------------------
@@ -307,6 +309,11 @@ class SensorPublisher:
             return
         self._thread = threading.Thread(target=self._run, name='sim_node-sensors', daemon=True)
         self._thread.start()
+
+    @property
+    def native_id(self):
+        """The sensor thread's OS id (for CPU accounting), None before it starts."""
+        return self._thread.native_id if self._thread is not None else None
 
     def stop(self):
         self._stop.set()
@@ -320,21 +327,35 @@ class SensorPublisher:
         self.contacts.wanted_changed()
 
     def _run(self):
-        rates = [1.0 / s.period for s in self.streams]
-        period = 1.0 / min(MAX_WAKE_HZ, 2.0 * max(rates))
+        # Periods are simulated time; the thread wakes twice per shortest period at the
+        # speed the simulation runs now (measured: at rtf 0 that is many times real time),
+        # at most MAX_WAKE_HZ, and every STOP_POLL_S while paused. A short slice wakes it on
+        # time on a busy machine, as the state thread (sched.py; nothing with the fast
+        # paths off).
+        sched.short_slice()
+        shortest = min(s.period for s in self.streams)
+        period = STOP_POLL_S
         deadline = time.monotonic()
         next_count = 0.0
+        last = None                               # (wall, sim) half a second ago
         while not self._stop.is_set():
             now = time.monotonic()
             if deadline > now:
                 time.sleep(min(deadline - now, STOP_POLL_S))
                 continue
-            deadline = max(deadline + period, now - 4 * period)
             try:
+                snap = self.device.snapshot
+                if last is None or now - last[0] > 0.5:
+                    if last is not None:
+                        speed = (snap.time - last[1]) / (now - last[0])
+                        period = STOP_POLL_S if speed <= 0 else min(
+                            STOP_POLL_S, max(1.0 / MAX_WAKE_HZ, 0.5 * shortest / speed))
+                    last = (now, snap.time)
+                deadline = max(deadline + period, now - 4 * period)
                 if now >= next_count:
                     next_count = now + SUBSCRIBER_POLL_S
                     self._count()
-                self._publish(self.device.snapshot)
+                self._publish(snap)
             except Exception as err:  # noqa: BLE001 - a shut-down context ends the loop
                 if self._stop.is_set():
                     break
@@ -370,25 +391,21 @@ def _diag(variance):
     return [variance, 0.0, 0.0, 0.0, variance, 0.0, 0.0, 0.0, variance]
 
 
-def cloud_msg(points, height, width, stamp, frame, rgb=None):
-    """An organized PointCloud2 (x, y, z float32 [+ rgb]) from (height*width, 3) points."""
-    from ...sensors.pointcloud import pack_xyzrgb, POINT_STEP
+def cloud_msg(data, height, width, stamp, frame, rgb=False, dense=False):
+    """An organized PointCloud2 of packed float32 points: x, y, z (12 bytes a point) or
+    with ``rgb`` x, y, z, rgb (``pointcloud.POINT_STEP``)."""
+    from ...sensors.pointcloud import POINT_STEP
     msg = PointCloud2()
     msg.header.stamp, msg.header.frame_id = stamp, frame
     msg.height, msg.width = int(height), int(width)
-    names = ['x', 'y', 'z'] + (['rgb'] if rgb is not None else [])
+    names = ['x', 'y', 'z'] + (['rgb'] if rgb else [])
     msg.fields = [PointField(name=n, offset=4 * i, datatype=PointField.FLOAT32, count=1)
                   for i, n in enumerate(names)]
     msg.is_bigendian = False
-    pts = points.reshape(height, width, 3)
-    if rgb is not None:
-        msg.point_step = POINT_STEP
-        msg.data = pack_xyzrgb(pts, rgb.reshape(height, width, 3))
-    else:
-        msg.point_step = 12
-        msg.data = np.ascontiguousarray(pts, dtype='<f4').tobytes()
+    msg.point_step = POINT_STEP if rgb else 12
     msg.row_step = msg.point_step * msg.width
-    msg.is_dense = bool(np.isfinite(pts).all())
+    msg.data = data
+    msg.is_dense = bool(dense)
     return msg
 
 
