@@ -34,7 +34,6 @@ from mujoco_hal_ros.render import gl
 gl.ensure_headless_gl()
 
 import mujoco  # noqa: E402
-import numpy as np  # noqa: E402
 
 from mujoco_hal_ros.menagerie import bench_arm_path, model_path  # noqa: E402
 from mujoco_hal_ros.sensors import compress, pointcloud  # noqa: E402

@@ -24,6 +24,7 @@ class Projector:
         self.width, self.height = int(width), int(height)
         self._rx = ((u - cx) / fx)[None, :]
         self._ry = ((v - cy) / fy)[:, None]
+        self._buf = None           # cloud()'s, made on first use
 
     def points(self, depth, far=None):
         """(H, W, 3) float32 xyz in the optical frame from (H, W) depth, row 0 at the top;
@@ -42,7 +43,6 @@ class Projector:
         out[..., 2] = z
         return out
 
-
     def cloud(self, depth, rgb=None, far=None):
         """The PointCloud2 data bytes (``POINT_STEP`` a point, little-endian x, y, z and
         rgb) of a depth image and its colours, written into one buffer that this
@@ -51,7 +51,7 @@ class Projector:
         if z.shape != (self.height, self.width):
             raise ValueError(f'expected a {self.height}x{self.width} depth image, got '
                              f'{z.shape}')
-        if getattr(self, '_buf', None) is None:
+        if self._buf is None:
             self._buf = np.zeros((self.height, self.width, 4), dtype='<f4')
         buf = self._buf
         ok = z > 0                              # NaN compares False: invalid as well
