@@ -80,7 +80,8 @@ class SensorPublisher:
             self.streams.append(_Stream(pub, 1.0 / g.rate, build))
         for cfg in device.lidar_settings(_lidar_entries(params)).values():
             scanner = device.lidar(cfg)
-            frame = cfg['frame'] or self.site_frame(scanner.site)
+            frame = self.frames.prefix + cfg['frame'] if cfg['frame'] else \
+                self.site_frame(scanner.site)
             self._frame_of_site(scanner.site, frame)
             topic = f'{cfg["name"]}/scan' if scanner.planar else f'{cfg["name"]}/points'
             pub = node.create_publisher(LaserScan if scanner.planar else PointCloud2, topic,
@@ -90,6 +91,7 @@ class SensorPublisher:
                                         self._scan(scanner, cfg, frame)))
         self.contacts = ContactStream(node, device, frames, params)
         self.streams += self.contacts.streams(_Stream)
+        self._shortest = None          # the shortest period of a watched stream
         self._stop = threading.Event()
         self._thread = None
 
@@ -128,7 +130,8 @@ class SensorPublisher:
     def _group_frame(self, g):
         if g.site < 0:
             return self.frames.world
-        return self._frame_of_site(g.site, g.frame or self.site_frame(g.site))
+        frame = self.frames.prefix + g.frame if g.frame else self.site_frame(g.site)
+        return self._frame_of_site(g.site, frame)
 
     def static_transforms(self, stamp):
         """Every sensor frame on its body: for the node's one /tf_static message."""
@@ -200,8 +203,9 @@ class SensorPublisher:
         return build
 
     def _range(self, g):
-        name = self.site_frame(g.site) if not g.frame else g.frame
-        frame = self._frame_of_site(g.site, f'{name}_range', Q_RANGE)
+        # the device file's frame as given, else <site>_range: x along the beam either way
+        name = self.frames.prefix + g.frame if g.frame else f'{self.site_frame(g.site)}_range'
+        frame = self._frame_of_site(g.site, name, Q_RANGE)
         read = self._reader(g)
         sid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SENSOR, g.parts[0].sensor)
         cutoff = float(self.model.sensor_cutoff[sid]) if sid >= 0 else 0.0
@@ -324,6 +328,7 @@ class SensorPublisher:
     def _count(self):
         for s in self.streams:
             s.wanted = s.pub.get_subscription_count() > 0
+        self._shortest = min((s.period for s in self.streams if s.wanted), default=None)
         self.contacts.wanted_changed()
 
     def _run(self):
@@ -333,7 +338,6 @@ class SensorPublisher:
         # time on a busy machine, as the state thread (sched.py; nothing with the fast
         # paths off).
         sched.short_slice()
-        shortest = min(s.period for s in self.streams)
         period = STOP_POLL_S
         deadline = time.monotonic()
         next_count = 0.0
@@ -348,7 +352,8 @@ class SensorPublisher:
                 if last is None or now - last[0] > 0.5:
                     if last is not None:
                         speed = (snap.time - last[1]) / (now - last[0])
-                        period = STOP_POLL_S if speed <= 0 else min(
+                        shortest = self._shortest      # of the streams someone reads
+                        period = STOP_POLL_S if speed <= 0 or shortest is None else min(
                             STOP_POLL_S, max(1.0 / MAX_WAKE_HZ, 0.5 * shortest / speed))
                     last = (now, snap.time)
                 deadline = max(deadline + period, now - 4 * period)
