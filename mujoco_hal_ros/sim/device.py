@@ -550,11 +550,18 @@ class Device:
         self.record('real_time_factor', {'real_time_factor': rtf}, {})
 
     # --- sensors, lidars, contacts and pushes ------------------------------------------------
-    def sensor_groups(self):
+    def sensor_groups(self, seed=None, rate=None):
         """The model's sensors grouped into ROS streams (``sensors.catalog.Group``), with
-        the device file's ``sensors:`` settings; a fresh list (with fresh, seeded noise
-        models) each call, for the one reader that owns it."""
-        return catalog.configure(self.model, (self.spec or {}).get('sensors'))
+        the device file's ``sensors:`` settings; ``seed`` and ``rate`` (Hz, for groups
+        without their own) replace the file's when given. A fresh list (with fresh, seeded
+        noise models) each call, for the one reader that owns it."""
+        spec = dict((self.spec or {}).get('sensors') or {'seed': 0, 'rate': None,
+                                                         'entries': {}})
+        if seed is not None:
+            spec['seed'] = int(seed)
+        if rate is not None:
+            spec['rate'] = float(rate)
+        return catalog.configure(self.model, spec)
 
     def _lidar_settings(self):
         from ..sensors.lidar import Lidar

@@ -68,11 +68,9 @@ class SensorPublisher:
         self.groups = []
         self.lidars = []
         if params.sensors:
-            self.groups = [g for g in device.sensor_groups() if g.enabled]
-        sensor_rate = params.sensor_rate
-        seed = params.sensor_seed
-        if seed >= 0 or sensor_rate > 0:
-            self.groups = self._reconfigure(sensor_rate, seed)
+            self.groups = [g for g in device.sensor_groups(
+                seed=params.sensor_seed if params.sensor_seed >= 0 else None,
+                rate=params.sensor_rate or None) if g.enabled]
         for g in self.groups:
             build = getattr(self, f'_{g.kind}')(g)
             msg_type = _TYPES[g.kind]
@@ -96,18 +94,6 @@ class SensorPublisher:
         self._thread = None
 
     # --- set-up -----------------------------------------------------------------------------
-    def _reconfigure(self, sensor_rate, seed):
-        """The parameters' rate and seed over the device file's (entries keep their own
-        rate)."""
-        spec = dict((self.device.spec or {}).get('sensors') or
-                    {'seed': 0, 'rate': None, 'entries': {}})
-        if seed >= 0:
-            spec['seed'] = seed
-        if sensor_rate > 0:
-            spec['rate'] = sensor_rate
-        from ...sensors import catalog
-        return [g for g in catalog.configure(self.model, spec) if g.enabled]
-
     def site_frame(self, site):
         """The TF frame of a site: ``<prefix><site name>`` (``_site`` added if a body has
         that name)."""
