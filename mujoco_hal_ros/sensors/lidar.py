@@ -80,7 +80,7 @@ class Lidar:
         self._geomid = np.zeros(n, dtype=np.int32)
         self._dist = np.zeros(n)
         body = int(model.site_bodyid[self.site])
-        self._bodyexclude = body
+        self._bodyexclude = body if body > 0 else -1     # never the world's own geoms
         self._excluded = np.zeros(0, dtype=np.intp)
         if cfg.get('exclude_robot', True) and body > 0:
             root = int(model.body_rootid[body])

@@ -161,6 +161,14 @@ def test_lidar_sees_the_box_at_its_distance_and_not_itself(rig):
     assert len(floor) and np.allclose(floor[:, 2], -0.5)    # the floor, 0.5 m down
 
 
+def test_lidar_on_a_world_site_sees_the_world(rig):
+    cfg = rig.lidar_settings({'w': {'site': 'world_scan', 'rays': 4, 'vertical_rays': 3,
+                                    'vertical_fov': np.pi / 2}})['w']
+    scan = rig.lidar(cfg).scan(rig.snapshot)
+    down = scan.ranges[:4]                        # elevation -45 degrees, first row
+    assert np.allclose(down, 0.5 * np.sqrt(2), atol=1e-6)      # the floor, 0.5 m below
+
+
 def test_lidar_pattern_full_turn_has_no_duplicate_ray():
     p = lidar.pattern(4, 2 * np.pi)
     assert np.allclose(p.azimuths, [-np.pi, -np.pi / 2, 0, np.pi / 2])
