@@ -1,5 +1,10 @@
 """Camera streams: <camera>/image_raw + camera_info (and depth), rendered on one thread.
 
+Derived streams come from the same frames, each only while subscribed and encoded on this
+thread (never the physics one): ``image_raw/compressed`` (jpeg or png, as
+image_transport's compressed plugin), and for depth cameras ``points`` (an organized
+xyz + rgb PointCloud2 in the optical frame) and ``depth/image_raw/compressedDepth``.
+
 Rendering costs tens of milliseconds a frame on a software rasteriser, so it never runs in
 an executor callback: one thread walks the cameras, renders those that are due *and* have
 a subscriber (an idle camera costs a subscriber count ten times a second and creates no GL
