@@ -69,7 +69,8 @@ def test_rig_groups_and_known_readings(rig):
     groups = {g.name: g for g in rig.sensor_groups()}
     assert {n: g.kind for n, g in groups.items()} == {
         'block_imu': 'imu', 'ft': 'wrench', 'range': 'range', 'pad_touch': 'touch', 'puck': 'pose',
-        'puck_vel': 'generic', 'clock': 'generic'}
+        'puck_vel': 'generic', 'clock': 'generic', 'joint_states': 'joints',
+        'actuator_states': 'actuators'}
     snap = rig.snapshot
     _t, ft = groups['ft'].read(snap.sensordata, snap.time)
     assert np.linalg.norm(ft['force']) == pytest.approx(2.0 * G, rel=1e-3)   # the payload
@@ -81,6 +82,11 @@ def test_rig_groups_and_known_readings(rig):
     assert touch['force'][0] == pytest.approx(1.5 * G, rel=1e-2)
     t, pose = groups['puck'].read(snap.sensordata, snap.time)
     assert t == snap.time and pose['position'][:2] == pytest.approx([-3.0, -3.0])
+    _t, joints = groups['joint_states'].read(snap.sensordata, snap.time)
+    assert set(joints) == {('position', 'swing'), ('velocity', 'swing')}
+    assert abs(joints[('position', 'swing')][0]) < 1e-6      # hanging straight down
+    _t, acts = groups['actuator_states'].read(snap.sensordata, snap.time)
+    assert set(acts) == {('effort', 'swing_motor')}
 
 
 # --- noise ----------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
-from sensor_msgs.msg import CompressedImage, Imu, LaserScan, PointCloud2, Range  # noqa: E402
+from sensor_msgs.msg import (  # noqa: E402
+    CompressedImage, Imu, JointState, LaserScan, PointCloud2, Range)
 from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
@@ -107,6 +108,14 @@ def test_wrench_range_touch_and_generic(rig):
     clock = rig.collect(SensorReading, 'sensors/clock')[-1]
     assert clock.type == 'clock' and clock.data[0] == pytest.approx(
         stamp_s(clock.header.stamp), abs=0.01)
+
+
+def test_joint_and_actuator_sensors_as_joint_states(rig):
+    js = rig.collect(JointState, 'sensors/joint_states')[-1]
+    assert list(js.name) == ['swing'] and len(js.position) == len(js.velocity) == 1
+    assert not js.effort and abs(js.position[0]) < 1e-3
+    acts = rig.collect(JointState, 'sensors/actuator_states')[-1]
+    assert list(acts.name) == ['swing_motor'] and list(acts.effort) == [0.0]
 
 
 def test_lidar_scan(rig):
