@@ -135,8 +135,9 @@ def discover(model):
         elif t in ACTUATOR_ROLES:
             g = group(('actuators',), 'actuator_states', 'actuators')
             role = ACTUATOR_ROLES[t]
-        else:
-            g = group(('generic', i), sname, 'generic')
+        else:      # on a site: a velocimeter, magnetometer... reads in the site's frame
+            g = group(('generic', i), sname, 'generic', site=oid if on_site else -1,
+                      frame_object=site_name)
             role = 'data'
         target = ''
         if g.kind == 'joints':
@@ -146,7 +147,6 @@ def discover(model):
         g.parts.append(Part(sname, role, adr, dim, target))
         if float(m.sensor_noise[i]) > 0:
             g.variances[role] = float(m.sensor_noise[i]) ** 2
-    # An IMU needs an accelerometer or a gyro; an orientation alone stays a pose.
     return [groups[k] for k in order]
 
 
