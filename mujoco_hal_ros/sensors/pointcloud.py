@@ -60,7 +60,8 @@ class Projector:
         else:
             ok &= np.isfinite(z)
         np.copyto(buf[..., 2], z)
-        np.copyto(buf[..., 2], np.float32(np.nan), where=~ok)
+        if not ok.all():
+            np.copyto(buf[..., 2], np.float32(np.nan), where=~ok)
         np.multiply(self._rx, buf[..., 2], out=buf[..., 0])
         np.multiply(self._ry, buf[..., 2], out=buf[..., 1])
         raw = buf.view(np.uint8).reshape(self.height, self.width, POINT_STEP)
