@@ -20,13 +20,14 @@ import re
 import yaml
 
 from ..errors import ConfigError, shorten
+from ..sensors import settings as sensor_settings
 from .units import finite_float, parse_quantity
 
 MAX_DEVICE_FILE_BYTES = 1 << 20   # a large real device file is a few kB
 MAX_DEPTH = 32                    # mappings and lists inside each other; real files use 5
 
 TOP_KEYS = {'device', 'id', 'connect', 'read', 'write', 'actions', 'safe_state', 'hazard',
-            'description'}
+            'description', 'sensors', 'lidars'}
 CONNECT_KEYS = {'mujoco', 'model', 'keyframe', 'timestep', 'action_wait', 'tolerance',
                 'aim_tolerance', 'real_time_factor', 'gravity_compensation'}
 READ_KEYS = {'unit', 'every', 'map', 'type', 'description', 'min', 'max'}
@@ -254,7 +255,9 @@ def parse(doc, source='device file'):
                               where=key, allowed='a string')
     return {'device': str(doc.get('device', '')), 'id': str(doc.get('id', '')),
             'connect': connect, 'read': read, 'write': write, 'actions': actions,
-            'safe_state': safe, 'hazard': hazard}
+            'safe_state': safe, 'hazard': hazard,
+            'sensors': sensor_settings.parse_sensors(doc.get('sensors')),
+            'lidars': sensor_settings.parse_lidars(doc.get('lidars'))}
 
 
 class _RefusedInput(yaml.YAMLError):

@@ -26,6 +26,7 @@ from ..motion.move import Move  # noqa: F401 - importable from here, as it alway
 from ..motion.trajectory import MinJerkPlan, duration
 from ..config.units import parse_quantity
 from . import names
+from ..sensors import catalog, settings as sensor_settings, wrench
 from .render_state import RenderState
 from .stepper import Impedance, Stepper
 
@@ -139,6 +140,12 @@ class Device:
             raise
         self._renderers = {}
         self._renderers_lock = threading.Lock()
+        try:
+            self.sensor_groups()           # a device file naming no such sensor stops here
+            self._lidars = self._lidar_settings()
+        except BaseException:
+            self.stepper.close()
+            raise
         self._render_state = RenderState(self.model)
         self.record('connect', {'model': self.model_path, 'keyframe': keyframe},
                     self._native_all(sp))
@@ -543,6 +550,82 @@ class Device:
         rtf = limits.real_time_factor(rtf)
         self.stepper.set_real_time_factor(rtf)
         self.record('real_time_factor', {'real_time_factor': rtf}, {})
+
+    # --- sensors, lidars, contacts and pushes ------------------------------------------------
+    def sensor_groups(self, seed=None, rate=None):
+        """The model's sensors grouped into ROS streams (``sensors.catalog.Group``), with
+        the device file's ``sensors:`` settings; ``seed`` and ``rate`` (Hz, for groups
+        without their own) replace the file's when given. A fresh list (with fresh, seeded
+        noise models) each call, for the one reader that owns it."""
+        spec = dict((self.spec or {}).get('sensors') or {'seed': 0, 'rate': None,
+                                                         'entries': {}})
+        if seed is not None:
+            spec['seed'] = int(seed)
+        if rate is not None:
+            spec['rate'] = float(rate)
+        return catalog.configure(self.model, spec)
+
+    def _lidar_settings(self):
+        from ..sensors.lidar import Lidar
+        lidars = dict((self.spec or {}).get('lidars') or {})
+        for cfg in lidars.values():
+            Lidar(self.model, cfg)            # the site must exist: ConfigError otherwise
+        return lidars
+
+    def lidar_settings(self, extra=None):
+        """The device file's lidars (name -> settings), plus ``extra`` entries
+        ``{name: {'site': ..., ...}}`` checked as a device file's would be."""
+        out = dict(self._lidars)
+        for name, entry in (extra or {}).items():
+            out[name] = sensor_settings.lidar_entry(name, entry, f'lidars.{name}')
+        return out
+
+    def lidar(self, cfg):
+        """A ``sensors.lidar.Lidar`` for checked settings, casting on its own MjData."""
+        from ..sensors.lidar import Lidar
+        return Lidar(self.model, cfg)
+
+    def report_contacts(self, on=True):
+        """Snapshots carry the active contacts (``snapshot.contacts``) while on: for a
+        contacts topic with a subscriber; off, stepping pays nothing for them."""
+        self.stepper.report_contacts(on)
+
+    def apply_wrench(self, body, force=(0.0, 0.0, 0.0), torque=(0.0, 0.0, 0.0),
+                     point=(0.0, 0.0, 0.0), frame=wrench.WORLD, duration=0.0):
+        """Push ``body``: ``force`` (N) and ``torque`` (N m) in ``frame`` (``world`` or a
+        body, whose frame they turn with), at ``point`` (m, in the body's frame), every step
+        for ``duration`` simulated seconds (0: until ``clear_wrenches`` or ``reset``). A new
+        wrench on a body replaces its old one; wrenches on different bodies add up. All
+        arguments are checked first (INVALID_ARGUMENT, UNKNOWN_NAME: nothing changes)."""
+        checked = wrench.check(self.model, body, force, torque, point, frame, duration)
+        w = self.stepper.post(lambda s: s.push(checked), wait=True)
+        self.record('apply_wrench', {'body': body, 'force': list(w.force),
+                                     'torque': list(w.torque), 'point': list(w.point),
+                                     'frame': w.frame_name, 'duration': float(duration)}, {},
+                    sim_time=w.start)
+        until = 'until cleared' if w.end == float('inf') else f'until t={w.end:.6g} s'
+        return {'success': True, 'code': errors.DONE, 'start_time': w.start,
+                'end_time': w.end, 'message': f'pushing {body} {until}'}
+
+    def clear_wrenches(self, bodies=None):
+        """End the wrenches on ``bodies`` (names; None or empty: all); every name is
+        checked first (UNKNOWN_NAME lists the bodies)."""
+        names = wrench.body_names(self.model)
+        ids = None
+        if bodies:
+            if isinstance(bodies, str):
+                raise errors.InvalidArgument('expected a list of body names, got a string',
+                                             where='bodies')
+            ids = [names.index(known_name(b, [n for n in names[1:] if n], 'body'))
+                   for b in bodies]
+        gone = self.stepper.post(lambda s: s.clear_pushes(ids), wait=True)
+        self.record('clear_wrenches', {'bodies': list(bodies or [])}, {})
+        return {'success': True, 'code': errors.DONE,
+                'message': f'cleared {len(gone)} wrench(es)', 'cleared': [names[b] for b in gone]}
+
+    def wrenches(self):
+        """The latched wrenches at the latest snapshot (``sensors.wrench.Wrench``)."""
+        return self.snapshot.wrenches
 
     # --- cameras ----------------------------------------------------------------------------
     def _image(self, camera, width, height):

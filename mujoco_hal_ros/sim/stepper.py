@@ -22,6 +22,8 @@ from mujoco import rollout
 import numpy as np
 
 from ..fastpath import sched
+from ..sensors.contacts import active_contacts
+from ..sensors.wrench import WrenchTable
 from ..errors import ClosedError, DeviceError, NOT_PAUSED, STEPPER_DEAD, TIMEOUT
 
 FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
@@ -57,6 +59,8 @@ class Snapshot:
     cam_xpos: np.ndarray = None   # cameras in the world: tracking cameras move with the state
     cam_xmat: np.ndarray = None
     plans: tuple = ()          # the plans still running at ``time``
+    contacts: np.ndarray = None   # active contacts (sensors.contacts) while asked for
+    wrenches: tuple = ()       # the latched pushes (sensors.wrench.Wrench) at ``time``
 
 
 class Impedance(NamedTuple):
@@ -132,6 +136,8 @@ class Stepper:
         self._warn0 = self._bad_warnings()
         self._rebase()
         self._rate_window = []
+        self._wrenches = WrenchTable(model)     # latched pushes: push / clear_pushes
+        self._want_contacts = False
         self.snapshot = self._snap()
         self._thread = threading.Thread(target=self._run, name='mujoco_hal_ros-stepper',
                                         daemon=True)
@@ -295,6 +301,24 @@ class Stepper:
             if drive == 'velocity':
                 self.setpoint[a] = 0.0
 
+    # --- pushes and contacts -----------------------------------------------------------
+    def push(self, checked):
+        """Latch a checked wrench (``sensors.wrench.check``) from now (stepper thread
+        only); the ``Wrench``."""
+        return self._wrenches.add(dict(checked), self.data.time)
+
+    def clear_pushes(self, bodies=None):
+        """End the wrenches on ``bodies`` (ids; None: all) now (stepper thread only); the
+        ids of the bodies that had one."""
+        gone = self._wrenches.clear(bodies)
+        self._wrenches.apply(self.data)     # zero what the cleared ones wrote
+        return gone
+
+    def report_contacts(self, on):
+        """Whether snapshots carry the active contacts (``Snapshot.contacts``); any thread:
+        a flag the stepper reads after each chunk."""
+        self._want_contacts = bool(on)
+
     # --- plans: written on the stepper thread, read anywhere through the snapshot ---------
     def take_over(self, plan):
         """Run ``plan``; older plans give up its actuators (stepper thread only)."""
@@ -438,8 +462,16 @@ class Stepper:
             rows = None
         imp = self._impedance
         step = mujoco.mj_step
+        pushes = self._wrenches if self._wrenches else None
         if imp is None:
-            if rows is None:
+            if pushes is not None:
+                # latched wrenches: xfrc_applied is rewritten before every step (it turns
+                # with the bodies and ends mid-chunk)
+                for i in range(n):
+                    ctrl[:] = rows[i] if rows is not None else self.setpoint
+                    pushes.apply(data)
+                    step(model, data)
+            elif rows is None:
                 # one call for the whole chunk: the same steps as a loop, but the GIL is
                 # released once, not per step; with a loop the state thread's Python kept
                 # the physics thread waiting at every step (bench/README.md)
@@ -472,7 +504,11 @@ class Stepper:
                 if ff is not None:
                     torque += ff[i]
                 ctrl[acts] = torque / gain
+                if pushes is not None:
+                    pushes.apply(data)
                 step(model, data)
+        if pushes is not None:
+            pushes.expire(data)
         self.nstep += n
         # Wall cost per step, for sizing rtf-0 chunks: the fastest recent chunk, drifting up
         # slowly, so a chunk that lost the CPU to another process does not shrink the next.
@@ -538,6 +574,8 @@ class Stepper:
             mujoco.mj_resetDataKeyframe(self.model, self.data, self.keyframe)
         else:
             mujoco.mj_resetData(self.model, self.data)
+        self._wrenches.clear()
+        self._wrenches.release(self.data)
         self.data.time = t
         mujoco.mj_forward(self.model, self.data)
         self.setpoint = self.initial_setpoint()
@@ -561,7 +599,9 @@ class Stepper:
                         mocap_quat=d.mocap_quat.copy(), act=d.act.copy(),
                         paused=self._paused, moving=bool(self._plans),
                         target=self._targets(), cam_xpos=d.cam_xpos.copy(),
-                        cam_xmat=d.cam_xmat.copy(), plans=tuple(self._plans))
+                        cam_xmat=d.cam_xmat.copy(), plans=tuple(self._plans),
+                        contacts=active_contacts(self.model, d) if self._want_contacts
+                        else None, wrenches=self._wrenches.active)
 
     # --- health ---------------------------------------------------------------------------
     def health(self):

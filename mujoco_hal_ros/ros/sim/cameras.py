@@ -1,5 +1,10 @@
 """Camera streams: <camera>/image_raw + camera_info (and depth), rendered on one thread.
 
+Derived streams come from the same frames, each only while subscribed and encoded on this
+thread (never the physics one): ``image_raw/compressed`` (jpeg or png, as
+image_transport's compressed plugin), and for depth cameras ``points`` (an organized
+xyz + rgb PointCloud2 in the optical frame) and ``depth/image_raw/compressedDepth``.
+
 Rendering costs tens of milliseconds a frame on a software rasteriser, so it never runs in
 an executor callback: one thread walks the cameras, renders those that are due *and* have
 a subscriber (an idle camera costs a subscriber count ten times a second and creates no GL
@@ -32,13 +37,16 @@ import time
 import numpy as np
 from rclpy.qos import QoSProfile
 from rclpy.serialization import deserialize_message, serialize_message
-from sensor_msgs.msg import CameraInfo, Image
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from ... import fastpath
 from ...fastpath import cdr, sched
 from ...fastpath.raster import rasterisers_in_background
 from ...fastpath.unlocked_publish import BytesPublisher
 from .. import conversions as cv
+from ...sensors import compress
+from ...sensors.pointcloud import Projector
+from .sensors import cloud_msg
 from .streams import RateMeter
 
 IMAGE_QOS = QoSProfile(depth=2)
@@ -78,14 +86,21 @@ class _Stream:
     packers: dict = field(default_factory=dict)    # encoding -> cdr.ImageBytes
     image_out: object = None       # what sends images: BytesPublisher of image_pub, or it
     depth_out: object = None
+    compressed_pub: object = None  # image_raw/compressed; depth cameras: points and
+    points_pub: object = None      # depth/image_raw/compressedDepth, all on subscription
+    cdepth_pub: object = None
+    projector: Projector = None
 
 
 class CameraPublisher:
     """Renders subscribed cameras at their rates: one thread here, plus each camera's GL
     thread."""
 
-    def __init__(self, node, device, frames, configs, logger, background='auto'):
+    def __init__(self, node, device, frames, configs, logger, background='auto',
+                 compression=('jpeg', 90)):
         self.device = device
+        self.compression = compression            # (jpeg or png, jpeg quality)
+        self._far = float(device.model.vis.map.zfar * device.model.stat.extent)
         fast = fastpath.enabled()             # the one choice of path for every camera
         self.raw = fast and raw_images_ok()
         if not fast:
@@ -113,6 +128,12 @@ class CameraPublisher:
                 s.depth_pub = node.create_publisher(Image, f'{ns}/depth/image_raw', IMAGE_QOS)
                 s.depth_info_pub = node.create_publisher(CameraInfo, f'{ns}/depth/camera_info',
                                                          IMAGE_QOS)
+            s.compressed_pub = node.create_publisher(CompressedImage,
+                                                     f'{ns}/image_raw/compressed', IMAGE_QOS)
+            if cfg.depth:
+                s.points_pub = node.create_publisher(PointCloud2, f'{ns}/points', IMAGE_QOS)
+                s.cdepth_pub = node.create_publisher(
+                    CompressedImage, f'{ns}/depth/image_raw/compressedDepth', IMAGE_QOS)
             s.image_out = BytesPublisher(s.image_pub) if self.raw else s.image_pub
             s.depth_out = (s.depth_pub if s.depth_pub is None or not self.raw
                            else BytesPublisher(s.depth_pub))
@@ -138,8 +159,10 @@ class CameraPublisher:
             c = s.cfg
             out.append(f'{c.channel}/image_raw + camera_info ({c.width}x{c.height} @ '
                        f'{c.rate:g} Hz, on subscription)')
+            out.append(f'{c.channel}/image_raw/compressed ({self.compression[0]})')
             if c.depth:
-                out.append(f'{c.channel}/depth/image_raw + camera_info')
+                out.append(f'{c.channel}/depth/image_raw + camera_info, '
+                           f'{c.channel}/depth/image_raw/compressedDepth, {c.channel}/points')
         return out
 
     def rates(self):
@@ -208,7 +231,8 @@ class CameraPublisher:
     # --- the loop ---------------------------------------------------------------------------
     @staticmethod
     def _wanted(s):
-        pubs = [s.image_pub, s.info_pub, s.depth_pub, s.depth_info_pub]
+        pubs = [s.image_pub, s.info_pub, s.depth_pub, s.depth_info_pub, s.compressed_pub,
+                s.points_pub, s.cdepth_pub]
         return any(p is not None and p.get_subscription_count() > 0 for p in pubs)
 
     def _run(self):
@@ -285,6 +309,8 @@ class CameraPublisher:
                 self.logger.warning(f'camera {c.channel}: no camera_info ({err})')
                 s.info = CameraInfo(width=c.width, height=c.height)
             s.info.header.frame_id = s.frame
+            if s.points_pub is not None and s.info.k[0] > 0:
+                s.projector = Projector(c.width, c.height, *renderer.intrinsics())
             if self.raw:
                 s.info_bytes = cdr.HeaderFirstBytes(serialize_message(s.info))
         snap = self.device.snapshot
@@ -306,11 +332,36 @@ class CameraPublisher:
             depth = self._image(s, frame.depth, '32FC1', 4, seconds, st)
             s.depth_out.publish(depth)
             s.depth_info_pub.publish(info)
+        self._send_derived(s, frame, st)
         s.meter.tick()
         s.frames += 1
         hook = self.frame_hooks.get(s.cfg.channel)
         if hook is not None:
             hook(frame.rgb, seconds)
+
+    def _send_derived(self, s, frame, st):
+        """Compressed images and point clouds, each only while subscribed: encoded here,
+        on the camera thread, never on the physics path."""
+        rgb = None
+        if s.compressed_pub.get_subscription_count() > 0:
+            rgb = frame.rgb[::-1]
+            fmt, data = compress.encode(rgb, *self.compression)
+            s.compressed_pub.publish(compressed_msg(fmt, data, st, s.frame))
+        if frame.depth is None:
+            return
+        depth = None
+        if s.points_pub is not None and s.projector is not None and \
+                s.points_pub.get_subscription_count() > 0:
+            depth = frame.depth[::-1]
+            rgb = frame.rgb[::-1] if rgb is None else rgb
+            data = s.projector.cloud(depth, rgb, far=self._far * 0.999)
+            s.points_pub.publish(cloud_msg(data, s.cfg.height, s.cfg.width, st, s.frame,
+                                           rgb=True))
+        if s.cdepth_pub is not None and s.cdepth_pub.get_subscription_count() > 0:
+            depth = frame.depth[::-1] if depth is None else depth
+            fmt, data = compress.encode_depth(np.where(depth >= self._far * 0.999, np.nan,
+                                                       depth))
+            s.cdepth_pub.publish(compressed_msg(fmt, data, st, s.frame))
 
     def _image(self, s, rows_up, encoding, bytes_per_pixel, seconds, stamp):
         """Serialized bytes on the fast path (flipped on the way: one copy into the stream's
@@ -357,4 +408,12 @@ def image_msg(pixels, encoding, bytes_per_pixel, stamp, frame):
     msg.is_bigendian = 1 if sys.byteorder == 'big' else 0
     msg.step = msg.width * bytes_per_pixel
     msg.data = pixels.tobytes()
+    return msg
+
+
+def compressed_msg(fmt, data, stamp, frame):
+    msg = CompressedImage(format=fmt)
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame
+    msg.data = data
     return msg

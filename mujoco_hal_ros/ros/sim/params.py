@@ -133,6 +133,35 @@ TABLE = ParameterTable([
     Param('record_video', 'string_array', [], 'Cameras also recorded as MP4 (<camera>.mp4 in '
           'the recording folder) at their rates; all = every camera.',
           check=lambda v: [c for c in v if c]),
+    Param('sensors', 'bool', True, "Publish the model's <sensor> block on sensors/<name> "
+          '(Imu, WrenchStamped, Range, Touch, PoseStamped, JointState, SensorReading), each '
+          'only while subscribed.'),
+    Param('sensor_rate', 'double', 0.0, "Rate in Hz of every sensor stream without its own "
+          "rate in the device file's sensors: section; 0 = the device file's sensors.rate, "
+          'else 100 Hz.', range=(0.0, MAX_PUBLISH_RATE),
+          rule=f'0 (the device file\'s) or above 0 and at most {MAX_PUBLISH_RATE:g} Hz'),
+    Param('sensor_seed', 'integer', -1, 'Seed of every sensor noise model; -1 = the device '
+          "file's sensors.seed (else 0). The same seed gives the same noisy readings.",
+          range=(-1, 2 ** 31 - 1), rule='-1 (the device file\'s) or 0 and above'),
+    Param('lidars', 'string_array', [], 'Extra lidars as NAME=SITE (or SITE): a planar '
+          'scanner of lidar_rays rays over 360 degrees on that site, publishing '
+          "<name>/scan (LaserScan); the device file's lidars: section sets any pattern.",
+          check=lambda v: [d for d in v if d]),
+    Param('lidar_rays', 'integer', 360, 'Rays per scan of each lidars entry.',
+          range=(1, 100000), rule='1..100000'),
+    Param('lidar_rate', 'double', 10.0, 'Scan rate in Hz of each lidars entry.',
+          **_rate(1000.0)),
+    Param('lidar_range', 'double', 30.0, 'Largest range in metres of each lidars entry.',
+          range=(0.0, 1e6), min_open=True, rule='above 0 metres'),
+    Param('contacts_rate', 'double', 10.0, 'contacts (and contact_markers) rate in Hz, '
+          'only while subscribed.', **_rate(1000.0)),
+    Param('contact_markers', 'bool', False, 'Publish contact_markers (an arrow per active '
+          'contact force, for rviz).'),
+    Param('image_compression', 'string', 'jpeg', '<camera>/image_raw/compressed format, as '
+          "image_transport's compressed plugin: jpeg or png.", choices=('jpeg', 'png'),
+          rule='jpeg or png', check=lambda v: v.strip().lower()),
+    Param('jpeg_quality', 'integer', 90, 'JPEG quality of image_raw/compressed (1..100).',
+          range=(1, 100), rule='1..100'),
 ])
 
 # The checked values sim_node runs with: one typed, frozen field per TABLE entry.

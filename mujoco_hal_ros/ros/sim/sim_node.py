@@ -27,9 +27,11 @@ from ..parameters import ALWAYS_DECLARED, refuse_unknown  # noqa: E402, F401 - t
 from ..bridge import CompletionBridge  # noqa: E402
 from . import markers, params as P  # noqa: E402
 from .cameras import CameraConfig, CameraPublisher  # noqa: E402
+from .contacts import WrenchServices  # noqa: E402
 from .control import Control  # noqa: E402
 from .recording import Recording  # noqa: E402
 from ..run import run_node  # noqa: E402
+from .sensors import SensorPublisher  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
 from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
@@ -44,6 +46,7 @@ class SimNode(Node):
         super().__init__(node_name, **kwargs)
         self.device = self.swap = self.state = self.cameras = self.control = None
         self.recording = self.viewer = self.bridge = None
+        self.sensors = None
         self.p = self._declare_all()
         fastpath.configure(self.p.fast_paths)     # before the device starts its threads
         device_file, model = P.device_arguments(self.p)
@@ -98,7 +101,10 @@ class SimNode(Node):
         log = self.get_logger()
         self.state = StatePublisher(self, device, self.frames, p, log)
         self.cameras = CameraPublisher(self, device, self.frames, camera_configs,
-                                       log, p.camera_background)
+                                       log, p.camera_background,
+                                       compression=(p.image_compression, p.jpeg_quality))
+        self.sensors = SensorPublisher(self, device, self.frames, p, log)
+        self.wrench_services = WrenchServices(self, device)
         self.static_pub = self.create_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)
         self.markers_pub = self.create_publisher(MarkerArray, 'scene_markers', TF_STATIC_QOS)
         self.collision_pub = self.create_publisher(MarkerArray, 'collision_markers',
@@ -119,7 +125,7 @@ class SimNode(Node):
             log.info(why)
         snap = device.snapshot
         self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
-            snap, cv.stamp(snap.time))))
+            snap, cv.stamp(snap.time)) + self.sensors.static_transforms(cv.stamp(snap.time))))
         self.markers_ready = threading.Event()
         self._markers_stop = threading.Event()
         self._markers_lock = threading.Lock()      # destroy_node waits for a publish
@@ -137,6 +143,7 @@ class SimNode(Node):
                                                 name='sim_node-markers', daemon=True)
         self._markers_thread.start()
         self.state.start()
+        self.sensors.start()
         self.cameras.may_raise = lambda: self.state.realtime
         self.cameras.start()
         self.recording = Recording(self, device, self.cameras, p, log)
@@ -177,9 +184,10 @@ class SimNode(Node):
                  f'real_time_factor {self.p.real_time_factor:g}'
                  f'{", paused" if self.p.start_paused else ""}, namespace {ns}')
         published = self.state.describe() + ['/tf_static', 'scene_markers',
-                                             'collision_markers', 'diagnostics']
+                                             'collision_markers', 'diagnostics'] + \
+            self.sensors.describe()
         log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
-        log.info('serving: ' + ', '.join(self.control.describe() + (
+        log.info('serving: ' + ', '.join(self.control.describe() + WrenchServices.describe() + (
             self.swap.describe() if self.swap is not None else []) + self.recording.describe()))
 
     def health_line(self):
@@ -270,14 +278,14 @@ class SimNode(Node):
             with self._markers_lock:
                 pass                        # a publish in progress has finished
             thread.join(5.0)
-        for part in (self.state, self.cameras):
+        for part in (self.state, self.sensors, self.cameras):
             if part is not None:
                 part.stop()
         if self.bridge is not None:
             self.bridge.close()            # every waiting coroutine gets its answer
         if self.control is not None:
             self.control.destroy()
-        self.state = self.cameras = self.control = None
+        self.state = self.cameras = self.control = self.sensors = None
         if self.swap is not None:
             self.swap.destroy()
             self.swap = None

@@ -1,0 +1,115 @@
+"""Simulated lidar: planar or 3D scan patterns cast with MuJoCo's ``mj_multiRay``.
+
+Rays are cast on a private MjData posed from a snapshot (``qpos``, mocap), never on the
+stepper's, so a scan never waits on physics or changes it. ``mj_multiRay`` casts every ray
+of a scan from one point in C. Excluding the robot itself (``exclude_robot``) moves the
+robot's geoms out of the way on that private copy: ``mj_multiRay`` can exclude only one
+body, and a scanner on a trunk would otherwise see its own legs.
+"""
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from ..checks import known_name
+from ..errors import ConfigError
+
+FAR = 1e9          # where excluded geoms go on the private MjData
+
+
+@dataclass(frozen=True)
+class ScanPattern:
+    """Directions of one scan in the site's frame: (n, 3) unit vectors, azimuth fastest."""
+
+    azimuths: np.ndarray
+    elevations: np.ndarray
+    directions: np.ndarray
+
+    @property
+    def planar(self):
+        return len(self.elevations) == 1 and self.elevations[0] == 0.0
+
+
+def pattern(rays, fov, vertical_rays=1, vertical_fov=0.0):
+    """Azimuths across ``fov`` centred on the site's x axis (a full turn has no duplicate
+    end ray), elevations across ``vertical_fov`` centred on its xy plane."""
+    if fov >= 2 * np.pi - 1e-9:
+        az = -np.pi + 2 * np.pi * np.arange(rays) / rays
+    else:
+        az = np.linspace(-fov / 2, fov / 2, rays) if rays > 1 else np.zeros(1)
+    if vertical_rays > 1:
+        el = np.linspace(-vertical_fov / 2, vertical_fov / 2, vertical_rays)
+    else:
+        el = np.zeros(1)
+    e, a = np.meshgrid(el, az, indexing='ij')
+    dirs = np.stack([np.cos(e) * np.cos(a), np.cos(e) * np.sin(a), np.sin(e)], axis=-1)
+    return ScanPattern(az, el, dirs.reshape(-1, 3))
+
+
+@dataclass
+class Scan:
+    """One scan: ``ranges`` (n,) metres (inf: no return within range), hit points in the
+    site's frame (n, 3; NaN without a return), and the snapshot time it shows."""
+
+    time: float
+    ranges: np.ndarray
+    points: np.ndarray
+    geoms: np.ndarray
+
+
+class Lidar:
+    """A scanner on a site; ``scan(snapshot)`` from any one thread at a time."""
+
+    def __init__(self, model, cfg):
+        self.model = model
+        self.cfg = cfg
+        sites = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SITE, i) or ''
+                 for i in range(model.nsite)]
+        try:
+            known_name(cfg['site'], [s for s in sites if s], 'site')
+        except Exception as err:
+            raise ConfigError(f'lidar {cfg["name"]!r}: {err}',
+                              where=f'lidars.{cfg["name"]}.site',
+                              allowed=', '.join(s for s in sites if s) or 'none') from None
+        self.site = sites.index(cfg['site'])
+        self.pattern = pattern(cfg['rays'], cfg['fov'], cfg['vertical_rays'],
+                               cfg['vertical_fov'])
+        self.data = mujoco.MjData(model)
+        n = len(self.pattern.directions)
+        self._geomid = np.zeros(n, dtype=np.int32)
+        self._dist = np.zeros(n)
+        body = int(model.site_bodyid[self.site])
+        self._bodyexclude = body if body > 0 else -1     # never the world's own geoms
+        self._excluded = np.zeros(0, dtype=np.intp)
+        if cfg.get('exclude_robot', True) and body > 0:
+            root = int(model.body_rootid[body])
+            self._excluded = np.flatnonzero(model.body_rootid[model.geom_bodyid] == root)
+        group = cfg.get('geomgroup')
+        self._group = None if group is None else np.array(group, dtype=np.uint8)
+
+    @property
+    def planar(self):
+        return self.pattern.planar
+
+    def scan(self, snapshot):
+        m, d = self.model, self.data
+        d.qpos[:] = snapshot.qpos
+        if m.nmocap:
+            d.mocap_pos[:] = snapshot.mocap_pos
+            d.mocap_quat[:] = snapshot.mocap_quat
+        mujoco.mj_kinematics(m, d)
+        if len(self._excluded):
+            d.geom_xpos[self._excluded] = FAR
+        origin = d.site_xpos[self.site].copy()
+        rot = d.site_xmat[self.site].reshape(3, 3)
+        world_dirs = self.pattern.directions @ rot.T
+        mujoco.mj_multiRay(m, d, origin, world_dirs.ravel(), self._group, 1,
+                           self._bodyexclude, self._geomid, self._dist, None,
+                           len(world_dirs), self.cfg['range_max'])
+        dist = self._dist.copy()
+        hit = (self._geomid >= 0) & (dist >= self.cfg['range_min']) & \
+            (dist <= self.cfg['range_max'])
+        ranges = np.where(hit, dist, np.inf)
+        points = self.pattern.directions * np.where(hit, dist, np.nan)[:, None]
+        return Scan(snapshot.time, ranges, points, np.where(hit, self._geomid, -1))

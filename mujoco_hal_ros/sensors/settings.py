@@ -1,0 +1,144 @@
+"""The device file's ``sensors:`` and ``lidars:`` sections, checked strictly.
+
+Like the rest of the device file, an unknown or misspelt key is an error naming its path
+(``sensors.imu.noize``): a noise model that is silently ignored would make a robustness
+test pass for the wrong reason. Names are resolved against the model later (catalog).
+"""
+
+import math
+
+from ..config.units import parse_quantity
+from ..errors import ConfigError
+from . import noise
+
+SENSOR_KEYS = {'rate', 'frame', 'enabled', 'noise'}
+SECTION_KEYS = {'seed', 'rate'}
+LIDAR_KEYS = {'site', 'rate', 'rays', 'fov', 'vertical_rays', 'vertical_fov', 'range_min',
+              'range_max', 'exclude_robot', 'geomgroup', 'frame'}
+MAX_RATE = 10000.0
+MAX_RAYS = 1 << 20
+
+
+def _number(value, where):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f'expected a finite number, got {value!r}', where=where)
+    if not math.isfinite(float(value)):
+        raise ConfigError(f'expected a finite number, got {value!r}', where=where)
+    return float(value)
+
+
+def _mapping(value, where):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f'expected a mapping, got {type(value).__name__}', where=where)
+    return value
+
+
+def _rate(value, where):
+    rate = _number(value, where)
+    if not 0 < rate <= MAX_RATE:
+        raise ConfigError(f'a rate above 0 and at most {MAX_RATE:g} Hz, got {value!r}',
+                          where=where)
+    return rate
+
+
+def _int(value, where, lo, hi):
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ConfigError(f'expected a whole number {lo}..{hi}, got {value!r}', where=where)
+    return value
+
+
+def _frame(value, where):
+    if not isinstance(value, str) or not value or any(c.isspace() for c in value):
+        raise ConfigError(f'expected a frame name without spaces, got {value!r}',
+                          where=where)
+    return value
+
+
+def parse_sensors(section, where='sensors'):
+    """``{'seed': int, 'rate': Hz or None, 'entries': {name: {...}}}``."""
+    section = _mapping(section, where)
+    out = {'seed': 0, 'rate': None, 'entries': {}}
+    for key, entry in section.items():
+        here = f'{where}.{key}'
+        if key == 'seed':
+            out['seed'] = _int(entry, here, 0, 2 ** 32 - 1)
+            continue
+        if key == 'rate':
+            out['rate'] = _rate(entry, here)
+            continue
+        if not isinstance(key, str) or not key:
+            raise ConfigError(f'expected a sensor name, got {key!r}', where=where)
+        entry = _mapping(entry, here)
+        for k in entry:
+            if k not in SENSOR_KEYS:
+                raise ConfigError(f'unknown key {k!r}', where=here,
+                                  allowed=', '.join(sorted(SENSOR_KEYS)))
+        parsed = {}
+        if 'rate' in entry:
+            parsed['rate'] = _rate(entry['rate'], f'{here}.rate')
+        if 'frame' in entry:
+            parsed['frame'] = _frame(entry['frame'], f'{here}.frame')
+        if 'enabled' in entry:
+            if not isinstance(entry['enabled'], bool):
+                raise ConfigError(f'expected true or false, got {entry["enabled"]!r}',
+                                  where=f'{here}.enabled')
+            parsed['enabled'] = entry['enabled']
+        parsed['noise'] = noise.spec_from(entry.get('noise'), f'{here}.noise', _number)
+        out['entries'][key] = parsed
+    return out
+
+
+def parse_lidars(section, where='lidars'):
+    """``{name: {...}}`` with every key filled in (defaults: a planar 360-ray scanner)."""
+    out = {}
+    for name, entry in _mapping(section, where).items():
+        here = f'{where}.{name}'
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f'expected a lidar name, got {name!r}', where=where)
+        entry = _mapping(entry, here)
+        for k in entry:
+            if k not in LIDAR_KEYS:
+                raise ConfigError(f'unknown key {k!r}', where=here,
+                                  allowed=', '.join(sorted(LIDAR_KEYS)))
+        if 'site' not in entry or not isinstance(entry['site'], str) or not entry['site']:
+            raise ConfigError('a lidar needs the site it sits on', where=f'{here}.site')
+        out[name] = lidar_entry(name, entry, here)
+    return out
+
+
+def lidar_entry(name, entry, where):
+    """One lidar's checked settings (also what a parameter entry becomes)."""
+    get = entry.get
+    parsed = {
+        'name': name, 'site': entry['site'],
+        'rate': _rate(get('rate', 10.0), f'{where}.rate'),
+        'rays': _int(get('rays', 360), f'{where}.rays', 1, MAX_RAYS),
+        'fov': parse_quantity(get('fov', 2 * math.pi), 'angle', f'{where}.fov'),
+        'vertical_rays': _int(get('vertical_rays', 1), f'{where}.vertical_rays', 1, MAX_RAYS),
+        'vertical_fov': parse_quantity(get('vertical_fov', 0.0), 'angle',
+                                       f'{where}.vertical_fov'),
+        'range_min': parse_quantity(get('range_min', 0.05), 'length', f'{where}.range_min'),
+        'range_max': parse_quantity(get('range_max', 30.0), 'length', f'{where}.range_max'),
+        'exclude_robot': get('exclude_robot', True),
+        'geomgroup': get('geomgroup'),
+        'frame': _frame(get('frame'), f'{where}.frame') if get('frame') else None,
+    }
+    if not 0 < parsed['fov'] <= 2 * math.pi + 1e-9:
+        raise ConfigError('a field of view above 0 and at most 360 degrees',
+                          where=f'{where}.fov')
+    if not 0 <= parsed['vertical_fov'] <= math.pi + 1e-9:
+        raise ConfigError('a vertical field of view from 0 to 180 degrees',
+                          where=f'{where}.vertical_fov')
+    if not 0 <= parsed['range_min'] < parsed['range_max']:
+        raise ConfigError('range_min from 0 up to range_max', where=f'{where}.range_min')
+    if not isinstance(parsed['exclude_robot'], bool):
+        raise ConfigError('expected true or false', where=f'{where}.exclude_robot')
+    group = parsed['geomgroup']
+    if group is not None:
+        if not isinstance(group, list) or len(group) != 6 or \
+                not all(isinstance(g, bool) for g in group):
+            raise ConfigError('expected 6 true/false values, one per geom group',
+                              where=f'{where}.geomgroup')
+    return parsed
