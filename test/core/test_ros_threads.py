@@ -20,7 +20,7 @@ ALLOWED = {
     'sim/cameras.py': (1, 'the camera thread (renders and publishes images)'),
     'sim/sim_node.py': (1, 'builds the scene markers once at start, off the start-up path'),
     'swap/trajectory_controller.py': (1, 'publishes controller_state while subscribed'),
-    'pool/pool_client.py': (1, "the client's own executor, spun for its caller"),
+    'sim/sensors.py': (1, 'the sensor and lidar publisher (sampled in simulated time)'),
     'bridge.py': (1, "the bridge's one worker for blocking core work"),
 }
 THREAD_MAKERS = {'Thread', 'Timer', 'ThreadPoolExecutor', 'start_new_thread'}
