@@ -9,6 +9,7 @@ owns none of their logic: the channels and limits (``config``), the move_to pipe
 """
 
 import collections
+import logging
 import os
 import threading
 import time
@@ -26,10 +27,11 @@ from ..motion.move import Move  # noqa: F401 - importable from here, as it alway
 from ..motion.trajectory import MinJerkPlan, duration
 from ..config.units import parse_quantity
 from .render_state import RenderState
-from .stepper import Impedance, Stepper
+from .stepper import HoldTorque, Impedance, Stepper
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
 IMPEDANCE_HZ = 4.0   # bandwidth of the joint loop that makes torque motors hold a goal
+LOG = logging.getLogger('mujoco_hal_ros.device')
 
 
 def load_model(path):
@@ -69,7 +71,7 @@ class Device:
     """A MuJoCo model as a device: goals, move_to, hold, reads and cameras."""
 
     def __init__(self, device_file=None, *, model=None, keyframe=None, real_time_factor=None,
-                 start_paused=False, environ=None, spec=None):
+                 start_paused=False, environ=None, spec=None, gravity_compensation=None):
         environ = os.environ if environ is None else environ
         if not hasattr(environ, 'get'):
             raise errors.InvalidArgument(f'environ must be a mapping, got {environ!r}',
@@ -103,12 +105,21 @@ class Device:
                 raise ConfigError('must be above zero', where='connect.timestep')
             self.model.opt.timestep = dt
         self.layout = Layout(self.model, spec)
+        if gravity_compensation is None:
+            gravity_compensation = connect.get('gravity_compensation', False)
+        if not isinstance(gravity_compensation, (bool, np.bool_)):
+            raise errors.InvalidArgument(f'gravity_compensation takes true or false, got '
+                                         f'{gravity_compensation!r}',
+                                         where='gravity_compensation')
         self.gravcomp_bodies = []
-        if connect.get('gravity_compensation', True):
+        if gravity_compensation:
             self.gravcomp_bodies = self._servo_gravcomp()
         keyframe = keyframe if keyframe is not None else connect.get('keyframe')
+        if keyframe is None and spec is None:
+            keyframe = self._default_keyframe()
         self.keyframe = self._keyframe_id(keyframe)
         self.keyframe_name = keyframe if self.keyframe is not None else None
+        self._log_start(gravity_compensation)
         rtf = connect.get('real_time_factor', 1.0) if real_time_factor is None \
             else real_time_factor
         rtf = limits.real_time_factor(rtf)
@@ -129,7 +140,8 @@ class Device:
         self.stepper = Stepper(self.model, self.data, drives=drives,
                                impedance=self._impedance_loop(),
                                real_time_factor=rtf, start_paused=bool(start_paused),
-                               keyframe=self.keyframe, on_chunk=self._after_chunk,
+                               keyframe=self.keyframe, hold_torque=self._hold_torque(),
+                               on_chunk=self._after_chunk,
                                on_unstable=self._on_unstable, on_error=self._on_error)
         try:
             sp = self.stepper.post(lambda s: s.hold_pose(), wait=True)
@@ -149,6 +161,9 @@ class Device:
     def _keyframe_id(self, name):
         if name is None or name == '':
             return None
+        if isinstance(name, (int, np.integer)) and not isinstance(name, bool) \
+                and 0 <= name < self.model.nkey:
+            return int(name)     # an unnamed first keyframe
         names = [mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_KEY, i)
                  for i in range(self.model.nkey)]
         if name not in names:
@@ -156,14 +171,38 @@ class Device:
                               allowed=', '.join(n for n in names if n) or 'none')
         return names.index(name)
 
-    def _servo_gravcomp(self):
-        """Let position servos carry their links' weight, as a real arm's controller does.
+    def _default_keyframe(self):
+        """Zero-config starts where the model's author posed it: ``home``, else the first
+        keyframe (a model at qpos0 may sit in its floor or at its joint limits)."""
+        names = [mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_KEY, i)
+                 for i in range(self.model.nkey)]
+        if 'home' in names:
+            return 'home'
+        if names and names[0]:
+            return names[0]
+        return 0 if names else None
 
-        MuJoCo's position actuators are pure PD, so an arm sags under gravity by force/kp
-        (millimetres on Panda, centimetres on UR5e) and never reaches an IK target. Bodies
-        hanging only from servo-driven hinges or slides get ``gravcomp`` (computed inside
-        MuJoCo, no per-step cost); a body with a free, ball or unactuated joint above it (a
-        legged robot's trunk, a passive pendulum, a payload) keeps its weight.
+    def _log_start(self, gravity_compensation):
+        where = (f'keyframe {self.keyframe_name!r}' if self.keyframe is not None
+                 else 'qpos0 (the model has no keyframe)')
+        LOG.info('%s: starting at %s', self.model_path, where)
+        if gravity_compensation:
+            LOG.info('gravity compensation on (asked for): %d bodies weightless to their '
+                     'servos, carried as actuator force, so effort shows it',
+                     len(self.gravcomp_bodies))
+        else:
+            LOG.info('gravity compensation off: the model as written; position servos add '
+                     'the torque that holds the pose to their ctrl, as a position-mode '
+                     'driver does, within their force limits')
+
+    def _servo_gravcomp(self):
+        """Let position servos carry their links' weight inside MuJoCo (opt-in).
+
+        Bodies hanging only from servo-driven hinges or slides get ``gravcomp``, and those
+        joints ``actuatorgravcomp``, so the compensation is an actuator force: it counts in
+        ``qfrc_actuator`` (effort) and within the joint's actuator force range. A body with
+        a free, ball or unactuated joint above it (a legged robot's trunk, a passive
+        pendulum, a payload) keeps its weight.
         """
         m = self.model
         servo_joints = {int(m.actuator_trnid[a, 0]) for a in range(m.nu)
@@ -179,10 +218,24 @@ class Device:
                 body = m.body_parentid[body]
             if joints and all(j in servo_joints for j in joints):
                 m.body_gravcomp[b] = 1.0
+                m.jnt_actgravcomp[joints] = 1
                 changed.append(self.layout.bodies[b] or str(b))
         if changed and hasattr(m, 'flg_gravcomp'):
             m.flg_gravcomp = True        # MuJoCo skips gravcomp unless the compiler saw some
         return changed
+
+    def _hold_torque(self):
+        """Position servos whose joints do not carry MuJoCo's own actuator gravcomp."""
+        m = self.model
+        acts = [a for a in range(m.nu) if self.layout.drive_of(a) == 'position'
+                and not m.jnt_actgravcomp[m.actuator_trnid[a, 0]]]
+        if not acts:
+            return None
+        jids = m.actuator_trnid[acts, 0]
+        lo = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 0], -np.inf)
+        hi = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 1], np.inf)
+        return HoldTorque(np.array(acts), m.jnt_dofadr[jids], m.actuator_gainprm[acts, 0],
+                          lo, hi)
 
     def _impedance_loop(self):
         """Gains for torque motors: a joint PD with gravity and Coriolis compensation."""

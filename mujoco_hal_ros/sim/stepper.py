@@ -72,6 +72,19 @@ class Impedance(NamedTuple):
     inertia: np.ndarray
 
 
+class HoldTorque(NamedTuple):
+    """Position servos' gravity feed-forward, as a real driver's position mode adds it: per
+    servo, its dof and its kp; ctrl gets ``torque / kp`` on top of the setpoint, so the
+    joint settles where it was sent instead of sagging by ``torque / kp``. The torque is
+    the one that holds the pose at rest (gravity less springs), so effort shows it."""
+
+    actuators: np.ndarray
+    dofs: np.ndarray
+    kp: np.ndarray
+    lo: np.ndarray            # ctrl range of each servo (MuJoCo clamps ctrl to it anyway)
+    hi: np.ndarray
+
+
 class _Closed:
     """Stands in for the stepper in requests that arrive while it closes."""
 
@@ -84,8 +97,11 @@ class Stepper:
 
     def __init__(self, model, data, *, drives, impedance=None, real_time_factor=1.0,
                  start_paused=False, keyframe=None, chunk_time=0.004, on_chunk=None,
-                 on_unstable=None, on_error=None, fast_chunk_wall=0.006, use_rollout=True):
+                 on_unstable=None, on_error=None, fast_chunk_wall=0.006, use_rollout=True,
+                 hold_torque=None):
         self.model, self.data = model, data
+        self._hold_torque = hold_torque          # a HoldTorque, or None
+        self._gravity_data = mujoco.MjData(model) if hold_torque is not None else None
         self.keyframe = keyframe
         self._drives = drives                    # per actuator: position/motor_impedance/...
         self._impedance = impedance             # an Impedance, or None
@@ -436,6 +452,12 @@ class Stepper:
             self._plans = [p for p in self._plans if p.t_end > times[-1]]
         else:
             rows = None
+        ff = self._feed_forward()
+        if ff is not None:
+            acts_ff, ctrl_ff = ff
+            if rows is not None:
+                rows[:, acts_ff] = np.clip(rows[:, acts_ff] + ctrl_ff, self._hold_torque.lo,
+                                           self._hold_torque.hi)
         imp = self._impedance
         step = mujoco.mj_step
         if imp is None:
@@ -444,6 +466,9 @@ class Stepper:
                 # released once, not per step; with a loop the state thread's Python kept
                 # the physics thread waiting at every step (bench/README.md)
                 ctrl[:] = self.setpoint
+                if ff is not None:
+                    ctrl[acts_ff] = np.clip(self.setpoint[acts_ff] + ctrl_ff,
+                                            self._hold_torque.lo, self._hold_torque.hi)
                 step(model, data, n)
             elif self._rollout and n >= ROLLOUT_MIN and self._roll_safe():
                 self._roll(rows)
@@ -464,9 +489,14 @@ class Stepper:
             else:
                 self._imp_vel = np.zeros(len(acts))
                 ff = None
+            held = None
+            if rows is None and ff is not None:
+                held = self.setpoint.copy()
+                held[acts_ff] = np.clip(held[acts_ff] + ctrl_ff, self._hold_torque.lo,
+                                        self._hold_torque.hi)
             for i in range(n):
                 target = rows[i] if rows is not None else self.setpoint
-                ctrl[:] = target
+                ctrl[:] = target if held is None else held
                 # qfrc_bias is from the previous step's forward pass: gravity + Coriolis.
                 torque = kp * (target[acts] - qpos[qadrs]) - kd * qvel[dofs] + bias[dofs]
                 if ff is not None:
@@ -489,6 +519,25 @@ class Stepper:
         if abs(data.time - expected) > 0.5 * dt or self._bad_warnings() != self._warn0 or \
                 not math.isfinite(float(data.qpos.sum()) + float(data.qvel.sum())):
             self._unstable(expected)
+
+    def _feed_forward(self):
+        """(actuators, ctrl offsets) that make position servos hold against gravity at the
+        current pose (zero velocity), or None. Computed once a chunk on a private MjData."""
+        ht = self._hold_torque
+        if ht is None:
+            return None
+        m, d, g = self.model, self.data, self._gravity_data
+        g.qpos[:] = d.qpos
+        g.qvel[:] = 0.0
+        mujoco.mj_kinematics(m, g)
+        mujoco.mj_comPos(m, g)
+        mujoco.mj_comVel(m, g)
+        g.qacc[:] = 0.0
+        tau = np.empty(m.nv)
+        mujoco.mj_rne(m, g, 0, tau)
+        # Springs and the model's own (passive) body gravcomp carry part of it.
+        tau -= d.qfrc_spring + d.qfrc_gravcomp
+        return ht.actuators, tau[ht.dofs] / ht.kp
 
     def _roll_safe(self):
         """mujoco.rollout resets applied forces and equality switches it is not given:
