@@ -23,8 +23,10 @@ from ..errors import ConfigError, DeviceError
 
 COLLISION_RETRIES = 6   # IK restarts that look for an answer where the arm misses itself
 IK_SHARE = 0.2       # IK solves to this share of the tolerance; the servos get the rest
-SETTLE_LIMIT = 30.0  # simulated seconds after its path before a moving arm counts as stuck
+SETTLE_LIMIT = 10.0  # simulated seconds after its path before a moving arm counts as stuck
 SETTLE_QUIET = 0.3   # simulated seconds without progress that count as settled
+STUCK_AFTER = 2.0    # simulated seconds without progress that end a move still moving
+STILL_SPEED = 1e-2   # rad/s (m/s) under which the move's joints count as still
 
 
 class Move:
@@ -57,6 +59,7 @@ class Move:
         self.path = None
         self.cartesian = None        # the straight line, for path == 'cartesian'
         self.min_duration = 0.0      # what the requested tool speed allows at the least
+        self.tolerance = None        # this goal's own position tolerance (m); None: the device's
         self.accepted_wall = time.monotonic()
         self._done = threading.Event()
         self._lock = threading.Lock()
@@ -327,29 +330,37 @@ def then_plans(layout, then, setpoint, now):
 
 def settle(layout, move, snap, tolerance, aim_tolerance):
     """After the move's path ended: None while the point may still get closer, else
-    ``(arrived, message)``. Keeps the move's best miss so far."""
+    ``(arrived, message)``. Keeps the move's best miss so far.
+
+    Arrived means within tolerance *and* settled: the move's joints are still
+    (``STILL_SPEED``), so the point stays where the result says it is. A point that stopped
+    getting closer is a miss: for ``SETTLE_QUIET`` s while still, or for ``STUCK_AFTER`` s
+    while it keeps moving without progress (chatter against a contact, a servo that cannot
+    lift its load), or ``SETTLE_LIMIT`` s after the path at the latest.
+    """
     if snap.time < move.plan_end:
         return None
-    tol, aim_tol = tolerance, aim_tolerance
+    tol = tolerance if move.tolerance is None else move.tolerance
+    aim_tol = aim_tolerance
     miss = distance_to_go(layout, move, snap)
     angle = aim_error(layout, snap, move.point, move.aim)
-    arrived = miss <= tol and (angle is None or angle <= aim_tol)
-    # Settled: the joints are still and the miss stopped shrinking (by 2 % of the
-    # tolerance) for SETTLE_QUIET s. Stillness alone would end an overdamped servo's
-    # slow creep too early; no progress alone, a long swing that first moves away.
+    within = miss <= tol and (angle is None or angle <= aim_tol)
     late = snap.time - move.plan_end
     if move.best_miss is None or miss < move.best_miss - 0.02 * tol:
         move.best_miss, move.best_time = miss, snap.time
     speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
-    settled = speed < 1e-2 and snap.time - move.best_time > SETTLE_QUIET
-    if not (arrived or late > SETTLE_LIMIT or settled):
+    still = speed < STILL_SPEED
+    quiet = snap.time - move.best_time
+    if within and still:
+        return True, 'arrived'
+    if not ((still and quiet > SETTLE_QUIET) or quiet > STUCK_AFTER or late > SETTLE_LIMIT):
         return None
-    if arrived:
-        message = 'arrived'
-    elif miss > tol:
-        message = (f'path ended {miss * 1000:.2f} mm from the target (tolerance '
-                   f'{tol * 1000:g} mm)')
-    else:
-        message = (f'arrived, but aimed {np.rad2deg(angle):.1f} deg off (tolerance '
-                   f'{np.rad2deg(aim_tol):g} deg)')
-    return arrived, message
+    if miss > tol:
+        what = 'stopped' if still else 'stuck, still moving,'
+        return False, (f'{what} {miss * 1000:.2f} mm from the target (tolerance '
+                       f'{tol * 1000:g} mm)')
+    if angle is not None and angle > aim_tol:
+        return False, (f'reached the point, but aimed {np.rad2deg(angle):.1f} deg off '
+                       f'(tolerance {np.rad2deg(aim_tol):g} deg)')
+    return False, (f'within {miss * 1000:.2f} mm but never settled (joints at '
+                   f'{speed:.3f} rad/s)')

@@ -235,7 +235,7 @@ class Device:
         lo = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 0], -np.inf)
         hi = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 1], np.inf)
         return HoldTorque(np.array(acts), m.jnt_dofadr[jids], m.actuator_gainprm[acts, 0],
-                          lo, hi)
+                          lo, hi, np.maximum(-m.actuator_biasprm[acts, 2], 0.0))
 
     def _impedance_loop(self):
         """Gains for torque motors: a joint PD with gravity and Coriolis compensation."""
@@ -410,23 +410,27 @@ class Device:
             raise errors.InvalidArgument(f'cannot move {site!r}: {exc}', where='site') from None
 
     def move_to(self, args=None, *, point=None, site=None, speed=None, aim=None, wait=True,
-                timeout=None, path=None):
+                timeout=None, path=None, tolerance=None):
         """Put the action's site at a point: IK, then a synchronised or Cartesian path.
 
         ``args`` are the action's arguments in their own units (x, y, z in mm...);
         ``point`` is a target in metres in the world frame, checked against the same limits.
-        Returns the result dict (DONE, or STARTED when still moving after ``action_wait``
-        or ``timeout`` seconds), or the ``Move`` itself with ``wait=False``.
+        ``tolerance`` (metres) replaces the device's for this goal. Returns the result dict
+        (DONE: within tolerance and settled; MISSED with the distance; STARTED when still
+        moving after ``action_wait`` or ``timeout`` seconds), or the ``Move`` itself with
+        ``wait=False``.
         """
         return self._move(self.move_action(site), args, point=point, speed=speed, aim=aim,
-                          wait=wait, timeout=timeout, path=path)
+                          wait=wait, timeout=timeout, path=path, tolerance=tolerance)
 
     def _move(self, act, args=None, *, point=None, speed=None, aim=None, wait=True,
-              timeout=None, path=None):
+              timeout=None, path=None, tolerance=None):
         target, speed_ms, aim, use_path, timeout = moves.check_request(
             act, args, point, speed, aim, wait, timeout, path)
+        tol = self.params['tolerance'] if tolerance is None else limits.tolerance(tolerance)
         move = self._planner.plan(act, self.snapshot, target, speed_ms, aim, use_path,
-                                  self.params['tolerance'], self.params['aim_tolerance'])
+                                  tol, self.params['aim_tolerance'])
+        move.tolerance = tol
         acts = move.actuators
 
         def apply(s):
@@ -478,7 +482,8 @@ class Device:
         if move.then:
             self._apply_then(stepper, move)
         arrived, message = ended
-        move.finish(self._move_result(move, errors.DONE, arrived, message, snap))
+        move.finish(self._move_result(move, errors.DONE if arrived else errors.MISSED,
+                                      arrived, message, snap))
 
     def _apply_then(self, stepper, move):
         now = stepper.data.time

@@ -83,6 +83,7 @@ class HoldTorque(NamedTuple):
     kp: np.ndarray
     lo: np.ndarray            # ctrl range of each servo (MuJoCo clamps ctrl to it anyway)
     hi: np.ndarray
+    kv: np.ndarray            # the servo's damping: a moving setpoint gets kv * speed / kp
 
 
 class _Closed:
@@ -438,7 +439,8 @@ class Stepper:
         t_start = data.time
         w_start = time.perf_counter()
         ctrl = data.ctrl
-        before = self.setpoint.copy() if self._impedance is not None else None
+        before = self.setpoint.copy() if self._impedance is not None \
+            or self._hold_torque is not None else None
         if self._plans:
             times = t_start + dt * np.arange(1, n + 1)
             rows = np.empty((n, model.nu))
@@ -456,8 +458,12 @@ class Stepper:
         if ff is not None:
             acts_ff, ctrl_ff = ff
             if rows is not None:
-                rows[:, acts_ff] = np.clip(rows[:, acts_ff] + ctrl_ff, self._hold_torque.lo,
-                                           self._hold_torque.hi)
+                # The servo's damping pulls against a moving setpoint: lead it by the
+                # path's own speed (none across a jump), as a driver's velocity feed-forward.
+                ht = self._hold_torque
+                speed = np.diff(np.vstack([before[acts_ff], rows[:, acts_ff]]), axis=0) / dt
+                lead = ht.kv / ht.kp * speed * smooth[acts_ff]
+                rows[:, acts_ff] = np.clip(rows[:, acts_ff] + ctrl_ff + lead, ht.lo, ht.hi)
         imp = self._impedance
         step = mujoco.mj_step
         if imp is None:
