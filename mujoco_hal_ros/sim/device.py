@@ -71,7 +71,8 @@ class Device:
     """A MuJoCo model as a device: goals, move_to, hold, reads and cameras."""
 
     def __init__(self, device_file=None, *, model=None, keyframe=None, real_time_factor=None,
-                 start_paused=False, environ=None, spec=None, gravity_compensation=None):
+                 start_paused=False, environ=None, spec=None, gravity_compensation=None,
+                 move_tolerance=None):
         environ = os.environ if environ is None else environ
         if not hasattr(environ, 'get'):
             raise errors.InvalidArgument(f'environ must be a mapping, got {environ!r}',
@@ -99,6 +100,8 @@ class Device:
                 self.params[key] = parse_quantity(connect[key], kind, f'connect.{key}')
                 if not self.params[key] > 0:
                     raise ConfigError('must be above zero', where=f'connect.{key}')
+        if move_tolerance is not None:
+            self.params['tolerance'] = limits.tolerance(move_tolerance, 'move_tolerance')
         if 'timestep' in connect:
             dt = parse_quantity(connect['timestep'], 'time', 'connect.timestep')
             if not dt > 0:
