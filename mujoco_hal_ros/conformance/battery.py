@@ -68,9 +68,13 @@ class Context:
 
     def fk(self, snap=None):
         """Where the end point is by forward kinematics from the published joint values
-        (hinges and slides only: what joint_states carries)."""
+        (hinges and slides: what joint_states carries; a free base from odometry)."""
         m, d = self.model, self.fk_data
         d.qpos[:] = m.qpos0
+        snap = snap or self.dev.snapshot
+        for j in np.flatnonzero(m.jnt_type == mujoco.mjtJoint.mjJNT_FREE):
+            adr = m.jnt_qposadr[j]      # a floating base: where odometry says it is
+            d.qpos[adr:adr + 7] = snap.qpos[adr:adr + 7]
         values = self.dev.read(snapshot=snap)
         for c in self.dev.layout.reads:
             if c.kind == 'joint':

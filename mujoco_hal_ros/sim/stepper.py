@@ -83,7 +83,8 @@ class HoldTorque(NamedTuple):
     kp: np.ndarray
     lo: np.ndarray            # ctrl range of each servo (MuJoCo clamps ctrl to it anyway)
     hi: np.ndarray
-    kv: np.ndarray            # the servo's damping: a moving setpoint gets kv * speed / kp
+    kv: np.ndarray            # servo and joint damping: a moving setpoint gets kv * speed / kp
+    inertia: np.ndarray       # joint inertia at the start pose: and inertia * accel / kp
 
 
 class _Closed:
@@ -103,6 +104,8 @@ class Stepper:
         self.model, self.data = model, data
         self._hold_torque = hold_torque          # a HoldTorque, or None
         self._gravity_data = mujoco.MjData(model) if hold_torque is not None else None
+        if hold_torque is not None:
+            self._ff_vel = np.zeros(len(hold_torque.actuators))  # the path's speed, last step
         self.keyframe = keyframe
         self._drives = drives                    # per actuator: position/motor_impedance/...
         self._impedance = impedance             # an Impedance, or None
@@ -461,9 +464,14 @@ class Stepper:
                 # The servo's damping pulls against a moving setpoint: lead it by the
                 # path's own speed (none across a jump), as a driver's velocity feed-forward.
                 ht = self._hold_torque
+                moving = smooth[acts_ff]
                 speed = np.diff(np.vstack([before[acts_ff], rows[:, acts_ff]]), axis=0) / dt
-                lead = ht.kv / ht.kp * speed * smooth[acts_ff]
+                accel = np.diff(np.vstack([self._ff_vel, speed]), axis=0) / dt
+                self._ff_vel = speed[-1] * moving
+                lead = (ht.kv * speed + ht.inertia * accel) / ht.kp * moving
                 rows[:, acts_ff] = np.clip(rows[:, acts_ff] + ctrl_ff + lead, ht.lo, ht.hi)
+            else:
+                self._ff_vel = np.zeros(len(acts_ff))
         imp = self._impedance
         step = mujoco.mj_step
         if imp is None:
