@@ -147,6 +147,9 @@ def check_keyframe(ctx):
     back = float(np.abs(dev.snapshot.qpos - q_ref).max())
     if back > 1e-9:
         return _fail(ctx, 'keyframe', f'reset went {back:.3g} off {where}')
+    dev.step(ctx.steps(STABLE_FOR))       # and settles again: the next checks start there
+    if dev.health()['unstable_events'] != events:
+        return _fail(ctx, 'keyframe', f'unstable within {STABLE_FOR:g} s after reset')
     return _pass(ctx, 'keyframe', f'{where}; stable {STABLE_FOR:g} s; reset exact')
 
 
@@ -159,7 +162,7 @@ def _sample_targets(ctx, rng, joints, count):
     d.qpos[:] = base
     mujoco.mj_forward(m, d)
     contacts0 = _contact_pairs(m, d)
-    out, tries = [], 0
+    out, tries, prev = [], 0, base
     kind, name = ctx.end
     while len(out) < count and tries < 200 * count:
         tries += 1
@@ -172,9 +175,25 @@ def _sample_targets(ctx, rng, joints, count):
         mujoco.mj_forward(m, d)
         if _contact_pairs(m, d) - contacts0:
             continue
-        out.append((d.site_xpos[m.site(name).id] if kind == 'site'
-                    else d.xpos[m.body(name).id]).copy())
+        point = (d.site_xpos[m.site(name).id] if kind == 'site'
+                 else d.xpos[m.body(name).id]).copy()
+        if not _clear_line(m, prev, d.qpos.copy(), contacts0):
+            continue
+        prev = d.qpos.copy()     # the device goes from one target to the next
+        out.append(point)
     return out
+
+
+def _clear_line(m, q_from, q_to, contacts0, samples=12):
+    """Whether the straight joint-space line between two poses touches nothing new (a
+    joint-path move_to follows it): a target behind the furniture is no reachable one."""
+    d = mujoco.MjData(m)
+    for s in np.linspace(0.0, 1.0, samples)[1:-1]:
+        d.qpos[:] = q_from + s * (q_to - q_from)
+        mujoco.mj_forward(m, d)
+        if _contact_pairs(m, d) - contacts0:
+            return False
+    return True
 
 
 def _contact_pairs(m, d):
@@ -253,7 +272,8 @@ def check_hold(ctx):
     dev.step(ctx.steps(0.5))       # what a hold settles from (a move may just have ended)
     dev.hold()
     adr = [int(ctx.model.jnt_qposadr[g.joint]) for g in ctx.held]
-    q0 = dev.snapshot.qpos[adr].copy()
+    start = dev.snapshot
+    q0 = start.qpos[adr].copy()
     worst = 0.0
     for _ in range(10):
         dev.step(ctx.steps(HOLD_FOR / 10))
@@ -262,9 +282,36 @@ def check_hold(ctx):
     detail = f'{len(adr)} held joints moved at most {worst:.2e} over {HOLD_FOR:g} s'
     if others:
         detail += f' ({others} joints not driven to a position are free to move)'
-    if worst > HOLD_TOL:
+    allowed = HOLD_TOL
+    if _floating(ctx.model) and all(g.drive == 'position' for g in ctx.held):
+        # A free-standing body on MuJoCo's soft contacts creeps however well its servos
+        # hold: the same state with the same servo ctrl in bare MuJoCo is the reference
+        # (position servos only: a torque motor's fixed ctrl is no hold).
+        bare = _bare_drift(ctx, start, adr)
+        detail += f'; bare MuJoCo from the same state and ctrl: {bare:.2e} (contact creep)'
+        allowed = max(HOLD_TOL, 1.1 * bare)
+    if worst > allowed:
         return _fail(ctx, 'hold', detail)
     return _pass(ctx, 'hold', detail)
+
+
+def _floating(m):
+    return bool((m.jnt_type == mujoco.mjtJoint.mjJNT_FREE).any())
+
+
+def _bare_drift(ctx, snap, adr):
+    """How far the held joints move in bare MuJoCo over HOLD_FOR from ``snap``'s state,
+    ctrl fixed at what the device applied."""
+    m = ctx.model
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = snap.qpos, snap.qvel, snap.act, snap.ctrl
+    d.mocap_pos[:], d.mocap_quat[:] = snap.mocap_pos, snap.mocap_quat
+    worst = 0.0
+    chunk = ctx.steps(HOLD_FOR / 10)
+    for _ in range(10):
+        mujoco.mj_step(m, d, chunk)
+        worst = max(worst, float(np.abs(d.qpos[adr] - snap.qpos[adr]).max()))
+    return worst
 
 
 def check_trajectory(ctx, seed=1):

@@ -26,7 +26,10 @@ IK_SHARE = 0.2       # IK solves to this share of the tolerance; the servos get 
 SETTLE_LIMIT = 10.0  # simulated seconds after its path before a moving arm counts as stuck
 SETTLE_QUIET = 0.3   # simulated seconds without progress that count as settled
 STUCK_AFTER = 2.0    # simulated seconds without progress that end a move still moving
-STILL_SPEED = 1e-2   # rad/s (m/s) under which the move's joints count as still
+STILL_SPEED = 2e-3   # rad/s (m/s) under which the move's joints count as still
+CORRECTIONS = 4      # closed-loop re-aims of a move that stopped out of tolerance
+CORRECT_WITHIN = 0.1  # metres: a stop further off than this is no servo offset; not re-aimed
+CORRECT_TIME = 0.3   # seconds the shortest re-aim path takes
 
 
 class Move:
@@ -60,6 +63,8 @@ class Move:
         self.cartesian = None        # the straight line, for path == 'cartesian'
         self.min_duration = 0.0      # what the requested tool speed allows at the least
         self.tolerance = None        # this goal's own position tolerance (m); None: the device's
+        self.lower = self.upper = None   # the joint range the move may use (native)
+        self.corrections = 0         # re-aims so far (``Planner.correct``)
         self.accepted_wall = time.monotonic()
         self._done = threading.Event()
         self._lock = threading.Lock()
@@ -234,6 +239,7 @@ class Planner:
         move.aim = aim
         move.then = limits.check_goals(layout, act.then) if act.then else {}
         move.q_goal = np.clip(sol.qpos, lower, upper)
+        move.lower, move.upper = lower, upper
         move.path = path
         move.cartesian = cart
         move.planned = np.asarray(sol.reached, dtype=float)   # where the IK puts the point
@@ -241,6 +247,30 @@ class Planner:
         if speed_ms:
             move.min_duration = PEAK * distance_to_go(layout, move, snap) / speed_ms
         return move
+
+    def correct(self, move, snap, tolerance, aim_tolerance):
+        """New joint goals for a move that stopped out of tolerance: IK again from where
+        the joints and the base really are, so a floating base that shifted under the arm
+        (or a joint that ended elsewhere) is taken up the way a driver's outer loop would;
+        None when IK has nothing better. Runs on the stepper thread, only at the end of a
+        missed move."""
+        act = move.action
+        with self._lock:
+            scratch = self._scratch
+            scratch.qpos[:] = snap.qpos
+            scratch.mocap_pos[:] = snap.mocap_pos
+            scratch.mocap_quat[:] = snap.mocap_quat
+            q_now = snap.qpos[move.joints_qadr].copy()
+            sol = ik.solve(self.model, scratch, move.target, site=act.site, body=act.body,
+                           aim=move.aim, joints=act.joints, q_init=q_now,
+                           tolerance=IK_SHARE * tolerance,
+                           aim_tolerance=IK_SHARE * aim_tolerance, lower=move.lower,
+                           upper=move.upper)
+        if not sol.pos_error < distance_to_go(self.layout, move, snap):
+            return None
+        # The new solution itself, not the setpoints plus the difference: a joint held
+        # back by dry friction creeps on to its setpoint, and would overshoot a shifted one.
+        return np.clip(sol.qpos, move.lower, move.upper)
 
     def _self_collides(self, act, jq, q, snap):
         """Whether the arm touches itself at ``q`` where it does not now (scratch data).
@@ -315,6 +345,12 @@ def start_plan(model, move, start, now):
     if move.min_duration:
         T = max(T, move.min_duration)
     return MinJerkPlan(move.actuators, start, move.q_goal, now, T)
+
+
+def correction_plan(move, start, q_goal, now):
+    """A short min-jerk path from setpoints ``start`` to a re-aim's joint goals."""
+    T = max(duration(q_goal - start, move.rates), CORRECT_TIME)
+    return MinJerkPlan(move.actuators, start, q_goal, now, T)
 
 
 def then_plans(layout, then, setpoint, now):

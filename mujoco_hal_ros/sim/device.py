@@ -251,7 +251,7 @@ class Device:
         dofs = m.jnt_dofadr[jids]
         return HoldTorque(np.array(acts), dofs, m.actuator_gainprm[acts, 0], lo, hi,
                           np.maximum(-m.actuator_biasprm[acts, 2], 0.0) + m.dof_damping[dofs],
-                          self._joint_inertia(dofs))
+                          self._joint_inertia(dofs), m.jnt_bodyid[jids])
 
     def _impedance_loop(self):
         """Gains for torque motors: a joint PD with gravity and Coriolis compensation."""
@@ -489,11 +489,33 @@ class Device:
                              self.params['aim_tolerance'])
         if ended is None:
             return
+        if not ended[0] and self._re_aim(stepper, move, snap):
+            return
         if move.then:
             self._apply_then(stepper, move)
         arrived, message = ended
         move.finish(self._move_result(move, errors.DONE if arrived else errors.MISSED,
                                       arrived, message, snap))
+
+    def _re_aim(self, stepper, move, snap):
+        """Stepper thread: a move that stopped out of tolerance, but near, gets another go
+        from where the joints really are (``Planner.correct``); False when it cannot."""
+        miss = moves.distance_to_go(self.layout, move, snap)
+        speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
+        if move.corrections >= moves.CORRECTIONS or miss > moves.CORRECT_WITHIN \
+                or speed >= moves.STILL_SPEED or move.cartesian is not None:
+            return False
+        tol = self.params['tolerance'] if move.tolerance is None else move.tolerance
+        q = self._planner.correct(move, snap, tol, self.params['aim_tolerance'])
+        if q is None:
+            return False
+        now = stepper.data.time
+        plan = moves.correction_plan(move, stepper.setpoint[move.actuators].copy(), q, now)
+        stepper.take_over(plan)
+        move.plan_end = plan.t_end
+        move.best_miss = move.best_time = None
+        move.corrections += 1
+        return True
 
     def _apply_then(self, stepper, move):
         now = stepper.data.time

@@ -76,7 +76,9 @@ class HoldTorque(NamedTuple):
     """Position servos' gravity feed-forward, as a real driver's position mode adds it: per
     servo, its dof and its kp; ctrl gets ``torque / kp`` on top of the setpoint, so the
     joint settles where it was sent instead of sagging by ``torque / kp``. The torque is
-    the one that holds the pose at rest (gravity less springs), so effort shows it."""
+    the one that holds the pose at rest (gravity less springs), so effort shows it. A link
+    that rests on another tree (a leg on the ground) is held up by it and gets none: its
+    weight pushed into the floor would tilt the stance."""
 
     actuators: np.ndarray
     dofs: np.ndarray
@@ -85,6 +87,7 @@ class HoldTorque(NamedTuple):
     hi: np.ndarray
     kv: np.ndarray            # servo and joint damping: a moving setpoint gets kv * speed / kp
     inertia: np.ndarray       # joint inertia at the start pose: and inertia * accel / kp
+    bodies: np.ndarray        # the body each servo's joint moves (its link)
 
 
 class _Closed:
@@ -106,6 +109,13 @@ class Stepper:
         self._gravity_data = mujoco.MjData(model) if hold_torque is not None else None
         if hold_torque is not None:
             self._ff_vel = np.zeros(len(hold_torque.actuators))  # the path's speed, last step
+            # above[b, c]: body b is c or one of c's ancestors (links a contact holds up)
+            self._above = np.zeros((model.nbody, model.nbody), dtype=bool)
+            for c in range(model.nbody):
+                b = c
+                while b > 0:
+                    self._above[c, b] = True
+                    b = int(model.body_parentid[b])
         self.keyframe = keyframe
         self._drives = drives                    # per actuator: position/motor_impedance/...
         self._impedance = impedance             # an Impedance, or None
@@ -551,7 +561,15 @@ class Stepper:
         mujoco.mj_rne(m, g, 0, tau)
         # Springs and the model's own (passive) body gravcomp carry part of it.
         tau -= d.qfrc_spring + d.qfrc_gravcomp
-        return ht.actuators, tau[ht.dofs] / ht.kp
+        out = tau[ht.dofs] / ht.kp
+        if d.ncon:
+            geoms = d.contact.geom[:d.ncon]
+            b1, b2 = m.geom_bodyid[geoms[:, 0]], m.geom_bodyid[geoms[:, 1]]
+            other = m.body_rootid[b1] != m.body_rootid[b2]
+            if other.any():
+                resting = self._above[np.concatenate([b1[other], b2[other]])].any(axis=0)
+                out = out * ~resting[ht.bodies]
+        return ht.actuators, out
 
     def _roll_safe(self):
         """mujoco.rollout resets applied forces and equality switches it is not given:
