@@ -569,17 +569,18 @@ class Device:
         move = self.move
         if move is not None and not move.done():
             move.finish(self._move_result(move, errors.UNSTABLE, False,
-                                          'the simulation went unstable; reset and held',
+                                          'the simulation went unstable; back to the '
+                                          f'{stepper.last_recovery} and held',
                                           stepper.snapshot))
         self.events.add({'time': time.time(), 'sim_time': float(stepper.data.time),
-                         'code': errors.UNSTABLE,
-                         'message': 'simulation unstable (NaN or divergence): reset to '
-                         'the keyframe and holding'})
+                         'code': errors.UNSTABLE, 'recovery': stepper.last_recovery,
+                         'message': 'simulation unstable (NaN or divergence): back to '
+                         f'the {stepper.last_recovery} and holding'})
         self.record('unstable', {}, self._native_all(stepper.setpoint),
                     sim_time=stepper.data.time)
         action = (self.spec or {}).get('safe_state', {}).get('action', 'hold')
         if action != 'hold':
-            # Already held at the keyframe; the safe-state move starts from a caller thread
+            # Already held; the safe-state move starts from a caller thread
             # (this is the stepper's, which must not wait on itself).
             threading.Thread(target=self._safe_state_move, args=(action,), daemon=True,
                              name='mujoco_hal_ros-safe-state').start()

@@ -160,6 +160,12 @@ class Stepper:
         self._roll_state = self._roll_sensor = None
         self._roller = rollout.Rollout(nthread=0) if self._rollout else None   # this thread
         self._warn0 = self._bad_warnings()
+        # The state after the last chunk that passed the checks: where an instability goes
+        # back to (the keyframe only when that state diverges again at once).
+        self._good = np.empty(self._nstate)
+        mujoco.mj_getState(model, data, self._good, FULL_STATE)
+        self._bad_streak = 0
+        self.last_recovery = None     # 'last good state' or 'keyframe', after an instability
         self._rebase()
         self._rate_window = []
         self.snapshot = self._snap()
@@ -543,6 +549,9 @@ class Stepper:
         if abs(data.time - expected) > 0.5 * dt or self._bad_warnings() != self._warn0 or \
                 not math.isfinite(float(data.qpos.sum()) + float(data.qvel.sum())):
             self._unstable(expected)
+        else:
+            mujoco.mj_getState(model, data, self._good, FULL_STATE)
+            self._bad_streak = 0
 
     def _feed_forward(self):
         """(actuators, ctrl offsets) that make position servos hold against gravity at the
@@ -599,18 +608,36 @@ class Stepper:
             state=self._roll_state[:, :n], sensordata=self._roll_sensor[:, :n])
 
     def _unstable(self, t_expected=None):
-        """NaN or a divergence MuJoCo caught: back to the keyframe and hold there.
+        """NaN or a divergence MuJoCo caught: back to the last good state and hold there.
 
+        The scene stays as it was a chunk ago (objects, the arm's pose); only what was
+        moving stops. When that state diverges again at once, the keyframe instead.
         MuJoCo resets MjData itself on a bad acceleration (time back to 0); simulated time
         is put back where the chunk should have ended, so it never runs backwards.
         """
         self.unstable_events += 1
         t = self.data.time
         t = max(t if np.isfinite(t) else 0.0, t_expected or 0.0)
-        self._reset_to_keyframe(t)
+        if self._bad_streak == 0:
+            self._restore_good(t)
+        else:
+            self._reset_to_keyframe(t)
+            self.last_recovery = 'keyframe'
+        self._bad_streak += 1
         self._rebase()
         if self._on_unstable is not None:
             self._on_unstable(self)
+
+    def _restore_good(self, t):
+        """MjData back to the last good state at simulated time ``t``, holding there."""
+        mujoco.mj_setState(self.model, self.data, self._good, FULL_STATE)
+        self.data.qvel[:] = 0.0          # what diverged was moving: it starts again at rest
+        self.data.time = t
+        mujoco.mj_forward(self.model, self.data)
+        self.setpoint = self.initial_setpoint()
+        self._plans = []
+        self._warn0 = self._bad_warnings()
+        self.last_recovery = 'last good state'
 
     def _reset_to_keyframe(self, t):
         """MjData back to the keyframe (or the model's defaults) at simulated time ``t``,
