@@ -27,6 +27,7 @@ SETTLE_LIMIT = 10.0  # simulated seconds after its path before a moving arm coun
 SETTLE_QUIET = 0.3   # simulated seconds without progress that count as settled
 STUCK_AFTER = 2.0    # simulated seconds without progress that end a move still moving
 STILL_SPEED = 2e-3   # rad/s (m/s) under which the move's joints count as still
+MOVE_RATE = {'angle': 1.0, 'length': 0.25}   # rad/s, m/s: a move's joint speed without a rate
 CORRECTIONS = 4      # closed-loop re-aims of a move that stopped out of tolerance
 CORRECT_WITHIN = 0.1  # metres: a stop further off than this is no servo offset; not re-aimed
 CORRECT_TIME = 0.3   # seconds the shortest re-aim path takes
@@ -161,6 +162,17 @@ def check_request(act, args, point, speed, aim, wait, timeout, path):
     return target, speed_ms, aim, path or act.path, timeout
 
 
+def move_rate(model, goal):
+    """The joint speed a move_to path peaks at on this goal: its ``max_change_per_s``, else
+    a moderate default (``MOVE_RATE``). A goal without a rate jumps when set directly; a
+    move that jumped its setpoints would slam a zero-config arm into what it meets."""
+    if goal.native_rate is not None:
+        return goal.native_rate
+    kind = 'angle' if int(model.jnt_type[goal.joint]) == int(mujoco.mjtJoint.mjJNT_HINGE) \
+        else 'length'
+    return MOVE_RATE[kind]
+
+
 def goal_for_joint(layout, joint, act):
     """The goal channel that drives a joint of the action (ConfigError if none does)."""
     jid = layout.joints.index(joint)
@@ -200,7 +212,7 @@ class Planner:
         jq = [int(model.jnt_qposadr[j]) for j in jids]
         jdof = [int(model.jnt_dofadr[j]) for j in jids]
         q_start = np.clip(snap.setpoint[[g.actuator for g in goals]], lower, upper)
-        rates = [g.native_rate for g in goals]
+        rates = [move_rate(model, g) for g in goals]
         tol, aim_tol = tolerance, aim_tolerance
         with self._lock:
             scratch = self._scratch
