@@ -16,7 +16,7 @@ import numpy as np
 from . import zoo
 from .. import errors
 from ..errors import DeviceError
-from ..motion import joint_trajectory as jt
+from ..motion import joint_trajectory as jt, move as moves
 
 CHECKS = ('start', 'keyframe', 'move_to', 'unreachable', 'hold', 'trajectory', 'effort')
 TARGETS = 10            # move_to targets per arm
@@ -29,6 +29,7 @@ UNREACHABLE_WALL = 10.0  # wall seconds an unreachable target may take to be ref
 MOVE_LIMIT = 40.0       # simulated seconds a move may take before the check gives up on it
 PATH_TOL = 0.05         # rad: the FollowJointTrajectory path tolerance the check sets
 GOAL_TOL = 0.01
+TRAJECTORY_TIME = 3.0   # seconds of the FollowJointTrajectory goal
 
 
 @dataclass
@@ -329,8 +330,10 @@ def check_trajectory(ctx, seed=1):
         mid, half = (lo + hi) / 2, 0.5 * RANGE_SHARE * (hi - lo) / 2
         goal.append(rng.uniform(mid - half, mid + half))
     goal = np.array(goal)
-    points = [{'time_from_start': 1.5, 'positions': list((start + goal) / 2)},
-              {'time_from_start': 3.0, 'positions': list(goal)}]
+    # As a planner would: no faster than each joint can go within its effort limits.
+    speeds = [moves.effort_speed(m, g.actuator) for g in _goals_of(dev, joints)]
+    T = max([TRAJECTORY_TIME] + [1.875 * abs(dq) / v for dq, v in zip(goal - start, speeds)])
+    points = _timed_path(start, goal, T, 10)
     try:
         checked = jt.check_trajectory(dev.layout, joints, points, allow_partial=True)
         execution = jt.follow(dev, checked)
@@ -341,7 +344,7 @@ def check_trajectory(ctx, seed=1):
     worst = 0.0
     chunk = ctx.steps(0.02)
     verdict = None
-    for _ in range(int(6.0 / (chunk * m.opt.timestep)) + 1):
+    for _ in range(int((T + 3.0) / (chunk * m.opt.timestep)) + 1):
         dev.step(chunk)
         verdict = jt.evaluate(execution, dev.snapshot, tol)
         worst = max(worst, float(np.abs(verdict.error[0]).max()))
@@ -352,6 +355,26 @@ def check_trajectory(ctx, seed=1):
     if verdict.state != 'succeeded':
         return _fail(ctx, 'trajectory', f'{detail}: {verdict.message}'[:240])
     return _pass(ctx, 'trajectory', detail)
+
+
+def _goals_of(dev, joints):
+    by_joint = {dev.layout.joints[g.joint]: g for g in dev.layout.goals.values() if g.joint >= 0}
+    return [by_joint[j] for j in joints]
+
+
+def _timed_path(start, goal, T, n):
+    """What a planner (MoveIt's time parameterisation) sends: a smooth path sampled at
+    ``n`` points with positions, velocities and accelerations."""
+    points = []
+    delta = goal - start
+    for k in range(1, n + 1):
+        tau = k / n
+        s = 10 * tau ** 3 - 15 * tau ** 4 + 6 * tau ** 5
+        ds = (30 * tau ** 2 - 60 * tau ** 3 + 30 * tau ** 4) / T
+        dds = (60 * tau - 180 * tau ** 2 + 120 * tau ** 3) / T ** 2
+        points.append({'time_from_start': tau * T, 'positions': list(start + s * delta),
+                       'velocities': list(ds * delta), 'accelerations': list(dds * delta)})
+    return points
 
 
 def check_effort(ctx):

@@ -170,7 +170,25 @@ def move_rate(model, goal):
         return goal.native_rate
     kind = 'angle' if int(model.jnt_type[goal.joint]) == int(mujoco.mjtJoint.mjJNT_HINGE) \
         else 'length'
-    return MOVE_RATE[kind]
+    return min(MOVE_RATE[kind], effort_speed(model, goal.actuator))
+
+
+def effort_speed(model, actuator):
+    """The joint speed at which damping (the joint's and a servo's) takes half of the
+    actuator's force limit: faster, the arm could not follow within its effort limits."""
+    a = actuator
+    jid = int(model.actuator_trnid[a, 0])
+    damping = float(model.dof_damping[model.jnt_dofadr[jid]])
+    if model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE:
+        damping += max(0.0, -float(model.actuator_biasprm[a, 2]))
+    limits = []
+    if model.actuator_forcelimited[a]:
+        limits.append(float(np.abs(model.actuator_forcerange[a]).min()))
+    if model.jnt_actfrclimited[jid]:
+        limits.append(float(np.abs(model.jnt_actfrcrange[jid]).min()))
+    if not limits or damping <= 0 or min(limits) <= 0:
+        return np.inf
+    return 0.5 * min(limits) / damping
 
 
 def goal_for_joint(layout, joint, act):
