@@ -227,8 +227,9 @@ class Device:
             m.flg_gravcomp = True        # MuJoCo skips gravcomp unless the compiler saw some
         return changed
 
-    def _joint_inertia(self, dofs):
-        """Each dof's own inertia (armature included) at the start pose."""
+    def _joint_inertia(self, dofs, apparent=False):
+        """Each dof's own inertia (armature included) at the start pose; ``apparent``: the
+        inertia it shows with every other dof free."""
         m = self.model
         d = mujoco.MjData(m)
         if self.keyframe is not None:
@@ -236,6 +237,8 @@ class Device:
         mujoco.mj_forward(m, d)
         full = np.zeros((m.nv, m.nv))
         mujoco.mj_fullM(m, d, full)
+        if apparent:
+            return 1.0 / np.diag(np.linalg.inv(full))[dofs]
         return np.maximum(np.diag(full)[dofs], m.dof_M0[dofs])
 
     def _hold_torque(self):
@@ -263,9 +266,14 @@ class Device:
         jids = m.actuator_trnid[acts, 0]
         dofs = m.jnt_dofadr[jids]
         qadrs = m.jnt_qposadr[jids]
-        # Joint-space inertia (armature included) at the start pose: the loop's gains.
+        # Joint-space inertia (armature included) at the start pose: the loop's gains. The
+        # loop runs once a step, explicitly: its damping per step, kd * dt over the inertia
+        # a joint shows with the others free (1 / diag(M^-1)), must stay under 1, or a light
+        # wrist on a heavy arm oscillates at a coarse timestep; the bandwidth gives way.
         inertia = self._joint_inertia(dofs)
-        w = 2 * np.pi * IMPEDANCE_HZ
+        apparent = self._joint_inertia(dofs, apparent=True)
+        w = np.minimum(2 * np.pi * IMPEDANCE_HZ,
+                       0.5 * apparent / (inertia * m.opt.timestep))
         kp = inertia * w * w
         kd = 2.0 * inertia * w
         gain = m.actuator_gear[acts, 0] * m.actuator_gainprm[acts, 0]   # torque per ctrl
