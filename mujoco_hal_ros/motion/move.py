@@ -174,13 +174,12 @@ def move_rate(model, goal):
 
 
 def effort_speed(model, actuator):
-    """The joint speed at which damping (the joint's and a servo's) takes half of the
-    actuator's force limit: faster, the arm could not follow within its effort limits."""
+    """The joint speed at which the joint's damping takes half of the actuator's force
+    limit: faster, the arm could not follow within its effort limits. (A servo's own kv
+    is no load: the driver leads its setpoint by kv * speed / kp.)"""
     a = actuator
     jid = int(model.actuator_trnid[a, 0])
     damping = float(model.dof_damping[model.jnt_dofadr[jid]])
-    if model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE:
-        damping += max(0.0, -float(model.actuator_biasprm[a, 2]))
     limits = []
     if model.actuator_forcelimited[a]:
         limits.append(float(np.abs(model.actuator_forcerange[a]).min()))
