@@ -177,8 +177,8 @@ def torque_variant(spec):
 
 
 def velocity_variant(spec):
-    """The arm with its position servos replaced by velocity servos (kv = the servo's kp
-    over a 10 rad/s bandwidth... at least its damping), within the same effort limits."""
+    """The arm with its position servos replaced by velocity servos (kv a tenth of the
+    servo's kp, at least 1), within the same effort limits."""
     model = spec.compile()
     for act, jid, _name, kp, (lo, hi) in _position_actuators(spec, model):
         kv = max(kp / 10.0, 1.0)
