@@ -473,9 +473,9 @@ class Stepper:
             self._plans = [p for p in self._plans if p.t_end > times[-1]]
         else:
             rows = None
-        ff = self._feed_forward()
-        if ff is not None:
-            acts_ff, ctrl_ff = ff
+        hold_ff = self._feed_forward()
+        if hold_ff is not None:
+            acts_ff, ctrl_ff = hold_ff
             if rows is not None:
                 # The servo's damping pulls against a moving setpoint: lead it by the
                 # path's own speed (none across a jump), as a driver's velocity feed-forward.
@@ -496,7 +496,7 @@ class Stepper:
                 # released once, not per step; with a loop the state thread's Python kept
                 # the physics thread waiting at every step (bench/README.md)
                 ctrl[:] = self.setpoint
-                if ff is not None:
+                if hold_ff is not None:
                     ctrl[acts_ff] = np.clip(self.setpoint[acts_ff] + ctrl_ff,
                                             self._hold_torque.lo, self._hold_torque.hi)
                 step(model, data, n)
@@ -520,7 +520,7 @@ class Stepper:
                 self._imp_vel = np.zeros(len(acts))
                 ff = None
             held = None
-            if rows is None and ff is not None:
+            if rows is None and hold_ff is not None:
                 held = self.setpoint.copy()
                 held[acts_ff] = np.clip(held[acts_ff] + ctrl_ff, self._hold_torque.lo,
                                         self._hold_torque.hi)
