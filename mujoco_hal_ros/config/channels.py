@@ -252,6 +252,24 @@ class Layout:
             return 'motor_impedance'
         return 'direct'
 
+    def _zero_config_goals(self):
+        """A goal per actuator: ``<actuator>_goal``; an unnamed one (gymnasium's, dm_control's)
+        on a named joint is ``<joint>_goal``, since a name is what a caller can use."""
+        m = self.model
+        section, taken = {}, set(self.actuators)
+        for a, name in enumerate(self.actuators):
+            if name:
+                section[f'{name}_goal'] = {'map': {'actuator': name}}
+                continue
+            if m.actuator_trntype[a] != mujoco.mjtTrn.mjTRN_JOINT:
+                continue
+            joint = self.joints[int(m.actuator_trnid[a, 0])]
+            drivers = [b for b in range(m.nu) if m.actuator_trntype[b] == m.actuator_trntype[a]
+                       and m.actuator_trnid[b, 0] == m.actuator_trnid[a, 0]]
+            if joint and joint not in taken and len(drivers) == 1:
+                section[f'{joint}_goal'] = {'map': {'joint': joint}}
+        return section
+
     def _actuator_for(self, cmap, name, where):
         """A write map names the actuator, or the joint it drives, or neither (by name)."""
         if 'actuator' in cmap:
@@ -279,7 +297,7 @@ class Layout:
     def _build_goals(self, section):
         m = self.model
         if section is None:
-            section = {f'{a}_goal': {'map': {'actuator': a}} for a in self.actuators if a}
+            section = self._zero_config_goals()
         used = {}
         for name, entry in section.items():
             where = f'write.{name}'

@@ -182,3 +182,12 @@ def step_count(n):
     if not 1 <= n <= MAX_STEPS:
         raise InvalidArgument(f'{shorten(n)} steps', where='step', allowed=f'1..{MAX_STEPS}')
     return int(n)
+
+
+def tolerance(value, where='tolerance'):
+    """A move's position tolerance in metres: finite and above zero."""
+    v = finite_number(value, where)
+    if not v > 0:
+        raise InvalidArgument(f'{v:g} m is not a tolerance; give metres above zero',
+                              where=where)
+    return v

@@ -23,8 +23,14 @@ from ..errors import ConfigError, DeviceError
 
 COLLISION_RETRIES = 6   # IK restarts that look for an answer where the arm misses itself
 IK_SHARE = 0.2       # IK solves to this share of the tolerance; the servos get the rest
-SETTLE_LIMIT = 30.0  # simulated seconds after its path before a moving arm counts as stuck
+SETTLE_LIMIT = 10.0  # simulated seconds after its path before a moving arm counts as stuck
 SETTLE_QUIET = 0.3   # simulated seconds without progress that count as settled
+STUCK_AFTER = 2.0    # simulated seconds without progress that end a move still moving
+STILL_SPEED = 2e-3   # rad/s (m/s) under which the move's joints count as still
+MOVE_RATE = {'angle': 1.0, 'length': 0.25}   # rad/s, m/s: a move's joint speed without a rate
+CORRECTIONS = 4      # closed-loop re-aims of a move that stopped out of tolerance
+CORRECT_WITHIN = 0.1  # metres: a stop further off than this is no servo offset; not re-aimed
+CORRECT_TIME = 0.3   # seconds the shortest re-aim path takes
 
 
 class Move:
@@ -57,6 +63,9 @@ class Move:
         self.path = None
         self.cartesian = None        # the straight line, for path == 'cartesian'
         self.min_duration = 0.0      # what the requested tool speed allows at the least
+        self.tolerance = None        # this goal's own position tolerance (m); None: the device's
+        self.lower = self.upper = None   # the joint range the move may use (native)
+        self.corrections = 0         # re-aims so far (``Planner.correct``)
         self.accepted_wall = time.monotonic()
         self._done = threading.Event()
         self._lock = threading.Lock()
@@ -153,6 +162,34 @@ def check_request(act, args, point, speed, aim, wait, timeout, path):
     return target, speed_ms, aim, path or act.path, timeout
 
 
+def move_rate(model, goal):
+    """The joint speed a move_to path peaks at on this goal: its ``max_change_per_s``, else
+    a moderate default (``MOVE_RATE``). A goal without a rate jumps when set directly; a
+    move that jumped its setpoints would slam a zero-config arm into what it meets."""
+    if goal.native_rate is not None:
+        return goal.native_rate
+    kind = 'angle' if int(model.jnt_type[goal.joint]) == int(mujoco.mjtJoint.mjJNT_HINGE) \
+        else 'length'
+    return min(MOVE_RATE[kind], effort_speed(model, goal.actuator))
+
+
+def effort_speed(model, actuator):
+    """The joint speed at which the joint's damping takes half of the actuator's force
+    limit: faster, the arm could not follow within its effort limits. (A servo's own kv
+    is no load: the driver leads its setpoint by kv * speed / kp.)"""
+    a = actuator
+    jid = int(model.actuator_trnid[a, 0])
+    damping = float(model.dof_damping[model.jnt_dofadr[jid]])
+    limits = []
+    if model.actuator_forcelimited[a]:
+        limits.append(float(np.abs(model.actuator_forcerange[a]).min()))
+    if model.jnt_actfrclimited[jid]:
+        limits.append(float(np.abs(model.jnt_actfrcrange[jid]).min()))
+    if not limits or damping <= 0 or min(limits) <= 0:
+        return np.inf
+    return 0.5 * min(limits) / damping
+
+
 def goal_for_joint(layout, joint, act):
     """The goal channel that drives a joint of the action (ConfigError if none does)."""
     jid = layout.joints.index(joint)
@@ -192,7 +229,7 @@ class Planner:
         jq = [int(model.jnt_qposadr[j]) for j in jids]
         jdof = [int(model.jnt_dofadr[j]) for j in jids]
         q_start = np.clip(snap.setpoint[[g.actuator for g in goals]], lower, upper)
-        rates = [g.native_rate for g in goals]
+        rates = [move_rate(model, g) for g in goals]
         tol, aim_tol = tolerance, aim_tolerance
         with self._lock:
             scratch = self._scratch
@@ -231,6 +268,7 @@ class Planner:
         move.aim = aim
         move.then = limits.check_goals(layout, act.then) if act.then else {}
         move.q_goal = np.clip(sol.qpos, lower, upper)
+        move.lower, move.upper = lower, upper
         move.path = path
         move.cartesian = cart
         move.planned = np.asarray(sol.reached, dtype=float)   # where the IK puts the point
@@ -238,6 +276,30 @@ class Planner:
         if speed_ms:
             move.min_duration = PEAK * distance_to_go(layout, move, snap) / speed_ms
         return move
+
+    def correct(self, move, snap, tolerance, aim_tolerance):
+        """New joint goals for a move that stopped out of tolerance: IK again from where
+        the joints and the base really are, so a floating base that shifted under the arm
+        (or a joint that ended elsewhere) is taken up the way a driver's outer loop would;
+        None when IK has nothing better. Runs on the stepper thread, only at the end of a
+        missed move."""
+        act = move.action
+        with self._lock:
+            scratch = self._scratch
+            scratch.qpos[:] = snap.qpos
+            scratch.mocap_pos[:] = snap.mocap_pos
+            scratch.mocap_quat[:] = snap.mocap_quat
+            q_now = snap.qpos[move.joints_qadr].copy()
+            sol = ik.solve(self.model, scratch, move.target, site=act.site, body=act.body,
+                           aim=move.aim, joints=act.joints, q_init=q_now,
+                           tolerance=IK_SHARE * tolerance,
+                           aim_tolerance=IK_SHARE * aim_tolerance, lower=move.lower,
+                           upper=move.upper)
+        if not sol.pos_error < distance_to_go(self.layout, move, snap):
+            return None
+        # The new solution itself, not the setpoints plus the difference: a joint held
+        # back by dry friction creeps on to its setpoint, and would overshoot a shifted one.
+        return np.clip(sol.qpos, move.lower, move.upper)
 
     def _self_collides(self, act, jq, q, snap):
         """Whether the arm touches itself at ``q`` where it does not now (scratch data).
@@ -314,6 +376,12 @@ def start_plan(model, move, start, now):
     return MinJerkPlan(move.actuators, start, move.q_goal, now, T)
 
 
+def correction_plan(move, start, q_goal, now):
+    """A short min-jerk path from setpoints ``start`` to a re-aim's joint goals."""
+    T = max(duration(q_goal - start, move.rates), CORRECT_TIME)
+    return MinJerkPlan(move.actuators, start, q_goal, now, T)
+
+
 def then_plans(layout, then, setpoint, now):
     """Min-jerk paths from ``setpoint`` to an action's ``then`` goals (native values)."""
     plans = []
@@ -327,29 +395,37 @@ def then_plans(layout, then, setpoint, now):
 
 def settle(layout, move, snap, tolerance, aim_tolerance):
     """After the move's path ended: None while the point may still get closer, else
-    ``(arrived, message)``. Keeps the move's best miss so far."""
+    ``(arrived, message)``. Keeps the move's best miss so far.
+
+    Arrived means within tolerance *and* settled: the move's joints are still
+    (``STILL_SPEED``), so the point stays where the result says it is. A point that stopped
+    getting closer is a miss: for ``SETTLE_QUIET`` s while still, or for ``STUCK_AFTER`` s
+    while it keeps moving without progress (chatter against a contact, a servo that cannot
+    lift its load), or ``SETTLE_LIMIT`` s after the path at the latest.
+    """
     if snap.time < move.plan_end:
         return None
-    tol, aim_tol = tolerance, aim_tolerance
+    tol = tolerance if move.tolerance is None else move.tolerance
+    aim_tol = aim_tolerance
     miss = distance_to_go(layout, move, snap)
     angle = aim_error(layout, snap, move.point, move.aim)
-    arrived = miss <= tol and (angle is None or angle <= aim_tol)
-    # Settled: the joints are still and the miss stopped shrinking (by 2 % of the
-    # tolerance) for SETTLE_QUIET s. Stillness alone would end an overdamped servo's
-    # slow creep too early; no progress alone, a long swing that first moves away.
+    within = miss <= tol and (angle is None or angle <= aim_tol)
     late = snap.time - move.plan_end
     if move.best_miss is None or miss < move.best_miss - 0.02 * tol:
         move.best_miss, move.best_time = miss, snap.time
     speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
-    settled = speed < 1e-2 and snap.time - move.best_time > SETTLE_QUIET
-    if not (arrived or late > SETTLE_LIMIT or settled):
+    still = speed < STILL_SPEED
+    quiet = snap.time - move.best_time
+    if within and still:
+        return True, 'arrived'
+    if not ((still and quiet > SETTLE_QUIET) or quiet > STUCK_AFTER or late > SETTLE_LIMIT):
         return None
-    if arrived:
-        message = 'arrived'
-    elif miss > tol:
-        message = (f'path ended {miss * 1000:.2f} mm from the target (tolerance '
-                   f'{tol * 1000:g} mm)')
-    else:
-        message = (f'arrived, but aimed {np.rad2deg(angle):.1f} deg off (tolerance '
-                   f'{np.rad2deg(aim_tol):g} deg)')
-    return arrived, message
+    if miss > tol:
+        what = 'stopped' if still else 'stuck, still moving,'
+        return False, (f'{what} {miss * 1000:.2f} mm from the target (tolerance '
+                       f'{tol * 1000:g} mm)')
+    if angle is not None and angle > aim_tol:
+        return False, (f'reached the point, but aimed {np.rad2deg(angle):.1f} deg off '
+                       f'(tolerance {np.rad2deg(aim_tol):g} deg)')
+    return False, (f'within {miss * 1000:.2f} mm but never settled (joints at '
+                   f'{speed:.3f} rad/s)')

@@ -86,6 +86,8 @@ def move_request(req):
           'speed': req.speed if req.speed != 0.0 else None}
     if req.use_aim:
         kw['aim'] = (vec(req.aim_axis).tolist(), vec(req.aim_toward).tolist())
+    if getattr(req, 'tolerance', 0.0) != 0.0:
+        kw['tolerance'] = req.tolerance
     return kw
 
 

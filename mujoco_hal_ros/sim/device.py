@@ -9,6 +9,7 @@ owns none of their logic: the channels and limits (``config``), the move_to pipe
 """
 
 import collections
+import logging
 import os
 import threading
 import time
@@ -28,10 +29,11 @@ from ..config.units import parse_quantity
 from . import names
 from ..sensors import catalog, settings as sensor_settings, wrench
 from .render_state import RenderState
-from .stepper import Impedance, Stepper
+from .stepper import HoldTorque, Impedance, Stepper
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
 IMPEDANCE_HZ = 4.0   # bandwidth of the joint loop that makes torque motors hold a goal
+LOG = logging.getLogger('mujoco_hal_ros.device')
 
 
 def load_model(path):
@@ -71,7 +73,8 @@ class Device:
     """A MuJoCo model as a device: goals, move_to, hold, reads and cameras."""
 
     def __init__(self, device_file=None, *, model=None, keyframe=None, real_time_factor=None,
-                 start_paused=False, environ=None, spec=None):
+                 start_paused=False, environ=None, spec=None, gravity_compensation=None,
+                 move_tolerance=None):
         environ = os.environ if environ is None else environ
         if not hasattr(environ, 'get'):
             raise errors.InvalidArgument(f'environ must be a mapping, got {environ!r}',
@@ -99,18 +102,29 @@ class Device:
                 self.params[key] = parse_quantity(connect[key], kind, f'connect.{key}')
                 if not self.params[key] > 0:
                     raise ConfigError('must be above zero', where=f'connect.{key}')
+        if move_tolerance is not None:
+            self.params['tolerance'] = limits.tolerance(move_tolerance, 'move_tolerance')
         if 'timestep' in connect:
             dt = parse_quantity(connect['timestep'], 'time', 'connect.timestep')
             if not dt > 0:
                 raise ConfigError('must be above zero', where='connect.timestep')
             self.model.opt.timestep = dt
         self.layout = Layout(self.model, spec)
+        if gravity_compensation is None:
+            gravity_compensation = connect.get('gravity_compensation', False)
+        if not isinstance(gravity_compensation, (bool, np.bool_)):
+            raise errors.InvalidArgument(f'gravity_compensation takes true or false, got '
+                                         f'{gravity_compensation!r}',
+                                         where='gravity_compensation')
         self.gravcomp_bodies = []
-        if connect.get('gravity_compensation', True):
+        if gravity_compensation:
             self.gravcomp_bodies = self._servo_gravcomp()
         keyframe = keyframe if keyframe is not None else connect.get('keyframe')
+        if keyframe is None and spec is None:
+            keyframe = self._default_keyframe()
         self.keyframe = self._keyframe_id(keyframe)
         self.keyframe_name = keyframe if self.keyframe is not None else None
+        self._log_start(gravity_compensation)
         rtf = connect.get('real_time_factor', 1.0) if real_time_factor is None \
             else real_time_factor
         rtf = limits.real_time_factor(rtf)
@@ -131,7 +145,8 @@ class Device:
         self.stepper = Stepper(self.model, self.data, drives=drives,
                                impedance=self._impedance_loop(),
                                real_time_factor=rtf, start_paused=bool(start_paused),
-                               keyframe=self.keyframe, on_chunk=self._after_chunk,
+                               keyframe=self.keyframe, hold_torque=self._hold_torque(),
+                               on_chunk=self._after_chunk,
                                on_unstable=self._on_unstable, on_error=self._on_error)
         try:
             sp = self.stepper.post(lambda s: s.hold_pose(), wait=True)
@@ -157,6 +172,9 @@ class Device:
     def _keyframe_id(self, name):
         if name is None or name == '':
             return None
+        if isinstance(name, (int, np.integer)) and not isinstance(name, bool) \
+                and 0 <= name < self.model.nkey:
+            return int(name)     # an unnamed first keyframe
         names = [mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_KEY, i)
                  for i in range(self.model.nkey)]
         if name not in names:
@@ -164,14 +182,38 @@ class Device:
                               allowed=', '.join(n for n in names if n) or 'none')
         return names.index(name)
 
-    def _servo_gravcomp(self):
-        """Let position servos carry their links' weight, as a real arm's controller does.
+    def _default_keyframe(self):
+        """Zero-config starts where the model's author posed it: ``home``, else the first
+        keyframe (a model at qpos0 may sit in its floor or at its joint limits)."""
+        names = [mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_KEY, i)
+                 for i in range(self.model.nkey)]
+        if 'home' in names:
+            return 'home'
+        if names and names[0]:
+            return names[0]
+        return 0 if names else None
 
-        MuJoCo's position actuators are pure PD, so an arm sags under gravity by force/kp
-        (millimetres on Panda, centimetres on UR5e) and never reaches an IK target. Bodies
-        hanging only from servo-driven hinges or slides get ``gravcomp`` (computed inside
-        MuJoCo, no per-step cost); a body with a free, ball or unactuated joint above it (a
-        legged robot's trunk, a passive pendulum, a payload) keeps its weight.
+    def _log_start(self, gravity_compensation):
+        where = (f'keyframe {self.keyframe_name!r}' if self.keyframe is not None
+                 else 'qpos0 (the model has no keyframe)')
+        LOG.info('%s: starting at %s', self.model_path, where)
+        if gravity_compensation:
+            LOG.info('gravity compensation on (asked for): %d bodies weightless to their '
+                     'servos, carried as actuator force, so effort shows it',
+                     len(self.gravcomp_bodies))
+        else:
+            LOG.info('gravity compensation off: the model as written; position servos add '
+                     'the torque that holds the pose to their ctrl, as a position-mode '
+                     'driver does, within their force limits')
+
+    def _servo_gravcomp(self):
+        """Let position servos carry their links' weight inside MuJoCo (opt-in).
+
+        Bodies hanging only from servo-driven hinges or slides get ``gravcomp``, and those
+        joints ``actuatorgravcomp``, so the compensation is an actuator force: it counts in
+        ``qfrc_actuator`` (effort) and within the joint's actuator force range. A body with
+        a free, ball or unactuated joint above it (a legged robot's trunk, a passive
+        pendulum, a payload) keeps its weight.
         """
         m = self.model
         servo_joints = {int(m.actuator_trnid[a, 0]) for a in range(m.nu)
@@ -187,10 +229,40 @@ class Device:
                 body = m.body_parentid[body]
             if joints and all(j in servo_joints for j in joints):
                 m.body_gravcomp[b] = 1.0
+                m.jnt_actgravcomp[joints] = 1
                 changed.append(self.layout.bodies[b] or str(b))
         if changed and hasattr(m, 'flg_gravcomp'):
             m.flg_gravcomp = True        # MuJoCo skips gravcomp unless the compiler saw some
         return changed
+
+    def _joint_inertia(self, dofs, apparent=False):
+        """Each dof's own inertia (armature included) at the start pose; ``apparent``: the
+        inertia it shows with every other dof free."""
+        m = self.model
+        d = mujoco.MjData(m)
+        if self.keyframe is not None:
+            mujoco.mj_resetDataKeyframe(m, d, self.keyframe)
+        mujoco.mj_forward(m, d)
+        full = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, full)
+        if apparent:
+            return 1.0 / np.diag(np.linalg.inv(full))[dofs]
+        return np.maximum(np.diag(full)[dofs], m.dof_M0[dofs])
+
+    def _hold_torque(self):
+        """Position servos whose joints do not carry MuJoCo's own actuator gravcomp."""
+        m = self.model
+        acts = [a for a in range(m.nu) if self.layout.drive_of(a) == 'position'
+                and not m.jnt_actgravcomp[m.actuator_trnid[a, 0]]]
+        if not acts:
+            return None
+        jids = m.actuator_trnid[acts, 0]
+        lo = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 0], -np.inf)
+        hi = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 1], np.inf)
+        dofs = m.jnt_dofadr[jids]
+        return HoldTorque(np.array(acts), dofs, m.actuator_gainprm[acts, 0], lo, hi,
+                          np.maximum(-m.actuator_biasprm[acts, 2], 0.0) + m.dof_damping[dofs],
+                          self._joint_inertia(dofs), m.jnt_bodyid[jids])
 
     def _impedance_loop(self):
         """Gains for torque motors: a joint PD with gravity and Coriolis compensation."""
@@ -202,15 +274,14 @@ class Device:
         jids = m.actuator_trnid[acts, 0]
         dofs = m.jnt_dofadr[jids]
         qadrs = m.jnt_qposadr[jids]
-        # Joint-space inertia (armature included) at the start pose: the loop's gains.
-        d = mujoco.MjData(m)
-        if self.keyframe is not None:
-            mujoco.mj_resetDataKeyframe(m, d, self.keyframe)
-        mujoco.mj_forward(m, d)
-        full = np.zeros((m.nv, m.nv))
-        mujoco.mj_fullM(m, d, full)
-        inertia = np.maximum(np.diag(full)[dofs], m.dof_M0[dofs])
-        w = 2 * np.pi * IMPEDANCE_HZ
+        # Joint-space inertia (armature included) at the start pose: the loop's gains. The
+        # loop runs once a step, explicitly: its damping per step, kd * dt over the inertia
+        # a joint shows with the others free (1 / diag(M^-1)), must stay under 1, or a light
+        # wrist on a heavy arm oscillates at a coarse timestep; the bandwidth gives way.
+        inertia = self._joint_inertia(dofs)
+        apparent = self._joint_inertia(dofs, apparent=True)
+        w = np.minimum(2 * np.pi * IMPEDANCE_HZ,
+                       0.5 * apparent / (inertia * m.opt.timestep))
         kp = inertia * w * w
         kd = 2.0 * inertia * w
         gain = m.actuator_gear[acts, 0] * m.actuator_gainprm[acts, 0]   # torque per ctrl
@@ -366,23 +437,27 @@ class Device:
             raise errors.InvalidArgument(f'cannot move {site!r}: {exc}', where='site') from None
 
     def move_to(self, args=None, *, point=None, site=None, speed=None, aim=None, wait=True,
-                timeout=None, path=None):
+                timeout=None, path=None, tolerance=None):
         """Put the action's site at a point: IK, then a synchronised or Cartesian path.
 
         ``args`` are the action's arguments in their own units (x, y, z in mm...);
         ``point`` is a target in metres in the world frame, checked against the same limits.
-        Returns the result dict (DONE, or STARTED when still moving after ``action_wait``
-        or ``timeout`` seconds), or the ``Move`` itself with ``wait=False``.
+        ``tolerance`` (metres) replaces the device's for this goal. Returns the result dict
+        (DONE: within tolerance and settled; MISSED with the distance; STARTED when still
+        moving after ``action_wait`` or ``timeout`` seconds), or the ``Move`` itself with
+        ``wait=False``.
         """
         return self._move(self.move_action(site), args, point=point, speed=speed, aim=aim,
-                          wait=wait, timeout=timeout, path=path)
+                          wait=wait, timeout=timeout, path=path, tolerance=tolerance)
 
     def _move(self, act, args=None, *, point=None, speed=None, aim=None, wait=True,
-              timeout=None, path=None):
+              timeout=None, path=None, tolerance=None):
         target, speed_ms, aim, use_path, timeout = moves.check_request(
             act, args, point, speed, aim, wait, timeout, path)
+        tol = self.params['tolerance'] if tolerance is None else limits.tolerance(tolerance)
         move = self._planner.plan(act, self.snapshot, target, speed_ms, aim, use_path,
-                                  self.params['tolerance'], self.params['aim_tolerance'])
+                                  tol, self.params['aim_tolerance'])
+        move.tolerance = tol
         acts = move.actuators
 
         def apply(s):
@@ -431,10 +506,33 @@ class Device:
                              self.params['aim_tolerance'])
         if ended is None:
             return
+        if not ended[0] and self._re_aim(stepper, move, snap):
+            return
         if move.then:
             self._apply_then(stepper, move)
         arrived, message = ended
-        move.finish(self._move_result(move, errors.DONE, arrived, message, snap))
+        move.finish(self._move_result(move, errors.DONE if arrived else errors.MISSED,
+                                      arrived, message, snap))
+
+    def _re_aim(self, stepper, move, snap):
+        """Stepper thread: a move that stopped out of tolerance, but near, gets another go
+        from where the joints really are (``Planner.correct``); False when it cannot."""
+        miss = moves.distance_to_go(self.layout, move, snap)
+        speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
+        if move.corrections >= moves.CORRECTIONS or miss > moves.CORRECT_WITHIN \
+                or speed >= moves.STILL_SPEED or move.cartesian is not None:
+            return False
+        tol = self.params['tolerance'] if move.tolerance is None else move.tolerance
+        q = self._planner.correct(move, snap, tol, self.params['aim_tolerance'])
+        if q is None:
+            return False
+        now = stepper.data.time
+        plan = moves.correction_plan(move, stepper.setpoint[move.actuators].copy(), q, now)
+        stepper.take_over(plan)
+        move.plan_end = plan.t_end
+        move.best_miss = move.best_time = None
+        move.corrections += 1
+        return True
 
     def _apply_then(self, stepper, move):
         now = stepper.data.time
@@ -488,17 +586,18 @@ class Device:
         move = self.move
         if move is not None and not move.done():
             move.finish(self._move_result(move, errors.UNSTABLE, False,
-                                          'the simulation went unstable; reset and held',
+                                          'the simulation went unstable; back to the '
+                                          f'{stepper.last_recovery} and held',
                                           stepper.snapshot))
         self.events.add({'time': time.time(), 'sim_time': float(stepper.data.time),
-                         'code': errors.UNSTABLE,
-                         'message': 'simulation unstable (NaN or divergence): reset to '
-                         'the keyframe and holding'})
+                         'code': errors.UNSTABLE, 'recovery': stepper.last_recovery,
+                         'message': 'simulation unstable (NaN or divergence): back to '
+                         f'the {stepper.last_recovery} and holding'})
         self.record('unstable', {}, self._native_all(stepper.setpoint),
                     sim_time=stepper.data.time)
         action = (self.spec or {}).get('safe_state', {}).get('action', 'hold')
         if action != 'hold':
-            # Already held at the keyframe; the safe-state move starts from a caller thread
+            # Already held; the safe-state move starts from a caller thread
             # (this is the stepper's, which must not wait on itself).
             threading.Thread(target=self._safe_state_move, args=(action,), daemon=True,
                              name='mujoco_hal_ros-safe-state').start()

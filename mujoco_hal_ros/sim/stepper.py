@@ -76,6 +76,24 @@ class Impedance(NamedTuple):
     inertia: np.ndarray
 
 
+class HoldTorque(NamedTuple):
+    """Position servos' gravity feed-forward, as a real driver's position mode adds it: per
+    servo, its dof and its kp; ctrl gets ``torque / kp`` on top of the setpoint, so the
+    joint settles where it was sent instead of sagging by ``torque / kp``. The torque is
+    the one that holds the pose at rest (gravity less springs), so effort shows it. A link
+    that rests on another tree (a leg on the ground) is held up by it and gets none: its
+    weight pushed into the floor would tilt the stance."""
+
+    actuators: np.ndarray
+    dofs: np.ndarray
+    kp: np.ndarray
+    lo: np.ndarray            # ctrl range of each servo (MuJoCo clamps ctrl to it anyway)
+    hi: np.ndarray
+    kv: np.ndarray            # servo and joint damping: a moving setpoint gets kv * speed / kp
+    inertia: np.ndarray       # joint inertia at the start pose: and inertia * accel / kp
+    bodies: np.ndarray        # the body each servo's joint moves (its link)
+
+
 class _Closed:
     """Stands in for the stepper in requests that arrive while it closes."""
 
@@ -88,8 +106,20 @@ class Stepper:
 
     def __init__(self, model, data, *, drives, impedance=None, real_time_factor=1.0,
                  start_paused=False, keyframe=None, chunk_time=0.004, on_chunk=None,
-                 on_unstable=None, on_error=None, fast_chunk_wall=0.006, use_rollout=True):
+                 on_unstable=None, on_error=None, fast_chunk_wall=0.006, use_rollout=True,
+                 hold_torque=None):
         self.model, self.data = model, data
+        self._hold_torque = hold_torque          # a HoldTorque, or None
+        self._gravity_data = mujoco.MjData(model) if hold_torque is not None else None
+        if hold_torque is not None:
+            self._ff_vel = np.zeros(len(hold_torque.actuators))  # the path's speed, last step
+            # above[b, c]: body b is c or one of c's ancestors (links a contact holds up)
+            self._above = np.zeros((model.nbody, model.nbody), dtype=bool)
+            for c in range(model.nbody):
+                b = c
+                while b > 0:
+                    self._above[c, b] = True
+                    b = int(model.body_parentid[b])
         self.keyframe = keyframe
         self._drives = drives                    # per actuator: position/motor_impedance/...
         self._impedance = impedance             # an Impedance, or None
@@ -134,6 +164,12 @@ class Stepper:
         self._roll_state = self._roll_sensor = None
         self._roller = rollout.Rollout(nthread=0) if self._rollout else None   # this thread
         self._warn0 = self._bad_warnings()
+        # The state after the last chunk that passed the checks: where an instability goes
+        # back to (the keyframe only when that state diverges again at once).
+        self._good = np.empty(self._nstate)
+        mujoco.mj_getState(model, data, self._good, FULL_STATE)
+        self._bad_streak = 0
+        self.last_recovery = None     # 'last good state' or 'keyframe', after an instability
         self._rebase()
         self._rate_window = []
         self._wrenches = WrenchTable(model)     # latched pushes: push / clear_pushes
@@ -446,7 +482,8 @@ class Stepper:
         t_start = data.time
         w_start = time.perf_counter()
         ctrl = data.ctrl
-        before = self.setpoint.copy() if self._impedance is not None else None
+        before = self.setpoint.copy() if self._impedance is not None \
+            or self._hold_torque is not None else None
         if self._plans:
             times = t_start + dt * np.arange(1, n + 1)
             rows = np.empty((n, model.nu))
@@ -460,6 +497,21 @@ class Stepper:
             self._plans = [p for p in self._plans if p.t_end > times[-1]]
         else:
             rows = None
+        hold_ff = self._feed_forward()
+        if hold_ff is not None:
+            acts_ff, ctrl_ff = hold_ff
+            if rows is not None:
+                # The servo's damping pulls against a moving setpoint: lead it by the
+                # path's own speed (none across a jump), as a driver's velocity feed-forward.
+                ht = self._hold_torque
+                moving = smooth[acts_ff]
+                speed = np.diff(np.vstack([before[acts_ff], rows[:, acts_ff]]), axis=0) / dt
+                accel = np.diff(np.vstack([self._ff_vel, speed]), axis=0) / dt
+                self._ff_vel = speed[-1] * moving
+                lead = (ht.kv * speed + ht.inertia * accel) / ht.kp * moving
+                rows[:, acts_ff] = np.clip(rows[:, acts_ff] + ctrl_ff + lead, ht.lo, ht.hi)
+            else:
+                self._ff_vel = np.zeros(len(acts_ff))
         imp = self._impedance
         step = mujoco.mj_step
         pushes = self._wrenches if self._wrenches else None
@@ -476,6 +528,9 @@ class Stepper:
                 # released once, not per step; with a loop the state thread's Python kept
                 # the physics thread waiting at every step (bench/README.md)
                 ctrl[:] = self.setpoint
+                if hold_ff is not None:
+                    ctrl[acts_ff] = np.clip(self.setpoint[acts_ff] + ctrl_ff,
+                                            self._hold_torque.lo, self._hold_torque.hi)
                 step(model, data, n)
             elif self._rollout and n >= ROLLOUT_MIN and self._roll_safe():
                 self._roll(rows)
@@ -496,9 +551,14 @@ class Stepper:
             else:
                 self._imp_vel = np.zeros(len(acts))
                 ff = None
+            held = None
+            if rows is None and hold_ff is not None:
+                held = self.setpoint.copy()
+                held[acts_ff] = np.clip(held[acts_ff] + ctrl_ff, self._hold_torque.lo,
+                                        self._hold_torque.hi)
             for i in range(n):
                 target = rows[i] if rows is not None else self.setpoint
-                ctrl[:] = target
+                ctrl[:] = target if held is None else held
                 # qfrc_bias is from the previous step's forward pass: gravity + Coriolis.
                 torque = kp * (target[acts] - qpos[qadrs]) - kd * qvel[dofs] + bias[dofs]
                 if ff is not None:
@@ -525,6 +585,36 @@ class Stepper:
         if abs(data.time - expected) > 0.5 * dt or self._bad_warnings() != self._warn0 or \
                 not math.isfinite(float(data.qpos.sum()) + float(data.qvel.sum())):
             self._unstable(expected)
+        else:
+            mujoco.mj_getState(model, data, self._good, FULL_STATE)
+            self._bad_streak = 0
+
+    def _feed_forward(self):
+        """(actuators, ctrl offsets) that make position servos hold against gravity at the
+        current pose (zero velocity), or None. Computed once a chunk on a private MjData."""
+        ht = self._hold_torque
+        if ht is None:
+            return None
+        m, d, g = self.model, self.data, self._gravity_data
+        g.qpos[:] = d.qpos
+        g.qvel[:] = 0.0
+        mujoco.mj_kinematics(m, g)
+        mujoco.mj_comPos(m, g)
+        mujoco.mj_comVel(m, g)
+        g.qacc[:] = 0.0
+        tau = np.empty(m.nv)
+        mujoco.mj_rne(m, g, 0, tau)
+        # Springs and the model's own (passive) body gravcomp carry part of it.
+        tau -= d.qfrc_spring + d.qfrc_gravcomp
+        out = tau[ht.dofs] / ht.kp
+        if d.ncon:
+            geoms = d.contact.geom[:d.ncon]
+            b1, b2 = m.geom_bodyid[geoms[:, 0]], m.geom_bodyid[geoms[:, 1]]
+            other = m.body_rootid[b1] != m.body_rootid[b2]
+            if other.any():
+                resting = self._above[np.concatenate([b1[other], b2[other]])].any(axis=0)
+                out = out * ~resting[ht.bodies]
+        return ht.actuators, out
 
     def _roll_safe(self):
         """mujoco.rollout resets applied forces and equality switches it is not given:
@@ -554,18 +644,36 @@ class Stepper:
             state=self._roll_state[:, :n], sensordata=self._roll_sensor[:, :n])
 
     def _unstable(self, t_expected=None):
-        """NaN or a divergence MuJoCo caught: back to the keyframe and hold there.
+        """NaN or a divergence MuJoCo caught: back to the last good state and hold there.
 
+        The scene stays as it was a chunk ago (objects, the arm's pose); only what was
+        moving stops. When that state diverges again at once, the keyframe instead.
         MuJoCo resets MjData itself on a bad acceleration (time back to 0); simulated time
         is put back where the chunk should have ended, so it never runs backwards.
         """
         self.unstable_events += 1
         t = self.data.time
         t = max(t if np.isfinite(t) else 0.0, t_expected or 0.0)
-        self._reset_to_keyframe(t)
+        if self._bad_streak == 0:
+            self._restore_good(t)
+        else:
+            self._reset_to_keyframe(t)
+            self.last_recovery = 'keyframe'
+        self._bad_streak += 1
         self._rebase()
         if self._on_unstable is not None:
             self._on_unstable(self)
+
+    def _restore_good(self, t):
+        """MjData back to the last good state at simulated time ``t``, holding there."""
+        mujoco.mj_setState(self.model, self.data, self._good, FULL_STATE)
+        self.data.qvel[:] = 0.0          # what diverged was moving: it starts again at rest
+        self.data.time = t
+        mujoco.mj_forward(self.model, self.data)
+        self.setpoint = self.initial_setpoint()
+        self._plans = []
+        self._warn0 = self._bad_warnings()
+        self.last_recovery = 'last good state'
 
     def _reset_to_keyframe(self, t):
         """MjData back to the keyframe (or the model's defaults) at simulated time ``t``,

@@ -64,7 +64,8 @@ def test_zero_config_describe(open_device, h):
     assert chans['pan_goal']['max_change_per_s'] is None
     assert [n for n, c in chans.items() if c['direction'] == 'image'] == ['overhead']
     assert [a['name'] for a in desc['actions']] == ['hold']
-    assert desc['zero_config'] is True and desc['keyframe'] is None
+    # Zero-config starts where the model's author posed it: its first keyframe (issue 14).
+    assert desc['zero_config'] is True and desc['keyframe'] == 'rest'
     assert desc['id'] == 'bench_arm' and desc['device'] == 'bench_arm (simulated)'
     assert desc['safe_state'] == {'action': 'hold'}
     assert dev.run_action('hold')['code'] == errors.DONE

@@ -83,7 +83,9 @@ def test_panda_zero_config(open_device, paths):
     assert [a['drive'] for a in desc['actuators']] == ['position'] * 7 + ['direct']
     assert chans['actuator8_goal']['min'] == 0 and chans['actuator8_goal']['max'] == 255
     assert chans['actuator4_goal']['max'] == pytest.approx(-0.0698)
-    assert desc['keyframe'] == 'home' and 'hand' in desc['gravity_compensated']
+    # Faithful by default (issue 14): no body is made weightless; the servos' ctrl carries
+    # the holding torque, so effort shows it.
+    assert desc['keyframe'] == 'home' and desc['gravity_compensated'] == []
     assert dev.goals()['actuator4_goal'] == pytest.approx(-1.57079)
     # Servos hold the keyframe pose under gravity.
     q0 = dev.snapshot.qpos[:7].copy()

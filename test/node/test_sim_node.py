@@ -114,10 +114,12 @@ def move_client(sim):
     client.destroy()
 
 
-def move_goal(x, y, z, site='', use_aim=False, axis=(0, 0, 0), toward=(0, 0, 0), speed=0.0):
+def move_goal(x, y, z, site='', use_aim=False, axis=(0, 0, 0), toward=(0, 0, 0), speed=0.0,
+              tolerance=0.0):
     g = MoveToAction.Goal()
     g.target.x, g.target.y, g.target.z = float(x), float(y), float(z)
     g.site, g.speed, g.use_aim = site, float(speed), use_aim
+    g.tolerance = float(tolerance)
     g.aim_axis.x, g.aim_axis.y, g.aim_axis.z = (float(v) for v in axis)
     g.aim_toward.x, g.aim_toward.y, g.aim_toward.z = (float(v) for v in toward)
     return g
@@ -325,7 +327,9 @@ def test_move_to_action_arrives_with_feedback(sim, move_client):
     (move_goal(0.17, 0.0, 0.06, site='no_such_site'), 'UNKNOWN_NAME'),
     (move_goal(0.17, 0.0, 0.06, speed=-0.1), 'INVALID_ARGUMENT'),
     (move_goal(0.17, 0.0, 0.06, speed=math.inf), 'INVALID_ARGUMENT'),
-], ids=['outside-box', 'unreachable', 'nan', 'unknown-site', 'negative-speed', 'inf-speed'])
+    (move_goal(0.17, 0.0, 0.06, tolerance=-0.001), 'INVALID_ARGUMENT'),
+], ids=['outside-box', 'unreachable', 'nan', 'unknown-site', 'negative-speed', 'inf-speed',
+        'negative-tolerance'])
 def test_move_to_refusals_change_nothing(sim, move_client, goal, code):
     before = sim.device.goals()
     handle = send(sim, move_client, goal)
@@ -386,8 +390,9 @@ def test_move_to_service_waits_for_arrival(sim):
     req = MoveToSrv.Request()
     req.target.x, req.target.y, req.target.z = 0.18, 0.02, 0.05
     req.wait = True
+    req.tolerance = 0.0005                      # this goal's own, tighter than the node's
     res = sim.call(MoveToSrv, 'move_to', req, timeout=15.0)
-    assert res.success and res.code == 'DONE' and res.miss < 0.002
+    assert res.success and res.code == 'DONE' and res.miss < 0.0005
     req.target.x = 0.5
     res = sim.call(MoveToSrv, 'move_to', req)
     assert not res.success and res.code == 'LIMIT_EXCEEDED'

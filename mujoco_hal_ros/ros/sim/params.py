@@ -56,7 +56,13 @@ TABLE = ParameterTable([
           'no device file the device is built zero-config from the model.',
           check=_existing_file),
     Param('keyframe', 'string', '', 'Keyframe to start from and reset to (empty: the device '
-          "file's, else none)."),
+          "file's; zero-config: home, else the model's first keyframe)."),
+    Param('gravity_compensation', 'bool', False, 'Make servo-driven links weightless inside '
+          'MuJoCo as actuator force (effort shows it); false: the device file says (off unless '
+          'it turns it on): the model as written.'),
+    Param('move_tolerance', 'double', 0.0, 'move_to position tolerance in metres for goals '
+          "without their own; 0: the device file's (1 mm by default).",
+          range=(0.0, float('inf')), rule='0 (the device file\'s) or above, in metres'),
     Param('real_time_factor', 'double', 1.0, 'Simulated seconds per wall second; 0 runs as '
           'fast as possible.', range=(0.0, float('inf')),
           rule='0 (as fast as possible) or above', dynamic=True),

@@ -52,7 +52,9 @@ class SimNode(Node):
         device_file, model = P.device_arguments(self.p)
         self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
                              real_time_factor=self.p.real_time_factor,
-                             start_paused=self.p.start_paused)
+                             start_paused=self.p.start_paused,
+                             gravity_compensation=self.p.gravity_compensation or None,
+                             move_tolerance=self.p.move_tolerance or None)
         try:
             self._build()
         except BaseException:

@@ -1,0 +1,74 @@
+"""The conformance table: every zoo model against the one battery (model x check).
+
+    python bench/conformance.py [--markdown] [--only NAME ...]
+
+The same battery as the conformance test tier (``mujoco_hal_ros.conformance``), printed as
+a table: pass, FAIL or skip per cell, then every failure's and skip's reason. With
+``--markdown`` the table is the one the README carries.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
+
+from mujoco_hal_ros.conformance import battery, zoo  # noqa: E402
+
+
+def table(rows, markdown):
+    head = ['model', 'kind'] + list(battery.CHECKS)
+    lines = []
+    if markdown:
+        lines.append('| ' + ' | '.join(head) + ' |')
+        lines.append('|' + '---|' * len(head))
+    else:
+        lines.append(' '.join(f'{h:<11}' for h in head))
+    for zm, results in rows:
+        marks = {r.check: r.mark for r in results}
+        cells = [zm.name, zm.kind] + [marks.get(c, '') for c in battery.CHECKS]
+        if markdown:
+            lines.append('| ' + ' | '.join(cells) + ' |')
+        else:
+            lines.append(f'{cells[0]:<28} {cells[1]:<8} ' +
+                         ' '.join(f'{c:<11}' for c in cells[2:]))
+    return '\n'.join(lines)
+
+
+def notes(rows, markdown):
+    out = []
+    for _zm, results in rows:
+        for r in results:
+            if r.mark == 'pass':
+                continue
+            why = r.skipped_reason or r.detail
+            out.append(f'- {r.model} {r.check} ({r.mark}): {why}' if markdown
+                       else f'{r.model:<28} {r.check:<12} {r.mark}: {why}')
+    return '\n'.join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--markdown', action='store_true')
+    ap.add_argument('--only', nargs='*', default=None, help='zoo model names')
+    ap.add_argument('--quick', action='store_true', help='the same run (make bench)')
+    args = ap.parse_args()
+    rows = []
+    t0 = time.monotonic()
+    for zm in zoo.models():
+        if args.only and zm.name not in args.only:
+            continue
+        rows.append((zm, battery.run(zm)))
+    print(table(rows, args.markdown))
+    print()
+    print(notes(rows, args.markdown))
+    cells = [r for _z, rs in rows for r in rs]
+    failed = sum(r.mark == 'FAIL' for r in cells)
+    print(f'\n{len(rows)} models, {len(cells)} checks: {failed} failed, '
+          f'{sum(r.mark == "skip" for r in cells)} skipped, {time.monotonic() - t0:.0f} s')
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,451 @@
+"""The battery: the same checks for every zoo model, as a new user would try the device.
+
+Each check is a function ``check(ctx) -> CheckResult``; ``run(zoo_model)`` opens the
+device zero-config (paused, real-time factor 0, advanced with ``step``) and runs them in
+order. Every measurement is independent of the device's own bookkeeping: positions come
+from forward kinematics on a fresh MjData set from the published joint values, efforts are
+recomputed by MuJoCo from the published state. A check that does not apply says why.
+"""
+
+from dataclasses import dataclass
+import time
+
+import mujoco
+import numpy as np
+
+from . import zoo
+from .. import errors
+from ..errors import DeviceError
+from ..motion import joint_trajectory as jt, move as moves
+
+CHECKS = ('start', 'keyframe', 'move_to', 'unreachable', 'hold', 'trajectory', 'effort')
+TARGETS = 10            # move_to targets per arm
+RANGE_SHARE = 0.7       # targets come from joint configurations within this share of a range
+STILL_AFTER = 2.0       # simulated seconds a reached target must stay within tolerance
+STABLE_FOR = 5.0        # simulated seconds untouched at the keyframe
+HOLD_FOR = 1.0
+HOLD_TOL = 1e-3         # rad (m) a held joint may move over HOLD_FOR
+UNREACHABLE_WALL = 10.0  # wall seconds an unreachable target may take to be refused
+MOVE_LIMIT = 40.0       # simulated seconds a move may take before the check gives up on it
+PATH_TOL = 0.05         # rad: the FollowJointTrajectory path tolerance the check sets
+GOAL_TOL = 0.01
+TRAJECTORY_TIME = 3.0   # seconds of the FollowJointTrajectory goal
+
+
+@dataclass
+class CheckResult:
+    model: str
+    check: str
+    passed: bool
+    detail: str = ''
+    skipped_reason: str = None
+
+    @property
+    def mark(self):
+        if self.skipped_reason:
+            return 'skip'
+        return 'pass' if self.passed else 'FAIL'
+
+
+class Context:
+    """One device on one zoo model, and what the checks share about it."""
+
+    def __init__(self, zm, device):
+        self.zoo = zm
+        self.dev = device
+        self.model = device.model
+        layout = device.layout
+        self.held = [g for g in layout.goals.values()
+                     if g.joint >= 0 and g.drive in ('position', 'motor_impedance')]
+        self.end = None
+        if zm.end:
+            self.end = ('site', zm.end) if zm.end in layout.sites else ('body', zm.end)
+        elif zm.kind == 'arm':
+            self.end = zoo.end_point(self.model, [g.joint for g in self.held])
+        self.fk_data = mujoco.MjData(self.model)
+
+    def steps(self, seconds):
+        return max(1, int(round(seconds / self.model.opt.timestep)))
+
+    def fk(self, snap=None):
+        """Where the end point is by forward kinematics from the published joint values
+        (hinges and slides: what joint_states carries; a free base from odometry)."""
+        m, d = self.model, self.fk_data
+        d.qpos[:] = m.qpos0
+        snap = snap or self.dev.snapshot
+        for j in np.flatnonzero(m.jnt_type == mujoco.mjtJoint.mjJNT_FREE):
+            adr = m.jnt_qposadr[j]      # a floating base: where odometry says it is
+            d.qpos[adr:adr + 7] = snap.qpos[adr:adr + 7]
+        values = self.dev.read(snapshot=snap)
+        for c in self.dev.layout.reads:
+            if c.kind == 'joint':
+                d.qpos[c.index] = c.scale * values[c.name] + c.offset
+        mujoco.mj_kinematics(m, d)
+        kind, name = self.end
+        return (d.site_xpos[m.site(name).id] if kind == 'site'
+                else d.xpos[m.body(name).id]).copy()
+
+    def run_move(self, move):
+        """Step a paused device until the move has its result (or MOVE_LIMIT)."""
+        chunk = self.steps(0.05)
+        t0 = self.dev.snapshot.time
+        while not move.done() and self.dev.snapshot.time - t0 < MOVE_LIMIT:
+            self.dev.step(chunk)
+        return move.result
+
+
+def _no_end(ctx):
+    """Why a model has no point for move_to (and no arm joints to follow)."""
+    if ctx.zoo.kind != 'arm':
+        return f'{ctx.zoo.kind}: not an arm, no end point to move'
+    drives = {g.drive for g in ctx.dev.layout.goals.values()}
+    if 'velocity' in drives:
+        return ('velocity servos take speed goals; position-mode driving of them for '
+                'move_to and trajectories is not implemented yet')
+    if not ctx.dev.layout.goals:
+        return 'no actuators: nothing to move'
+    return 'no chain of hinges driven to a position'
+
+
+def _skip(ctx, check, reason):
+    return CheckResult(ctx.zoo.name, check, True, '', reason)
+
+
+def _fail(ctx, check, detail):
+    return CheckResult(ctx.zoo.name, check, False, detail)
+
+
+def _pass(ctx, check, detail):
+    return CheckResult(ctx.zoo.name, check, True, detail)
+
+
+# --- the checks -----------------------------------------------------------------------------
+def check_start(ctx):
+    dev = ctx.dev
+    joints = [c for c in dev.layout.reads if c.kind == 'joint']
+    snap = dev.snapshot
+    if not (np.isfinite(snap.qpos).all() and np.isfinite(snap.qvel).all()):
+        return _fail(ctx, 'start', 'state not finite at the start')
+    drives = {}
+    for g in dev.layout.goals.values():
+        drives[g.drive] = drives.get(g.drive, 0) + 1
+    text = ', '.join(f'{n} {d}' for d, n in sorted(drives.items())) or 'no goals'
+    return _pass(ctx, 'start', f'{len(joints)} joints, {text}')
+
+
+def expected_keyframe(model):
+    names = [model.key(i).name for i in range(model.nkey)]
+    if 'home' in names:
+        return names.index('home')
+    return 0 if names else None
+
+
+def check_keyframe(ctx):
+    dev, m = ctx.dev, ctx.model
+    key = expected_keyframe(m)
+    if key is None:
+        where = 'qpos0 (no keyframe)'
+        q_ref = m.qpos0
+    else:
+        if dev.keyframe != key:
+            return _fail(ctx, 'keyframe', f'started at keyframe {dev.keyframe!r}, expected '
+                         f'{key} ({m.key(key).name!r})')
+        where = f'keyframe {m.key(key).name or key!r}'
+        q_ref = m.key_qpos[key]
+    events = dev.health()['unstable_events']
+    dev.step(ctx.steps(STABLE_FOR))
+    snap = dev.snapshot
+    if dev.health()['unstable_events'] != events or not np.isfinite(snap.qpos).all():
+        return _fail(ctx, 'keyframe', f'unstable within {STABLE_FOR:g} s at {where}')
+    dev.reset()
+    back = float(np.abs(dev.snapshot.qpos - q_ref).max())
+    if back > 1e-9:
+        return _fail(ctx, 'keyframe', f'reset went {back:.3g} off {where}')
+    dev.step(ctx.steps(STABLE_FOR))       # and settles again: the next checks start there
+    if dev.health()['unstable_events'] != events:
+        return _fail(ctx, 'keyframe', f'unstable within {STABLE_FOR:g} s after reset')
+    return _pass(ctx, 'keyframe', f'{where}; stable {STABLE_FOR:g} s; reset exact')
+
+
+def _sample_targets(ctx, rng, joints, count):
+    """Points the end reaches at random configurations within RANGE_SHARE of each joint's
+    range (centred), touching nothing the start pose does not."""
+    m = ctx.model
+    d = mujoco.MjData(m)
+    base = ctx.dev.snapshot.qpos.copy()
+    d.qpos[:] = base
+    mujoco.mj_forward(m, d)
+    contacts0 = _contact_pairs(m, d)
+    out, tries, prev = [], 0, base
+    kind, name = ctx.end
+    while len(out) < count and tries < 200 * count:
+        tries += 1
+        d.qpos[:] = base
+        for j in joints:
+            jid = m.joint(j).id
+            lo, hi = m.jnt_range[jid] if m.jnt_limited[jid] else (-np.pi, np.pi)
+            mid, half = (lo + hi) / 2, RANGE_SHARE * (hi - lo) / 2
+            d.qpos[m.jnt_qposadr[jid]] = rng.uniform(mid - half, mid + half)
+        mujoco.mj_forward(m, d)
+        if _contact_pairs(m, d) - contacts0:
+            continue
+        point = (d.site_xpos[m.site(name).id] if kind == 'site'
+                 else d.xpos[m.body(name).id]).copy()
+        if not _clear_line(m, prev, d.qpos.copy(), contacts0):
+            continue
+        prev = d.qpos.copy()     # the device goes from one target to the next
+        out.append(point)
+    return out
+
+
+def _clear_line(m, q_from, q_to, contacts0, samples=12):
+    """Whether the straight joint-space line between two poses touches nothing new (a
+    joint-path move_to follows it): a target behind the furniture is no reachable one."""
+    d = mujoco.MjData(m)
+    for s in np.linspace(0.0, 1.0, samples)[1:-1]:
+        d.qpos[:] = q_from + s * (q_to - q_from)
+        mujoco.mj_forward(m, d)
+        if _contact_pairs(m, d) - contacts0:
+            return False
+    return True
+
+
+def _contact_pairs(m, d):
+    return {(min(m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]),
+             max(m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2])) for c in d.contact[:d.ncon]}
+
+
+def check_move_to(ctx, count=TARGETS, seed=0):
+    if ctx.end is None:
+        return _skip(ctx, 'move_to', _no_end(ctx))
+    dev = ctx.dev
+    end_name = ctx.end[1]
+    try:
+        act = dev.move_action(end_name)
+    except DeviceError as exc:
+        return _fail(ctx, 'move_to', f'no move_to on {end_name}: {exc}')
+    tol = dev.params['tolerance']
+    targets = _sample_targets(ctx, np.random.default_rng(seed), act.joints, count)
+    if len(targets) < count:
+        return _fail(ctx, 'move_to', f'only {len(targets)} contact-free targets found')
+    worst, worst_later, bad = 0.0, 0.0, []
+    for i, target in enumerate(targets):
+        try:
+            move = dev.move_to(point=target, site=end_name, wait=False)
+        except DeviceError as exc:
+            bad.append(f'#{i}: {exc.code} {exc}'[:160])
+            continue
+        res = ctx.run_move(move)
+        if res is None:
+            bad.append(f'#{i}: no result after {MOVE_LIMIT:g} s')
+            continue
+        miss = float(np.linalg.norm(ctx.fk() - target))
+        dev.step(ctx.steps(STILL_AFTER))
+        later = float(np.linalg.norm(ctx.fk() - target))
+        worst, worst_later = max(worst, miss), max(worst_later, later)
+        agree = res['success'] == (res['code'] == errors.DONE)
+        if not agree:
+            bad.append(f"#{i}: success {res['success']} with code {res['code']}")
+        elif res['code'] != errors.DONE:
+            bad.append(f"#{i}: {res['code']} {res['message']}"[:160])
+        elif miss > tol or later > tol:
+            bad.append(f'#{i}: DONE but FK says {miss * 1e3:.2f} mm, {later * 1e3:.2f} mm '
+                       f'{STILL_AFTER:g} s later')
+    detail = (f'{count - len(bad)}/{count} DONE within {tol * 1e3:g} mm by FK; worst '
+              f'{worst * 1e3:.2f} mm, {worst_later * 1e3:.2f} mm {STILL_AFTER:g} s later')
+    if bad:
+        return _fail(ctx, 'move_to', detail + '; ' + '; '.join(bad[:3]))
+    return _pass(ctx, 'move_to', detail)
+
+
+def check_unreachable(ctx):
+    if ctx.end is None:
+        return _skip(ctx, 'unreachable', _no_end(ctx))
+    dev = ctx.dev
+    far = ctx.fk() + np.array([50.0, 50.0, 50.0])
+    t0 = time.monotonic()
+    try:
+        move = dev.move_to(point=far, site=ctx.end[1], wait=False)
+    except DeviceError as exc:
+        took = time.monotonic() - t0
+        if exc.code != errors.UNREACHABLE:
+            return _fail(ctx, 'unreachable', f'{exc.code}: {exc}'[:200])
+        if took > UNREACHABLE_WALL:
+            return _fail(ctx, 'unreachable', f'UNREACHABLE after {took:.1f} s')
+        return _pass(ctx, 'unreachable', f'UNREACHABLE in {took:.2f} s')
+    res = ctx.run_move(move)
+    return _fail(ctx, 'unreachable', f'accepted; ended {res and res["code"]}')
+
+
+def check_hold(ctx):
+    dev = ctx.dev
+    if not ctx.held:
+        if any(g.drive == 'velocity' for g in dev.layout.goals.values()):
+            return _skip(ctx, 'hold', 'velocity servos hold a zero speed, not a position: '
+                         'position-mode driving of them is not implemented yet')
+        return _skip(ctx, 'hold', 'no joint is driven to a position')
+    dev.hold()
+    dev.step(ctx.steps(0.5))       # what a hold settles from (a move may just have ended)
+    dev.hold()
+    adr = [int(ctx.model.jnt_qposadr[g.joint]) for g in ctx.held]
+    start = dev.snapshot
+    q0 = start.qpos[adr].copy()
+    worst = 0.0
+    for _ in range(10):
+        dev.step(ctx.steps(HOLD_FOR / 10))
+        worst = max(worst, float(np.abs(dev.snapshot.qpos[adr] - q0).max()))
+    others = len([c for c in dev.layout.reads if c.kind == 'joint']) - len(adr)
+    detail = f'{len(adr)} held joints moved at most {worst:.2e} over {HOLD_FOR:g} s'
+    if others:
+        detail += f' ({others} joints not driven to a position are free to move)'
+    allowed = HOLD_TOL
+    if _floating(ctx.model) and all(g.drive == 'position' for g in ctx.held):
+        # A free-standing body on MuJoCo's soft contacts creeps however well its servos
+        # hold: the same state with the same servo ctrl in bare MuJoCo is the reference
+        # (position servos only: a torque motor's fixed ctrl is no hold).
+        bare = _bare_drift(ctx, start, adr)
+        detail += f'; bare MuJoCo from the same state and ctrl: {bare:.2e} (contact creep)'
+        allowed = max(HOLD_TOL, 1.1 * bare)
+    if worst > allowed:
+        return _fail(ctx, 'hold', detail)
+    return _pass(ctx, 'hold', detail)
+
+
+def _floating(m):
+    return bool((m.jnt_type == mujoco.mjtJoint.mjJNT_FREE).any())
+
+
+def _bare_drift(ctx, snap, adr):
+    """How far the held joints move in bare MuJoCo over HOLD_FOR from ``snap``'s state,
+    ctrl fixed at what the device applied."""
+    m = ctx.model
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = snap.qpos, snap.qvel, snap.act, snap.ctrl
+    d.mocap_pos[:], d.mocap_quat[:] = snap.mocap_pos, snap.mocap_quat
+    worst = 0.0
+    chunk = ctx.steps(HOLD_FOR / 10)
+    for _ in range(10):
+        mujoco.mj_step(m, d, chunk)
+        worst = max(worst, float(np.abs(d.qpos[adr] - snap.qpos[adr]).max()))
+    return worst
+
+
+def check_trajectory(ctx, seed=1):
+    dev, m = ctx.dev, ctx.model
+    if ctx.end is None:
+        return _skip(ctx, 'trajectory', _no_end(ctx))
+    joints = dev.move_action(ctx.end[1]).joints
+    rng = np.random.default_rng(seed)
+    snap = dev.snapshot
+    start = np.array([snap.qpos[m.jnt_qposadr[m.joint(j).id]] for j in joints])
+    goal = []
+    for j in joints:
+        jid = m.joint(j).id
+        lo, hi = m.jnt_range[jid] if m.jnt_limited[jid] else (-np.pi, np.pi)
+        mid, half = (lo + hi) / 2, 0.5 * RANGE_SHARE * (hi - lo) / 2
+        goal.append(rng.uniform(mid - half, mid + half))
+    goal = np.array(goal)
+    # As a planner would: no faster than each joint can go within its effort limits.
+    speeds = [moves.effort_speed(m, g.actuator) for g in _goals_of(dev, joints)]
+    T = max([TRAJECTORY_TIME] + [1.875 * abs(dq) / v for dq, v in zip(goal - start, speeds)])
+    points = _timed_path(start, goal, T, 10)
+    try:
+        checked = jt.check_trajectory(dev.layout, joints, points, allow_partial=True)
+        execution = jt.follow(dev, checked)
+    except DeviceError as exc:
+        return _fail(ctx, 'trajectory', f'{exc.code}: {exc}'[:200])
+    tol = jt.Tolerances.defaults(len(joints), trajectory=np.full(len(joints), PATH_TOL),
+                                 goal=np.full(len(joints), GOAL_TOL), goal_time=2.0)
+    worst = 0.0
+    chunk = ctx.steps(0.02)
+    verdict = None
+    for _ in range(int((T + 3.0) / (chunk * m.opt.timestep)) + 1):
+        dev.step(chunk)
+        verdict = jt.evaluate(execution, dev.snapshot, tol)
+        worst = max(worst, float(np.abs(verdict.error[0]).max()))
+        if verdict.state not in ('running', 'settling'):
+            break
+    detail = (f'{len(joints)} joints, worst path error {worst:.2e} rad (tolerance '
+              f'{PATH_TOL:g}); {verdict.state}')
+    if verdict.state != 'succeeded':
+        return _fail(ctx, 'trajectory', f'{detail}: {verdict.message}'[:240])
+    return _pass(ctx, 'trajectory', detail)
+
+
+def _goals_of(dev, joints):
+    by_joint = {dev.layout.joints[g.joint]: g for g in dev.layout.goals.values() if g.joint >= 0}
+    return [by_joint[j] for j in joints]
+
+
+def _timed_path(start, goal, T, n):
+    """What a planner (MoveIt's time parameterisation) sends: a smooth path sampled at
+    ``n`` points with positions, velocities and accelerations."""
+    points = []
+    delta = goal - start
+    for k in range(1, n + 1):
+        tau = k / n
+        s = 10 * tau ** 3 - 15 * tau ** 4 + 6 * tau ** 5
+        ds = (30 * tau ** 2 - 60 * tau ** 3 + 30 * tau ** 4) / T
+        dds = (60 * tau - 180 * tau ** 2 + 120 * tau ** 3) / T ** 2
+        points.append({'time_from_start': tau * T, 'positions': list(start + s * delta),
+                       'velocities': list(ds * delta), 'accelerations': list(dds * delta)})
+    return points
+
+
+def check_effort(ctx):
+    """What joint_states carries as effort (``qfrc_actuator`` at each joint's dof) is what
+    MuJoCo computes from the published state; on a held arm it is the holding torque."""
+    dev, m = ctx.dev, ctx.model
+    if m.nu == 0:
+        return _skip(ctx, 'effort', 'no actuators: effort is zero and published as such')
+    dev.hold()
+    dev.step(ctx.steps(0.5))
+    snap = dev.snapshot
+    dofs = [int(m.jnt_dofadr[dev.layout.joints.index(c.target)])
+            for c in dev.layout.reads if c.kind == 'joint']
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = snap.qpos, snap.qvel, snap.act, snap.ctrl
+    d.time = snap.time
+    mujoco.mj_forward(m, d)
+    reported, computed = snap.qfrc_actuator[dofs], d.qfrc_actuator[dofs]
+    scale = max(1.0, float(np.abs(computed).max()))
+    err = float(np.abs(reported - computed).max())
+    detail = f'max |effort - MuJoCo| {err:.2e} N m over {len(dofs)} joints'
+    if err > 0.02 * scale:
+        return _fail(ctx, 'effort', detail)
+    return _pass(ctx, 'effort', detail)
+
+
+CHECK_FUNCTIONS = {'start': check_start, 'keyframe': check_keyframe,
+                   'move_to': check_move_to, 'unreachable': check_unreachable,
+                   'hold': check_hold, 'trajectory': check_trajectory, 'effort': check_effort}
+
+
+def open_device(zm, folder=None, **kw):
+    from ..sim.device import Device
+    path = zoo.materialize(zm, folder)
+    kw.setdefault('real_time_factor', 0)
+    kw.setdefault('start_paused', True)
+    return Device(model=path, **kw)
+
+
+def run(zm, checks=CHECKS, folder=None):
+    """Every check on one zoo model, in order, on one device; a list of CheckResult."""
+    if zm.path is None:
+        return [CheckResult(zm.name, c, True, '', zm.missing) for c in checks]
+    try:
+        dev = open_device(zm, folder)
+    except DeviceError as exc:
+        return [CheckResult(zm.name, 'start', False, f'{exc.code}: {exc}'[:240])] + [
+            CheckResult(zm.name, c, False, 'did not start') for c in checks if c != 'start']
+    out = []
+    try:
+        ctx = Context(zm, dev)
+        for c in checks:
+            try:
+                out.append(CHECK_FUNCTIONS[c](ctx))
+            except Exception as exc:  # noqa: BLE001 - one broken check must not hide the rest
+                out.append(CheckResult(zm.name, c, False, f'{type(exc).__name__}: {exc}'[:240]))
+    finally:
+        dev.close()
+    return out

@@ -1,0 +1,31 @@
+"""The conformance tier: one battery, the same for every model of the zoo.
+
+Every model of ``mujoco_hal_ros.conformance.zoo`` (Menagerie copies, dm_control's suite,
+gymnasium and gymnasium-robotics assets, a passive box, and torque- and velocity-driven
+variants of the arms) runs the checks of ``conformance.battery`` once; each (model, check)
+is a test case. A check that does not apply is skipped with its reason; a model whose
+package is missing is skipped saying which. ``bench/conformance.py`` prints the same table.
+"""
+
+import functools
+
+import pytest
+
+from mujoco_hal_ros.conformance import battery, zoo
+
+MODELS = zoo.models()
+
+
+@functools.lru_cache(maxsize=None)
+def results(name):
+    """The battery runs once per model (the checks share one device, in order)."""
+    return {r.check: r for r in battery.run(zoo.by_name(name))}
+
+
+@pytest.mark.parametrize('check', battery.CHECKS)
+@pytest.mark.parametrize('name', [z.name for z in MODELS])
+def test_zoo(name, check):
+    r = results(name)[check]
+    if r.skipped_reason:
+        pytest.skip(r.skipped_reason)
+    assert r.passed, f'{name} {check}: {r.detail}'
