@@ -43,6 +43,8 @@ def notes(rows, markdown):
             if r.mark == 'pass':
                 continue
             why = r.skipped_reason or r.detail
+            if r.mark == 'FAIL' and (r.model, r.check) in zoo.KNOWN_FAILURES:
+                why = f'{why} [known: {zoo.KNOWN_FAILURES[(r.model, r.check)]}]'
             out.append(f'- {r.model} {r.check} ({r.mark}): {why}' if markdown
                        else f'{r.model:<28} {r.check:<12} {r.mark}: {why}')
     return '\n'.join(out)
