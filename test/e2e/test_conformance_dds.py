@@ -168,11 +168,7 @@ def test_arm_move_to_and_hold_judged_from_joint_states(start_sim, spawn, client,
     assert worst.max() < HOLD_RAD, dict(zip(held[0].name, worst.round(6)))
 
 
-@pytest.mark.parametrize('keyframe', [
-    pytest.param(None, marks=pytest.mark.xfail(
-        strict=False, reason='core half of issue 14 (keyframes): a zero-config device does '
-        "not start from the model's home keyframe yet, so Go1 starts at qpos0 and folds")),
-    'home'])
+@pytest.mark.parametrize('keyframe', [None, 'home'])
 def test_go1_stands_for_five_seconds(start_sim, spawn, client, keyframe):
     from nav_msgs.msg import Odometry
     path = menagerie.model_path('go1')
