@@ -49,8 +49,8 @@ def h():
     dev.close()
 
 
-def call(h, name, **fields):
-    client = h.srv[name]
+def call(h, service, **fields):
+    client = h.srv[service]
     req = client.srv_type.Request()
     for k, v in fields.items():
         setattr(req, k, v)
