@@ -31,10 +31,10 @@ def client():
     c.close()
 
 
-def _call(client, srv_type, name, **fields):
-    cli = client.node.create_client(srv_type, name)
+def _call(client, srv_type, service, **fields):
+    cli = client.node.create_client(srv_type, service)
     try:
-        assert cli.wait_for_service(timeout_sec=START_S), f'{name} not served'
+        assert cli.wait_for_service(timeout_sec=START_S), f'{service} not served'
         req = srv_type.Request()
         for k, v in fields.items():
             setattr(req, k, v)
