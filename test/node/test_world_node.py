@@ -148,3 +148,24 @@ def test_dynamics_pixels_randomize_over_ros(h):
     assert r.success and r.fields == ['geom_friction']
     assert not call(h, 'randomize', fields_json='{', seeded=False).success
     h.device.reset()
+
+
+def test_gravity_and_timestep_parameters(ctx):
+    from rclpy.parameter import Parameter
+    from mujoco_hal_ros.ros.sim.sim_node import SimNode
+    node = SimNode(context=ctx, parameter_overrides=[
+        Parameter('gravity', value=[0.0, 0.0, -1.62]), Parameter('timestep', value=0.001)])
+    try:
+        assert node.device.gravity == [0.0, 0.0, -1.62] and node.device.timestep == 0.001
+        res = node.set_parameters([Parameter('gravity', value=[0.0, 0.0, -9.81])])
+        assert res[0].successful and node.device.gravity == [0.0, 0.0, -9.81]
+        res = node.set_parameters([Parameter('gravity', value=[0.0, 1.0])])
+        assert not res[0].successful and node.device.gravity == [0.0, 0.0, -9.81]
+        res = node.set_parameters([Parameter('gravity', value=[0.0, 0.0, float('nan')])])
+        assert not res[0].successful
+        res = node.set_parameters([Parameter('timestep', value=0.002)])
+        assert res[0].successful and node.device.timestep == 0.002
+        res = node.set_parameters([Parameter('timestep', value=0.5)])
+        assert not res[0].successful and node.device.timestep == 0.002
+    finally:
+        node.destroy_node()
