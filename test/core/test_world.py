@@ -202,3 +202,45 @@ def test_randomization_is_all_or_nothing(bench):
     with pytest.raises(errors.InvalidArgument):
         bench.randomize({'body_mass': {'scale': [1, 2]}}, seed=True)
     assert np.array_equal(m.body_mass, mass)
+
+
+BOX = ('<mujoco><worldbody><body name="box"><freejoint/>'
+       '<geom type="box" size="0.02 0.02 0.02" mass="0.1"/></body></worldbody></mujoco>')
+
+
+def test_spawn_compiles_a_new_model_and_carries_the_state(bench):
+    from mujoco_hal_ros.world import scene
+    s = scene.Scene(bench.model_path)
+    bench.set_joint_state(['pan'], [0.4])
+    spec, model = s.spawn(BOX, 'box1', position=[0.2, -0.1, 0.1])
+    assert model.nbody == bench.model.nbody + 1
+    old = bench.render_data()
+    data = mujoco.MjData(model)
+    scene.carry_state(bench.model, old, model, data)
+    pan = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, 'pan')
+    assert data.qpos[model.jnt_qposadr[pan]] == pytest.approx(0.4)
+    box = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, 'box1/box')
+    for _ in range(1500):
+        mujoco.mj_step(model, data)
+    assert data.xpos[box][2] == pytest.approx(0.02, abs=3e-3)     # fell and rests on the table
+    s.commit(spec)
+    spec2, model2 = s.delete('box1/box')
+    assert model2.nbody == bench.model.nbody
+
+
+def test_scene_edits_that_break_the_model_change_nothing(bench):
+    from mujoco_hal_ros.world import scene
+    s = scene.Scene(bench.model_path)
+    before = s.spec
+    for args in (('<mujoco><worldbody><body', 'x'), (BOX, 'bad name'), (BOX, 'b', [0, 0]),
+                 (BOX, 'b', [0, 0, float('nan')]), (BOX, 'b', [0, 0, 0], [0, 0, 0, 0]),
+                 ('/no/such/file.xml', 'b')):
+        with pytest.raises(errors.DeviceError):
+            s.spawn(*args)
+    spec, _ = s.spawn(BOX, 'b')
+    s.commit(spec)
+    with pytest.raises(errors.InvalidArgument):
+        s.spawn(BOX, 'b')                 # the name is taken
+    with pytest.raises(errors.UnknownName):
+        s.delete('nope')
+    assert before is not s.spec
