@@ -100,8 +100,15 @@ class Scene:
         if not isinstance(name, str) or name not in bodies:
             raise UnknownName('entity', name, bodies, where='name')
         spec = self.spec.copy()
+        before = self._compile(self.spec.copy(), 'the scene')
         spec.delete(spec.body(name))
-        return spec, self._compile(spec, f'deleting {name!r}')
+        model = self._compile(spec, f'deleting {name!r}')
+        if model.nu < before.nu or model.nsensor < before.nsensor:
+            # MuJoCo drops what referred to the body; the device's channels would dangle.
+            raise InvalidArgument(f'entity {name!r} carries actuators or sensors of the '
+                                  'device; nothing was changed', where='name',
+                                  allowed='an entity without actuators or sensors')
+        return spec, model
 
     def commit(self, spec):
         self.spec = spec

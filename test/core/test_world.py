@@ -243,4 +243,6 @@ def test_scene_edits_that_break_the_model_change_nothing(bench):
         s.spawn(BOX, 'b')                 # the name is taken
     with pytest.raises(errors.UnknownName):
         s.delete('nope')
+    with pytest.raises(errors.InvalidArgument):
+        s.delete('hand')                  # carries the wrist actuator
     assert before is not s.spec
