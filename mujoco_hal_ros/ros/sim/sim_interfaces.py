@@ -1,10 +1,12 @@
 """simulation_interfaces: the ROS 2 standard simulator API over the Device.
 
-Test scripts and scenario tools written for Gazebo or Isaac Sim call ``reset_simulation``,
-``step_simulation``, ``get/set_simulation_state``, ``get/set_entity_state``,
-``get_simulator_features`` and the ``simulate_steps`` action. Serving the same ones here
-lets those tools drive this simulator unchanged; ``get_simulator_features`` says exactly
-which parts are served, so a client can check instead of guessing.
+Test scripts and scenario tools written for Gazebo or Isaac Sim call these services and the
+``simulate_steps`` action; serving the same ones here lets those tools drive this simulator
+unchanged. All 22 services of the 2.x standard are served; ``get_simulator_features`` lists
+only the parts that work, and the scene edits (spawn, delete, load and unload a world)
+answer FEATURE_UNSUPPORTED, so a client can check instead of guessing. The entity catalogue
+(categories, tags, bounds, filters) is ``world.catalog``; sim_node's own world services
+(snapshots, teleport, pixel-to-world, dynamics, randomization) are ``world_services``.
 
 Callbacks never wait on physics: stepping is a stepper job (``Device.step(wait=False)``)
 and the service or action coroutine awaits the node's CompletionBridge
