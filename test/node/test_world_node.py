@@ -169,3 +169,20 @@ def test_gravity_and_timestep_parameters(ctx):
         assert not res[0].successful and node.device.timestep == 0.002
     finally:
         node.destroy_node()
+
+
+def test_set_entity_state_relative_to_another_entity(h):
+    from simulation_interfaces.srv import GetEntityState, SetEntityState
+    set_cli = h.client.create_client(SetEntityState, 'set_entity_state')
+    get_cli = h.client.create_client(GetEntityState, 'get_entity_state')
+    base = h.call(get_cli, GetEntityState.Request(entity='base')).state.pose.position
+    req = SetEntityState.Request(entity='block', set_pose=True)
+    req.state.header.frame_id = 'base'
+    req.state.pose.position.x, req.state.pose.position.z = 0.15, 0.1
+    req.state.pose.orientation.w = 1.0
+    assert h.call(set_cli, req).result.result == OK
+    got = h.call(get_cli, GetEntityState.Request(entity='block')).state.pose.position
+    assert abs(got.x - (base.x + 0.15)) < 1e-3 and abs(got.z - (base.z + 0.1)) < 2e-2
+    req.state.header.frame_id = 'nowhere'
+    assert h.call(set_cli, req).result.result == Result.RESULT_OPERATION_FAILED
+    h.device.reset()

@@ -34,7 +34,7 @@ from .. import conversions as cv
 from ...config import limits
 from ...sim.entities import Entities, INVALID_POSE
 from ...errors import DeviceError, UNKNOWN_NAME
-from ...world import catalog
+from ...world import catalog, frames
 from .world_services import WorldServices
 
 F = SimulatorFeatures
@@ -265,10 +265,12 @@ class SimInterfaces:
 
     def _set_entity(self, req, resp):
         frame = req.state.header.frame_id
-        if frame not in ('', self._world_frame()):
+        relative = frame not in ('', self._world_frame())
+        if relative and frame not in self.entities.names:
             resp.result = _fail(Result.RESULT_OPERATION_FAILED,
-                                f'frame {frame!r}: states are set in the world frame '
-                                f'({self._world_frame()!r} or empty)')
+                                f'frame {frame[:80]!r}: states are set in the world frame '
+                                f'({self._world_frame()!r} or empty) or relative to an '
+                                'entity (get_entities lists them)')
             return resp
         st = req.state
         o, t = st.pose.orientation, st.twist
@@ -280,6 +282,8 @@ class SimInterfaces:
             kw['linear'] = (t.linear.x, t.linear.y, t.linear.z)
             kw['angular'] = (t.angular.x, t.angular.y, t.angular.z)
         try:
+            if kw and relative:
+                kw = frames.to_world(self.entities.state(frame), **kw)
             if kw:
                 self.entities.set_state(req.entity, **kw)
             else:
