@@ -7,7 +7,9 @@ are written into the live model on the stepper thread between chunks; the nomina
 of every field touched are kept once, so ``undo`` (run by ``reset``) puts the model back
 bit for bit. Each field is given either explicit values (the field's shape) or
 ``{'scale': [low, high]}``: every element multiplied by a factor drawn uniformly from that
-range with the request's seed, so the same seed gives the same scene.
+range with the request's seed, so the same seed gives the same scene. Object positions
+are state, not model fields: ``{'object_positions': [dx, dy, dz]}`` moves every free body by
+a uniform offset within +-d of where it is; ``reset`` puts them back at the keyframe.
 """
 
 import mujoco
@@ -22,6 +24,7 @@ LOOKS = {'geom_rgba': (False, 0.0), 'light_diffuse': (False, 0.0),
          'light_specular': (False, 0.0), 'light_ambient': (False, 0.0)}
 FIELDS = dict(pool_random.FIELDS, **LOOKS)
 MAX_SEED = 2 ** 63 - 1
+POSITIONS = 'object_positions'
 
 
 def check_seed(seed):
@@ -50,8 +53,11 @@ class Randomizer:
         rng = np.random.default_rng(seed)
         out = {}
         for key in sorted(fields, key=str):
+            if key == POSITIONS:
+                out[key] = self._offsets(fields[key], rng)
+                continue
             if key not in FIELDS:
-                raise UnknownName('randomizable field', key, list(FIELDS),
+                raise UnknownName('randomizable field', key, list(FIELDS) + [POSITIONS],
                                   where='randomization')
             nominal = self._nominal.get(key)
             base = nominal if nominal is not None else pool_random.view(self.model, key)
@@ -79,8 +85,24 @@ class Randomizer:
             out[key] = np.array(arr, dtype=np.float64)
         return out
 
+    def _free_qpos(self):
+        m = self.model
+        return [int(m.jnt_qposadr[j]) for j in range(m.njnt)
+                if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+
+    def _offsets(self, value, rng):
+        where = f'randomization[{POSITIONS!r}]'
+        half, _ = float_array(value, [(3,)], where, low=0.0)
+        return rng.uniform(-half, half, size=(len(self._free_qpos()), 3))
+
     def apply(self, values, data):
-        """Write checked values (stepper thread); ``data`` is the live data, only read."""
+        """Write checked values (stepper thread); object offsets move ``data``'s free
+        bodies, every other field goes into the model."""
+        values = dict(values)
+        offsets = values.pop(POSITIONS, None)
+        if offsets is not None:
+            for adr, off in zip(self._free_qpos(), offsets):
+                data.qpos[adr:adr + 3] += off
         m = self.model
         for key in values:
             if key not in self._nominal:

@@ -246,3 +246,16 @@ def test_scene_edits_that_break_the_model_change_nothing(bench):
     with pytest.raises(errors.InvalidArgument):
         s.delete('hand')                  # carries the wrist actuator
     assert before is not s.spec
+
+
+def test_object_positions_are_randomized_and_reset(bench):
+    free = bench.model.jnt_qposadr[bench.layout.joints.index('block_free')]
+    start = bench.snapshot.qpos[free:free + 3].copy()
+    a = bench.randomize({'object_positions': [0.05, 0.05, 0.0]}, seed=11)
+    moved = bench.snapshot.qpos[free:free + 3].copy()
+    assert 0 < np.abs(moved - start).max() <= 0.05 and moved[2] == start[2]
+    bench.reset()
+    assert np.array_equal(bench.snapshot.qpos[free:free + 3], start)
+    assert bench.randomize({'object_positions': [0.05, 0.05, 0.0]}, seed=11) == a
+    with pytest.raises(errors.InvalidArgument):
+        bench.randomize({'object_positions': [-1, 0, 0]})
