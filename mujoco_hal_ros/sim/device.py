@@ -662,7 +662,16 @@ class Device:
     def pixel_to_world(self, camera, pixels, width=None, height=None):
         """World points (n, 3) of camera pixels ``[(u, v), ...]`` through the depth render
         at the latest snapshot; background (far-plane) and invalid depths are refused."""
-        r = self.renderer(camera, width, height, depth=True)
+        if width is None and height is None:
+            return self._pixel_to_world(self.renderer(camera, depth=True), pixels)
+        # A size of the caller's own gets a renderer of its own, closed after: caching one
+        # per size asked would let requests pile up GL contexts without bound.
+        from ..render.camera import CameraRenderer
+        camera, width, height = self._image(camera, width, height)
+        with CameraRenderer(self.model, camera, width, height, depth=True) as r:
+            return self._pixel_to_world(r, pixels)
+
+    def _pixel_to_world(self, r, pixels):
         px = world_pixels.check_pixels(pixels, r.width, r.height)
         intr = r.intrinsics()
         with self.render_state() as d:
