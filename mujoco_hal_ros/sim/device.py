@@ -536,6 +536,7 @@ class Device:
         Live randomization is undone first, so the keyframe comes back on the nominal model."""
         def on_reset(s):
             if self.world.randomizer.undo():
+                mujoco.mj_forward(s.model, s.data)     # derived from the nominal model again
                 s.publish_snapshot()
             move = self.move
             if move is not None and not move.done():
