@@ -533,7 +533,7 @@ class Device:
 
     def reset(self):
         """Back to the keyframe and hold there; simulated time keeps running forward.
-        Live randomization is undone first, so the keyframe comes back on the nominal model."""
+        Live randomization is undone too: the keyframe comes back on the nominal model."""
         def on_reset(s):
             if self.world.randomizer.undo():
                 mujoco.mj_forward(s.model, s.data)     # derived from the nominal model again
