@@ -20,7 +20,7 @@ import numpy as np
 from ..config import device_file as devfile, limits
 from .. import errors
 from ..config.channels import Layout
-from ..checks import known_name
+from ..checks import finite_number, finite_vector, known_name
 from ..errors import ConfigError, DeviceError, ModelError
 from ..motion import move as moves
 from ..motion.move import Move  # noqa: F401 - importable from here, as it always was
@@ -29,6 +29,8 @@ from ..config.units import parse_quantity
 from . import names
 from ..sensors import catalog, settings as sensor_settings, wrench
 from .render_state import RenderState
+from ..world import pixels as world_pixels, snapshots as world_snapshots, teleport
+from ..world.world import World
 from .stepper import HoldTorque, Impedance, Stepper
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
@@ -162,6 +164,7 @@ class Device:
             self.stepper.close()
             raise
         self._render_state = RenderState(self.model)
+        self.world = World(self.model)
         self.record('connect', {'model': self.model_path, 'keyframe': keyframe},
                     self._native_all(sp))
 
@@ -635,8 +638,12 @@ class Device:
         return self.stepper.step(n, wait=wait)
 
     def reset(self):
-        """Back to the keyframe and hold there; simulated time keeps running forward."""
+        """Back to the keyframe and hold there; simulated time keeps running forward.
+        Live randomization is undone too: the keyframe comes back on the nominal model."""
         def on_reset(s):
+            if self.world.randomizer.undo():
+                mujoco.mj_forward(s.model, s.data)     # derived from the nominal model again
+                s.publish_snapshot()
             move = self.move
             if move is not None and not move.done():
                 move.finish(self._move_result(move, errors.STOPPED, False, 'reset',
@@ -725,6 +732,149 @@ class Device:
     def wrenches(self):
         """The latched wrenches at the latest snapshot (``sensors.wrench.Wrench``)."""
         return self.snapshot.wrenches
+
+    # --- the world at run time ------------------------------------------------------------
+    def _stop_move(self, s, why):
+        """Stepper thread: the state was rewritten under the move; hold where it is now."""
+        move = self.move
+        if move is not None and not move.done():
+            move.finish(self._move_result(move, errors.STOPPED, False, why,
+                                          s.publish_snapshot()))
+        s.hold_now()
+        return s.hold_pose()
+
+    def save_state(self, name):
+        """Keep the full physics state under ``name`` (overwriting one of that name)."""
+        name = world_snapshots.snapshot_name(name)
+        state = self.stepper.post(lambda s: world_snapshots.capture(s.model, s.data),
+                                  wait=True)
+        self.world.snapshots.put(name, state)
+        self.record('save_state', {'name': name}, {})
+        return {'success': True, 'code': errors.DONE, 'name': name}
+
+    def load_state(self, name):
+        """Restore a snapshot bit for bit (time keeps going forward) and hold there; a
+        running move ends STOPPED. STALE_SNAPSHOT after a scene change, nothing changed."""
+        name = world_snapshots.snapshot_name(name)
+        state = self.world.snapshots.get(name)
+
+        def apply(s):
+            world_snapshots.restore(s.model, s.data, state)
+            sp = self._stop_move(s, f'state {name!r} loaded')
+            s.publish_snapshot()
+            return sp
+        sp = self.stepper.post(apply, wait=True)
+        self.record('load_state', {'name': name}, self._native_all(sp))
+        return {'success': True, 'code': errors.DONE, 'name': name}
+
+    def delete_state(self, name):
+        self.world.snapshots.delete(world_snapshots.snapshot_name(name))
+
+    def state_names(self):
+        return self.world.snapshots.names()
+
+    def set_joint_state(self, names, positions, velocities=None):
+        """Teleport hinge/slide joints (all-or-nothing, range-checked), forward kinematics
+        after; the servos then hold the new pose and a running move ends STOPPED."""
+        qadr, dadr, q, v = teleport.check(self.model, self.layout.joints, names, positions,
+                                          velocities)
+        request = {'names': list(names), 'positions': q.tolist(),
+                   'velocities': None if v is None else v.tolist()}
+
+        def apply(s):
+            teleport.apply(s.model, s.data, qadr, dadr, q, v)
+            sp = self._stop_move(s, 'joints teleported')
+            s.publish_snapshot()
+            return sp
+        sp = self.stepper.post(apply, wait=True)
+        self.record('set_joint_state', request, self._native_all(sp))
+        return {'success': True, 'code': errors.DONE}
+
+    def set_gravity(self, gravity):
+        """World gravity (m/s^2, 3 finite numbers) from the next step on."""
+        g = finite_vector(gravity, 3, 'gravity')
+
+        def apply(s):
+            s.model.opt.gravity[:] = g
+        self.stepper.post(apply, wait=True)
+        self.record('gravity', {'gravity': g.tolist()}, {})
+        return g.tolist()
+
+    def set_timestep(self, timestep):
+        """Integration timestep in seconds (0 < dt <= 0.1) from the next step on."""
+        dt = finite_number(timestep, 'timestep')
+        if not 0 < dt <= 0.1:
+            raise errors.InvalidArgument(f'{dt:g} s is not a usable timestep',
+                                         where='timestep', allowed='0 < timestep <= 0.1 s')
+
+        def apply(s):
+            s.model.opt.timestep = dt
+        self.stepper.post(apply, wait=True)
+        self.record('timestep', {'timestep': dt}, {})
+        return dt
+
+    @property
+    def gravity(self):
+        return [float(x) for x in self.model.opt.gravity]
+
+    @property
+    def timestep(self):
+        return float(self.model.opt.timestep)
+
+    def _live_state(self):
+        dyn = self.world.dynamics
+        return self.stepper.post(lambda s: dyn.capture(s.data), wait=True)
+
+    def mass_matrix(self):
+        """(nv, nv) joint-space inertia of the live state."""
+        return self.world.dynamics.mass_matrix(self._live_state())
+
+    def inverse_dynamics(self, qacc):
+        """(nv,) generalized forces giving ``qacc`` (nv finite numbers) at the live state."""
+        qacc = finite_vector(qacc, self.model.nv, 'qacc')
+        return self.world.dynamics.inverse_dynamics(self._live_state(), qacc)
+
+    def jacobian(self, name, kind=None):
+        """(jacp, jacr), each (3, nv), of a site or body (``kind`` 'site'/'body'; by default
+        a site of that name, else a body) at the live state."""
+        if kind is None:
+            kind = 'site' if name in self.layout.sites else 'body'
+        return self.world.dynamics.jacobian(self._live_state(), kind, name,
+                                            self.layout.sites, self.layout.bodies)
+
+    def pixel_to_world(self, camera, pixels, width=None, height=None):
+        """World points (n, 3) of camera pixels ``[(u, v), ...]`` through the depth render
+        at the latest snapshot; background (far-plane) and invalid depths are refused."""
+        if width is None and height is None:
+            return self._pixel_to_world(self.renderer(camera, depth=True), pixels)
+        # A size of the caller's own gets a renderer of its own, closed after: caching one
+        # per size asked would let requests pile up GL contexts without bound.
+        from ..render.camera import CameraRenderer
+        camera, width, height = self._image(camera, width, height)
+        with CameraRenderer(self.model, camera, width, height, depth=True) as r:
+            return self._pixel_to_world(r, pixels)
+
+    def _pixel_to_world(self, r, pixels):
+        px = world_pixels.check_pixels(pixels, r.width, r.height)
+        intr = r.intrinsics()
+        with self.render_state() as d:
+            depth = r.render_depth(d)
+            pos, rot = r.optical_pose(d)
+        return world_pixels.to_world(depth, intr, pos, rot, px,
+                                     world_pixels.far_plane(self.model))
+
+    def randomize(self, fields, seed=None):
+        """Randomize model fields of the running sim (``world.randomize``); ``reset`` undoes
+        it. Checked as a whole first: a bad field changes nothing."""
+        rnd = self.world.randomizer
+        values = self.stepper.post(lambda s: rnd.check(fields, seed), wait=True)
+
+        def apply(s):
+            rnd.apply(values, s.data)
+            s.publish_snapshot()
+        self.stepper.post(apply, wait=True)
+        self.record('randomize', {'fields': sorted(values), 'seed': seed}, {})
+        return {k: v.tolist() for k, v in values.items()}
 
     # --- cameras ----------------------------------------------------------------------------
     def _image(self, camera, width, height):

@@ -185,7 +185,8 @@ def test_node_tables_describe_every_entry_and_their_defaults_pass_their_own_chec
         for p in table:
             assert p.description
             assert table.accept(p.name, p.default) == p.default or p.type == 'string_array'
-    assert [p.name for p in SIM_TABLE if p.dynamic] == ['real_time_factor']
+    assert [p.name for p in SIM_TABLE if p.dynamic] == ['real_time_factor', 'gravity',
+                                                        'timestep']
     assert set(SimParams.__dataclass_fields__) == {p.name for p in SIM_TABLE}
 
 
@@ -223,7 +224,7 @@ def test_only_the_table_declares_parameters_or_reads_rclpy_overrides():
 
 def test_every_sim_node_parameter_describes_itself(ctx):
     """What ``ros2 param describe`` shows: a type and a description for each, read-only but
-    real_time_factor, and the ranges the node enforces."""
+    real_time_factor, gravity and timestep, and the ranges the node enforces."""
     from mujoco_hal_ros.ros.parameters import ALWAYS_DECLARED
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
     n = SimNode(context=ctx)
@@ -234,7 +235,8 @@ def test_every_sim_node_parameter_describes_itself(ctx):
                 'controllers_file', 'simulation_interfaces'} <= set(names)
         for name, desc in zip(names, n.describe_parameters(names)):
             assert desc.description and desc.type != ParameterType.PARAMETER_NOT_SET, name
-            assert desc.read_only == (name != 'real_time_factor'), name
+            assert desc.read_only == (name not in ('real_time_factor', 'gravity',
+                                                   'timestep')), name
         width = n.describe_parameter('cameras.overhead.width').integer_range[0]
         assert (width.from_value, width.to_value) == (1, 2048)
         prio = n.describe_parameter('thread_priority').integer_range[0]

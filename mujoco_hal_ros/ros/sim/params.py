@@ -8,6 +8,7 @@ is what a user who mistyped a value needs, rather than a traceback.
 """
 
 from dataclasses import replace
+import math
 import os
 
 from ..parameters import Param, ParameterTable
@@ -49,6 +50,14 @@ def _world_frame(value):
     return _frame(value)
 
 
+def _gravity(value):
+    if len(value) not in (0, 3):
+        raise ValueError(f'give 3 numbers (x, y, z in m/s^2) or none, got {len(value)}')
+    if not all(math.isfinite(v) for v in value):
+        raise ValueError('every component must be a finite number')
+    return [float(v) for v in value]
+
+
 TABLE = ParameterTable([
     Param('device_file', 'string', '', 'Device file (YAML). Empty with an empty model: the '
           'built-in bench arm with config/bench_arm.yaml.', check=_existing_file),
@@ -66,6 +75,12 @@ TABLE = ParameterTable([
     Param('real_time_factor', 'double', 1.0, 'Simulated seconds per wall second; 0 runs as '
           'fast as possible.', range=(0.0, float('inf')),
           rule='0 (as fast as possible) or above', dynamic=True),
+    Param('gravity', 'double_array', [], "World gravity in m/s^2 (x, y, z); empty: the "
+          "model's. Changes at run time.", check=_gravity, rule='empty or 3 finite numbers',
+          dynamic=True),
+    Param('timestep', 'double', 0.0, "Integration timestep in seconds; 0: the device file's "
+          "or the model's. Changes at run time.", range=(0.0, 0.1),
+          rule="0 (the model's) or above 0 up to 0.1 s", dynamic=True),
     Param('start_paused', 'bool', False, 'Start with physics paused (use the pause/step '
           'services).'),
     Param('publish_rate', 'double', 100.0, 'joint_states and /clock rate in Hz (wall clock).',

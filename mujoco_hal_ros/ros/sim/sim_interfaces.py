@@ -1,10 +1,12 @@
 """simulation_interfaces: the ROS 2 standard simulator API over the Device.
 
-Test scripts and scenario tools written for Gazebo or Isaac Sim call ``reset_simulation``,
-``step_simulation``, ``get/set_simulation_state``, ``get/set_entity_state``,
-``get_simulator_features`` and the ``simulate_steps`` action. Serving the same ones here
-lets those tools drive this simulator unchanged; ``get_simulator_features`` says exactly
-which parts are served, so a client can check instead of guessing.
+Test scripts and scenario tools written for Gazebo or Isaac Sim call these services and the
+``simulate_steps`` action; serving the same ones here lets those tools drive this simulator
+unchanged. All 22 services of the 2.x standard are served; ``get_simulator_features`` lists
+only the parts that work, and the scene edits (spawn, delete, load and unload a world)
+answer FEATURE_UNSUPPORTED, so a client can check instead of guessing. The entity catalogue
+(categories, tags, bounds, filters) is ``world.catalog``; sim_node's own world services
+(snapshots, teleport, pixel-to-world, dynamics, randomization) are ``world_services``.
 
 Callbacks never wait on physics: stepping is a stepper job (``Device.step(wait=False)``)
 and the service or action coroutine awaits the node's CompletionBridge
@@ -12,24 +14,39 @@ and the service or action coroutine awaits the node's CompletionBridge
 rest of the node.
 """
 
+import os
+
+from geometry_msgs.msg import Vector3
+import mujoco
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from simulation_interfaces.action import SimulateSteps
-from simulation_interfaces.msg import Result, SimulationState, SimulatorFeatures
-from simulation_interfaces.srv import (GetEntityState, GetSimulationState,
-                                       GetSimulatorFeatures, ResetSimulation, SetEntityState,
-                                       SetSimulationState, StepSimulation)
+from simulation_interfaces.msg import (Bounds, EntityCategory, EntityState, NamedPose, Result,
+                                       SimulationState, SimulatorFeatures, WorldResource)
+from simulation_interfaces.srv import (
+    DeleteEntity, GetAvailableWorlds, GetCurrentWorld, GetEntities, GetEntitiesStates,
+    GetEntityBounds, GetEntityInfo, GetEntityState, GetNamedPoseBounds, GetNamedPoses,
+    GetSimulationState, GetSimulatorFeatures, GetSpawnables, LoadWorld, ResetSimulation,
+    SetEntityInfo, SetEntityState, SetSimulationState, SpawnEntities, SpawnEntity,
+    StepSimulation, UnloadWorld)
 
 from .. import conversions as cv
 from ...config import limits
 from ...sim.entities import Entities, INVALID_POSE
 from ...errors import DeviceError, UNKNOWN_NAME
+from ...world import catalog, frames
+from .world_services import WorldServices
 
 F = SimulatorFeatures
 FEATURES = [F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET,
             F.SIMULATION_RESET_STATE, F.SIMULATION_STATE_GETTING, F.SIMULATION_STATE_SETTING,
             F.SIMULATION_STATE_PAUSE, F.STEP_SIMULATION_SINGLE, F.STEP_SIMULATION_MULTIPLE,
-            F.STEP_SIMULATION_ACTION]
+            F.STEP_SIMULATION_ACTION, F.NAMED_POSES, F.POSE_BOUNDS, F.ENTITY_TAGS,
+            F.ENTITY_BOUNDS, F.ENTITY_BOUNDS_BOX, F.ENTITY_CATEGORIES, F.ENTITY_INFO_GETTING,
+            F.ENTITY_INFO_SETTING, F.WORLD_INFO_GETTING, F.AVAILABLE_WORLDS]
+# Served so a client gets a clear answer, but not in FEATURES: the scene cannot change yet.
+SCENE_EDITS = ('spawning, deleting and loading worlds are not served yet: the model is fixed '
+               'for the life of sim_node; start sim_node with the model you need')
 INFO = ('mujoco_hal_ros sim_node. Entities are the named bodies of the MuJoCo model; only '
         'free (freejoint) and mocap bodies can be placed. Reset restores the keyframe state '
         'but simulation time keeps running forward, so ROS clocks never jump back. '
@@ -62,7 +79,24 @@ class SimInterfaces:
             (SetSimulationState, 'set_simulation_state', self._set_state),
             (StepSimulation, 'step_simulation', self._step),
             (GetEntityState, 'get_entity_state', self._get_entity),
-            (SetEntityState, 'set_entity_state', self._set_entity))
+            (SetEntityState, 'set_entity_state', self._set_entity),
+            (GetEntities, 'get_entities', self._get_entities),
+            (GetEntitiesStates, 'get_entities_states', self._get_entities_states),
+            (GetEntityInfo, 'get_entity_info', self._get_info),
+            (SetEntityInfo, 'set_entity_info', self._set_info),
+            (GetEntityBounds, 'get_entity_bounds', self._get_bounds),
+            (GetNamedPoses, 'get_named_poses', self._named_poses),
+            (GetNamedPoseBounds, 'get_named_pose_bounds', self._named_pose_bounds),
+            (GetSpawnables, 'get_spawnables', self._spawnables),
+            (GetCurrentWorld, 'get_current_world', self._current_world),
+            (GetAvailableWorlds, 'get_available_worlds', self._available_worlds),
+            (SpawnEntity, 'spawn_entity', self._unsupported),
+            (SpawnEntities, 'spawn_entities', self._unsupported),
+            (DeleteEntity, 'delete_entity', self._unsupported),
+            (LoadWorld, 'load_world', self._unsupported),
+            (UnloadWorld, 'unload_world', self._unsupported))
+        self.catalog = catalog.Catalog(device.model, device.layout.bodies)
+        self.world = WorldServices(node, device, bridge, self._world_frame)
         self._services = [node.create_service(srv_type, name, callback, callback_group=group)
                           for srv_type, name, callback in services]
         self._action = ActionServer(node, SimulateSteps, 'simulate_steps',
@@ -213,7 +247,11 @@ class SimInterfaces:
                 Result.RESULT_OPERATION_FAILED
             resp.result = _fail(code, str(exc))
             return resp
-        st = resp.state
+        self._fill_state(resp.state, s)
+        resp.result = _ok()
+        return resp
+
+    def _fill_state(self, st, s):
         st.header.frame_id = self._world_frame()
         st.header.stamp = cv.stamp(s['time'])
         p, q = s['position'], s['quaternion']
@@ -224,15 +262,15 @@ class SimInterfaces:
             (float(v) for v in s['linear'])
         st.twist.angular.x, st.twist.angular.y, st.twist.angular.z = \
             (float(v) for v in s['angular'])
-        resp.result = _ok()
-        return resp
 
     def _set_entity(self, req, resp):
         frame = req.state.header.frame_id
-        if frame not in ('', self._world_frame()):
+        relative = frame not in ('', self._world_frame())
+        if relative and frame not in self.entities.names:
             resp.result = _fail(Result.RESULT_OPERATION_FAILED,
-                                f'frame {frame!r}: states are set in the world frame '
-                                f'({self._world_frame()!r} or empty)')
+                                f'frame {frame[:80]!r}: states are set in the world frame '
+                                f'({self._world_frame()!r} or empty) or relative to an '
+                                'entity (get_entities lists them)')
             return resp
         st = req.state
         o, t = st.pose.orientation, st.twist
@@ -244,6 +282,8 @@ class SimInterfaces:
             kw['linear'] = (t.linear.x, t.linear.y, t.linear.z)
             kw['angular'] = (t.angular.x, t.angular.y, t.angular.z)
         try:
+            if kw and relative:
+                kw = frames.to_world(self.entities.state(frame), **kw)
             if kw:
                 self.entities.set_state(req.entity, **kw)
             else:
@@ -258,8 +298,153 @@ class SimInterfaces:
                           if req.set_acceleration else '')
         return resp
 
+    # --- entity catalogue -------------------------------------------------------------------
+    def _filtered(self, filters):
+        """Names matching an EntityFilters message; raises DeviceError on a bad filter."""
+        b = filters.bounds
+        region = catalog.region(int(b.type), [(p.x, p.y, p.z) for p in b.points])
+        with self.device.render_state() as d:
+            return self.catalog.filter(d, filters.filter,
+                                       [int(c.category) for c in filters.categories],
+                                       list(filters.tags.tags),
+                                       int(filters.tags.filter_mode) == 1, region)
+
+    def _get_entities(self, req, resp):
+        try:
+            resp.entities = self._filtered(req.filters)
+        except DeviceError as exc:
+            resp.result = _fail(Result.RESULT_OPERATION_FAILED, str(exc))
+            return resp
+        resp.result = _ok()
+        return resp
+
+    def _get_entities_states(self, req, resp):
+        try:
+            names = self._filtered(req.filters)
+            snap = self.device.snapshot
+            states = []
+            for n in names:
+                st = EntityState()
+                self._fill_state(st, self.entities.state(n, snap))
+                states.append(st)
+        except DeviceError as exc:
+            resp.result = _fail(Result.RESULT_OPERATION_FAILED, str(exc))
+            return resp
+        resp.entities, resp.states = names, states
+        resp.result = _ok()
+        return resp
+
+    def _known(self, name, resp):
+        if name not in self.catalog.names:
+            resp.result = _fail(Result.RESULT_NOT_FOUND,
+                                f'no entity {name[:80]!r}; get_entities lists them')
+            return False
+        return True
+
+    def _get_info(self, req, resp):
+        if not self._known(req.entity, resp):
+            return resp
+        category, description, tags = self.catalog.info(req.entity)
+        resp.info.category = EntityCategory(category=category)
+        resp.info.description, resp.info.tags = description, tags
+        resp.result = _ok()
+        return resp
+
+    def _set_info(self, req, resp):
+        if not self._known(req.entity, resp):
+            return resp
+        try:
+            self.catalog.set_info(req.entity, int(req.info.category.category),
+                                  req.info.description, list(req.info.tags))
+        except DeviceError as exc:
+            resp.result = _fail(Result.RESULT_OPERATION_FAILED, str(exc))
+            return resp
+        resp.result = _ok()
+        return resp
+
+    @staticmethod
+    def _box(bounds, box):
+        if box is None:
+            bounds.type = Bounds.TYPE_EMPTY
+            return
+        bounds.type = Bounds.TYPE_BOX
+        bounds.points = [Vector3(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in box]
+
+    def _get_bounds(self, req, resp):
+        if not self._known(req.entity, resp):
+            return resp
+        with self.device.render_state() as d:
+            box = self.catalog.bounds(req.entity, d)
+        self._box(resp.bounds, box)
+        resp.result = _ok('' if box is not None else 'the entity has no geometry')
+        return resp
+
+    def _keyframes(self):
+        m = self.device.model
+        return [(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_KEY, k) or f'key{k}', k)
+                for k in range(m.nkey)]
+
+    def _named_poses(self, req, resp):
+        wanted = list(req.tags.tags)
+        mode_all = int(req.tags.filter_mode) == 1
+        tags = ['keyframe']
+        if wanted and not (all(t in tags for t in wanted) if mode_all
+                           else any(t in tags for t in wanted)):
+            resp.poses, resp.result = [], _ok()
+            return resp
+        poses = []
+        for name, _k in self._keyframes():
+            p = NamedPose(name=name, description='a keyframe of the model: a whole joint '
+                          'configuration (reset_simulation returns to the start one); the '
+                          'pose is the world origin', tags=tags)
+            p.pose.orientation.w = 1.0
+            poses.append(p)
+        resp.poses, resp.result = poses, _ok()
+        return resp
+
+    def _named_pose_bounds(self, req, resp):
+        keys = dict(self._keyframes())
+        if req.name not in keys:
+            resp.result = _fail(Result.RESULT_NOT_FOUND, f'no named pose {req.name[:80]!r}; '
+                                'get_named_poses lists them')
+            return resp
+        m = self.device.model
+        d = mujoco.MjData(m)
+        mujoco.mj_resetDataKeyframe(m, d, keys[req.name])
+        mujoco.mj_forward(m, d)
+        self._box(resp.bounds, catalog.box_of(m, d, list(range(m.ngeom))))
+        resp.result = _ok()
+        return resp
+
+    def _spawnables(self, _req, resp):
+        resp.spawnables = []
+        resp.result = _ok(SCENE_EDITS)
+        return resp
+
+    def _world_resource(self):
+        path = self.device.model_path
+        w = WorldResource(name=os.path.splitext(os.path.basename(path))[0],
+                          description='the MJCF sim_node runs')
+        w.world_resource.uri = f'file://{os.path.abspath(path)}'
+        return w
+
+    def _current_world(self, _req, resp):
+        resp.world = self._world_resource()
+        resp.result = _ok()
+        return resp
+
+    def _available_worlds(self, _req, resp):
+        resp.worlds = [self._world_resource()]
+        resp.result = _ok('only the running world: ' + SCENE_EDITS)
+        return resp
+
+    def _unsupported(self, _req, resp):
+        resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, SCENE_EDITS)
+        return resp
+
     # --- lifetime -------------------------------------------------------------------------
     def destroy(self):
+        self.world.destroy()
         for srv in self._services:
             self.node.destroy_service(srv)
         self._services = []

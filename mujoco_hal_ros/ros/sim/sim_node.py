@@ -56,6 +56,8 @@ class SimNode(Node):
                              gravity_compensation=self.p.gravity_compensation or None,
                              move_tolerance=self.p.move_tolerance or None)
         try:
+            for name in ('gravity', 'timestep'):
+                self._on_set_parameter(name, getattr(self.p, name))
             self._build()
         except BaseException:
             self._stop_parts()       # a refused start leaves no thread or action server behind
@@ -91,9 +93,13 @@ class SimNode(Node):
                        ', cameras.<name>.rate|width|height')
 
     def _on_set_parameter(self, name, value):
-        """A run-time change TABLE accepted (real_time_factor: its only dynamic entry)."""
+        """A run-time change TABLE accepted (real_time_factor, gravity, timestep)."""
         if name == 'real_time_factor':
             self.device.set_real_time_factor(value)
+        elif name == 'gravity' and value:
+            self.device.set_gravity(value)
+        elif name == 'timestep' and value:
+            self.device.set_timestep(value)
 
     # --- assembly ---------------------------------------------------------------------------
     def _build(self):

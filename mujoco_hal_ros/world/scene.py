@@ -1,0 +1,151 @@
+"""Scene edits through MjSpec: spawn and delete entities, compiled into a new model.
+
+The running model is never edited in place: an edit is made on a copy of the scene's spec
+and compiled; a request that does not compile (a name taken twice, a broken file, a body
+an actuator still needs) is refused with MODEL_ERROR and the scene keeps its old spec and
+model. ``carry_state`` then moves the state of everything that stays over into the new
+model by name (joints, actuators, mocap bodies), so a spawn does not reset the robot.
+
+Swapping the device's model at run time (stepper, layout, renderers and the node's
+publishers following it) is not wired yet: this module builds and checks the new model
+and its state, which is the part a ``Device.replace_model`` would take.
+"""
+
+import os
+
+import mujoco
+import numpy as np
+
+from ..checks import finite_vector
+from ..errors import InvalidArgument, ModelError, UnknownName, shorten
+
+MAX_RESOURCE = 10_000_000      # characters of an MJCF string
+
+
+def _name(value, where):
+    if not isinstance(value, str) or not value or len(value) > 256 or \
+            any(c.isspace() for c in value):
+        raise InvalidArgument(f'expected a name without spaces, got {shorten(value)}',
+                              where=where)
+    return value
+
+
+def child_spec(resource):
+    """An MjSpec of an entity: an MJCF string (``<mujoco>...``) or the path of an MJCF
+    file (a whole robot, with its meshes beside it)."""
+    if not isinstance(resource, str) or not resource or len(resource) > MAX_RESOURCE:
+        raise InvalidArgument('expected an MJCF string or file path', where='resource')
+    try:
+        if resource.lstrip().startswith('<'):
+            return mujoco.MjSpec.from_string(resource)
+        path = resource[len('file://'):] if resource.startswith('file://') else resource
+        if not os.path.isfile(path):
+            raise InvalidArgument(f'no file {shorten(path)}', where='resource',
+                                  allowed='an MJCF string or an existing MJCF file')
+        return mujoco.MjSpec.from_file(path)
+    except InvalidArgument:
+        raise
+    except Exception as exc:  # noqa: BLE001 - MuJoCo's parser raises several types
+        raise ModelError(f'MuJoCo could not read the entity: {exc}', where='resource') \
+            from None
+
+
+class Scene:
+    """The spec the running model was compiled from, and edits that compile or change
+    nothing."""
+
+    def __init__(self, path):
+        try:
+            self.spec = mujoco.MjSpec.from_file(path)
+        except Exception as exc:  # noqa: BLE001
+            raise ModelError(f'MuJoCo could not load {path}: {exc}', where='model') from None
+
+    def _compile(self, spec, what):
+        try:
+            return spec.compile()
+        except Exception as exc:  # noqa: BLE001 - MuJoCo's compiler raises ValueError
+            raise ModelError(f'{what} does not compile: {exc}; nothing was changed',
+                             where='scene') from None
+
+    def spawn(self, resource, name, position=(0, 0, 0), quaternion=(1, 0, 0, 0),
+              namespace=''):
+        """(spec, model) with the entity's bodies attached at the pose, named
+        ``<namespace>/<name>/<body>``; the scene is unchanged until ``commit``."""
+        name = _name(name, 'name')
+        if namespace:
+            name = f'{_name(namespace.strip("/"), "namespace")}/{name}'
+        pos = finite_vector(position, 3, 'position')
+        quat = finite_vector(quaternion, 4, 'quaternion')
+        norm = float(np.linalg.norm(quat))
+        if not 0.5 < norm < 2.0:
+            raise InvalidArgument(f'quaternion norm {norm:g} is not a rotation',
+                                  where='quaternion', allowed='a unit quaternion (w, x, y, z)')
+        prefix = f'{name}/'
+        if any(b.name.startswith(prefix) for b in self.spec.bodies):
+            raise InvalidArgument(f'an entity {name!r} exists already', where='name',
+                                  allowed='a new name, or delete it first')
+        child = child_spec(resource)
+        spec = self.spec.copy()
+        frame = spec.worldbody.add_frame(pos=pos, quat=quat / norm)
+        try:
+            spec.attach(child, prefix=prefix, frame=frame)
+        except Exception as exc:  # noqa: BLE001
+            raise ModelError(f'the entity cannot be attached: {exc}; nothing was changed',
+                             where='scene') from None
+        return spec, self._compile(spec, f'spawning {name!r}')
+
+    def delete(self, name):
+        """(spec, model) without body ``name`` and what hangs below it."""
+        bodies = [b.name for b in self.spec.bodies if b.name and b.name != 'world']
+        if not isinstance(name, str) or name not in bodies:
+            raise UnknownName('entity', name, bodies, where='name')
+        spec = self.spec.copy()
+        before = self._compile(self.spec.copy(), 'the scene')
+        spec.delete(spec.body(name))
+        model = self._compile(spec, f'deleting {name!r}')
+        if model.nu < before.nu or model.nsensor < before.nsensor:
+            # MuJoCo drops what referred to the body; the device's channels would dangle.
+            raise InvalidArgument(f'entity {name!r} carries actuators or sensors of the '
+                                  'device; nothing was changed', where='name',
+                                  allowed='an entity without actuators or sensors')
+        return spec, model
+
+    def commit(self, spec):
+        self.spec = spec
+
+
+def _names(model, kind, n):
+    return {mujoco.mj_id2name(model, kind, i): i for i in range(n)
+            if mujoco.mj_id2name(model, kind, i)}
+
+
+def carry_state(old_model, old_data, new_model, new_data):
+    """Copy what both models share, by name, into ``new_data`` (then ``mj_forward``)."""
+    J = mujoco.mjtObj.mjOBJ_JOINT
+    old_j, new_j = _names(old_model, J, old_model.njnt), _names(new_model, J, new_model.njnt)
+    nq = {0: 7, 1: 4, 2: 1, 3: 1}                # free, ball, slide, hinge
+    nv = {0: 6, 1: 3, 2: 1, 3: 1}
+    for name, j in old_j.items():
+        k = new_j.get(name)
+        if k is None or old_model.jnt_type[j] != new_model.jnt_type[k]:
+            continue
+        t = int(old_model.jnt_type[j])
+        a, b = old_model.jnt_qposadr[j], new_model.jnt_qposadr[k]
+        new_data.qpos[b:b + nq[t]] = old_data.qpos[a:a + nq[t]]
+        a, b = old_model.jnt_dofadr[j], new_model.jnt_dofadr[k]
+        new_data.qvel[b:b + nv[t]] = old_data.qvel[a:a + nv[t]]
+    A = mujoco.mjtObj.mjOBJ_ACTUATOR
+    new_a = _names(new_model, A, new_model.nu)
+    for name, a in _names(old_model, A, old_model.nu).items():
+        if name in new_a:
+            new_data.ctrl[new_a[name]] = old_data.ctrl[a]
+    B = mujoco.mjtObj.mjOBJ_BODY
+    new_b = _names(new_model, B, new_model.nbody)
+    for name, b in _names(old_model, B, old_model.nbody).items():
+        m_old = old_model.body_mocapid[b]
+        if m_old >= 0 and name in new_b and new_model.body_mocapid[new_b[name]] >= 0:
+            m_new = new_model.body_mocapid[new_b[name]]
+            new_data.mocap_pos[m_new] = old_data.mocap_pos[m_old]
+            new_data.mocap_quat[m_new] = old_data.mocap_quat[m_old]
+    new_data.time = old_data.time
+    mujoco.mj_forward(new_model, new_data)

@@ -1,0 +1,16 @@
+"""What a device keeps about its world at run time: snapshots, randomization, queries.
+
+One per device, owned by it (``Device.world``); the device posts the writes to its stepper,
+this object holds the state that outlives a single request.
+"""
+
+from .dynamics import Dynamics
+from .randomize import Randomizer
+from .snapshots import Snapshots
+
+
+class World:
+    def __init__(self, model):
+        self.snapshots = Snapshots()
+        self.randomizer = Randomizer(model)
+        self.dynamics = Dynamics(model)

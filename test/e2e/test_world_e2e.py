@@ -1,0 +1,104 @@
+"""The world at run time over real DDS: a generic simulation_interfaces client drives a
+whole episode, and sim_node's own world services answer from another process."""
+
+import functools
+import json
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+pytest.importorskip('simulation_interfaces.srv')
+
+from simulation_interfaces.msg import Result, SimulationState  # noqa: E402
+from simulation_interfaces import srv as si  # noqa: E402
+
+from mujoco_hal_ros import srv as own  # noqa: E402
+from helpers import START_S  # noqa: E402
+from test_sim_e2e import Client  # noqa: E402
+
+OK = Result.RESULT_OK
+
+
+@pytest.fixture
+def start_sim(start_node):
+    return functools.partial(start_node, 'sim_node')
+
+
+@pytest.fixture
+def client():
+    c = Client()
+    yield c
+    c.close()
+
+
+def _call(client, srv_type, service, **fields):
+    cli = client.node.create_client(srv_type, service)
+    try:
+        assert cli.wait_for_service(timeout_sec=START_S), f'{service} not served'
+        req = srv_type.Request()
+        for k, v in fields.items():
+            setattr(req, k, v)
+        return client.wait(cli.call_async(req), 30.0)
+    finally:
+        client.node.destroy_client(cli)
+
+
+def _pos(client, entity):
+    r = _call(client, si.GetEntityState, '/get_entity_state', entity=entity)
+    assert r.result.result == OK, r.result.error_message
+    p = r.state.pose.position
+    return (p.x, p.y, p.z)
+
+
+def test_generic_client_episode_and_world_services(start_sim, spawn, client):
+    proc = start_sim('real_time_factor:=0.0')
+    client.wait_graph(['/get_simulator_features', '/get_entities', '/save_state'], START_S,
+                      proc, spawn)
+    # --- only simulation_interfaces types --------------------------------------------
+    feats = _call(client, si.GetSimulatorFeatures, '/get_simulator_features').features
+    assert feats.features
+    state = SimulationState(state=SimulationState.STATE_PAUSED)
+    assert _call(client, si.SetSimulationState, '/set_simulation_state',
+                 state=state).result.result == OK
+    assert _call(client, si.ResetSimulation, '/reset_simulation').result.result == OK
+    assert _call(client, si.StepSimulation, '/step_simulation', steps=200).result.result == OK
+    ents = _call(client, si.GetEntities, '/get_entities').entities
+    assert 'block' in ents
+    req = si.SetEntityState.Request(entity='block', set_pose=True)
+    req.state.pose.position.x, req.state.pose.position.y = 0.2, -0.05
+    req.state.pose.position.z = 0.015
+    req.state.pose.orientation.w = 1.0
+    cli = client.node.create_client(si.SetEntityState, '/set_entity_state')
+    assert cli.wait_for_service(timeout_sec=10.0)
+    assert client.wait(cli.call_async(req), 30.0).result.result == OK
+    client.node.destroy_client(cli)
+    x, y, z = _pos(client, 'block')
+    assert abs(x - 0.2) < 1e-6 and abs(y + 0.05) < 1e-6
+    assert _call(client, si.StepSimulation, '/step_simulation', steps=500).result.result == OK
+    x, y, z = _pos(client, 'block')
+    assert abs(z - 0.015) < 3e-3                     # rests on the table
+    got = _call(client, si.GetSimulationState, '/get_simulation_state')
+    assert got.state.state == SimulationState.STATE_PAUSED
+    # --- snapshots restore bit-identically -------------------------------------------
+    assert _call(client, own.SaveState, '/save_state', name='s').success
+    before = _pos(client, 'block')
+    req = si.SetEntityState.Request(entity='block', set_pose=True)
+    req.state.pose.position.x, req.state.pose.position.z = 0.1, 0.2
+    req.state.pose.orientation.w = 1.0
+    cli = client.node.create_client(si.SetEntityState, '/set_entity_state')
+    assert cli.wait_for_service(timeout_sec=10.0)
+    client.wait(cli.call_async(req), 30.0)
+    client.node.destroy_client(cli)
+    _call(client, si.StepSimulation, '/step_simulation', steps=100)
+    assert _call(client, own.SaveState, '/load_state', name='s').success
+    assert _pos(client, 'block') == before
+    # --- randomization: seeded, undone by reset --------------------------------------
+    spec = json.dumps({'body_mass': {'scale': [0.5, 1.5]}})
+    a = _call(client, own.Randomize, '/randomize', fields_json=spec, seeded=True, seed=5)
+    assert a.success, a.message
+    assert _call(client, si.ResetSimulation, '/reset_simulation').result.result == OK
+    # --- pixel to world: the overhead camera's centre pixel lies on the table ----------
+    r = _call(client, own.PixelToWorld, '/pixel_to_world', camera='overhead', width=320,
+              height=240, u=[159.5], v=[119.5])
+    assert r.success, r.message
+    assert abs(r.median.point.z) < 2e-3
