@@ -91,10 +91,15 @@ fi
 # --- 5. Stand-in interface packages, only where the real one is not importable. ----------
 mkdir -p "$ROOT/install"
 [ -f "$ROOT/install/setup.bash" ] && { set +u; . "$ROOT/install/setup.bash"; set -u; }
+# The decision is read whole into a variable first: piping it into `grep -q` under pipefail
+# races (grep exits at the first match, Python then dies of EPIPE, the pipe fails and a
+# missing package reads as "real package found").
+needed_standins=$(python scripts/standins.py) \
+  || { echo "[setup] scripts/standins.py failed; run it by hand to see why" >&2; exit 1; }
 for pkg_dir in "$ROOT"/standins/*/; do
   pkg=$(basename "$pkg_dir")
   [ -f "$pkg_dir/package.xml" ] || continue
-  if ! python scripts/standins.py | grep -qx "${pkg_dir%/}"; then
+  if ! grep -qxF -e "${pkg_dir%/}" <<<"$needed_standins"; then
     log "$pkg: real package found, no stand-in built"
     continue
   fi
@@ -120,5 +125,11 @@ colcon --log-base "$ROOT/log" build --base-paths "$ROOT" --packages-select mujoc
   --event-handlers console_cohesion- status- >/dev/null \
   || { echo "[setup] colcon build failed; see log/latest_build/mujoco_hal_ros" >&2
        tail -40 "$ROOT/log/latest_build/mujoco_hal_ros/stdout_stderr.log" >&2 || true
+       exit 1; }
+# --- 7. Every interface the node needs must import, real or stand-in; fail loudly if not. --
+set +u; . "$ROOT/install/setup.bash"; set -u
+python scripts/check_interfaces.py \
+  || { echo "[setup] an interface package the node needs is missing (above); install it" \
+            "or delete install/ and re-run scripts/setup.sh to build the stand-ins" >&2
        exit 1; }
 log "ready: . .venv/bin/activate && . install/setup.bash"
