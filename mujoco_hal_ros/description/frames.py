@@ -22,16 +22,15 @@ def fixed_to_parent(model):
     return np.asarray(fixed)
 
 
-def relative_poses(xpos, xquat, parents):
-    """Each body's pose in its parent's frame, from world poses (quaternions w first)."""
+def relative_poses(xpos, xquat, bodies, parents):
+    """Poses of ``bodies`` in their ``parents``' frames, from world poses (w-first quats)."""
     ppos, pquat = xpos[parents], xquat[parents]
-    rel = xpos - ppos
-    # rotate by the parent's inverse: v' = v + 2 w (u x v) ... with u = -q.xyz
-    w, u = pquat[:, :1], -pquat[:, 1:]
+    conj = pquat * np.array([1.0, -1.0, -1.0, -1.0])
+    rel = xpos[bodies] - ppos
+    # rotate rel by conj: v + 2w (u x v) + 2 u x (u x v), with u = conj's vector part
+    w, u = conj[:, :1], conj[:, 1:]
     t = 2.0 * np.cross(u, rel)
-    pos = rel + w * t + np.cross(u, t)
-    quat = quat_mul_many(np.concatenate([pquat[:, :1], -pquat[:, 1:]], axis=1), xquat)
-    return pos, quat
+    return rel + w * t + np.cross(u, t), quat_mul_many(conj, xquat[bodies])
 
 
 def quat_mul_many(a, b):

@@ -220,7 +220,9 @@ def _joint_limits(model, j, velocity_limits):
 
 def urdf_from_model(model, name=None, prefix='', world='world', mesh_dir=None,
                     velocity_limits=None):
-    """URDF text of ``model``: link names are /tf's frame names (``prefix``, ``world``)."""
+    """URDF text of ``model``: link names are /tf's frame names (``prefix``, ``world``);
+    joint names are joint_states' (MuJoCo's, never prefixed), as robot_state_publisher
+    matches them."""
     frames = body_frame_names(model, prefix, world)
     meshes = _Meshes(model, mesh_dir)
     robot = name or model.names[:model.names.index(b'\0')].decode() or 'mujoco'
@@ -241,7 +243,7 @@ def urdf_from_model(model, name=None, prefix='', world='world', mesh_dir=None,
         n = model.body_jntnum[b]
         for k, j in enumerate(range(model.body_jntadr[b], model.body_jntadr[b] + n)):
             jtype = int(model.jnt_type[j])
-            jname = prefix + (mujoco.mj_id2name(model, _OBJ.mjOBJ_JOINT, j) or f'joint{j}')
+            jname = mujoco.mj_id2name(model, _OBJ.mjOBJ_JOINT, j) or f'joint{j}'
             if jtype == _J.mjJNT_BALL:
                 continue        # URDF has no ball joint: fixed at the reference orientation
             anchor = model.jnt_pos[j] if jtype == _J.mjJNT_HINGE else np.zeros(3)

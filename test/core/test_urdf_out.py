@@ -107,9 +107,10 @@ def test_tree_poses_compose_to_world_poses():
     data.qpos[:] = _random_q(model, np.random.default_rng(1))
     mujoco.mj_kinematics(model, data)
     parents = model.body_parentid
-    pos, quat = frames.relative_poses(data.xpos, data.xquat, parents)
-    for b in range(1, model.nbody):
+    bodies = np.arange(1, model.nbody)
+    pos, quat = frames.relative_poses(data.xpos, data.xquat, bodies, parents[bodies])
+    for i, b in enumerate(bodies):
         p, q = np.empty(3), np.empty(4)
-        mujoco.mju_mulPose(p, q, data.xpos[parents[b]], data.xquat[parents[b]], pos[b], quat[b])
+        mujoco.mju_mulPose(p, q, data.xpos[parents[b]], data.xquat[parents[b]], pos[i], quat[i])
         np.testing.assert_allclose(p, data.xpos[b], atol=1e-12)
         assert abs(np.dot(q, data.xquat[b])) == pytest.approx(1.0, abs=1e-12)

@@ -38,7 +38,7 @@ from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 from mujoco_hal_ros.action import Hold as HoldAction, MoveTo as MoveToAction  # noqa: E402
 from mujoco_hal_ros.srv import (  # noqa: E402
     Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step)
-from helpers import SpunNodes, wait_for  # noqa: E402
+from helpers import SpunNodes, tf_world_poses, wait_for  # noqa: E402
 
 MODULE_BUDGET_S = 150.0
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -48,6 +48,12 @@ REST = [0.0, 0.2, 0.9, 0.9]
 
 def stamp_s(t):
     return t.sec + t.nanosec * 1e-9
+
+
+def quat_wxyz_matrix(wxyz):
+    m = np.empty(9)
+    mujoco.mju_quat2Mat(m, np.asarray(wxyz, float))
+    return m.reshape(3, 3)
 
 
 def quat_matrix(q):
@@ -160,7 +166,7 @@ def test_clock_follows_sim_time_and_matches_joint_state_stamps(sim):
     assert abs(times[-1] - sim.device.snapshot.time) < 0.2
 
 
-def test_tf_world_to_every_body_and_camera_optical_frame(sim):
+def test_tf_body_tree_and_camera_optical_frame(sim):
     dynamic = sim.collect(TFMessage, '/tf', duration=0.5)
     static = sim.collect(TFMessage, '/tf_static', count=1, qos=LATCHED)
     assert dynamic and static
@@ -168,13 +174,17 @@ def test_tf_world_to_every_body_and_camera_optical_frame(sim):
     fixed = {t.child_frame_id: t for _, m in static for t in m.transforms}
     assert set(moving) == {'turret', 'upper_arm', 'forearm', 'hand', 'block'}
     assert {'base', 'overhead_optical_frame'} <= set(fixed)
-    assert all(t.header.frame_id == 'world' for t in moving.values())
-    hand = moving['hand'].transform.translation
+    # a tree: each body under its parent body, the frames named as in robot_description
+    model = sim.device.model
+    for b in range(1, model.nbody):
+        name = model.body(b).name
+        edge = moving.get(name) or fixed[name]
+        assert edge.header.frame_id == (model.body(model.body_parentid[b]).name or 'world')
     snap = sim.device.snapshot
     hid = sim.device.layout.bodies.index('hand')
-    assert [hand.x, hand.y, hand.z] == pytest.approx(snap.xpos[hid].tolist(), abs=0.01)
-    q = moving['hand'].transform.rotation      # ROS (x, y, z, w) against MuJoCo (w, x, y, z)
-    assert abs(np.dot([q.w, q.x, q.y, q.z], snap.xquat[hid])) == pytest.approx(1.0, abs=1e-3)
+    hand, rot = tf_world_poses(list(fixed.values()) + list(moving.values()))['hand']
+    assert hand.tolist() == pytest.approx(snap.xpos[hid].tolist(), abs=0.01)
+    np.testing.assert_allclose(rot, quat_wxyz_matrix(snap.xquat[hid]), atol=2e-2)
     # The overhead camera looks straight down; in its optical frame z is forward (down in
     # the world), x is right (the camera's x, world -y) and y is down the image (world -x).
     opt = fixed['overhead_optical_frame']
@@ -582,3 +592,24 @@ def test_pause_step_and_reset_keep_the_clock_monotonic(sim):
     assert all(b > a for a, b in zip(clocks, clocks[1:])), 'the clock went back on reset'
     np.testing.assert_allclose(sim.device.snapshot.qpos[:4], REST, atol=0.02)
     assert sim.device.goals()['pan_goal'] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_robot_description_is_latched_and_names_the_tf_frames(sim):
+    from std_msgs.msg import String
+    import xml.etree.ElementTree as ET
+    got = sim.collect(String, 'robot_description', count=1, qos=LATCHED, timeout=10.0)
+    assert got
+    root = ET.fromstring(got[0][1].data)
+    links = {link.get('name') for link in root.findall('link')}
+    dynamic = sim.collect(TFMessage, '/tf', duration=0.3)
+    static = sim.collect(TFMessage, '/tf_static', count=1, qos=LATCHED)
+    edges = {t.child_frame_id: t.header.frame_id
+             for _, m in dynamic + static for t in m.transforms}
+    bodies = {f for f in edges if not f.endswith('_optical_frame')}
+    assert bodies <= links and 'world' in links
+    joints = {j.find('child').get('link'): j.find('parent').get('link')
+              for j in root.findall('joint')}
+    assert all(joints[f] == edges[f] for f in bodies)
+    names = {j.get('name') for j in root.findall('joint') if j.get('type') != 'fixed'}
+    js = sim.collect(JointState, 'joint_states', count=1)
+    assert set(js[0][1].name) <= names

@@ -140,7 +140,7 @@ def test_zero_config_prefix_no_clock_depth_and_1khz(ctx):
                                                got['depth'].append, 2))
         wait_for(lambda: got['depth'], 30.0, period=0.1)
         frames = {t.child_frame_id: t.header.frame_id for m in got['tf'] for t in m.transforms}
-        assert frames['arm1/hand'] == 'world' and 'hand' not in frames
+        assert frames['arm1/hand'] == 'arm1/forearm' and 'hand' not in frames   # the tree
         static = {t.child_frame_id: t.header.frame_id
                   for m in got['static'] for t in m.transforms}
         assert static['arm1/overhead_optical_frame'] == 'world'
@@ -550,3 +550,21 @@ def test_start_paused_with_a_camera_rate_of_its_own(ctx):
         assert snap.paused and snap.time == 0.0 and node.device.health()['steps'] == 0
         node.device.pause(False)
         assert wait_for(lambda: node.device.snapshot.time > 0.05, 5.0)
+
+
+def test_publish_tf_false_leaves_the_bodies_to_robot_state_publisher(ctx):
+    """No body on /tf or /tf_static; the cameras' optical frames stay, robot_description
+    still goes out for the user's robot_state_publisher."""
+    from std_msgs.msg import String
+    node = make(ctx, publish_tf=False)
+    with spun(ctx, [node], 'publish_tf_client', 30.0) as client:
+        got, static, desc = [], [], []
+        client.create_subscription(TFMessage, '/tf', got.append, 10)
+        client.create_subscription(TFMessage, '/tf_static', static.append, LATCHED)
+        client.create_subscription(String, 'robot_description', desc.append, LATCHED)
+        assert wait_for(lambda: static and desc, 10.0)
+        time.sleep(0.3)
+        assert not [t for m in got for t in m.transforms]
+        assert [t.child_frame_id for m in static for t in m.transforms] == [
+            'overhead_optical_frame']
+        assert '<link name="hand">' in desc[0].data

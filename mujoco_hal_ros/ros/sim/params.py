@@ -62,6 +62,12 @@ TABLE = ParameterTable([
     Param('frame_prefix', 'string', 'auto', 'Prefix for every TF frame this node names except '
           'world_frame (e.g. "arm1/"). auto: "<namespace>/" in a namespace, so instances side '
           'by side never share a frame; none at the root. Empty: none.', check=_frame),
+    Param('publish_tf', 'bool', True, 'Publish the body tree on /tf and /tf_static. False '
+          "leaves the bodies' TF to a robot_state_publisher fed robot_description and "
+          'joint_states (camera optical frames stay published).'),
+    Param('publish_robot_description', 'bool', True, 'Publish robot_description (latched '
+          'std_msgs/String): the URDF the model was loaded from, or one generated from '
+          'the MJCF.'),
     Param('world_frame', 'string', 'world', 'The fixed frame every body is published against.',
           check=_world_frame),
     Param('publish_clock', 'bool', True, 'Publish /clock from simulated time; with several '

@@ -29,6 +29,7 @@ from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .control import Control  # noqa: E402
 from ..run import run_node  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
+from .description import DescriptionPublisher  # noqa: E402
 from .tf import FrameTree  # noqa: E402
 from ...sim.device import Device  # noqa: E402
 from ...errors import ConfigError  # noqa: E402
@@ -40,6 +41,7 @@ class SimNode(Node):
     def __init__(self, node_name='sim_node', **kwargs):
         super().__init__(node_name, **kwargs)
         self.device = self.swap = self.state = self.cameras = self.control = None
+        self.description = self.urdf_text = None
         self.p = self._declare_all()
         fastpath.configure(self.p.fast_paths)     # before the device starts its threads
         device_file, model = P.device_arguments(self.p)
@@ -89,7 +91,7 @@ class SimNode(Node):
     # --- assembly ---------------------------------------------------------------------------
     def _build(self):
         device, p = self.device, self.p
-        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame)
+        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame, p.publish_tf)
         camera_configs = self._declare_cameras()
         log = self.get_logger()
         self.state = StatePublisher(self, device, self.frames, p, log)
@@ -101,6 +103,9 @@ class SimNode(Node):
                                                    TF_STATIC_QOS)
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
         self.control = Control(self, device)
+        self.description = (DescriptionPublisher(self, device.model, self.frames,
+                                                 self.urdf_text)
+                            if p.publish_robot_description else None)
         # Parts log as they come up; a typo found by the check below must still be the one
         # line the user sees, so their start-up info waits for the check to pass.
         level = log.get_effective_level()
@@ -167,8 +172,9 @@ class SimNode(Node):
         log.info(f'{d["device"]} ({d["id"]}): {d["model"]}, timestep {d["timestep"]:g} s, '
                  f'real_time_factor {self.p.real_time_factor:g}'
                  f'{", paused" if self.p.start_paused else ""}, namespace {ns}')
-        published = self.state.describe() + ['/tf_static', 'scene_markers',
-                                             'collision_markers', 'diagnostics']
+        published = self.state.describe() + (
+            self.description.describe() if self.description else []) + [
+            '/tf_static', 'scene_markers', 'collision_markers', 'diagnostics']
         log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
         log.info('serving: ' + ', '.join(self.control.describe() + (
             self.swap.describe() if self.swap is not None else [])))
@@ -256,7 +262,7 @@ class SimNode(Node):
             with self._markers_lock:
                 pass                        # a publish in progress has finished
             thread.join(5.0)
-        for part in (self.state, self.cameras):
+        for part in (self.state, self.cameras, self.description):
             if part is not None:
                 part.stop()
         if self.control is not None:

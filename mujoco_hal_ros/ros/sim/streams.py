@@ -109,7 +109,7 @@ class StatePublisher:
         self.tf_meter = RateMeter(200)
         self._js = JointState(name=list(self.joint_names))
         self._js_bytes = cdr.JointStateBytes(self.joint_names)
-        self._tf_bytes = cdr.TransformsBytes([frames.world] * len(frames.moving_frames),
+        self._tf_bytes = cdr.TransformsBytes(frames.moving_parents,
                                              frames.moving_frames)
         fast = fastpath.enabled()          # the one choice of path for these three streams
         self.raw = fast and raw_messages_ok(self._js_bytes, self._tf_bytes, self.joint_names)

@@ -1,12 +1,17 @@
-"""TF frames of a model: ``world_frame`` -> every body, and each camera's optical frame.
+"""TF frames of a model: the body tree (parent -> child), and each camera's optical frame.
 
-The tree is flat (every body straight under the world frame) because MuJoCo already gives
-world poses (``xpos``/``xquat``) in every snapshot: no URDF, no robot_state_publisher,
-no chance of a chain disagreeing with the physics. Bodies welded to the world go to
-``/tf_static`` once; so do optical frames of fixed cameras, relative to their body.
-Cameras that track a body (MuJoCo camera modes other than fixed) move with the state:
-their optical frames go on ``/tf`` with the moving bodies, whether or not anyone watches
-their images.
+The tree follows MuJoCo's body tree under the frame names the generated URDF uses
+(``description.frames``), so rviz's RobotModel and MoveIt find every link, and a real
+arm's robot_state_publisher publishes the same edges. The poses still come from the
+physics: each is the body's pose in its parent's, computed from the snapshot's world
+poses, so no chain can disagree with MuJoCo. A body with no joint (welded to its parent,
+a URDF fixed joint) goes to ``/tf_static`` once, relative to its parent. A floating base
+(free joint) hangs from its parent, the world frame. With ``bodies=False``
+(``publish_tf:=false``) no body is published: a robot_state_publisher fed the
+robot_description owns those; the cameras' optical frames stay ours. Cameras that track a
+body (MuJoCo camera modes other than fixed) move with the state: their optical frames go
+on ``/tf`` under the world frame, whether or not anyone watches their images; fixed
+cameras' go on ``/tf_static``, relative to their body.
 """
 
 from geometry_msgs.msg import TransformStamped
@@ -14,30 +19,25 @@ import mujoco
 import numpy as np
 
 from .. import conversions as cv
+from ...description import frames as df
 
 # Quaternion (w, x, y, z) of OPTICAL_FROM_MUJOCO = diag(1, -1, -1): 180 degrees about x.
 Q_OPTICAL = np.array([0.0, 1.0, 0.0, 0.0])
 OPTICAL_AXES = np.array([1.0, -1.0, -1.0])     # the same, on a rotation matrix's columns
 
 
-def _name(model, objtype, i, fallback):
-    return mujoco.mj_id2name(model, objtype, i) or f'{fallback}{i}'
-
-
 class FrameTree:
-    """Frame names and which transforms are static, decided once per model."""
+    """Frame names, each frame's parent and which transforms are static, decided once."""
 
-    def __init__(self, model, prefix='', world='world'):
+    def __init__(self, model, prefix='', world='world', bodies=True):
         self.model = model
         self.prefix = prefix
         self.world = world
-        self.body_frames = [world] + [
-            prefix + _name(model, mujoco.mjtObj.mjOBJ_BODY, b, 'body')
-            for b in range(1, model.nbody)]
-        root_mocap = model.body_mocapid[model.body_rootid]
-        static = (model.body_weldid == 0) & (root_mocap < 0)
-        self.static_bodies = [b for b in range(1, model.nbody) if static[b]]
-        self.dynamic_bodies = [b for b in range(1, model.nbody) if not static[b]]
+        self.body_frames = df.body_frame_names(model, prefix, world)
+        static = df.fixed_to_parent(model)
+        every = range(1, model.nbody) if bodies else ()
+        self.static_bodies = [b for b in every if static[b]]
+        self.dynamic_bodies = [b for b in every if not static[b]]
         self.cameras = {}
         for c in range(model.ncam):
             name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, c)
@@ -48,12 +48,23 @@ class FrameTree:
                                   'fixed': fixed, 'body': int(model.cam_bodyid[c])}
         self.tracking_cameras = [cam['id'] for cam in self.cameras.values() if not cam['fixed']]
         self._bodies = np.asarray(self.dynamic_bodies, dtype=np.intp)
+        self._parents = np.asarray(model.body_parentid[self._bodies], dtype=np.intp)
         self._cams = np.asarray(self.tracking_cameras, dtype=np.intp)
-        # every frame /tf carries, all straight under the world frame
+        # every frame /tf carries, and the frame each is published against
         self.moving_frames = [self.body_frames[b] for b in self.dynamic_bodies] + [
             cam['frame'] for cam in self.cameras.values() if not cam['fixed']]
-        self._dynamic_msgs = [self._transform(world, f) for f in self.moving_frames]
+        self.moving_parents = [self.body_frames[p] for p in self._parents] + [
+            world for cam in self.cameras.values() if not cam['fixed']]
+        self._dynamic_msgs = [self._transform(parent, f)
+                              for parent, f in zip(self.moving_parents, self.moving_frames)]
         self._cam_quat = np.empty((len(self._cams), 4))
+
+    def parent_of(self, frame):
+        """The frame ``frame`` is published against (its parent in the tree)."""
+        if frame in self.moving_frames:
+            return self.moving_parents[self.moving_frames.index(frame)]
+        b = self.body_frames.index(frame)
+        return self.body_frames[self.model.body_parentid[b]] if b else None
 
     def optical_frame(self, camera):
         return self.cameras[camera]['frame']
@@ -73,13 +84,13 @@ class FrameTree:
         return t
 
     def static_transforms(self, snapshot, stamp):
-        """Bodies welded to the world, and fixed cameras' optical frames on their body."""
+        """Bodies fixed to their parent, and fixed cameras' optical frames on their body."""
         out = []
-        for b in self.static_bodies:
-            t = self._transform(self.world, self.body_frames[b])
-            t.header.stamp = stamp
-            out.append(self._pose(t, snapshot.xpos[b], snapshot.xquat[b]))
         m = self.model
+        for b in self.static_bodies:
+            t = self._transform(self.body_frames[m.body_parentid[b]], self.body_frames[b])
+            t.header.stamp = stamp
+            out.append(self._pose(t, m.body_pos[b], m.body_quat[b]))
         for cam in self.cameras.values():
             if not cam['fixed']:
                 continue
@@ -90,8 +101,10 @@ class FrameTree:
         return out
 
     def moving_poses(self, snapshot):
-        """World positions (n, 3) and quaternions (n, 4, w first) of ``moving_frames``."""
-        pos, quat = snapshot.xpos[self._bodies], snapshot.xquat[self._bodies]
+        """Positions (n, 3) and quaternions (n, 4, w first) of ``moving_frames``, each in
+        its ``moving_parents`` frame."""
+        pos, quat = df.relative_poses(snapshot.xpos, snapshot.xquat, self._bodies,
+                                      self._parents)
         if not len(self._cams):
             return pos, quat
         for i, c in enumerate(self._cams):
@@ -101,7 +114,7 @@ class FrameTree:
                 np.concatenate([quat, self._cam_quat]))
 
     def dynamic_transforms(self, snapshot, stamp):
-        """world -> every moving frame; the message objects are reused between calls."""
+        """parent -> every moving frame; the message objects are reused between calls."""
         pos, quat = self.moving_poses(snapshot)
         for t, p, q in zip(self._dynamic_msgs, pos, quat):
             t.header.stamp = stamp
