@@ -17,12 +17,16 @@ bounds it); ``velocity`` from a velocity actuator's control range or ``velocity_
 (MuJoCo has no joint velocity limit; 0 = unknown, which MoveIt's joint_limits.yaml then
 has to give, as for a real arm).
 
-Geometry: a visual for each geom MuJoCo's viewer shows by default (groups 0-2), a
-collision for each geom that collides (contype or conaffinity). Sphere, box and cylinder
-map directly; a capsule is its cylinder plus two end spheres; a plane is a thin box; an
-ellipsoid is a unit sphere mesh scaled; meshes are written once as binary STL (from the
-compiled ``mesh_vert``/``mesh_face``, already scaled and centred as the geom expects) into
-``mesh_dir`` and referenced by ``file://``. Height fields and SDFs are left out.
+Inertia: each body's mass, centre of mass and principal inertia, so a MuJoCo model built
+back from this URDF has the same dynamics. Geometry: a visual for each geom MuJoCo's viewer
+shows by default (groups 0-2), a collision for each geom that collides (contype or
+conaffinity). Sphere, box and cylinder map directly; a capsule is its cylinder plus two end
+spheres; a plane is a thin box; an ellipsoid is a unit sphere mesh scaled; meshes are
+written once as binary STL (from the compiled ``mesh_vert``/``mesh_face``, already scaled
+and centred as the geom expects) into ``mesh_dir`` and referenced by ``file://``. Height
+fields and SDFs are left out, and so are the world body's own geoms (floor, walls): they
+are the scene, not the robot, and a floor inside the robot would be a collision object to
+MoveIt; ``scene_markers`` shows them.
 """
 
 import hashlib
@@ -163,6 +167,17 @@ def _shapes(model, g, meshes):
     return []
 
 
+def _inertial(model, b):
+    """Mass, centre of mass and principal inertia (rotated by ``body_iquat``) of a body."""
+    if model.body_mass[b] <= 0:
+        return []
+    return [f'    <inertial>{_origin(model.body_ipos[b], model.body_iquat[b])}'
+            f'<mass value="{_f(model.body_mass[b])}"/>'
+            f'<inertia ixx="{_f(model.body_inertia[b][0])}" ixy="0" ixz="0" '
+            f'iyy="{_f(model.body_inertia[b][1])}" iyz="0" '
+            f'izz="{_f(model.body_inertia[b][2])}"/></inertial>']
+
+
 def _rgba(model, g):
     mat = model.geom_matid[g]
     return model.mat_rgba[mat] if mat >= 0 else model.geom_rgba[g]
@@ -226,7 +241,7 @@ def urdf_from_model(model, name=None, prefix='', world='world', mesh_dir=None,
     frames = body_frame_names(model, prefix, world)
     meshes = _Meshes(model, mesh_dir)
     robot = name or model.names[:model.names.index(b'\0')].decode() or 'mujoco'
-    links = {0: _geoms(model, 0, meshes)}
+    links = {0: []}        # the world body's geoms are the scene, not the robot
     extra_links, joints = [], []
     identity = (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
 
@@ -236,7 +251,7 @@ def urdf_from_model(model, name=None, prefix='', world='world', mesh_dir=None,
                       f'{_origin(pos, quat)}</joint>')
 
     for b in range(1, model.nbody):
-        links[b] = _geoms(model, b, meshes)
+        links[b] = _inertial(model, b) + _geoms(model, b, meshes)
         parent, child = frames[model.body_parentid[b]], frames[b]
         pending = (model.body_pos[b].copy(), model.body_quat[b].copy())
         current = parent

@@ -8,12 +8,63 @@ description they already know. Meshes can be large, so the URDF is built off the
 path and published once it is ready (latched: late subscribers get it too).
 """
 
+import os
 import threading
+import time
 
 from std_msgs.msg import String
 
 from .streams import TF_STATIC_QOS
+from ...description.urdf_in import is_urdf, model_from_urdf
 from ...description.urdf_out import urdf_from_model
+from ...errors import ConfigError
+
+TOPIC_WAIT_S = 30.0
+
+
+def read_robot_description(node, value):
+    """(URDF text, base folder for relative meshes) of the ``robot_description`` parameter:
+    the text itself, a .urdf file, or ``topic``: the first message on the latched
+    ``robot_description`` (robot_state_publisher's), waited for at start."""
+    value = value.strip()
+    if not value:
+        return None, None
+    if value != 'topic':
+        if is_urdf(value):
+            return value, None
+        with open(value, encoding='utf-8') as handle:
+            return handle.read(), os.path.dirname(os.path.abspath(value))
+    from rclpy.executors import SingleThreadedExecutor
+    got = []
+    sub = node.create_subscription(String, 'robot_description', got.append, TF_STATIC_QOS)
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    try:
+        end = time.monotonic() + TOPIC_WAIT_S
+        while not got and time.monotonic() < end and node.context.ok():
+            executor.spin_once(timeout_sec=0.1)
+    finally:
+        executor.remove_node(node)
+        executor.shutdown()
+        node.destroy_subscription(sub)
+    if not got:
+        raise ConfigError(f'no robot_description message within {TOPIC_WAIT_S:g} s; start '
+                          'robot_state_publisher with the URDF, or pass the URDF itself',
+                          where='parameter robot_description')
+    return got[0].data, None
+
+
+def model_from_parameters(node, p):
+    """(URDF text or None, MJCF path or None, republish?) from robot_description/scene."""
+    text, base = read_robot_description(node, p.robot_description)
+    if text is None:
+        return None, None, True
+    roots = [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
+    path, notes = model_from_urdf(text, scene=p.scene or None, package_roots=roots,
+                                  base_dir=base)
+    for note in notes:
+        node.get_logger().info(f'robot_description: {note}')
+    return text, path, p.robot_description.strip() != 'topic'
 
 
 class DescriptionPublisher:

@@ -30,6 +30,14 @@ def _existing_file(path):
     return path
 
 
+def _robot_description(value):
+    text = value.strip()
+    if text and text != 'topic' and not text.startswith('<') and not os.path.isfile(text):
+        raise ValueError("expected URDF text, a .urdf file or 'topic', got a path that does "
+                         f'not exist: {text[:200]}')
+    return value
+
+
 def _frame(value):
     if any(c.isspace() for c in value):
         raise ValueError(f'a frame name cannot contain spaces, got {value!r}')
@@ -48,6 +56,12 @@ TABLE = ParameterTable([
     Param('model', 'string', '', 'MJCF path. Overrides the model the device file names; with '
           'no device file the device is built zero-config from the model.',
           check=_existing_file),
+    Param('robot_description', 'string', '', 'URDF to simulate instead of an MJCF model: the '
+          "text the real arm's launch passes robot_state_publisher, a .urdf path, or 'topic' "
+          'to take it from the latched robot_description topic. Actuators come from its '
+          '<ros2_control> command interfaces.', check=_robot_description),
+    Param('scene', 'string', '', 'MJCF scene the URDF robot is attached to (empty: a floor, a '
+          'light and an overview camera).', check=_existing_file),
     Param('keyframe', 'string', '', 'Keyframe to start from and reset to (empty: the device '
           "file's, else none)."),
     Param('real_time_factor', 'double', 1.0, 'Simulated seconds per wall second; 0 runs as '
@@ -165,8 +179,17 @@ def builtin_device_file():
     return path
 
 
-def device_arguments(p):
-    """SimParams -> (device_file, model) for ``Device`` following the documented rules."""
+def device_arguments(p, urdf_model=None):
+    """SimParams -> (device_file, model) for ``Device`` following the documented rules;
+    ``urdf_model`` is the MJCF built from ``robot_description``."""
+    if urdf_model:
+        if p.model:
+            raise ConfigError('give model (MJCF) or robot_description (URDF), not both',
+                              where='parameter robot_description')
+        return (p.device_file or None), urdf_model
+    if p.scene:
+        raise ConfigError('scene places a robot_description (URDF); for an MJCF model '
+                          'include the scene in the model file', where='parameter scene')
     if not p.device_file and not p.model:
         from ...menagerie import bench_arm_path
         return builtin_device_file(), bench_arm_path()

@@ -29,7 +29,7 @@ from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .control import Control  # noqa: E402
 from ..run import run_node  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
-from .description import DescriptionPublisher  # noqa: E402
+from .description import DescriptionPublisher, model_from_parameters  # noqa: E402
 from .tf import FrameTree  # noqa: E402
 from ...sim.device import Device  # noqa: E402
 from ...errors import ConfigError  # noqa: E402
@@ -44,7 +44,8 @@ class SimNode(Node):
         self.description = self.urdf_text = None
         self.p = self._declare_all()
         fastpath.configure(self.p.fast_paths)     # before the device starts its threads
-        device_file, model = P.device_arguments(self.p)
+        self.urdf_text, urdf_model, self.republish = model_from_parameters(self, self.p)
+        device_file, model = P.device_arguments(self.p, urdf_model)
         self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
                              real_time_factor=self.p.real_time_factor,
                              start_paused=self.p.start_paused)
@@ -105,7 +106,7 @@ class SimNode(Node):
         self.control = Control(self, device)
         self.description = (DescriptionPublisher(self, device.model, self.frames,
                                                  self.urdf_text)
-                            if p.publish_robot_description else None)
+                            if p.publish_robot_description and self.republish else None)
         # Parts log as they come up; a typo found by the check below must still be the one
         # line the user sees, so their start-up info waits for the check to pass.
         level = log.get_effective_level()
