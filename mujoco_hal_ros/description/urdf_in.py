@@ -10,7 +10,9 @@ prepares the URDF for it and adds what URDF leaves out:
   the shape, and rviz draws the original URDF anyway.
 - The importer's ``<mujoco>`` extension tag is honoured; where it leaves them unset, links
   on fixed joints are kept (``fusestatic="false"``, so every URDF link is a body and a TF
-  frame of the same name), visual geoms are kept and mesh paths are not stripped.
+  frame of the same name), visual geoms are kept and mesh paths are not stripped; inertias
+  are balanced and bounded below, and a tensor that is not positive definite (common in
+  real packages) is replaced by the nearest one that is, with a note.
 - Actuators come from the ``<ros2_control>`` command interfaces, one per joint, as the
   real hardware exposes them: ``position`` -> a position servo (``kp`` from the interface's
   ``<param name="kp">`` or a stiffness that reaches the joint's effort limit at
@@ -40,12 +42,16 @@ import mujoco
 import numpy as np
 
 from ..errors import ModelError
+from .urdf_out import write_stl
 
 DEFAULT_ERROR = 0.05       # rad or m of error at which a position servo gives full effort
 DEFAULT_KP = 100.0         # when the URDF gives no effort limit
 DEFAULT_KV = 10.0
 READABLE_MESHES = ('.stl', '.obj', '.msh')
 COMMAND_KINDS = ('position', 'velocity', 'effort')
+MIN_MASS = 1e-6            # kg and kg m^2: what a massless URDF link gets (boundmass/...)
+MIN_INERTIA = 1e-9
+MAX_STL_FACES = 200000     # MuJoCo's STL decoder limit
 
 
 def default_cache_dir():
@@ -84,6 +90,75 @@ def resolve_uri(uri, package_roots=(), base_dir=None):
     return uri if os.path.isabs(uri) or base_dir is None else os.path.join(base_dir, uri)
 
 
+def _is_ascii_stl(path, head):
+    """ASCII STL starts with 'solid' and is not sized as the binary count says (some
+    binary exporters also write 'solid' into the header)."""
+    if not head.startswith(b'solid') or len(head) < 84:
+        return False
+    return os.path.getsize(path) != 84 + 50 * int.from_bytes(head[80:84], 'little')
+
+
+def _ascii_stl_to_binary(path, cache_dir):
+    """A binary copy of an ASCII STL (MuJoCo's decoder reads binary only), in the cache."""
+    with open(path, encoding='ascii', errors='replace') as handle:
+        corners = [[float(v) for v in line.split()[1:4]] for line in handle
+                   if line.strip().startswith('vertex')]
+    vertices = np.asarray(corners, float).reshape(-1, 3)
+    out = os.path.join(cache_dir, 'meshes', hashlib.sha1(vertices.tobytes()).hexdigest()[:16]
+                       + '.stl')
+    if not os.path.exists(out):
+        write_stl(out, vertices, np.arange(len(vertices)).reshape(-1, 3))
+    return out
+
+
+def _readable(path, cache_dir):
+    """(path MuJoCo can load, '') or (None, why it cannot)."""
+    if os.path.splitext(path)[1].lower() not in READABLE_MESHES:
+        return None, 'MuJoCo reads STL, OBJ and MSH'
+    if path.lower().endswith('.stl'):
+        try:
+            with open(path, 'rb') as handle:
+                head = handle.read(84)
+            if _is_ascii_stl(path, head):
+                path = _ascii_stl_to_binary(path, cache_dir)
+                with open(path, 'rb') as handle:
+                    head = handle.read(84)
+        except (OSError, ValueError) as err:
+            return None, f'cannot read it: {err}'
+        faces = int.from_bytes(head[80:84], 'little') if len(head) == 84 else 0
+        if not 0 < faces <= MAX_STL_FACES:
+            return None, f'{faces} faces, MuJoCo takes 1 to {MAX_STL_FACES}'
+    return path, ''
+
+
+def _fix_inertia(link, notes):
+    """Real description packages carry inertias MuJoCo refuses (not positive definite,
+    zero, or principal moments breaking A + B >= C): replace the tensor by a valid one
+    near it (eigenvalues clipped to MIN_INERTIA, the two smaller raised to half the
+    largest where needed). Written into the URDF, so the saved MJCF loads as it is."""
+    inertia = link.find('inertial/inertia')
+    if inertia is None:
+        return
+    keys = ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')
+    try:
+        v = {k: float(inertia.get(k, 0.0)) for k in keys}
+    except ValueError:
+        return
+    m = np.array([[v['ixx'], v['ixy'], v['ixz']], [v['ixy'], v['iyy'], v['iyz']],
+                  [v['ixz'], v['iyz'], v['izz']]])
+    w, vecs = np.linalg.eigh(m)                      # ascending
+    if np.all(w > MIN_INERTIA) and w[0] + w[1] >= w[2] * (1 + 1e-9):
+        return
+    w = np.maximum(w, MIN_INERTIA)
+    if w[0] + w[1] < w[2] * (1 + 1e-9):              # no rigid body has that: raise the two
+        w[0] = w[1] = max(w[1], 0.5 * w[2] * (1 + 1e-6))
+    fixed = vecs @ np.diag(w) @ vecs.T
+    for k, (i, j) in zip(keys, ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))):
+        inertia.set(k, repr(float(fixed[i, j])))
+    notes.append(f'{link.get("name")}: inertia is no rigid body\'s (not positive definite '
+                 'or A + B < C): replaced by the nearest valid one')
+
+
 def ros2_control_joints(root):
     """joint -> {'kind': first command interface, 'params': {...}} from ``<ros2_control>``."""
     out = {}
@@ -99,7 +174,7 @@ def ros2_control_joints(root):
     return out
 
 
-def _prepare(root, package_roots, base_dir, notes):
+def _prepare(root, package_roots, base_dir, cache_dir, notes):
     """Resolve meshes, drop what MuJoCo cannot read, set the importer's defaults."""
     for link in root.findall('link'):
         for tag in ('visual', 'collision'):
@@ -107,13 +182,15 @@ def _prepare(root, package_roots, base_dir, notes):
                 mesh = elem.find('geometry/mesh')
                 if mesh is None:
                     continue
-                path = resolve_uri(mesh.get('filename', ''), package_roots, base_dir)
-                if os.path.splitext(path)[1].lower() not in READABLE_MESHES:
-                    notes.append(f'{link.get("name")}: {tag} mesh {os.path.basename(path)} '
-                                 'left out (MuJoCo reads STL, OBJ and MSH)')
+                given = resolve_uri(mesh.get('filename', ''), package_roots, base_dir)
+                path, why = _readable(given, cache_dir)
+                if why:
+                    notes.append(f'{link.get("name")}: {tag} mesh {os.path.basename(given)} '
+                                 f'left out ({why})')
                     link.remove(elem)
                     continue
                 mesh.set('filename', path)
+        _fix_inertia(link, notes)
     for tag in ('ros2_control', 'gazebo', 'transmission'):
         for elem in root.findall(tag):
             root.remove(elem)
@@ -124,7 +201,8 @@ def _prepare(root, package_roots, base_dir, notes):
     if compiler is None:
         compiler = ET.SubElement(ext, 'compiler')
     for key, value in (('fusestatic', 'false'), ('discardvisual', 'false'),
-                       ('strippath', 'false')):
+                       ('strippath', 'false'), ('balanceinertia', 'true'),
+                       ('boundmass', str(MIN_MASS)), ('boundinertia', str(MIN_INERTIA))):
         compiler.attrib.setdefault(key, value)
 
 
@@ -177,6 +255,31 @@ def _add_actuators(spec, model, commands, limits):
         if effort:
             act.forcerange = [-effort, effort]
             act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+
+
+def _compile_lenient(spec, notes):
+    """Compile; a mesh too thin for a volume (a flat plate) gets shell inertia instead."""
+    try:
+        return spec.compile()
+    except ValueError as err:
+        if 'volume is too small' not in str(err):
+            raise
+    for mesh in spec.meshes:
+        mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL
+    notes.append('meshes too thin for a volume: shell inertia for the geoms')
+    return spec.compile()
+
+
+def _with_balanced_inertia(xml):
+    """MjSpec.to_xml leaves ``balanceinertia`` out of <compiler>; the inertias a URDF
+    without <inertial> gets from its meshes can need it, so it goes back in."""
+    root = ET.fromstring(xml)
+    compiler = root.find('compiler')
+    if compiler is None:
+        compiler = ET.Element('compiler')
+        root.insert(0, compiler)
+    compiler.set('balanceinertia', 'true')
+    return ET.tostring(root, encoding='unicode')
 
 
 def _add_home(spec):
@@ -243,18 +346,27 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
     notes = []
     commands = ros2_control_joints(root)
     limits = _urdf_limits(root)
-    _prepare(root, tuple(package_roots), base_dir, notes)
+    folder = cache_dir or default_cache_dir()
+    _prepare(root, tuple(package_roots), base_dir, folder, notes)
     try:
         robot = mujoco.MjSpec.from_string(ET.tostring(root, encoding='unicode'))
-        model = robot.compile()
+        # the URDF's <compiler> applies while parsing; these must hold for every compile
+        robot.compiler.balanceinertia = True
+        robot.compiler.boundmass = max(robot.compiler.boundmass, MIN_MASS)
+        robot.compiler.boundinertia = max(robot.compiler.boundinertia, MIN_INERTIA)
+        model = _compile_lenient(robot, notes)
     except Exception as err:  # noqa: BLE001 - MuJoCo's importer raises ValueError and more
         raise ModelError(f'MuJoCo could not import the URDF: {err}',
                          where='robot_description') from None
     if gravcomp:
         for body in robot.bodies[1:]:
             body.gravcomp = 1.0
-    _add_actuators(robot, model, commands, limits)
-    _add_home(robot)
+    try:
+        _add_actuators(robot, model, commands, limits)
+        _add_home(robot)
+    except ValueError as err:
+        raise ModelError(f'the model built from the URDF does not compile: {err}',
+                         where='robot_description') from None
     if scene:
         try:
             spec = mujoco.MjSpec.from_file(scene)
@@ -271,11 +383,10 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
         spec.compile()
         with warnings.catch_warnings():
             warnings.filterwarnings('ignore', message='Attaching a spec with an empty prefix')
-            xml = spec.to_xml()
+            xml = _with_balanced_inertia(spec.to_xml())
     except Exception as err:  # noqa: BLE001
         raise ModelError(f'the model built from the URDF does not compile: {err}',
                          where='robot_description') from None
-    folder = cache_dir or default_cache_dir()
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, hashlib.sha1(xml.encode()).hexdigest()[:16] + '.xml')
     if not os.path.exists(path):

@@ -132,24 +132,66 @@ def test_bad_input_is_refused_saying_what_to_do(tmp_path):
         _load(bad, tmp_path)
 
 
-def test_example_robot_data_panda_imports_when_installed(tmp_path):
-    """A real description package's URDF (package:// meshes, COLLADA visuals)."""
-    try:
-        import example_robot_data  # noqa: F401
-    except ImportError:
+def _example_robot_data_share():
+    """<site-packages>/cmeel.prefix/share of the example-robot-data wheel, or None."""
+    import sys
+    for base in sys.path:
+        share = os.path.join(base or '.', 'cmeel.prefix', 'share')
+        if os.path.isdir(os.path.join(share, 'example-robot-data', 'robots')):
+            return share
+    return None
+
+
+@pytest.mark.parametrize('robot, urdf, actuators', [
+    ('panda_description', 'panda.urdf', 9),
+    ('ur_description', 'ur5_robot.urdf', 6),
+])
+def test_real_description_packages_import(robot, urdf, actuators, tmp_path):
+    """Description packages' own URDFs (package:// meshes, COLLADA visuals) from the
+    example-robot-data wheel; their package root is the wheel's share folder."""
+    share = _example_robot_data_share()
+    if share is None:
         pytest.skip('example-robot-data is not installed (pip install example-robot-data)')
-    import importlib.util
-    spec = importlib.util.find_spec('cmeel')
-    prefix = None
-    for base in (os.path.dirname(os.path.dirname(example_robot_data.__file__)),):
-        for up in range(5):
-            cand = os.path.join(base, *(['..'] * up), 'cmeel.prefix', 'share')
-            if os.path.isdir(os.path.join(cand, 'example-robot-data')):
-                prefix = os.path.abspath(cand)
-    if prefix is None:
-        pytest.skip(f'example-robot-data share folder not found ({spec})')
-    path = os.path.join(prefix, 'example-robot-data', 'robots', 'panda_description', 'urdf',
-                        'panda.urdf')
+    path = os.path.join(share, 'example-robot-data', 'robots', robot, 'urdf', urdf)
     with open(path, encoding='utf-8') as handle:
-        model, notes = _load(handle.read(), tmp_path, package_roots=[prefix])
-    assert model.nu == 9 and notes
+        model, notes = _load(handle.read(), tmp_path, package_roots=[share])
+    assert model.nu == actuators and model.nmesh > 0
+    assert any('.dae left out' in n for n in notes)    # COLLADA visuals, noted
+
+
+def test_every_example_robot_data_urdf_imports(tmp_path):
+    """All of the wheel's URDFs (arms, hands, quadrupeds, humanoids): bad inertias, ASCII
+    STL and missing inertials are what real packages carry."""
+    import glob
+    share = _example_robot_data_share()
+    if share is None:
+        pytest.skip('example-robot-data is not installed (pip install example-robot-data)')
+    paths = sorted(glob.glob(os.path.join(share, 'example-robot-data', 'robots', '*', '*',
+                                          '*.urdf')))
+    assert len(paths) > 30
+    for path in paths:
+        with open(path, encoding='utf-8') as handle:
+            _load(handle.read(), tmp_path, package_roots=[share],
+                  base_dir=os.path.dirname(path))
+
+
+def test_ascii_stl_and_impossible_inertia_are_repaired(tmp_path):
+    stl = tmp_path / 'tri.stl'
+    stl.write_text('solid t\n facet normal 0 0 1\n  outer loop\n   vertex 0 0 0\n'
+                   '   vertex 0.1 0 0\n   vertex 0 0.1 0\n  endloop\n endfacet\n'
+                   ' facet normal 0 0 1\n  outer loop\n   vertex 0 0 0\n   vertex 0 0 0.1\n'
+                   '   vertex 0.1 0 0\n  endloop\n endfacet\nendsolid t\n')
+    text = f"""<robot name="r">
+      <link name="base"/>
+      <link name="arm"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0"
+        iyy="0.1" iyz="0" izz="-0.1"/></inertial>
+        <visual><geometry><mesh filename="file://{stl}"/></geometry></visual></link>
+      <joint name="j" type="revolute"><parent link="base"/><child link="arm"/>
+        <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="5" velocity="1"/></joint>
+    </robot>"""
+    model, notes = _load(text, tmp_path)
+    assert model.nmesh == 1
+    assert any('inertia is no rigid body' in n for n in notes)
+    i = model.body_inertia[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, 'arm')]
+    s = np.sort(i)
+    assert s[0] > 0 and s[0] + s[1] >= s[2] * (1 - 1e-9)
