@@ -59,13 +59,6 @@ class FrameTree:
                               for parent, f in zip(self.moving_parents, self.moving_frames)]
         self._cam_quat = np.empty((len(self._cams), 4))
 
-    def parent_of(self, frame):
-        """The frame ``frame`` is published against (its parent in the tree)."""
-        if frame in self.moving_frames:
-            return self.moving_parents[self.moving_frames.index(frame)]
-        b = self.body_frames.index(frame)
-        return self.body_frames[self.model.body_parentid[b]] if b else None
-
     def optical_frame(self, camera):
         return self.cameras[camera]['frame']
 
