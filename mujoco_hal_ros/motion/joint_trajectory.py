@@ -23,6 +23,7 @@ from ..config import limits
 from ..checks import finite_number, unique_names
 from ..errors import (ConfigError, DeviceError, InvalidArgument, LimitExceeded, UnknownName,
                       shorten)
+from .gripper import finger_joints
 from .trajectory import Plan
 
 SAMPLES_PER_SEGMENT = 48      # spline samples per segment when checking limits between points
@@ -50,7 +51,8 @@ def trajectory_joints(layout):
 
 
 def controller_joints(layout, names=None, where='joints'):
-    """The joints a trajectory controller owns: ``names`` checked, else every driven joint.
+    """The joints a trajectory controller owns: ``names`` checked, else every driven joint
+    that is not a finger (``gripper.finger_joints``), as a real arm's arm_controller.
 
     A real controller's ``joints`` list names joints of the URDF; here each must also be
     driven by a position goal channel, or a trajectory could never move it.
@@ -60,7 +62,9 @@ def controller_joints(layout, names=None, where='joints'):
         if not by_joint:
             raise ConfigError('no goal channel drives a joint to a position, so there is '
                               'nothing a joint trajectory could move', where=where)
-        return list(by_joint)
+        # zero-config: the arm, not the fingers (those are gripper_controller's)
+        fingers = {layout.joints[j] for j in finger_joints(layout.model)}
+        return [j for j in by_joint if j not in fingers] or list(by_joint)
     out = []
     for name in names:
         if name not in by_joint:

@@ -47,6 +47,11 @@ SIM_ARGS = {
     'controllers_file': ('', 'ros2_control controller config (YAML) of the real arm; sim_node '
                          'serves its arm_controller the same way (see '
                          'config/arm_controller_swap.yaml).'),
+    'robot_description': ('', 'URDF to simulate instead of MJCF: a .urdf file, the URDF '
+                          'text (e.g. xacro output), or "topic" (robot_state_publisher\'s).'),
+    'scene': ('', 'MJCF scene the URDF robot is placed in; empty: floor, light, camera.'),
+    'publish_tf': (_node_default('publish_tf'), 'Publish the body tree on /tf; false when '
+                   'your robot_state_publisher does.'),
 }
 
 BRINGUP_ARGS = dict(SIM_ARGS, **{
@@ -118,11 +123,18 @@ def sim_parameters(args):
               'publish_clock': as_bool('publish_clock', a['publish_clock']),
               'log_summary': as_bool('log_summary', a['log_summary']),
               'frame_prefix': prefix}
+    if not as_bool('publish_tf', a['publish_tf']):
+        params['publish_tf'] = False
     if params['publish_rate'] <= 0:
         raise ConfigError('must be above 0', where='launch argument publish_rate')
-    for key in ('device_file', 'model', 'controllers_file'):
+    for key in ('device_file', 'model', 'controllers_file', 'scene'):
         if a[key].strip():
             params[key] = os.path.expanduser(a[key].strip())
+    description = a['robot_description'].strip()
+    if description:
+        is_text = description.startswith('<') or description == 'topic'
+        params['robot_description'] = description if is_text else os.path.expanduser(
+            description)
     return params
 
 
@@ -188,12 +200,15 @@ def rviz_config(ns, share_dir, out_dir=None, image=BUILTIN_IMAGE):
     return path
 
 
-def rviz_node(args, share_dir):
+def rviz_node(args, share_dir, use_sim_time=True):
+    """rviz2 on the simulated clock when the simulation runs: /tf and images are stamped
+    with simulated time, and rviz on wall time would drop them as too old."""
     a = _with_defaults(args)
     if not as_bool('rviz', a['rviz']):
         return None
     ns = namespace(a['namespace'])
     return {'package': 'rviz2', 'executable': 'rviz2', 'name': 'rviz2', 'output': 'screen',
+            'parameters': [{'use_sim_time': bool(use_sim_time)}],
             'arguments': ['-d', rviz_config(ns, share_dir, image=rviz_image(args))]}
 
 
@@ -207,6 +222,7 @@ def sim_launch(args, share_dir):
 def bringup_launch(args, share_dir):
     """Everything bringup.launch.py starts: the simulated or the real device, same names."""
     a = _with_defaults(args)
-    device = sim_node(args) if as_bool('use_sim', a['use_sim']) else driver_node(args)
-    rviz = rviz_node(args, share_dir)
+    use_sim = as_bool('use_sim', a['use_sim'])
+    device = sim_node(args) if use_sim else driver_node(args)
+    rviz = rviz_node(args, share_dir, use_sim_time=use_sim)
     return [device] + ([rviz] if rviz else [])

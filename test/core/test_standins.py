@@ -63,3 +63,33 @@ def test_plain_colcon_build_in_a_workspace_finds_only_the_package(tmp_path):
                          capture_output=True, text=True, timeout=120, cwd=tmp_path / 'ws')
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ['mujoco_hal_ros']
+
+
+def test_set_up_reads_the_decision_whole_before_matching():
+    # `standins.py | grep -q` under pipefail races: grep exits at the first match, Python
+    # dies of EPIPE (PYTHONUNBUFFERED=1 makes it likely) and a missing package reads as real.
+    with open(os.path.join(ROOT, 'scripts', 'setup.sh'), encoding='utf-8') as handle:
+        setup = handle.read()
+    assert 'standins.py |' not in setup
+    assert 'needed_standins=$(python scripts/standins.py)' in setup
+    assert 'scripts/check_interfaces.py' in setup
+
+
+def test_the_decision_is_the_same_under_a_closed_pipe_and_unbuffered_output(tmp_path):
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(empty), PYTHONUNBUFFERED='1')
+    script = (f'set -o pipefail; needed=$("{sys.executable}" "{SCRIPT}"); '
+              f'grep -qx -e "{ROOT}/standins/control_msgs" <<<"$needed"')
+    for _ in range(10):
+        assert subprocess.run(['bash', '-c', script], env=env, timeout=60).returncode == 0
+
+
+def test_set_up_fails_loudly_when_an_interface_is_missing(tmp_path):
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    check = os.path.join(ROOT, 'scripts', 'check_interfaces.py')
+    out = subprocess.run([sys.executable, '-S', check], env=dict(os.environ, PYTHONPATH=''),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert 'missing interface control_msgs.action' in out.stderr

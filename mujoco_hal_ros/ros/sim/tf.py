@@ -1,20 +1,24 @@
-"""TF frames of a model: ``world_frame`` -> every body, and each camera's optical frame.
+"""TF frames of a model: the body tree (parent -> child), and each camera's optical frame.
 
-The tree is flat (every body straight under the world frame) because MuJoCo already gives
-world poses (``xpos``/``xquat``) in every snapshot: no URDF, no robot_state_publisher,
-no chance of a chain disagreeing with the physics. Bodies welded to the world go to
-``/tf_static`` once; so do optical frames of fixed cameras, relative to their body.
-Cameras that track a body (MuJoCo camera modes other than fixed) move with the state:
-their optical frames go on ``/tf`` with the moving bodies, whether or not anyone watches
-their images.
+The tree follows MuJoCo's body tree under the frame names the generated URDF uses
+(``description.frames``), so rviz's RobotModel and MoveIt find every link, and a real
+arm's robot_state_publisher publishes the same edges. The poses still come from the
+physics: each is the body's pose in its parent's, computed from the snapshot's world
+poses, so no chain can disagree with MuJoCo. A body with no joint (welded to its parent,
+a URDF fixed joint) goes to ``/tf_static`` once, relative to its parent. A floating base
+(free joint) hangs from its parent, the world frame. With ``bodies=False``
+(``publish_tf:=false``) no body is published: a robot_state_publisher fed the
+robot_description owns those; the cameras' optical frames stay ours. Cameras that track a
+body (MuJoCo camera modes other than fixed) move with the state: their optical frames go
+on ``/tf`` under the world frame, whether or not anyone watches their images; fixed
+cameras' go on ``/tf_static``, relative to their body.
 
 A floating-base robot (a root body on a free joint with joints below it: Go1, Spot) is
-published as REP-105 and robot_state_publisher would have it: ``world -> odom`` static
-identity, ``odom -> <base body>`` on ``/tf`` (the simulated odometry is exact, so odom
-never drifts from the world), and every other body of that robot under the base, flat.
-So rviz's fixed frame may be ``odom`` or the base, and nav2 finds the ``odom -> base``
-it expects. ``odom_frame:=''`` keeps the flat tree. Anything else (free objects, other
-robots, tracking cameras) stays under the world frame.
+published as REP-105 has it: ``world -> odom`` static identity and ``odom -> <base body>``
+on ``/tf`` (the simulated odometry is exact, so odom never drifts from the world); the
+rest of that robot hangs from the base as its body tree says. So rviz's fixed frame may be
+``odom`` or the base, and nav2 finds the ``odom -> base`` it expects. ``odom_frame:=''``
+hangs the base from the world frame. Free objects stay under the world frame.
 """
 
 from geometry_msgs.msg import TransformStamped
@@ -22,14 +26,11 @@ import mujoco
 import numpy as np
 
 from .. import conversions as cv
+from ...description import frames as df
 
 # Quaternion (w, x, y, z) of OPTICAL_FROM_MUJOCO = diag(1, -1, -1): 180 degrees about x.
 Q_OPTICAL = np.array([0.0, 1.0, 0.0, 0.0])
 OPTICAL_AXES = np.array([1.0, -1.0, -1.0])     # the same, on a rotation matrix's columns
-
-
-def _name(model, objtype, i, fallback):
-    return mujoco.mj_id2name(model, objtype, i) or f'{fallback}{i}'
 
 
 def floating_base(model):
@@ -50,47 +51,21 @@ def floating_base(model):
     return None
 
 
-def relative_poses(base_pos, base_quat, pos, quat):
-    """Poses (n, 3) and (n, 4, w first) in the frame of the base pose, all in numpy."""
-    w, v = base_quat[0], -np.asarray(base_quat[1:])          # the base's inverse rotation
-    mat = np.empty(9)
-    mujoco.mju_quat2Mat(mat, np.asarray(base_quat, dtype=np.float64))
-    rel_pos = (pos - base_pos) @ mat.reshape(3, 3)
-    qw, qv = quat[:, 0], quat[:, 1:]
-    rel_quat = np.empty_like(quat)
-    rel_quat[:, 0] = w * qw - qv @ v
-    rel_quat[:, 1:] = w * qv + np.outer(qw, v) + np.cross(v, qv)
-    return rel_pos, rel_quat
-
-
 class FrameTree:
-    """Frame names and which transforms are static, decided once per model."""
+    """Frame names, each frame's parent and which transforms are static, decided once."""
 
-    def __init__(self, model, prefix='', world='world', odom='odom'):
+    def __init__(self, model, prefix='', world='world', odom='odom', bodies=True):
         self.model = model
         self.prefix = prefix
         self.world = world
-        self.body_frames = [world] + [
-            prefix + _name(model, mujoco.mjtObj.mjOBJ_BODY, b, 'body')
-            for b in range(1, model.nbody)]
-        root_mocap = model.body_mocapid[model.body_rootid]
-        static = (model.body_weldid == 0) & (root_mocap < 0)
-        self.static_bodies = [b for b in range(1, model.nbody) if static[b]]
-        self.dynamic_bodies = [b for b in range(1, model.nbody) if not static[b]]
-        # REP-105 for a floating base: world -> odom (static) -> base -> its robot's bodies
-        self.base = floating_base(model) if odom else None
+        self.body_frames = df.body_frame_names(model, prefix, world)
+        static = df.fixed_to_parent(model)
+        every = range(1, model.nbody) if bodies else ()
+        self.static_bodies = [b for b in every if static[b]]
+        self.dynamic_bodies = [b for b in every if not static[b]]
+        # REP-105 for a floating base: world -> odom (static) -> base -> its body tree
+        self.base = floating_base(model) if odom and bodies else None
         self.odom = prefix + odom if self.base is not None else None
-        parents = [world] * len(self.dynamic_bodies)
-        under_base = []
-        for i, b in enumerate(self.dynamic_bodies):
-            if self.base is None:
-                break
-            if b == self.base:
-                parents[i] = self.odom
-            elif model.body_rootid[b] == self.base:
-                parents[i] = self.body_frames[self.base]
-                under_base.append(i)
-        self._under_base = np.asarray(under_base, dtype=np.intp)
         self.cameras = {}
         for c in range(model.ncam):
             name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, c)
@@ -101,13 +76,17 @@ class FrameTree:
                                   'fixed': fixed, 'body': int(model.cam_bodyid[c])}
         self.tracking_cameras = [cam['id'] for cam in self.cameras.values() if not cam['fixed']]
         self._bodies = np.asarray(self.dynamic_bodies, dtype=np.intp)
+        self._parents = np.asarray(model.body_parentid[self._bodies], dtype=np.intp)
         self._cams = np.asarray(self.tracking_cameras, dtype=np.intp)
-        # every frame /tf carries and its parent (the world frame unless a floating base)
+        # every frame /tf carries, and the frame each is published against
         self.moving_frames = [self.body_frames[b] for b in self.dynamic_bodies] + [
             cam['frame'] for cam in self.cameras.values() if not cam['fixed']]
-        self.moving_parents = parents + [world] * len(self.tracking_cameras)
-        self._dynamic_msgs = [self._transform(p, f)
-                              for p, f in zip(self.moving_parents, self.moving_frames)]
+        self.moving_parents = [
+            self.odom if b == self.base else self.body_frames[p]
+            for b, p in zip(self.dynamic_bodies, self._parents)] + [
+            world for cam in self.cameras.values() if not cam['fixed']]
+        self._dynamic_msgs = [self._transform(parent, f)
+                              for parent, f in zip(self.moving_parents, self.moving_frames)]
         self._cam_quat = np.empty((len(self._cams), 4))
 
     def optical_frame(self, camera):
@@ -128,18 +107,18 @@ class FrameTree:
         return t
 
     def static_transforms(self, snapshot, stamp):
-        """Bodies welded to the world, fixed cameras' optical frames on their body, and
+        """Bodies fixed to their parent, fixed cameras' optical frames on their body, and
         world -> odom (identity) for a floating base."""
         out = []
         if self.odom is not None and self.odom != self.world:   # world_frame:=odom: one frame
             t = self._transform(self.world, self.odom)
             t.header.stamp = stamp
             out.append(self._pose(t, (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0)))
-        for b in self.static_bodies:
-            t = self._transform(self.world, self.body_frames[b])
-            t.header.stamp = stamp
-            out.append(self._pose(t, snapshot.xpos[b], snapshot.xquat[b]))
         m = self.model
+        for b in self.static_bodies:
+            t = self._transform(self.body_frames[m.body_parentid[b]], self.body_frames[b])
+            t.header.stamp = stamp
+            out.append(self._pose(t, m.body_pos[b], m.body_quat[b]))
         for cam in self.cameras.values():
             if not cam['fixed']:
                 continue
@@ -151,13 +130,9 @@ class FrameTree:
 
     def moving_poses(self, snapshot):
         """Positions (n, 3) and quaternions (n, 4, w first) of ``moving_frames``, each in
-        its parent of ``moving_parents``."""
-        pos, quat = snapshot.xpos[self._bodies], snapshot.xquat[self._bodies]
-        if len(self._under_base):
-            b = self.base
-            i = self._under_base
-            pos[i], quat[i] = relative_poses(snapshot.xpos[b], snapshot.xquat[b], pos[i],
-                                             quat[i])
+        its ``moving_parents`` frame."""
+        pos, quat = df.relative_poses(snapshot.xpos, snapshot.xquat, self._bodies,
+                                      self._parents)
         if not len(self._cams):
             return pos, quat
         for i, c in enumerate(self._cams):
@@ -167,7 +142,7 @@ class FrameTree:
                 np.concatenate([quat, self._cam_quat]))
 
     def dynamic_transforms(self, snapshot, stamp):
-        """Parent -> every moving frame; the message objects are reused between calls."""
+        """parent -> every moving frame; the message objects are reused between calls."""
         pos, quat = self.moving_poses(snapshot)
         for t, p, q in zip(self._dynamic_msgs, pos, quat):
             t.header.stamp = stamp

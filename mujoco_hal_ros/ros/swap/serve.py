@@ -2,13 +2,15 @@
 
 One call from the node that owns the Device: the joint_trajectory_controller interface
 (what MoveIt and rviz drive), the topic_based_ros2_control command topic (what a
-ros2_control set-up drives), and simulation_interfaces where that package is installed
-(what scenario and test tools drive). Each part declares its own parameters, once, before
+ros2_control set-up drives), simulation_interfaces where that package is installed (what
+scenario and test tools drive), and the gripper action controller (``GripperCommand``,
+what MoveIt drives a gripper with). Each part declares its own parameters, once, before
 sim_node checks the user's parameters for unknown names.
 """
 
 from ..parameters import Param, ParameterTable
 from ..bridge import CompletionBridge
+from .gripper_controller import CONTROLLER as GRIPPER, GripperController
 from .topic_control import TopicControl
 from .trajectory_controller import (CONTROLLER, CONTROLLERS_FILE, nothing_to_serve,
                                     TrajectoryController)
@@ -16,6 +18,7 @@ from .trajectory_controller import (CONTROLLER, CONTROLLERS_FILE, nothing_to_ser
 # What is attached; each part's own parameters are in its own table.
 TABLE = ParameterTable([
     CONTROLLER,
+    GRIPPER,
     Param('simulation_interfaces', 'bool', True, 'Serve the simulation_interfaces services and '
           'action (where the package is installed).'),
     CONTROLLERS_FILE])
@@ -24,11 +27,12 @@ TABLE = ParameterTable([
 class SwapInterfaces:
     """What ``attach_swap_interfaces`` built; ``destroy()`` removes all of it."""
 
-    def __init__(self, trajectory=None, topic=None, simulation=None, bridge=None,
-                 owns_bridge=False):
+    def __init__(self, trajectory=None, topic=None, simulation=None, gripper=None,
+                 bridge=None, owns_bridge=False):
         self.bridge = bridge
         self.owns_bridge = owns_bridge      # made for these parts: closed in destroy()
         self.trajectory = trajectory
+        self.gripper = gripper
         self.topic = topic
         self.simulation = simulation
         # why a part serves nothing (a passive model), for the node to log once it is up
@@ -40,6 +44,8 @@ class SwapInterfaces:
             n = self.trajectory.name
             out += [f'{n}/follow_joint_trajectory', f'{n}/joint_trajectory',
                     f'{n}/controller_state']
+        if self.gripper is not None:
+            out += self.gripper.describe()
         if self.topic is not None and self.topic.topic:
             out.append(self.topic.topic)
         if self.simulation is not None:
@@ -48,10 +54,10 @@ class SwapInterfaces:
         return out
 
     def destroy(self):
-        for part in (self.trajectory, self.topic, self.simulation):
+        for part in (self.trajectory, self.gripper, self.topic, self.simulation):
             if part is not None:
                 part.destroy()
-        self.trajectory = self.topic = self.simulation = None
+        self.trajectory = self.gripper = self.topic = self.simulation = None
         if self.bridge is not None and self.owns_bridge:
             self.bridge.close()
         self.bridge = None
@@ -75,6 +81,8 @@ def attach_swap_interfaces(node, device, params=None, bridge=None):
             parts.not_served.append(why)
         elif name:
             parts.trajectory = TrajectoryController(node, device, name, bridge=parts.bridge)
+        if p.gripper_controller:
+            parts.gripper = GripperController(node, device, p.gripper_controller)
         parts.topic = TopicControl(node, device)
         if parts.topic.not_served:
             parts.not_served.append(parts.topic.not_served)

@@ -1,0 +1,1 @@
+"""Robot descriptions: URDF generated from a MuJoCo model, and MuJoCo models from URDF."""

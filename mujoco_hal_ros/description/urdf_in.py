@@ -1,0 +1,397 @@
+"""A MuJoCo model from the robot_description a real arm's launch already has.
+
+MuJoCo's own URDF importer builds the bodies, joints, inertias and meshes; this module
+prepares the URDF for it and adds what URDF leaves out:
+
+- ``package://<pkg>/...`` mesh paths are resolved through the ament index (then through
+  ``package_roots``, folders holding ``<pkg>/`` or ``share/<pkg>/``), ``file://`` ones to
+  plain paths. Meshes MuJoCo cannot read (COLLADA ``.dae`` visuals, common in description
+  packages) are left out with a note in ``notes``: the collision meshes (STL) still give
+  the shape, and rviz draws the original URDF anyway.
+- The importer's ``<mujoco>`` extension tag is honoured; where it leaves them unset, links
+  on fixed joints are kept (``fusestatic="false"``, so every URDF link is a body and a TF
+  frame of the same name), visual geoms are kept and mesh paths are not stripped; inertias
+  are balanced and bounded below, and a tensor that is not positive definite (common in
+  real packages) is replaced by the nearest one that is, with a note.
+- Actuators come from the ``<ros2_control>`` command interfaces, one per joint, as the
+  real hardware exposes them: ``position`` -> a position servo (``kp`` from the interface's
+  ``<param name="kp">`` or a stiffness that reaches the joint's effort limit at
+  ``DEFAULT_ERROR`` rad/m, critically damped), ``velocity`` -> a velocity servo (``kv``
+  param, default ``DEFAULT_KV`` times the effort scale), ``effort`` -> a motor. The control
+  range is the interface's ``min``/``max`` params, else the URDF limit (position
+  lower/upper, +-velocity, +-effort), and the force range the URDF effort limit. The arm's
+  own bodies get gravity compensation (``gravcomp``): a real arm's position interface
+  holds its pose under gravity, and a servo that sagged would fail the same goal
+  tolerances the real arm meets. A keyframe ``home`` puts every joint inside its range
+  (``keyframe:=home``). Without a ``<ros2_control>`` block every revolute and
+  prismatic joint gets a position servo.
+- The robot is placed in a default scene (floor, light, an ``overview`` camera looking at
+  it) or attached to the world of a user's MJCF ``scene`` file.
+
+The result is written as MJCF into a cache folder (named by content), because the device
+loads a model file; ``model_from_urdf`` returns its path.
+"""
+
+import hashlib
+import os
+import tempfile
+import warnings
+import xml.etree.ElementTree as ET
+
+import mujoco
+import numpy as np
+
+from ..errors import ModelError
+from .urdf_out import write_stl
+
+DEFAULT_ERROR = 0.05       # rad or m of error at which a position servo gives full effort
+DEFAULT_KP = 100.0         # when the URDF gives no effort limit
+DEFAULT_KV = 10.0
+READABLE_MESHES = ('.stl', '.obj', '.msh')
+COMMAND_KINDS = ('position', 'velocity', 'effort')
+MIN_MASS = 1e-6            # kg and kg m^2: what a massless URDF link gets (boundmass/...)
+MIN_INERTIA = 1e-9
+MAX_STL_FACES = 200000     # MuJoCo's STL decoder limit
+
+
+def default_cache_dir():
+    base = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'),
+                                                            '.cache')
+    return os.path.join(base, 'mujoco_hal_ros', 'urdf')
+
+
+def is_urdf(text):
+    """True when ``text`` is URDF (a ``<robot>`` document) rather than a path or MJCF."""
+    return text.lstrip().startswith('<') and '<robot' in text[:4096]
+
+
+def package_dir(pkg, package_roots=()):
+    """The share folder of ``pkg``: the ament index first, then ``package_roots``."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        return get_package_share_directory(pkg)
+    except Exception:  # noqa: BLE001 - not in the index (or no index): try the roots
+        pass
+    for root in package_roots:
+        for cand in (os.path.join(root, pkg), os.path.join(root, 'share', pkg)):
+            if os.path.isdir(cand):
+                return cand
+    raise ModelError(f'package://{pkg} not found in the ament index or {list(package_roots)}; '
+                     f'source the workspace that installs {pkg}', where='robot_description')
+
+
+def resolve_uri(uri, package_roots=(), base_dir=None):
+    """An absolute path for a URDF mesh URI (``package://``, ``file://`` or a path)."""
+    if uri.startswith('package://'):
+        pkg, _, rest = uri[len('package://'):].partition('/')
+        return os.path.join(package_dir(pkg, package_roots), rest)
+    if uri.startswith('file://'):
+        return uri[len('file://'):]
+    return uri if os.path.isabs(uri) or base_dir is None else os.path.join(base_dir, uri)
+
+
+def _is_ascii_stl(path, head):
+    """ASCII STL starts with 'solid' and is not sized as the binary count says (some
+    binary exporters also write 'solid' into the header)."""
+    if not head.startswith(b'solid') or len(head) < 84:
+        return False
+    return os.path.getsize(path) != 84 + 50 * int.from_bytes(head[80:84], 'little')
+
+
+def _ascii_stl_to_binary(path, cache_dir):
+    """A binary copy of an ASCII STL (MuJoCo's decoder reads binary only), in the cache."""
+    with open(path, encoding='ascii', errors='replace') as handle:
+        corners = [[float(v) for v in line.split()[1:4]] for line in handle
+                   if line.strip().startswith('vertex')]
+    vertices = np.asarray(corners, float).reshape(-1, 3)
+    out = os.path.join(cache_dir, 'meshes', hashlib.sha1(vertices.tobytes()).hexdigest()[:16]
+                       + '.stl')
+    if not os.path.exists(out):
+        write_stl(out, vertices, np.arange(len(vertices)).reshape(-1, 3))
+    return out
+
+
+def _readable(path, cache_dir):
+    """(path MuJoCo can load, '') or (None, why it cannot)."""
+    if os.path.splitext(path)[1].lower() not in READABLE_MESHES:
+        return None, 'MuJoCo reads STL, OBJ and MSH'
+    if path.lower().endswith('.stl'):
+        try:
+            with open(path, 'rb') as handle:
+                head = handle.read(84)
+            if _is_ascii_stl(path, head):
+                path = _ascii_stl_to_binary(path, cache_dir)
+                with open(path, 'rb') as handle:
+                    head = handle.read(84)
+        except (OSError, ValueError) as err:
+            return None, f'cannot read it: {err}'
+        faces = int.from_bytes(head[80:84], 'little') if len(head) == 84 else 0
+        if not 0 < faces <= MAX_STL_FACES:
+            return None, f'{faces} faces, MuJoCo takes 1 to {MAX_STL_FACES}'
+    return path, ''
+
+
+def _fix_inertia(link, notes):
+    """Real description packages carry inertias MuJoCo refuses (not positive definite,
+    zero, or principal moments breaking A + B >= C): replace the tensor by a valid one
+    near it (eigenvalues clipped to MIN_INERTIA, the two smaller raised to half the
+    largest where needed). Written into the URDF, so the saved MJCF loads as it is."""
+    inertia = link.find('inertial/inertia')
+    if inertia is None:
+        return
+    keys = ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')
+    try:
+        v = {k: float(inertia.get(k, 0.0)) for k in keys}
+    except ValueError:
+        return
+    m = np.array([[v['ixx'], v['ixy'], v['ixz']], [v['ixy'], v['iyy'], v['iyz']],
+                  [v['ixz'], v['iyz'], v['izz']]])
+    w, vecs = np.linalg.eigh(m)                      # ascending
+    if np.all(w > MIN_INERTIA) and w[0] + w[1] >= w[2] * (1 + 1e-9):
+        return
+    w = np.maximum(w, MIN_INERTIA)
+    if w[0] + w[1] < w[2] * (1 + 1e-9):              # no rigid body has that: raise the two
+        w[0] = w[1] = max(w[1], 0.5 * w[2] * (1 + 1e-6))
+    fixed = vecs @ np.diag(w) @ vecs.T
+    for k, (i, j) in zip(keys, ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))):
+        inertia.set(k, repr(float(fixed[i, j])))
+    notes.append(f'{link.get("name")}: inertia is no rigid body\'s (not positive definite '
+                 'or A + B < C): replaced by the nearest valid one')
+
+
+def ros2_control_joints(root):
+    """joint -> {'kind': first command interface, 'params': {...}} from ``<ros2_control>``."""
+    out = {}
+    for block in root.findall('ros2_control'):
+        for joint in block.findall('joint'):
+            for iface in joint.findall('command_interface'):
+                kind = iface.get('name')
+                if kind not in COMMAND_KINDS or joint.get('name') in out:
+                    continue
+                params = {p.get('name'): p.text.strip() for p in iface.findall('param')
+                          if p.text}
+                out[joint.get('name')] = {'kind': kind, 'params': params}
+    return out
+
+
+def _prepare(root, package_roots, base_dir, cache_dir, notes):
+    """Resolve meshes, drop what MuJoCo cannot read, set the importer's defaults."""
+    for link in root.findall('link'):
+        for tag in ('visual', 'collision'):
+            for elem in link.findall(tag):
+                mesh = elem.find('geometry/mesh')
+                if mesh is None:
+                    continue
+                given = resolve_uri(mesh.get('filename', ''), package_roots, base_dir)
+                path, why = _readable(given, cache_dir)
+                if why:
+                    notes.append(f'{link.get("name")}: {tag} mesh {os.path.basename(given)} '
+                                 f'left out ({why})')
+                    link.remove(elem)
+                    continue
+                mesh.set('filename', path)
+        _fix_inertia(link, notes)
+    for tag in ('ros2_control', 'gazebo', 'transmission'):
+        for elem in root.findall(tag):
+            root.remove(elem)
+    ext = root.find('mujoco')
+    if ext is None:
+        ext = ET.SubElement(root, 'mujoco')
+    compiler = ext.find('compiler')
+    if compiler is None:
+        compiler = ET.SubElement(ext, 'compiler')
+    for key, value in (('fusestatic', 'false'), ('discardvisual', 'false'),
+                       ('strippath', 'false'), ('balanceinertia', 'true'),
+                       ('boundmass', str(MIN_MASS)), ('boundinertia', str(MIN_INERTIA))):
+        compiler.attrib.setdefault(key, value)
+
+
+def _urdf_limits(root):
+    """joint -> (lower, upper, effort, velocity) from the URDF (None where not given)."""
+    out = {}
+    for joint in root.findall('joint'):
+        lim = joint.find('limit')
+        get = (lambda k: float(lim.get(k)) if lim is not None and lim.get(k) else None)
+        out[joint.get('name')] = (get('lower'), get('upper'), get('effort'), get('velocity'))
+    return out
+
+
+def _add_actuators(spec, model, commands, limits):
+    movable = [spec.joints[j] for j in range(len(spec.joints))
+               if spec.joints[j].type in (mujoco.mjtJoint.mjJNT_HINGE,
+                                          mujoco.mjtJoint.mjJNT_SLIDE)]
+    if not commands:
+        commands = {j.name: {'kind': 'position', 'params': {}} for j in movable}
+    names = {j.name for j in movable}
+    unknown = sorted(set(commands) - names)
+    if unknown:
+        raise ModelError(f'<ros2_control> names joints the URDF has no movable joint for: '
+                         f'{unknown}; fix the names (known: {sorted(names)})',
+                         where='robot_description')
+    for joint in movable:
+        if joint.name not in commands:
+            continue
+        kind, params = commands[joint.name]['kind'], commands[joint.name]['params']
+        lower, upper, effort, velocity = limits.get(joint.name, (None,) * 4)
+        act = spec.add_actuator()
+        act.name = joint.name
+        act.target = joint.name
+        act.trntype = mujoco.mjtTrn.mjTRN_JOINT
+        if kind == 'position':
+            kp = float(params.get('kp', (effort / DEFAULT_ERROR) if effort else DEFAULT_KP))
+            act.set_to_position(kp=kp, dampratio=float(params.get('dampratio', 1.0)))
+            lo, hi = lower, upper
+        elif kind == 'velocity':
+            act.set_to_velocity(kv=float(params.get('kv', DEFAULT_KV * (effort or 1.0))))
+            lo, hi = (-velocity, velocity) if velocity else (None, None)
+        else:
+            act.set_to_motor()
+            lo, hi = (-effort, effort) if effort else (None, None)
+        lo = float(params['min']) if 'min' in params else lo
+        hi = float(params['max']) if 'max' in params else hi
+        if lo is not None and hi is not None and hi > lo:
+            act.ctrlrange = [lo, hi]
+            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        if effort:
+            act.forcerange = [-effort, effort]
+            act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+
+
+def _compile_lenient(spec, notes):
+    """Compile; a mesh too thin for a volume (a flat plate) gets shell inertia instead."""
+    try:
+        return spec.compile()
+    except ValueError as err:
+        if 'volume is too small' not in str(err):
+            raise
+    for mesh in spec.meshes:
+        mesh.inertia = mujoco.mjtMeshInertia.mjMESH_INERTIA_SHELL
+    notes.append('meshes too thin for a volume: shell inertia for the geoms')
+    return spec.compile()
+
+
+def _with_balanced_inertia(xml):
+    """MjSpec.to_xml leaves ``balanceinertia`` out of <compiler>; the inertias a URDF
+    without <inertial> gets from its meshes can need it, so it goes back in."""
+    root = ET.fromstring(xml)
+    compiler = root.find('compiler')
+    if compiler is None:
+        compiler = ET.Element('compiler')
+        root.insert(0, compiler)
+    compiler.set('balanceinertia', 'true')
+    return ET.tostring(root, encoding='unicode')
+
+
+def _add_home(spec):
+    """Keyframe ``home``: every joint at 0 moved into its range (a URDF's zero pose can lie
+    outside it, Panda's joint4 does), position servos aimed there."""
+    model = spec.compile()
+    qpos = model.qpos0.copy()
+    for j in range(model.njnt):
+        if model.jnt_limited[j] and int(model.jnt_type[j]) in (
+                int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            adr = model.jnt_qposadr[j]
+            lo, hi = model.jnt_range[j]
+            if not lo <= qpos[adr] <= hi:
+                qpos[adr] = 0.5 * (lo + hi)
+    ctrl = np.zeros(model.nu)
+    for a in range(model.nu):
+        if int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE) and \
+                model.actuator_biasprm[a, 1] != 0:
+            ctrl[a] = qpos[model.jnt_qposadr[model.actuator_trnid[a, 0]]]
+    key = spec.add_key()
+    key.name, key.qpos, key.ctrl = 'home', qpos, ctrl
+
+
+def _look_at(pos, target):
+    f = np.asarray(target, float) - pos
+    f /= np.linalg.norm(f)
+    x = np.cross(f, [0.0, 0.0, 1.0])
+    x /= np.linalg.norm(x)
+    return np.concatenate([x, np.cross(x, f)])
+
+
+def _default_scene(spec, model):
+    """Floor, light and an ``overview`` camera framing the robot's bounding sphere."""
+    world = spec.worldbody
+    floor = world.add_geom()
+    floor.name, floor.type = 'floor', mujoco.mjtGeom.mjGEOM_PLANE
+    floor.size = [0.0, 0.0, 0.05]
+    floor.rgba = [0.75, 0.75, 0.75, 1.0]
+    light = world.add_light()
+    light.name, light.pos, light.dir = 'top', [0.0, 0.0, 3.0], [0.0, 0.0, -1.0]
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    centre = data.xpos[1:].mean(axis=0) if model.nbody > 1 else np.zeros(3)
+    reach = max(0.5, float(np.max(np.linalg.norm(data.xpos[1:] - centre, axis=1),
+                                  initial=0.0)) * 3.0)
+    cam = world.add_camera()
+    cam.name = 'overview'
+    cam.pos = centre + np.array([reach, -reach, 0.6 * reach])
+    cam.alt.xyaxes = _look_at(cam.pos, centre)
+
+
+def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir=None,
+                    gravcomp=True):
+    """(MJCF path, notes): the robot of ``urdf`` (text) ready to simulate, in the default
+    scene or attached to the world of the MJCF file ``scene``."""
+    try:
+        root = ET.fromstring(urdf)
+    except ET.ParseError as err:
+        raise ModelError(f'robot_description is not valid XML: {err}',
+                         where='robot_description') from None
+    if root.tag != 'robot':
+        raise ModelError(f'robot_description must be a URDF <robot>, got <{root.tag}>',
+                         where='robot_description')
+    notes = []
+    commands = ros2_control_joints(root)
+    limits = _urdf_limits(root)
+    folder = cache_dir or default_cache_dir()
+    _prepare(root, tuple(package_roots), base_dir, folder, notes)
+    try:
+        robot = mujoco.MjSpec.from_string(ET.tostring(root, encoding='unicode'))
+        # the URDF's <compiler> applies while parsing; these must hold for every compile
+        robot.compiler.balanceinertia = True
+        robot.compiler.boundmass = max(robot.compiler.boundmass, MIN_MASS)
+        robot.compiler.boundinertia = max(robot.compiler.boundinertia, MIN_INERTIA)
+        model = _compile_lenient(robot, notes)
+    except Exception as err:  # noqa: BLE001 - MuJoCo's importer raises ValueError and more
+        raise ModelError(f'MuJoCo could not import the URDF: {err}',
+                         where='robot_description') from None
+    if gravcomp:
+        for body in robot.bodies[1:]:
+            body.gravcomp = 1.0
+    try:
+        _add_actuators(robot, model, commands, limits)
+        _add_home(robot)
+    except ValueError as err:
+        raise ModelError(f'the model built from the URDF does not compile: {err}',
+                         where='robot_description') from None
+    if scene:
+        try:
+            spec = mujoco.MjSpec.from_file(scene)
+        except Exception as err:  # noqa: BLE001
+            raise ModelError(f'scene {scene}: {err}', where='scene') from None
+        with warnings.catch_warnings():
+            # names stay the URDF's (the TF frames); a clash is refused by compile() below
+            warnings.filterwarnings('ignore', message='Attaching a spec with an empty prefix')
+            spec.attach(robot, frame=spec.worldbody.add_frame(), prefix='')
+    else:
+        spec = robot
+        _default_scene(spec, model)
+    try:
+        spec.compile()
+        with warnings.catch_warnings():
+            warnings.filterwarnings('ignore', message='Attaching a spec with an empty prefix')
+            xml = _with_balanced_inertia(spec.to_xml())
+    except Exception as err:  # noqa: BLE001
+        raise ModelError(f'the model built from the URDF does not compile: {err}',
+                         where='robot_description') from None
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, hashlib.sha1(xml.encode()).hexdigest()[:16] + '.xml')
+    if not os.path.exists(path):
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix='.tmp')
+        with os.fdopen(fd, 'w', encoding='utf-8') as out:
+            out.write(xml)
+        os.replace(tmp, path)
+    return path, notes

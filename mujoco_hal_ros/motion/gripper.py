@@ -1,0 +1,138 @@
+"""Grippers: which joints are fingers rather than arm, and how a finger opening becomes a goal.
+
+A real arm's ros2_control set-up runs two controllers: ``arm_controller`` (a
+joint_trajectory_controller on the arm chain) and ``gripper_controller`` (a
+gripper_action_controller on the finger joint). MoveIt sends the arm group's joints to the
+first, so the fingers must not be in it, and ``GripperCommand`` to the second. Zero-config
+tells them apart by structure: a finger joint sits in a branch of the body tree where at
+least two jointed branches leave one body (the hand), that body has ``MIN_ARM_JOINTS``
+movable joints above it (an arm first, so a quadruped's legs under its trunk are not
+fingers), and each branch holds at most ``MAX_FINGER_JOINTS`` joints. A joint whose name
+says so (``finger``, ``gripper``, ``jaw``, ``claw``, ``knuckle``) is a finger too.
+
+A gripper is driven by one goal channel: a position servo on its first finger joint, or a
+tendon actuator coupling the fingers (Menagerie's Panda: one 0-255 ctrl for both). Its
+position is the finger joint's (metres for a slide, radians for a hinge), as
+ros2_controllers' gripper_action_controller reads its ``joint``; for a tendon the joints
+are taken to move together, so the tendon's length is that position times the sum of its
+coefficients, and the ctrl is where the actuator's force balances at that length.
+"""
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from ..errors import InvalidArgument
+
+MIN_ARM_JOINTS = 3
+MAX_FINGER_JOINTS = 4
+FINGER_WORDS = ('finger', 'gripper', 'jaw', 'claw', 'knuckle')
+_MOVABLE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+
+
+def _movable(model, b):
+    adr, n = model.body_jntadr[b], model.body_jntnum[b]
+    return [j for j in range(adr, adr + n) if int(model.jnt_type[j]) in _MOVABLE]
+
+
+def _subtree_joints(model, b, children):
+    out, stack = [], [b]
+    while stack:
+        c = stack.pop()
+        out += _movable(model, c)
+        stack += children[c]
+    return out
+
+
+def finger_joints(model):
+    """Sorted ids of the joints zero-config counts as fingers (see the module docstring)."""
+    children = {b: [] for b in range(model.nbody)}
+    for b in range(1, model.nbody):
+        children[int(model.body_parentid[b])].append(b)
+    out = set()
+    for j in range(model.njnt):
+        name = (mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or '').lower()
+        if int(model.jnt_type[j]) in _MOVABLE and any(w in name for w in FINGER_WORDS):
+            out.add(j)
+    for b in range(model.nbody):
+        branches = [_subtree_joints(model, c, children) for c in children[b]]
+        branches = [br for br in branches if br]
+        if len(branches) < 2 or any(len(br) > MAX_FINGER_JOINTS for br in branches):
+            continue
+        above, a = 0, b
+        while a:
+            above += len(_movable(model, a))
+            a = int(model.body_parentid[a])
+        if above >= MIN_ARM_JOINTS:
+            out.update(j for br in branches for j in br)
+    return sorted(out)
+
+
+@dataclass
+class Gripper:
+    """One gripper: the goal channel that drives it and the joint its position is read on."""
+
+    channel: str
+    joint: str
+    qpos_adr: int
+    lo: float
+    hi: float
+    to_ctrl: tuple = (1.0, 0.0)         # ctrl = a * position + b (native units)
+
+    def native_goal(self, position):
+        """The channel's native value (ctrl) for a finger position; refused outside range."""
+        position = float(position)
+        if not np.isfinite(position) or not self.lo - 1e-9 <= position <= self.hi + 1e-9:
+            raise InvalidArgument(f'gripper position {position!r} is outside '
+                                  f'[{self.lo:g}, {self.hi:g}] for {self.joint}; ask for '
+                                  'an opening within the finger joint range',
+                                  where='command.position')
+        a, b = self.to_ctrl
+        return a * min(max(position, self.lo), self.hi) + b
+
+    def position(self, snapshot):
+        return float(snapshot.qpos[self.qpos_adr])
+
+
+def _range(model, j):
+    if model.jnt_limited[j]:
+        return float(model.jnt_range[j, 0]), float(model.jnt_range[j, 1])
+    return -np.inf, np.inf
+
+
+def find_gripper(layout):
+    """The gripper zero-config finds in ``layout`` (a channels.Layout), or None."""
+    model = layout.model
+    fingers = finger_joints(model)
+    if not fingers:
+        return None
+    for goal in layout.goals.values():
+        a = goal.actuator
+        if goal.drive == 'position' and goal.joint in fingers:
+            j = goal.joint
+            lo, hi = _range(model, j)
+            return Gripper(goal.name, layout.joints[j], int(model.jnt_qposadr[j]), lo, hi)
+        if int(model.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_TENDON):
+            continue
+        t = int(model.actuator_trnid[a, 0])
+        adr, num = model.tendon_adr[t], model.tendon_num[t]
+        joints = [int(model.wrap_objid[w]) for w in range(adr, adr + num)
+                  if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT)]
+        if len(joints) != num or not joints or not set(joints) <= set(fingers):
+            continue
+        coef = float(np.sum(model.wrap_prm[adr:adr + num]))
+        gain, bias = model.actuator_gainprm[a], model.actuator_biasprm[a]
+        if (int(model.actuator_biastype[a]) != int(mujoco.mjtBias.mjBIAS_AFFINE)
+                or gain[0] == 0 or bias[1] == 0 or coef == 0):
+            continue
+        # force = gain*ctrl + b0 + b1*length = 0 at rest; length = coef * position
+        j = joints[0]
+        lo, hi = _range(model, j)
+        if model.actuator_ctrllimited[a]:
+            reach = sorted((c * gain[0] + bias[0]) / (-bias[1] * coef)
+                           for c in model.actuator_ctrlrange[a])
+            lo, hi = max(lo, reach[0]), min(hi, reach[1])
+        return Gripper(goal.name, layout.joints[j], int(model.jnt_qposadr[j]), lo, hi,
+                       (-bias[1] * coef / gain[0], -bias[0] / gain[0]))
+    return None

@@ -1,0 +1,105 @@
+"""robot_description: the URDF of the simulated robot, latched, as robot_state_publisher
+publishes a real arm's.
+
+rviz's RobotModel display and MoveIt read it from this topic. For a model loaded from
+MJCF it is generated (``description.urdf_out``), with link names equal to the /tf frames;
+for a model loaded from a URDF it is that URDF, unchanged, so the real arm's tools see the
+description they already know. Meshes can be large, so the URDF is built off the start-up
+path and published once it is ready (latched: late subscribers get it too).
+"""
+
+import os
+import threading
+import time
+
+from std_msgs.msg import String
+
+from .streams import TF_STATIC_QOS
+from ...description.urdf_in import is_urdf, model_from_urdf
+from ...description.urdf_out import urdf_from_model
+from ...errors import ConfigError
+
+TOPIC_WAIT_S = 30.0
+
+
+def read_robot_description(node, value):
+    """(URDF text, base folder for relative meshes) of the ``robot_description`` parameter:
+    the text itself, a .urdf file, or ``topic``: the first message on the latched
+    ``robot_description`` (robot_state_publisher's), waited for at start."""
+    value = value.strip()
+    if not value:
+        return None, None
+    if value != 'topic':
+        if is_urdf(value):
+            return value, None
+        with open(value, encoding='utf-8') as handle:
+            return handle.read(), os.path.dirname(os.path.abspath(value))
+    from rclpy.executors import SingleThreadedExecutor
+    got = []
+    sub = node.create_subscription(String, 'robot_description', got.append, TF_STATIC_QOS)
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    try:
+        end = time.monotonic() + TOPIC_WAIT_S
+        while not got and time.monotonic() < end and node.context.ok():
+            executor.spin_once(timeout_sec=0.1)
+    finally:
+        executor.remove_node(node)
+        executor.shutdown()
+        node.destroy_subscription(sub)
+    if not got:
+        raise ConfigError(f'no robot_description message within {TOPIC_WAIT_S:g} s; start '
+                          'robot_state_publisher with the URDF, or pass the URDF itself',
+                          where='parameter robot_description')
+    return got[0].data, None
+
+
+def model_from_parameters(node, p):
+    """(URDF text or None, MJCF path or None, republish?) from robot_description/scene."""
+    text, base = read_robot_description(node, p.robot_description)
+    if text is None:
+        return None, None, True
+    roots = [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
+    path, notes = model_from_urdf(text, scene=p.scene or None, package_roots=roots,
+                                  base_dir=base)
+    for note in notes:
+        node.get_logger().info(f'robot_description: {note}')
+    return text, path, p.robot_description.strip() != 'topic'
+
+
+class DescriptionPublisher:
+    """Publishes ``robot_description`` once, from ``urdf`` or generated from the model."""
+
+    def __init__(self, node, model, frames, urdf=None):
+        self.pub = node.create_publisher(String, 'robot_description', TF_STATIC_QOS)
+        self.ready = threading.Event()
+        self.text = None
+        self._lock = threading.Lock()          # stop() waits for a publish in progress
+        self._stopped = False
+        self._log = node.get_logger()
+        self._args = (model, frames.prefix, frames.world)
+        self._thread = threading.Thread(target=self._run, args=(urdf,),
+                                        name='sim_node-description', daemon=True)
+        self._thread.start()
+
+    def _run(self, urdf):
+        try:
+            model, prefix, world = self._args
+            self.text = urdf if urdf else urdf_from_model(model, prefix=prefix, world=world)
+            with self._lock:
+                if not self._stopped:
+                    self.pub.publish(String(data=self.text))
+        except Exception as err:  # noqa: BLE001 - rviz loses the model; the device works
+            if not self._stopped:
+                self._log.error(f'robot_description: {type(err).__name__}: {err}')
+        finally:
+            self.ready.set()
+
+    def describe(self):
+        return ['robot_description']
+
+    def stop(self, timeout=5.0):
+        """No publish after this returns (the node is about to destroy its publishers)."""
+        with self._lock:
+            self._stopped = True
+        self._thread.join(timeout)

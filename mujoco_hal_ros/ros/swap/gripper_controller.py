@@ -1,0 +1,224 @@
+"""gripper_action_controller's ROS interface: ``<name>/gripper_cmd`` (GripperCommand).
+
+MoveIt drives a gripper through ``control_msgs/action/GripperCommand`` on the controller
+its ``moveit_controllers.yaml`` names (``gripper_controller`` on a ros2_control arm).
+The semantics are ros2_controllers' gripper_action_controller's: ``command.position`` is
+the finger joint's position (``gripper.Gripper``: metres for Panda's ``finger_joint1``),
+the goal succeeds with ``reached_goal`` once the joint is within ``goal_tolerance``, and
+a finger held still short of it (an object in the hand) for ``stall_timeout`` seconds is
+``stalled``: succeeded with ``allow_stalling``, aborted without, as there. A new goal
+preempts the running one; cancel holds the fingers where they are. ``max_effort`` is
+reported back and not applied (the simulated actuator has the force range of the model).
+
+Like the trajectory controller, callbacks never wait on motion: the execute coroutine
+awaits a future that a steady-clock timer completes, so a paused simulation or a
+single-threaded executor keeps serving.
+"""
+
+import threading
+import time
+
+from control_msgs.action import GripperCommand
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
+from rclpy.task import Future
+
+from ..parameters import Param, ParameterTable
+from ...errors import ConfigError, DeviceError
+from ...motion import gripper as gr
+
+CHECK_HZ = 50.0
+RESULT_TIMEOUT_S = 5
+NOT_NEGATIVE = {'range': (0.0, float('inf')), 'rule': '0 or more'}
+
+CONTROLLER = Param(
+    'gripper_controller', 'string', 'gripper_controller', 'Name of the gripper action '
+    'controller this node stands in for: serves <name>/gripper_cmd (GripperCommand) on the '
+    'gripper zero-config finds (or <name>.joint). Empty: none.')
+
+
+def controller_table(name):
+    return ParameterTable([
+        Param('joint', 'string', '', 'Finger joint the gripper is commanded on (default: the '
+              'one zero-config finds, e.g. finger_joint1).'),
+        Param('goal_tolerance', 'double', 0.002, 'Position tolerance (m or rad) at which a '
+              'goal counts as reached.', range=(0.0, float('inf')), min_open=True,
+              rule='above 0'),
+        Param('stall_timeout', 'double', 1.0, 'Seconds the finger may stand still short of '
+              'the goal before the goal is stalled.', **NOT_NEGATIVE),
+        Param('stall_velocity_threshold', 'double', 0.001, 'Finger speed (m/s or rad/s) '
+              'below which it counts as standing still.', **NOT_NEGATIVE),
+        Param('allow_stalling', 'bool', False, 'A stalled goal succeeds (stalled=true) '
+              'instead of aborting.'),
+    ], prefix=f'{name}.')
+
+
+def _gripper_for(layout, joint):
+    """The zero-config gripper, or the one on ``joint`` (a position goal channel's joint)."""
+    found = gr.find_gripper(layout)
+    if not joint or (found is not None and found.joint == joint):
+        return found
+    for goal in layout.goals.values():
+        if goal.drive == 'position' and goal.joint >= 0 and layout.joints[goal.joint] == joint:
+            model = layout.model
+            j = goal.joint
+            lo, hi = (model.jnt_range[j] if model.jnt_limited[j]
+                      else (-float('inf'), float('inf')))
+            return gr.Gripper(goal.name, joint, int(model.jnt_qposadr[j]), float(lo),
+                              float(hi))
+    raise ConfigError(f'joint {joint!r} is not driven by a position goal channel',
+                      where='gripper joint')
+
+
+class _Goal:
+    def __init__(self, handle, target):
+        self.handle, self.target = handle, target
+        self.future = Future()
+        self.last_move = time.monotonic()
+
+
+class GripperController:
+    """``<name>/gripper_cmd`` on the device's gripper; ``None``-safe to destroy."""
+
+    def __init__(self, node, device, name):
+        self.node, self.device, self.name = node, device, name
+        self.log = node.get_logger()
+        c = controller_table(name).declare(node)
+        try:
+            self.gripper = _gripper_for(device.layout, c.joint)
+        except ConfigError as err:
+            raise ConfigError(str(err.args[0]) if err.args else str(err),
+                              where=f'parameter {name}.joint') from None
+        self.tolerance = c.goal_tolerance
+        self.stall_timeout = c.stall_timeout
+        self.stall_speed = c.stall_velocity_threshold
+        self.allow_stalling = c.allow_stalling
+        self._lock = threading.Lock()
+        self._active = None
+        self._failed = {}                # goal handle id -> its finished future
+        self._server = None
+        self._timer = None
+        if self.gripper is None:
+            self.log.info(f'{name}: no gripper in this model, gripper_cmd not served')
+            return
+        g = self.gripper
+        self._dof = int(device.model.jnt_dofadr[device.model.joint(g.joint).id])
+        self._channel = device.layout.goals[g.channel]
+        self._server = ActionServer(
+            node, GripperCommand, f'{name}/gripper_cmd', execute_callback=self._execute,
+            goal_callback=self._on_goal, cancel_callback=lambda _h: CancelResponse.ACCEPT,
+            handle_accepted_callback=self._on_accepted,
+            callback_group=ReentrantCallbackGroup(), result_timeout=RESULT_TIMEOUT_S)
+        self._timer = node.create_timer(1.0 / CHECK_HZ, self._tick,
+                                        clock=Clock(clock_type=ClockType.STEADY_TIME),
+                                        callback_group=MutuallyExclusiveCallbackGroup())
+        self._timer.cancel()
+        self.log.info(f'{name}: gripper_cmd on {g.joint} [{g.lo:g}, {g.hi:g}] '
+                      f'(goal channel {g.channel})')
+
+    @property
+    def served(self):
+        return self._server is not None
+
+    def describe(self):
+        return [f'{self.name}/gripper_cmd'] if self.served else []
+
+    # --- goals ------------------------------------------------------------------------------
+    def _on_goal(self, goal):
+        try:
+            self.gripper.native_goal(goal.command.position)
+        except DeviceError as exc:
+            self.log.warning(f'{self.name}: goal rejected: {exc}')
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _set(self, position):
+        native = self.gripper.native_goal(position)
+        self.device.set_goals({self.gripper.channel: self._channel.to_unit(native)})
+
+    def _on_accepted(self, handle):
+        with self._lock:
+            old = self._active
+            try:
+                self._set(handle.request.command.position)
+            except DeviceError as exc:
+                self.log.warning(f'{self.name}: goal failed at start: {exc}')
+                self._active = None
+                future = Future()
+                future.set_result(('aborted', self._result(False, False)))
+                self._failed[id(handle)] = future
+            else:
+                self._active = _Goal(handle, float(handle.request.command.position))
+                self._timer.reset()
+            if old is not None and not old.future.done():
+                old.future.set_result(('aborted', self._result(False, False)))
+        handle.execute()
+
+    def _result(self, stalled, reached):
+        snap = self.device.snapshot
+        r = GripperCommand.Result()
+        r.position = self.gripper.position(snap)
+        r.effort = float(snap.qfrc_actuator[self._dof])
+        r.stalled, r.reached_goal = bool(stalled), bool(reached)
+        return r
+
+    async def _execute(self, handle):
+        with self._lock:
+            active = self._active if self._active and self._active.handle is handle else None
+            failed = self._failed.pop(id(handle), None)
+        if active is None:
+            outcome, result = (await failed) if failed is not None else (
+                'aborted', self._result(False, False))
+        else:
+            outcome, result = await active.future
+        if handle.is_active:
+            if outcome == 'succeeded':
+                handle.succeed()
+            elif outcome == 'canceled' and handle.is_cancel_requested:
+                handle.canceled()
+            else:
+                handle.abort()
+        return result
+
+    def _tick(self):
+        with self._lock:
+            a = self._active
+            if a is None or a.future.done():
+                self._active = None
+                self._timer.cancel()
+                return
+            snap = self.device.snapshot
+            pos, speed = self.gripper.position(snap), abs(float(snap.qvel[self._dof]))
+            now = time.monotonic()
+            if a.handle.is_cancel_requested:
+                try:
+                    self._set(min(max(pos, self.gripper.lo), self.gripper.hi))   # hold
+                except DeviceError:
+                    pass
+                a.future.set_result(('canceled', self._result(False, False)))
+            elif abs(pos - a.target) <= self.tolerance:
+                a.future.set_result(('succeeded', self._result(False, True)))
+            else:
+                if speed > self.stall_speed:
+                    a.last_move = now
+                elif now - a.last_move > self.stall_timeout:
+                    a.future.set_result(('succeeded' if self.allow_stalling else 'aborted',
+                                         self._result(True, False)))
+                    return
+                fb = GripperCommand.Feedback()
+                r = self._result(False, False)
+                fb.position, fb.effort = r.position, r.effort
+                a.handle.publish_feedback(fb)
+
+    def destroy(self):
+        with self._lock:
+            if self._active is not None and not self._active.future.done():
+                self._active.future.set_result(('aborted', self._result(False, False)))
+            self._active = None
+        if self._timer is not None:
+            self.node.destroy_timer(self._timer)
+            self._timer = None
+        if self._server is not None:
+            self._server.destroy()
+            self._server = None
