@@ -23,6 +23,7 @@ from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
 from .. import conversions as cv
+from ..qos import action_queues, REQUEST_QOS
 from ... import errors
 from ...config import limits
 from ...action import Hold as HoldAction, MoveTo as MoveToAction
@@ -59,20 +60,28 @@ class Control:
         self.move_action = ActionServer(
             n, MoveToAction, 'move_to', execute_callback=self._execute_move, callback_group=g,
             goal_callback=lambda _goal: GoalResponse.ACCEPT,
-            cancel_callback=self._on_move_cancel)
+            cancel_callback=self._on_move_cancel, **action_queues())
         self.hold_action = ActionServer(
             n, HoldAction, 'hold', execute_callback=self._execute_hold,
             callback_group=self.hold_group, goal_callback=lambda _goal: GoalResponse.ACCEPT,
-            cancel_callback=lambda _handle: CancelResponse.REJECT)
+            cancel_callback=lambda _handle: CancelResponse.REJECT, **action_queues())
         self.services = [
-            n.create_service(MoveToSrv, 'move_to', self._srv_move_to, callback_group=g),
-            n.create_service(Trigger, 'hold', self._srv_hold, callback_group=self.hold_group),
-            n.create_service(SetGoals, 'set_goals', self._srv_set_goals, callback_group=g),
-            n.create_service(RunAction, 'run_action', self._srv_run_action, callback_group=g),
-            n.create_service(Trigger, 'reset', self._srv_reset, callback_group=g),
-            n.create_service(SetBool, 'pause', self._srv_pause, callback_group=g),
-            n.create_service(Step, 'step', self._srv_step, callback_group=g),
-            n.create_service(Describe, 'describe', self._srv_describe, callback_group=g),
+            n.create_service(MoveToSrv, 'move_to', self._srv_move_to, callback_group=g,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(Trigger, 'hold', self._srv_hold, callback_group=self.hold_group,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(SetGoals, 'set_goals', self._srv_set_goals, callback_group=g,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(RunAction, 'run_action', self._srv_run_action, callback_group=g,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(Trigger, 'reset', self._srv_reset, callback_group=g,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(SetBool, 'pause', self._srv_pause, callback_group=g,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(Step, 'step', self._srv_step, callback_group=g,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(Describe, 'describe', self._srv_describe, callback_group=g,
+                             qos_profile=REQUEST_QOS),
         ]
         self.goal_subs = [
             n.create_subscription(Float64, f'goals/{name}',

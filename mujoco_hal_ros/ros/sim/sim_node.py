@@ -34,6 +34,8 @@ from .tf import FrameTree  # noqa: E402
 from ...sim.device import Device  # noqa: E402
 from ...errors import ConfigError  # noqa: E402
 
+STALL_LOG_S = 10.0      # at most one stall line and one unstable line this often
+
 
 class SimNode(Node):
     """The simulated device node; see the package README for topics and services."""
@@ -128,6 +130,7 @@ class SimNode(Node):
             self.create_timer(p.summary_period, self._log_health, callback_group=self._slow)
         P.TABLE.watch(self, self._on_set_parameter)
         self._last_unstable = 0
+        self._last_stalls, self._last_dropped = 0, 0.0
         self._clock_warned = False
         self._hardware_id = str(device.describe()['id'])
         # Meshes can hold 10^5 triangles: build the markers off the start-up path.
@@ -219,14 +222,27 @@ class SimNode(Node):
                 self.get_logger().warning(why)
             if level == DiagnosticStatus.OK:
                 level, message = DiagnosticStatus.WARN, why
+        if h['stalls'] > self._last_stalls:
+            dropped = h['dropped_s'] - self._last_dropped
+            self._last_stalls, self._last_dropped = h['stalls'], h['dropped_s']
+            why = (f'stalled: {dropped:.3f} s of simulated time dropped rather than run off '
+                   f'at full speed ({h["stalls"]} stalls, {h["dropped_s"]:.3f} s in all)')
+            self.get_logger().warning(why, throttle_duration_sec=STALL_LOG_S)
+            if level == DiagnosticStatus.OK:
+                level, message = DiagnosticStatus.WARN, why
         if h['unstable_events'] > self._last_unstable:
             self._last_unstable = h['unstable_events']
             level, message = DiagnosticStatus.ERROR, 'simulation went unstable; reset and held'
+            self.get_logger().warning(
+                f'simulation went unstable ({h["unstable_events"]} times so far): reset to the '
+                'keyframe and held; lower the timestep or check the model\'s masses and gains',
+                throttle_duration_sec=STALL_LOG_S)
         values = {'sim_time': h['sim_time'], 'measured_rtf': rtf if rtf is not None else 0.0,
                   'target_rtf': h['target_rtf'], 'lag_s': h['lag_s'],
                   'worst_lag_s': h['worst_lag_s'], 'overruns': h['overruns'],
                   'steps': h['steps'], 'paused': h['paused'], 'moving': h['moving'],
-                  'unstable_events': h['unstable_events'],
+                  'unstable_events': h['unstable_events'], 'stalls': h['stalls'],
+                  'dropped_s': h['dropped_s'],
                   'joint_states_hz': self.state.joint_meter.rate(),
                   'tf_hz': self.state.tf_meter.rate(),
                   'state_thread_scheduling': self.state.scheduling,
