@@ -25,6 +25,7 @@ import hashlib
 import os
 import sys
 import threading
+import time
 
 import mujoco
 import numpy as np
@@ -318,6 +319,17 @@ class PoolNode(Node):
         return self.info
 
     # --- lifetime ---------------------------------------------------------------------------
+    def answer_waiting(self, timeout):
+        """Shutdown, while the executor still spins: a running evaluation stops at its
+        next chunk and every waiting client gets its answer (CLOSED), for ``timeout`` s at
+        most (``run_node`` calls it before the context goes)."""
+        self._closing = True
+        if self.bridge is not None:
+            self.bridge.stop()
+        deadline = time.monotonic() + timeout
+        while self._active and time.monotonic() < deadline:
+            time.sleep(0.01)
+
     def destroy_node(self):
         """Stop a running evaluation at its next chunk, then release the pool's threads."""
         self._closing = True

@@ -51,6 +51,7 @@ class Control:
         self._lock = threading.Lock()
         self._cancel_wakes = {}              # move_to goal id -> future its cancel completes
         self._refused_topic = {}
+        self._goals_running = 0              # move_to and hold goals not answered yet
         m = device.model
         self._joint_dofs = np.array(
             [m.jnt_dofadr[j] for j in range(m.njnt)
@@ -94,6 +95,15 @@ class Control:
                'run_action', 'reset', 'pause', 'step', 'describe']
         out += [f'goals/{n} (topic)' for n in self.device.layout.goals]
         return out
+
+    @property
+    def goals_running(self):
+        """Action goals whose result is not out yet: shutdown waits for it to reach 0."""
+        return self._goals_running
+
+    def _goal_began(self, change):
+        with self._lock:
+            self._goals_running += change
 
     def destroy(self):
         """The bridge answers every waiting coroutine (the node closes it)."""
@@ -162,6 +172,13 @@ class Control:
         return done.result() if done.done() else None
 
     async def _execute_move(self, goal):
+        self._goal_began(1)
+        try:
+            return await self._run_move(goal)
+        finally:
+            self._goal_began(-1)
+
+    async def _run_move(self, goal):
         result = MoveToAction.Result()
         move, err = self._start_move(goal.request)
         if err is not None:
@@ -170,7 +187,8 @@ class Control:
             return cv.fill_error(result, err)
         outcome = await self._follow_move(goal, move)
         if outcome is None:
-            outcome = {'success': False, 'code': errors.CLOSED, 'message': 'sim_node stopped'}
+            outcome = {'success': False, 'code': errors.CLOSED,
+                       'message': 'sim_node is shutting down: the move was not finished'}
         cv.fill_move_result(result, outcome)
         if goal.is_cancel_requested:
             goal.canceled()
@@ -245,9 +263,16 @@ class Control:
                     feedback()
         except Exception:  # noqa: BLE001 - closed under us: the hold itself was answered
             return True
-        return False
+        return True                 # shutting down: the hold itself is in force
 
     async def _execute_hold(self, goal):
+        self._goal_began(1)
+        try:
+            return await self._run_hold(goal)
+        finally:
+            self._goal_began(-1)
+
+    async def _run_hold(self, goal):
         try:
             out = self.device.hold()
         except DeviceError as err:

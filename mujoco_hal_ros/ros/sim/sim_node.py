@@ -13,6 +13,7 @@ gl.ensure_headless_gl()     # before anything below imports mujoco: it reads MUJ
 
 import sys  # noqa: E402
 import threading  # noqa: E402
+import time  # noqa: E402
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup  # noqa: E402
@@ -264,6 +265,18 @@ class SimNode(Node):
                 raise
 
     # --- lifetime ---------------------------------------------------------------------------
+    def answer_waiting(self, timeout):
+        """Shutdown, while the executor still spins: every waiting request and goal gets
+        its answer (CLOSED where its work did not finish); returns once the goals' results
+        are out or after ``timeout`` s (``run_node`` calls it before the context goes)."""
+        if self.bridge is None:
+            return
+        self.bridge.stop()
+        deadline = time.monotonic() + timeout
+        control = self.control
+        while control is not None and control.goals_running and time.monotonic() < deadline:
+            time.sleep(0.01)
+
     def destroy_node(self):
         """Stop every thread that publishes before the publishers go away."""
         self._stop_parts()
