@@ -24,7 +24,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from .. import conversions as cv
 from ..qos import action_queues, REQUEST_QOS
-from ... import errors
+from ... import checks, errors
 from ...config import limits
 from ...action import Hold as HoldAction, MoveTo as MoveToAction
 from ...errors import DeviceError
@@ -300,10 +300,12 @@ class Control:
                             ] * max(n, 1)
             return res
         codes, messages = [], []
-        for i, (name, value) in enumerate(zip(names, values)):
+        seen = set()
+        for name, value in zip(names, values):
             try:
-                if names.index(name) != i:
-                    raise errors.InvalidArgument('channel given twice', where=name)
+                if name in seen:            # the shared check's refusal, on this channel
+                    checks.unique_names([name, name], where='set_goals', kind='channel')
+                seen.add(name)
                 limits.check_goals(self.device.layout, {name: value})
                 codes.append(errors.STARTED)
                 messages.append('')
