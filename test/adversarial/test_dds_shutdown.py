@@ -95,3 +95,34 @@ def test_start_stop_cycles_with_a_camera_subscribed(spawn, client):
         code, out = ended(spawn, proc, f'cycle {i}')
         assert code == 0, out[-2000:]
         assert_clean(out, f'cycle {i}')
+
+
+def test_sigint_during_a_long_step_with_requests_waiting(spawn, client):
+    """Requests that wait for the physics thread (reset, pause) behind a long ``step`` do
+    not hold the shutdown: it ends within seconds, not when the steps would have."""
+    from std_srvs.srv import SetBool, Trigger
+    from mujoco_hal_ros.srv import Step
+    proc = start_sim(spawn, 'start_paused:=true', 'real_time_factor:=0.0')
+    client.wait_graph(['/step', '/reset', '/pause'], proc, spawn)
+    stepper = client.node.create_client(Step, '/step')
+    others = [client.node.create_client(Trigger, '/reset'),
+              client.node.create_client(SetBool, '/pause')]
+    for c in [stepper] + others:
+        assert c.wait_for_service(timeout_sec=20.0)
+    time.sleep(1.0)
+    steps = stepper.call_async(Step.Request(steps=1_000_000))
+    time.sleep(0.5)
+    waiting = [others[0].call_async(Trigger.Request()),
+               others[1].call_async(SetBool.Request(data=True))]
+    time.sleep(0.5)
+    assert not steps.done()
+    t0 = time.monotonic()
+    interrupt(proc)
+    code, out = ended(spawn, proc, 'SIGINT during a long step', timeout=15.0)
+    took = time.monotonic() - t0
+    assert code == 0, out[-2000:]
+    assert_clean(out, 'SIGINT during a long step')
+    assert took < 8.0, f'shutdown took {took:.1f} s'
+    assert client.answers([steps], 5.0) == 1, 'the step caller got no answer'
+    assert not steps.result().success
+    del waiting

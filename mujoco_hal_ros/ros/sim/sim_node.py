@@ -194,9 +194,12 @@ class SimNode(Node):
                 + (f' | {cams}' if cams else '') + f' | {state}')
 
     def _log_health(self):
-        self.get_logger().info(self.health_line())
+        if self.state is not None and self.cameras is not None:
+            self.get_logger().info(self.health_line())
 
     def _publish_diagnostics(self):
+        if self.state is None or self.cameras is None:
+            return                          # shutting down: the parts it reports are gone
         h = self.device.health()
         rtf = h['measured_rtf']
         level, message = DiagnosticStatus.OK, 'running'
@@ -273,6 +276,8 @@ class SimNode(Node):
         if self.bridge is None:
             return
         self.bridge.stop()
+        self._stop_threads()
+        self.device.close()     # requests queued for the physics thread are refused: CLOSED
         deadline = time.monotonic() + timeout
         control = self.control
         while control is not None and control.goals_running and time.monotonic() < deadline:
@@ -283,8 +288,8 @@ class SimNode(Node):
         self._stop_parts()
         return super().destroy_node()
 
-    def _stop_parts(self):
-        """Stop whatever parts exist, built fully or only up to a refused parameter."""
+    def _stop_threads(self):
+        """The threads that publish and render stop (joined) before anything they use."""
         thread = getattr(self, '_markers_thread', None)
         if thread is not None:
             self._markers_stop.set()
@@ -294,11 +299,16 @@ class SimNode(Node):
         for part in (self.state, self.cameras):
             if part is not None:
                 part.stop()
+        self.state = self.cameras = None
+
+    def _stop_parts(self):
+        """Stop whatever parts exist, built fully or only up to a refused parameter."""
+        self._stop_threads()
         if self.bridge is not None:
             self.bridge.close()            # every waiting coroutine gets its answer
         if self.control is not None:
             self.control.destroy()
-        self.state = self.cameras = self.control = None
+        self.control = None
         if self.swap is not None:
             self.swap.destroy()
             self.swap = None
