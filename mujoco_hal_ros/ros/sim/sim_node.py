@@ -36,7 +36,6 @@ from ...sim.device import Device  # noqa: E402
 from ...errors import ConfigError  # noqa: E402
 
 STALL_LOG_S = 10.0      # at most one stall line and one unstable line this often
-STALL_REPORT_S = 0.25   # dropped simulated seconds worth a warning (less: a busy core's hiccup)
 
 
 class SimNode(Node):
@@ -227,8 +226,8 @@ class SimNode(Node):
                 self.get_logger().warning(why)
             if level == DiagnosticStatus.OK:
                 level, message = DiagnosticStatus.WARN, why
-        dropped = h['dropped_s'] - self._last_dropped
-        if h['stalls'] > self._last_stalls and dropped >= STALL_REPORT_S:
+        if h['stalls'] > self._last_stalls:
+            dropped = h['dropped_s'] - self._last_dropped
             self._last_stalls, self._last_dropped = h['stalls'], h['dropped_s']
             why = (f'stalled: {dropped:.3f} s of simulated time dropped rather than run off '
                    f'at full speed ({h["stalls"]} stalls, {h["dropped_s"]:.3f} s in all)')
