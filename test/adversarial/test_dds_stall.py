@@ -68,3 +68,22 @@ def test_a_stall_is_dropped_not_caught_up_and_reported(spawn, client):
     assert status is not None, 'diagnostics never reported the dropped time'
     out = spawn.output(proc)
     assert 'stalled:' in out and 'dropped' in out, out[-2000:]
+
+
+def test_an_unstable_model_is_logged_by_the_node(spawn, client):
+    """Before, only MuJoCo's own stderr warning said so; now the node logs one line."""
+    import os
+    from mujoco_hal_ros.srv import SetGoals
+    model = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                         'models', 'unstable.xml')
+    proc = start_sim(spawn, f'model:={model}', 'keyframe:=zero')
+    client.wait_graph(['/set_goals', '/diagnostics'], proc, spawn)
+    res = client.call(SetGoals, '/set_goals', SetGoals.Request(channels=['s_goal'],
+                                                               values=[0.5]))
+    assert res.success, list(res.messages)
+    end = time.monotonic() + 10.0
+    while 'simulation went unstable' not in spawn.output(proc) and time.monotonic() < end:
+        time.sleep(0.1)
+    out = spawn.output(proc)
+    assert 'simulation went unstable' in out, out[-2000:]
+    assert out.count('simulation went unstable') == 1, out[-2000:]
