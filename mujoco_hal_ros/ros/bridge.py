@@ -69,8 +69,9 @@ class Ticker:
 class CompletionBridge:
     """Core completions -> rclpy futures completed on ``node``'s executor.
 
-    Owned by the node (or by the part that made it when none was handed over); ``close()``
-    answers every future still pending with None, so no coroutine is left waiting.
+    Owned by the node (or by the part that made it when none was handed over); ``stop()``
+    and ``close()`` answer every future still pending with None, so no coroutine is left
+    waiting: each caller turns None into its own CLOSED result.
     """
 
     def __init__(self, node, name=None):
@@ -93,6 +94,9 @@ class CompletionBridge:
         self._timer = node.create_timer(
             1.0, self._on_timer, callback_group=ReentrantCallbackGroup(),
             clock=Clock(clock_type=ClockType.STEADY_TIME), autostart=False)
+        self._entities = ((node.destroy_timer, self._timer),
+                          (node.destroy_guard_condition, self._wake),
+                          (node.destroy_guard_condition, self._nudge))
 
     # --- futures completed from any thread ------------------------------------------------
     def future(self):
@@ -291,9 +295,11 @@ class CompletionBridge:
     def closed(self):
         return self._closed
 
-    def close(self):
-        """Answer what is queued, then every pending future with None; stop the timer and
-        the worker (a job in progress finishes on its own; nothing waits for it)."""
+    def stop(self):
+        """Answer what is queued, then every pending future with None, and take no more work
+        (a later ``future()`` is answered None at once); the worker stops (a job in progress
+        finishes on its own). The node's entities stay, so the answers the callers build
+        from None still go out: the first half of a shutdown while the executor spins."""
         with self._lock:
             if self._closed:
                 return
@@ -312,9 +318,13 @@ class CompletionBridge:
                 future.set_result(None)
         if worker is not None:
             worker.shutdown(wait=False, cancel_futures=True)
-        for destroy, entity in ((self._node.destroy_timer, self._timer),
-                                (self._node.destroy_guard_condition, self._wake),
-                                (self._node.destroy_guard_condition, self._nudge)):
+
+    def close(self):
+        """``stop()``, then the timer and guard conditions go; a second call does nothing."""
+        self.stop()
+        with self._lock:
+            entities, self._entities = self._entities, ()
+        for destroy, entity in entities:
             try:
                 destroy(entity)
             except Exception:  # noqa: BLE001 - the node was destroyed first

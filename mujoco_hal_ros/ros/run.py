@@ -2,17 +2,28 @@
 
 A bad start (malformed ``--ros-args``, a bad parameter or model) ends it with one line on
 stderr, ``<name>: <what>``, and exit code 2, not a traceback; ``<NAME>_DEBUG=1`` in the
-environment lets the traceback through. Ctrl-C, while starting or running, exits with 0.
+environment lets the traceback through. Ctrl-C or SIGTERM, at any moment from the
+executable's first line (``signals``) and any number of times, exits with 0 and no
+traceback; the node is torn down in order: every waiting client gets its result first.
 """
 
 import os
 import sys
+import threading
+import time
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.signals import SignalHandlerOptions
 
+from . import signals
 from ..errors import DeviceError
 from ..fastpath.process import tune_interpreter
+
+
+SIGNAL_POLL_S = 0.1     # how soon the main thread sees a signal (it runs no executor)
+ANSWER_S = 2.0          # how long waiting clients' answers may take at shutdown
+DELIVER_S = 0.2         # then how long the executor keeps sending before it stops
 
 
 def one_line(err):
@@ -29,41 +40,85 @@ def run_node(name, make_node, argv=None, threads=4, started=None):
     ``argv``: the command line, ``sys.argv`` if None. The process is tuned
     (``fastpath.process``) once the node is made, so a node's ``fast_paths:=false`` holds.
     """
-    args = sys.argv if argv is None else argv
+    with signals.handled():
+        return _run(name, make_node, sys.argv if argv is None else argv, threads, started)
+
+
+def _run(name, make_node, args, threads, started):
     debug_env = f'{name.upper()}_DEBUG'
     debug = bool(os.environ.get(debug_env))
     try:
-        rclpy.init(args=args)
+        # Not rclpy's handler: it shuts the context down at once, before any waiting
+        # client could be answered.
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as err:  # noqa: BLE001 - malformed --ros-args
         print(f'{name}: {one_line(err)}', file=sys.stderr)
         return 2
     node = executor = None
     try:
+        if signals.received():
+            return 0                            # Ctrl-C before rclpy's handler was there
         try:
             node = make_node()
         except Exception as err:  # noqa: BLE001 - one clear line, not a traceback
-            if not rclpy.ok():
+            if not rclpy.ok() or signals.received():
                 return 0                        # Ctrl-C while starting up
             if debug:
                 raise
             hint = '' if isinstance(err, DeviceError) else f' ({debug_env}=1 for details)'
             print(f'{name}: {one_line(err)}{hint}', file=sys.stderr)
             return 2
+        if signals.received():
+            return 0
         tune_interpreter()          # after make_node, which may have turned the fast paths off
         if started is not None:
             started(node)
         executor = MultiThreadedExecutor(num_threads=threads)
         executor.add_node(node)
-        executor.spin()
+        _spin_until_signal(executor, node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:  # noqa: BLE001 - a context shut down by a signal mid-start is an exit
-        if rclpy.ok():
+        if rclpy.ok() and not signals.received():
             raise
     finally:
-        if executor is not None:
-            executor.shutdown(timeout_sec=1.0)
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+        _teardown(node, executor)
     return 0
+
+
+def _spin_until_signal(executor, node):
+    """Spin on a thread until a signal; then, with the executor still spinning, let the node
+    answer every waiting client (``node.answer_waiting(timeout)`` where it has one)."""
+    failed = []
+
+    def spin():
+        try:
+            executor.spin()
+        except ExternalShutdownException:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - raised again on the main thread
+            failed.append(exc)
+    thread = threading.Thread(target=spin, name='executor', daemon=True)
+    thread.start()
+    while thread.is_alive() and not signals.received():
+        signals.wait(SIGNAL_POLL_S)
+    if failed:
+        raise failed[0]
+    answer = getattr(node, 'answer_waiting', None)
+    if answer is not None and thread.is_alive():
+        answer(ANSWER_S)
+        time.sleep(DELIVER_S)          # the answers are sent; let DDS deliver them
+
+
+def _teardown(node, executor):
+    """The executor first (waiting clients were answered while it spun), then the node (its
+    threads stop before its publishers go), then the context."""
+    if executor is not None:
+        executor.shutdown(timeout_sec=1.0)
+    if node is not None:
+        try:
+            node.destroy_node()
+        except Exception:  # noqa: BLE001 - shut down under us; the process is ending
+            if rclpy.ok() and not signals.received():
+                raise
+    rclpy.try_shutdown()

@@ -28,7 +28,11 @@ from ..errors import ClosedError, DeviceError, NOT_PAUSED, STEPPER_DEAD, TIMEOUT
 
 FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
 ROLLOUT_MIN = 16     # steps in a chunk from which mujoco.rollout beats the Python loop
-MAX_CATCH_UP = 1.0   # wall seconds of lag the real-time loop makes up; beyond, it skips
+# Wall seconds of lag the real-time loop makes up; beyond, the debt is dropped and counted
+# (``health()['dropped_s']``, ``['stalls']``): after a stall (a stopped process, a long
+# request) running it off at full speed would be a burst of motion no real device makes.
+# Below it is a busy host's scheduling hiccup, made up within a few chunks as before.
+MAX_LAG_S = 0.25
 BAD_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
                 mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADCTRL)
 
@@ -150,6 +154,7 @@ class Stepper:
         self.last_error = None
         self._busy = None
         self.skipped = 0.0                       # simulated seconds given up after stalls
+        self.stalls = 0                          # ... how many times
         self._bad_idx = np.array([int(w) for w in BAD_WARNINGS])
         # Chunks of servo setpoints step in C through mujoco.rollout (no Python per step).
         # It resets mocap bodies unless they ride along as controls (they do), and applied
@@ -439,10 +444,10 @@ class Stepper:
                     if lag > 2 * dt * self._chunk_steps:
                         self.overruns += 1
                     self.worst_lag = max(self.worst_lag, lag)
-                    if lag > MAX_CATCH_UP * self._rtf:
-                        # A stall (suspended process, a long request): running the debt
-                        # off at full speed would be a burst no device makes. Give it up.
+                    if lag > MAX_LAG_S * self._rtf:
+                        # A stall: give up the debt, run one chunk, pace from now on.
                         self.skipped += lag
+                        self.stalls += 1
                         self._rebase()
                         n = self._chunk_steps
                     n = min(n, self._chunk_steps * 4)
@@ -725,7 +730,7 @@ class Stepper:
                 'overruns': self.overruns, 'paused': self._paused,
                 'unstable_events': self.unstable_events, 'errors': self.errors,
                 'last_error': self.last_error, 'alive': self._thread.is_alive(),
-                'skipped_s': self.skipped}
+                'dropped_s': self.skipped, 'stalls': self.stalls}
 
     # --- lifetime -------------------------------------------------------------------------
     def close(self):

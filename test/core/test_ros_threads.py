@@ -20,8 +20,10 @@ ALLOWED = {
     'sim/cameras.py': (1, 'the camera thread (renders and publishes images)'),
     'sim/sim_node.py': (1, 'builds the scene markers once at start, off the start-up path'),
     'swap/trajectory_controller.py': (1, 'publishes controller_state while subscribed'),
+    'sim/description.py': (1, 'generates the URDF once at start, off the start-up path'),
     'sim/sensors.py': (1, 'the sensor and lidar publisher (sampled in simulated time)'),
     'bridge.py': (1, "the bridge's one worker for blocking core work"),
+    'run.py': (1, 'spins the executor while the main thread waits for a signal'),
 }
 THREAD_MAKERS = {'Thread', 'Timer', 'ThreadPoolExecutor', 'start_new_thread'}
 

@@ -25,6 +25,7 @@ import hashlib
 import os
 import sys
 import threading
+import time
 
 import mujoco
 import numpy as np
@@ -33,7 +34,9 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
 from . import arrays
+from .. import conversions as cv
 from ..bridge import CompletionBridge
+from ..qos import action_queues, REQUEST_QOS
 from .params import TABLE
 from ..parameters import refuse_unknown
 from ..run import run_node
@@ -91,13 +94,16 @@ class PoolNode(Node):
         self._action = ActionServer(
             self, Evaluate, 'evaluate', self._execute, callback_group=action_group,
             goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
-            cancel_callback=lambda _handle: CancelResponse.ACCEPT, result_timeout=10)
+            cancel_callback=lambda _handle: CancelResponse.ACCEPT, result_timeout=10,
+            **action_queues())
         queries = MutuallyExclusiveCallbackGroup()
-        self.create_service(PoolReset, 'reset', self._reset, callback_group=queries)
+        self.create_service(PoolReset, 'reset', self._reset, callback_group=queries,
+                            qos_profile=REQUEST_QOS)
         self.create_service(SiteJacobians, 'site_jacobians', self._jacobians,
-                            callback_group=queries)
+                            callback_group=queries, qos_profile=REQUEST_QOS)
         self.create_service(PoolInfo, 'pool_info', self._pool_info,
-                            callback_group=MutuallyExclusiveCallbackGroup())
+                            callback_group=MutuallyExclusiveCallbackGroup(),
+                            qos_profile=REQUEST_QOS)
         self._heartbeats = self.bridge.every(HEARTBEAT_S, self._heartbeat)  # while goals run
 
     # --- parameters -------------------------------------------------------------------------
@@ -218,7 +224,7 @@ class PoolNode(Node):
         except DeviceError as err:
             return 'abort', _fill_error(result, err.code, str(err))
         except Exception as err:  # noqa: BLE001 - reported to the caller, logged here
-            self.get_logger().error(f'evaluate: {type(err).__name__}: {err}')
+            self.get_logger().error(f'evaluate: {cv.error_line(err)}')
             return 'abort', _fill_error(result, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
         result.env_ids = [int(i) for i in res.env_ids]
         result.final_state = arrays.to_msg(res.state)
@@ -294,7 +300,7 @@ class PoolNode(Node):
         except DeviceError as err:
             return _fill_error(res, err.code, str(err))
         except Exception as err:  # noqa: BLE001 - an answer, not a dead service
-            self.get_logger().error(f'{name}: {type(err).__name__}: {err}')
+            self.get_logger().error(f'{name}: {cv.error_line(err)}')
             return _fill_error(res, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
         res.success, res.code = True, DONE
         return res
@@ -321,6 +327,17 @@ class PoolNode(Node):
         return self.info
 
     # --- lifetime ---------------------------------------------------------------------------
+    def answer_waiting(self, timeout):
+        """Shutdown, while the executor still spins: a running evaluation stops at its
+        next chunk and every waiting client gets its answer (CLOSED), for ``timeout`` s at
+        most (``run_node`` calls it before the context goes)."""
+        self._closing = True
+        if self.bridge is not None:
+            self.bridge.stop()
+        deadline = time.monotonic() + timeout
+        while self._active and time.monotonic() < deadline:
+            time.sleep(0.01)
+
     def destroy_node(self):
         """Stop a running evaluation at its next chunk, then release the pool's threads."""
         self._closing = True

@@ -23,7 +23,8 @@ from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
 from .. import conversions as cv
-from ... import errors
+from ..qos import action_queues, REQUEST_QOS
+from ... import checks, errors
 from ...config import limits
 from ...action import Hold as HoldAction, MoveTo as MoveToAction
 from ...errors import DeviceError
@@ -50,6 +51,7 @@ class Control:
         self._lock = threading.Lock()
         self._cancel_wakes = {}              # move_to goal id -> future its cancel completes
         self._refused_topic = {}
+        self._goals_running = 0              # move_to and hold goals not answered yet
         m = device.model
         self._joint_dofs = np.array(
             [m.jnt_dofadr[j] for j in range(m.njnt)
@@ -59,20 +61,28 @@ class Control:
         self.move_action = ActionServer(
             n, MoveToAction, 'move_to', execute_callback=self._execute_move, callback_group=g,
             goal_callback=lambda _goal: GoalResponse.ACCEPT,
-            cancel_callback=self._on_move_cancel)
+            cancel_callback=self._on_move_cancel, **action_queues())
         self.hold_action = ActionServer(
             n, HoldAction, 'hold', execute_callback=self._execute_hold,
             callback_group=self.hold_group, goal_callback=lambda _goal: GoalResponse.ACCEPT,
-            cancel_callback=lambda _handle: CancelResponse.REJECT)
+            cancel_callback=lambda _handle: CancelResponse.REJECT, **action_queues())
         self.services = [
-            n.create_service(MoveToSrv, 'move_to', self._srv_move_to, callback_group=g),
-            n.create_service(Trigger, 'hold', self._srv_hold, callback_group=self.hold_group),
-            n.create_service(SetGoals, 'set_goals', self._srv_set_goals, callback_group=g),
-            n.create_service(RunAction, 'run_action', self._srv_run_action, callback_group=g),
-            n.create_service(Trigger, 'reset', self._srv_reset, callback_group=g),
-            n.create_service(SetBool, 'pause', self._srv_pause, callback_group=g),
-            n.create_service(Step, 'step', self._srv_step, callback_group=g),
-            n.create_service(Describe, 'describe', self._srv_describe, callback_group=g),
+            n.create_service(MoveToSrv, 'move_to', self._srv_move_to, callback_group=g,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(Trigger, 'hold', self._srv_hold, callback_group=self.hold_group,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(SetGoals, 'set_goals', self._srv_set_goals, callback_group=g,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(RunAction, 'run_action', self._srv_run_action, callback_group=g,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(Trigger, 'reset', self._srv_reset, callback_group=g,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(SetBool, 'pause', self._srv_pause, callback_group=g,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(Step, 'step', self._srv_step, callback_group=g,
+                             qos_profile=REQUEST_QOS),
+            n.create_service(Describe, 'describe', self._srv_describe, callback_group=g,
+                             qos_profile=REQUEST_QOS),
         ]
         self.goal_subs = [
             n.create_subscription(Float64, f'goals/{name}',
@@ -85,6 +95,15 @@ class Control:
                'run_action', 'reset', 'pause', 'step', 'describe']
         out += [f'goals/{n} (topic)' for n in self.device.layout.goals]
         return out
+
+    @property
+    def goals_running(self):
+        """Action goals whose result is not out yet: shutdown waits for it to reach 0."""
+        return self._goals_running
+
+    def _goal_began(self, change):
+        with self._lock:
+            self._goals_running += change
 
     def destroy(self):
         """The bridge answers every waiting coroutine (the node closes it)."""
@@ -153,6 +172,13 @@ class Control:
         return done.result() if done.done() else None
 
     async def _execute_move(self, goal):
+        self._goal_began(1)
+        try:
+            return await self._run_move(goal)
+        finally:
+            self._goal_began(-1)
+
+    async def _run_move(self, goal):
         result = MoveToAction.Result()
         move, err = self._start_move(goal.request)
         if err is not None:
@@ -161,7 +187,8 @@ class Control:
             return cv.fill_error(result, err)
         outcome = await self._follow_move(goal, move)
         if outcome is None:
-            outcome = {'success': False, 'code': errors.CLOSED, 'message': 'sim_node stopped'}
+            outcome = {'success': False, 'code': errors.CLOSED,
+                       'message': 'sim_node is shutting down: the move was not finished'}
         cv.fill_move_result(result, outcome)
         if goal.is_cancel_requested:
             goal.canceled()
@@ -236,9 +263,16 @@ class Control:
                     feedback()
         except Exception:  # noqa: BLE001 - closed under us: the hold itself was answered
             return True
-        return False
+        return True                 # shutting down: the hold itself is in force
 
     async def _execute_hold(self, goal):
+        self._goal_began(1)
+        try:
+            return await self._run_hold(goal)
+        finally:
+            self._goal_began(-1)
+
+    async def _run_hold(self, goal):
         try:
             out = self.device.hold()
         except DeviceError as err:
@@ -266,10 +300,12 @@ class Control:
                             ] * max(n, 1)
             return res
         codes, messages = [], []
-        for i, (name, value) in enumerate(zip(names, values)):
+        seen = set()
+        for name, value in zip(names, values):
             try:
-                if names.index(name) != i:
-                    raise errors.InvalidArgument('channel given twice', where=name)
+                if name in seen:            # the shared check's refusal, on this channel
+                    checks.unique_names([name, name], where='set_goals', kind='channel')
+                seen.add(name)
                 limits.check_goals(self.device.layout, {name: value})
                 codes.append(errors.STARTED)
                 messages.append('')

@@ -13,6 +13,7 @@ gl.ensure_headless_gl()     # before anything below imports mujoco: it reads MUJ
 
 import sys  # noqa: E402
 import threading  # noqa: E402
+import time  # noqa: E402
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup  # noqa: E402
@@ -38,6 +39,8 @@ from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
 from ...sim.device import Device  # noqa: E402
 from ...errors import ConfigError  # noqa: E402
+
+STALL_LOG_S = 10.0      # at most one stall line and one unstable line this often
 
 
 class SimNode(Node):
@@ -151,6 +154,7 @@ class SimNode(Node):
             self.create_timer(p.summary_period, self._log_health, callback_group=self._slow)
         P.TABLE.watch(self, self._on_set_parameter)
         self._last_unstable = 0
+        self._last_stalls, self._last_dropped = 0, 0.0
         self._clock_warned = False
         self._hardware_id = str(device.describe()['id'])
         # Meshes can hold 10^5 triangles: build the markers off the start-up path.
@@ -217,9 +221,12 @@ class SimNode(Node):
                 + (f' | {cams}' if cams else '') + f' | {state}')
 
     def _log_health(self):
-        self.get_logger().info(self.health_line())
+        if self.state is not None and self.cameras is not None:
+            self.get_logger().info(self.health_line())
 
     def _publish_diagnostics(self):
+        if self.state is None or self.cameras is None:
+            return                          # shutting down: the parts it reports are gone
         h = self.device.health()
         rtf = h['measured_rtf']
         level, message = DiagnosticStatus.OK, 'running'
@@ -247,14 +254,27 @@ class SimNode(Node):
                 self.get_logger().warning(why)
             if level == DiagnosticStatus.OK:
                 level, message = DiagnosticStatus.WARN, why
+        if h['stalls'] > self._last_stalls:
+            dropped = h['dropped_s'] - self._last_dropped
+            self._last_stalls, self._last_dropped = h['stalls'], h['dropped_s']
+            why = (f'stalled: {dropped:.3f} s of simulated time dropped rather than run off '
+                   f'at full speed ({h["stalls"]} stalls, {h["dropped_s"]:.3f} s in all)')
+            self.get_logger().warning(why, throttle_duration_sec=STALL_LOG_S)
+            if level == DiagnosticStatus.OK:
+                level, message = DiagnosticStatus.WARN, why
         if h['unstable_events'] > self._last_unstable:
             self._last_unstable = h['unstable_events']
             level, message = DiagnosticStatus.ERROR, 'simulation went unstable; reset and held'
+            self.get_logger().warning(
+                f'simulation went unstable ({h["unstable_events"]} times so far): reset to the '
+                'keyframe and held; lower the timestep or check the model\'s masses and gains',
+                throttle_duration_sec=STALL_LOG_S)
         values = {'sim_time': h['sim_time'], 'measured_rtf': rtf if rtf is not None else 0.0,
                   'target_rtf': h['target_rtf'], 'lag_s': h['lag_s'],
                   'worst_lag_s': h['worst_lag_s'], 'overruns': h['overruns'],
                   'steps': h['steps'], 'paused': h['paused'], 'moving': h['moving'],
-                  'unstable_events': h['unstable_events'],
+                  'unstable_events': h['unstable_events'], 'stalls': h['stalls'],
+                  'dropped_s': h['dropped_s'],
                   'joint_states_hz': self.state.joint_meter.rate(),
                   'tf_hz': self.state.tf_meter.rate(),
                   'state_thread_scheduling': self.state.scheduling,
@@ -277,13 +297,27 @@ class SimNode(Node):
                 raise
 
     # --- lifetime ---------------------------------------------------------------------------
+    def answer_waiting(self, timeout):
+        """Shutdown, while the executor still spins: every waiting request and goal gets
+        its answer (CLOSED where its work did not finish); returns once the goals' results
+        are out or after ``timeout`` s (``run_node`` calls it before the context goes)."""
+        if self.bridge is None:
+            return
+        self.bridge.stop()
+        self._stop_threads()
+        self.device.close()     # requests queued for the physics thread are refused: CLOSED
+        deadline = time.monotonic() + timeout
+        control = self.control
+        while control is not None and control.goals_running and time.monotonic() < deadline:
+            time.sleep(0.01)
+
     def destroy_node(self):
         """Stop every thread that publishes before the publishers go away."""
         self._stop_parts()
         return super().destroy_node()
 
-    def _stop_parts(self):
-        """Stop whatever parts exist, built fully or only up to a refused parameter."""
+    def _stop_threads(self):
+        """The threads that publish and render stop (joined) before anything they use."""
         for extra in (self.viewer, self.recording):     # recording first writes what it has
             if extra is not None:
                 extra.close()
@@ -297,11 +331,16 @@ class SimNode(Node):
         for part in (self.state, self.sensors, self.cameras, self.description):
             if part is not None:
                 part.stop()
+        self.state = self.cameras = self.sensors = None
+
+    def _stop_parts(self):
+        """Stop whatever parts exist, built fully or only up to a refused parameter."""
+        self._stop_threads()
         if self.bridge is not None:
             self.bridge.close()            # every waiting coroutine gets its answer
         if self.control is not None:
             self.control.destroy()
-        self.state = self.cameras = self.control = self.sensors = None
+        self.control = None
         if self.swap is not None:
             self.swap.destroy()
             self.swap = None

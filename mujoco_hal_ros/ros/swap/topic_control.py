@@ -10,6 +10,7 @@ controller bug cannot drive the simulated arm past its device file.
 
 from sensor_msgs.msg import JointState
 
+from .. import conversions as cv
 from ..parameters import Param, ParameterTable
 from ...checks import unique_names
 from ...motion import joint_trajectory as jt
@@ -74,7 +75,8 @@ class TopicControl:
         except DeviceError as exc:
             self.refused += 1
             self.last_error = str(exc)
-            self.log.warning(f'{self.topic}: command refused, nothing applied: {exc}',
+            self.log.warning(f'{self.topic}: command refused, nothing applied: '
+                             f'{cv.error_line(exc)}',
                              throttle_duration_sec=1.0)
 
     def destroy(self):

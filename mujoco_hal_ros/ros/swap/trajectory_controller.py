@@ -27,6 +27,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from .. import conversions as cv
 from ..bridge import CompletionBridge
+from ..qos import action_queues
 from ..parameters import Param, ParameterTable, given_under, kind_of
 from ...motion import joint_trajectory as jt
 from ...errors import ConfigError, DeviceError
@@ -248,7 +249,7 @@ class TrajectoryController:
             execute_callback=self._execute, goal_callback=self._on_goal,
             handle_accepted_callback=self._on_accepted, cancel_callback=self._on_cancel,
             callback_group=requests,
-            result_timeout=RESULT_TIMEOUT_S)
+            result_timeout=RESULT_TIMEOUT_S, **action_queues())
         self._sub = node.create_subscription(JointTrajectory, f'{name}/joint_trajectory',
                                              self._on_topic, 10, callback_group=requests)
         self._state_pub = node.create_publisher(JointTrajectoryControllerState,
@@ -311,7 +312,7 @@ class TrajectoryController:
     def _reject(self, where, exc):
         self.last_rejection = str(exc)
         self.counts['rejected'] += 1
-        self.log.error(f'{self.name}: {where} rejected: {exc}')
+        self.log.error(f'{self.name}: {where} rejected: {cv.error_line(exc)}')
 
     def _on_goal(self, goal):
         try:
@@ -430,7 +431,7 @@ class TrajectoryController:
                                         f'{type(exc).__name__}: {exc}')
                     self._active = None
             if not self.device.closed and not self._closing:
-                self.log.error(f'{self.name}: {type(exc).__name__}: {exc}',
+                self.log.error(f'{self.name}: {cv.error_line(exc)}',
                                throttle_duration_sec=5.0)
 
     def _monitor(self):
@@ -493,7 +494,7 @@ class TrajectoryController:
             except Exception as exc:  # noqa: BLE001 - shutting down under us
                 if self._closing or not self._context.ok():
                     return              # Ctrl-C shut the context down: nothing to report
-                self.log.error(f'{self.name}: controller_state: {exc}',
+                self.log.error(f'{self.name}: controller_state: {cv.error_line(exc)}',
                                throttle_duration_sec=5.0)
 
     def _publish_state(self):
