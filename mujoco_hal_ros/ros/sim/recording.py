@@ -21,6 +21,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
+from ..qos import REQUEST_QOS
 from ...errors import ConfigError, DeviceError
 from ...record import Recorder, VideoRecorder, qos_dict
 from ...record.msgdef import message_definition
@@ -61,8 +62,10 @@ class Recording:
         self._lock = threading.Lock()
         group = MutuallyExclusiveCallbackGroup()
         self._group = MutuallyExclusiveCallbackGroup()     # the subscriptions' own
-        node.create_service(Trigger, 'start_recording', self._srv_start, callback_group=group)
-        node.create_service(Trigger, 'stop_recording', self._srv_stop, callback_group=group)
+        node.create_service(Trigger, 'start_recording', self._srv_start, callback_group=group,
+                            qos_profile=REQUEST_QOS)
+        node.create_service(Trigger, 'stop_recording', self._srv_stop, callback_group=group,
+                            qos_profile=REQUEST_QOS)
         known = {s.cfg.channel for s in cameras.streams} | {s.cfg.camera for s in cameras.streams}
         unknown = sorted(set(p.record_video) - known - {'all'})
         if unknown:

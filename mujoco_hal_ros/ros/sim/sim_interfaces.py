@@ -31,6 +31,7 @@ from simulation_interfaces.srv import (
     StepSimulation, UnloadWorld)
 
 from .. import conversions as cv
+from ..qos import action_queues, REQUEST_QOS
 from ...config import limits
 from ...sim.entities import Entities, INVALID_POSE
 from ...errors import DeviceError, UNKNOWN_NAME
@@ -97,12 +98,14 @@ class SimInterfaces:
             (UnloadWorld, 'unload_world', self._unsupported))
         self.catalog = catalog.Catalog(device.model, device.layout.bodies)
         self.world = WorldServices(node, device, bridge, self._world_frame)
-        self._services = [node.create_service(srv_type, name, callback, callback_group=group)
+        self._services = [node.create_service(srv_type, name, callback, callback_group=group,
+                                              qos_profile=REQUEST_QOS)
                           for srv_type, name, callback in services]
         self._action = ActionServer(node, SimulateSteps, 'simulate_steps',
                                     execute_callback=self._simulate, callback_group=group,
                                     goal_callback=lambda _g: GoalResponse.ACCEPT,
-                                    cancel_callback=lambda _h: CancelResponse.ACCEPT)
+                                    cancel_callback=lambda _h: CancelResponse.ACCEPT,
+                                    **action_queues())
 
     # --- stepping without blocking the executor -----------------------------------------
     async def _run_steps(self, n):

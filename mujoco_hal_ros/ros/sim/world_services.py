@@ -13,6 +13,7 @@ from geometry_msgs.msg import PointStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
 
 from .. import conversions as cv
+from ..qos import REQUEST_QOS
 from ...errors import DeviceError, DONE, INVALID_ARGUMENT, INTERNAL_ERROR
 from ...srv import Dynamics, PixelToWorld, Randomize, SaveState, SetJointState
 
@@ -37,7 +38,8 @@ class WorldServices:
             (SetJointState, 'set_joint_state', self._teleport),
             (PixelToWorld, 'pixel_to_world', self._pixels),
             (Dynamics, 'dynamics', self._dynamics), (Randomize, 'randomize', self._randomize))
-        self._services = [node.create_service(t, n, cb, callback_group=group)
+        self._services = [node.create_service(t, n, cb, callback_group=group,
+                                              qos_profile=REQUEST_QOS)
                           for t, n, cb in table]
 
     async def _call(self, resp, fn, fill=None):
