@@ -32,7 +32,7 @@ from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from helpers import SpunNodes  # noqa: E402
+from helpers import SpunNodes, tf_world_poses, wait_for  # noqa: E402
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 BOX = """
@@ -145,8 +145,9 @@ def check_common(sim, joints, bodies, trajectory, paused=False):
     assert list(js.name) == joints
     assert len(js.position) == len(js.velocity) == len(js.effort) == len(joints)
     tf = sim.first(TFMessage, '/tf')
-    children = {t.child_frame_id for t in tf.transforms}
-    assert set(bodies) <= children, set(bodies) - children
+    static = sim.first(TFMessage, '/tf_static', qos=LATCHED)
+    children = {t.child_frame_id for t in tf.transforms + static.transforms}
+    assert set(bodies) <= children, set(bodies) - children     # jointless bodies: static
     if not paused:                 # paused, /clock went out once, before we listened
         assert sim.first(Clock, '/clock').clock.sec >= 0
     served = '/arm_controller/follow_joint_trajectory/_action/send_goal' in sim.services()
@@ -227,14 +228,20 @@ def test_floating_base_odom_tree_and_odometry(start, folder, base):
     bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, base)
     odom_base = _pose(by_child[base])
     assert np.allclose(odom_base[0], snap.xpos[bid], atol=1e-9)
+    # the rest of the robot is its body tree under the base, composing to MuJoCo's poses
+    world = tf_world_poses(list(static.transforms) + list(tf.transforms))
     for b in range(1, model.nbody):
         if model.body_rootid[b] != bid or b == bid:
             continue
         name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
-        assert by_child[name].header.frame_id == base
-        pos, quat = _compose(odom_base, _pose(by_child[name]))
+        parent = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, model.body_parentid[b])
+        edge = by_child.get(name) or {t.child_frame_id: t for t in static.transforms}[name]
+        assert edge.header.frame_id == parent, name
+        pos, rot = world[name]
         assert np.allclose(pos, snap.xpos[b], atol=1e-9), name
-        assert abs(abs(np.dot(quat, snap.xquat[b])) - 1) < 1e-9, name
+        mat = np.empty(9)
+        mujoco.mju_quat2Mat(mat, snap.xquat[b])
+        assert np.allclose(rot, mat.reshape(3, 3), atol=1e-9), name
     odom = sim.first(Odometry, 'odom')
     assert (odom.header.frame_id, odom.child_frame_id) == ('odom', base)
     o = odom.pose.pose.position
@@ -262,10 +269,12 @@ def test_odometry_twist_is_in_the_base_frame(start):
     assert np.allclose(linear, [0.0, -1.0, 0.0]) and np.allclose(angular, [0, 0, 0.5])
 
 
-def test_odom_frame_empty_keeps_the_flat_tree(start):
+def test_odom_frame_empty_hangs_the_base_from_the_world(start):
     sim = start(menagerie('unitree_go1'), start_paused=True, odom_frame='')
     tf = sim.first(TFMessage, '/tf')
-    assert {t.header.frame_id for t in tf.transforms} == {'world'}
+    parents = {t.child_frame_id: t.header.frame_id for t in tf.transforms}
+    assert parents['trunk'] == 'world' and 'odom' not in parents.values()
+    assert parents['FR_hip'] == 'trunk'                   # the body tree below it
     assert sim.node.state.odometry is None
 
 
@@ -275,6 +284,7 @@ def test_aloha_cameras_at_their_mjcf_resolution(start):
     keep = sim.client.create_subscription(CameraInfo, 'wrist_cam_left/camera_info',
                                           info.append, 10)
     img = sim.first(Image, 'wrist_cam_left/image_raw', timeout=30.0)
+    wait_for(lambda: info, 10.0, period=0.05)     # each frame's info goes out beside it
     sim.client.destroy_subscription(keep)
     assert info, 'no camera_info with the image'
     info = info[0]
