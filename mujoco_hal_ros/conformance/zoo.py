@@ -251,21 +251,10 @@ def end_point(model, driven_joints):
                  if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE))
     best, best_key = None, None
     for b in range(1, model.nbody):
-        count, body, free_after = 0, b, True
-        seen_driven = False
-        while body > 0:
-            for j in range(model.body_jntadr[body],
-                           model.body_jntadr[body] + model.body_jntnum[body]):
-                if j in driven:
-                    count += 1
-                    seen_driven = True
-                elif not seen_driven:
-                    free_after = False
-            body = model.body_parentid[body]
-        if not count or not free_after:
+        count = _chain_key(model, b, driven)
+        if count <= 0:
             continue
-        depth = _depth(model, b)
-        key = (count, depth)
+        key = (count, _depth(model, b))
         if best_key is None or key > best_key:
             best, best_key = b, key
     if best is None:

@@ -13,6 +13,7 @@ import threading
 import time
 
 from .bag import BagWriter
+from .drain import drain_until_stopped
 
 QUEUE_MESSAGES = 2000
 QUEUE_BYTES = 256 * 1024 * 1024
@@ -65,25 +66,26 @@ class Recorder:
         self._wake.set()
         return True
 
+    def _take(self):
+        with self._lock:
+            if not self._queue:
+                return None
+            item = self._queue.popleft()
+            self._queued_bytes -= len(item[1])
+            return item
+
+    def _write(self, item):
+        if self.error is not None:
+            return
+        try:
+            self.bag.write(*item)
+        except OSError as err:
+            self._fail(err)
+        except Exception as err:  # noqa: BLE001 - stops the recording, says why
+            self._fail(OSError(0, f'{type(err).__name__}: {err}'))
+
     def _run(self):
-        while True:
-            self._wake.wait(0.2)
-            self._wake.clear()
-            while True:
-                with self._lock:
-                    if not self._queue:
-                        break
-                    topic, data, t = self._queue.popleft()
-                    self._queued_bytes -= len(data)
-                if self.error is None:
-                    try:
-                        self.bag.write(topic, data, t)
-                    except OSError as err:
-                        self._fail(err)
-                    except Exception as err:  # noqa: BLE001 - stops the recording, says why
-                        self._fail(OSError(0, f'{type(err).__name__}: {err}'))
-            if self._stopping:
-                break
+        drain_until_stopped(self._wake, self._take, self._write, lambda: self._stopping)
         try:
             self.bag.close()
         except OSError as err:

@@ -13,6 +13,7 @@ import threading
 import numpy as np
 
 from ..errors import ConfigError
+from .drain import drain_until_stopped
 
 QUEUE_FRAMES = 30
 
@@ -82,22 +83,20 @@ class VideoRecorder:
             self._container.mux(packet)
         self.frames_written += 1
 
+    def _take(self):
+        with self._lock:
+            return self._queue.popleft() if self._queue else None
+
+    def _write(self, rgb):
+        if self.error is not None:
+            return
+        try:
+            self._encode(rgb)
+        except Exception as err:  # noqa: BLE001 - ENOSPC and codec errors alike
+            self.error = f'video {self.path}: {type(err).__name__}: {err}'
+
     def _run(self):
-        while True:
-            self._wake.wait(0.2)
-            self._wake.clear()
-            while True:
-                with self._lock:
-                    if not self._queue:
-                        break
-                    rgb = self._queue.popleft()
-                if self.error is None:
-                    try:
-                        self._encode(rgb)
-                    except Exception as err:  # noqa: BLE001 - ENOSPC and codec errors alike
-                        self.error = f'video {self.path}: {type(err).__name__}: {err}'
-            if self._stopping:
-                break
+        drain_until_stopped(self._wake, self._take, self._write, lambda: self._stopping)
         try:
             if self.error is None:
                 for packet in self._stream.encode():

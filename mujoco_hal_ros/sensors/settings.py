@@ -68,13 +68,7 @@ def parse_sensors(section, where='sensors'):
         if key == 'rate':
             out['rate'] = _rate(entry, here)
             continue
-        if not isinstance(key, str) or not key:
-            raise ConfigError(f'expected a sensor name, got {key!r}', where=where)
-        entry = _mapping(entry, here)
-        for k in entry:
-            if k not in SENSOR_KEYS:
-                raise ConfigError(f'unknown key {k!r}', where=here,
-                                  allowed=', '.join(sorted(SENSOR_KEYS)))
+        entry = _named_entry(key, entry, where, here, 'sensor', SENSOR_KEYS)
         parsed = {}
         if 'rate' in entry:
             parsed['rate'] = _rate(entry['rate'], f'{here}.rate')
@@ -90,18 +84,25 @@ def parse_sensors(section, where='sensors'):
     return out
 
 
+def _named_entry(name, entry, where, here, kind, keys):
+    """One named entry of a section: a non-empty name and a mapping of known keys only,
+    so a typo in a key is refused instead of silently ignored."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f'expected a {kind} name, got {name!r}', where=where)
+    entry = _mapping(entry, here)
+    for k in entry:
+        if k not in keys:
+            raise ConfigError(f'unknown key {k!r}', where=here,
+                              allowed=', '.join(sorted(keys)))
+    return entry
+
+
 def parse_lidars(section, where='lidars'):
     """``{name: {...}}`` with every key filled in (defaults: a planar 360-ray scanner)."""
     out = {}
     for name, entry in _mapping(section, where).items():
         here = f'{where}.{name}'
-        if not isinstance(name, str) or not name:
-            raise ConfigError(f'expected a lidar name, got {name!r}', where=where)
-        entry = _mapping(entry, here)
-        for k in entry:
-            if k not in LIDAR_KEYS:
-                raise ConfigError(f'unknown key {k!r}', where=here,
-                                  allowed=', '.join(sorted(LIDAR_KEYS)))
+        entry = _named_entry(name, entry, where, here, 'lidar', LIDAR_KEYS)
         if 'site' not in entry or not isinstance(entry['site'], str) or not entry['site']:
             raise ConfigError('a lidar needs the site it sits on', where=f'{here}.site')
         out[name] = lidar_entry(name, entry, here)

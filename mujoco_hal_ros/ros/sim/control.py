@@ -59,11 +59,11 @@ class Control:
             dtype=int)
         n, g = node, self.group
         self.move_action = ActionServer(
-            n, MoveToAction, 'move_to', execute_callback=self._execute_move, callback_group=g,
-            goal_callback=lambda _goal: GoalResponse.ACCEPT,
+            n, MoveToAction, 'move_to', execute_callback=self._counted(self._run_move),
+            callback_group=g, goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=self._on_move_cancel, **action_queues())
         self.hold_action = ActionServer(
-            n, HoldAction, 'hold', execute_callback=self._execute_hold,
+            n, HoldAction, 'hold', execute_callback=self._counted(self._run_hold),
             callback_group=self.hold_group, goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _handle: CancelResponse.REJECT, **action_queues())
         self.services = [
@@ -104,6 +104,17 @@ class Control:
     def _goal_began(self, change):
         with self._lock:
             self._goals_running += change
+
+    def _counted(self, run):
+        """``run`` as an action's execute callback whose goal counts in ``goals_running``
+        until its result is out, whichever way it ends."""
+        async def execute(goal):
+            self._goal_began(1)
+            try:
+                return await run(goal)
+            finally:
+                self._goal_began(-1)
+        return execute
 
     def destroy(self):
         """The bridge answers every waiting coroutine (the node closes it)."""
@@ -170,13 +181,6 @@ class Control:
             with self._lock:
                 self._cancel_wakes.pop(key, None)
         return done.result() if done.done() else None
-
-    async def _execute_move(self, goal):
-        self._goal_began(1)
-        try:
-            return await self._run_move(goal)
-        finally:
-            self._goal_began(-1)
 
     async def _run_move(self, goal):
         result = MoveToAction.Result()
@@ -264,13 +268,6 @@ class Control:
         except Exception:  # noqa: BLE001 - closed under us: the hold itself was answered
             return True
         return True                 # shutting down: the hold itself is in force
-
-    async def _execute_hold(self, goal):
-        self._goal_began(1)
-        try:
-            return await self._run_hold(goal)
-        finally:
-            self._goal_began(-1)
 
     async def _run_hold(self, goal):
         try:

@@ -42,6 +42,19 @@ MAX_WAKE_HZ = 1000.0
 Q_RANGE = np.array([math.sqrt(0.5), 0.0, -math.sqrt(0.5), 0.0])   # x onto the site's z
 
 
+def _stamped(read, frame, fill):
+    """A builder from ``fill(reading) -> message``: the reading's time and ``frame`` go into
+    the header here, and no reading yet means no message."""
+    def build(snap):
+        t, r = read(snap)
+        if r is None:
+            return None
+        msg = fill(r)
+        msg.header.stamp, msg.header.frame_id = cv.stamp(t), frame
+        return msg
+    return build
+
+
 class _Stream:
     """One topic: what it publishes at which simulated-time period."""
 
@@ -148,12 +161,8 @@ class SensorPublisher:
         frame, read = self._group_frame(g), self._reader(g)
         var = g.variances
 
-        def build(snap):
-            t, r = read(snap)
-            if r is None:
-                return None
+        def fill(r):
             msg = Imu()
-            msg.header.stamp, msg.header.frame_id = cv.stamp(t), frame
             if 'orientation' in r:
                 msg.orientation = cv.quat_ros(r['orientation'])   # site in world
                 msg.orientation_covariance = _diag(var.get('orientation', 0.0))
@@ -170,23 +179,19 @@ class SensorPublisher:
             else:
                 msg.linear_acceleration_covariance = [-1.0] + [0.0] * 8
             return msg
-        return build
+        return _stamped(read, frame, fill)
 
     def _wrench(self, g):
         frame, read = self._group_frame(g), self._reader(g)
 
-        def build(snap):
-            t, r = read(snap)
-            if r is None:
-                return None
+        def fill(r):
             msg = WrenchStamped()
-            msg.header.stamp, msg.header.frame_id = cv.stamp(t), frame
             if 'force' in r:
                 msg.wrench.force = cv.vector3(r['force'])
             if 'torque' in r:
                 msg.wrench.torque = cv.vector3(r['torque'])
             return msg
-        return build
+        return _stamped(read, frame, fill)
 
     def _range(self, g):
         # the device file's frame as given, else <site>_range: x along the beam either way
@@ -197,44 +202,30 @@ class SensorPublisher:
         cutoff = float(self.model.sensor_cutoff[sid]) if sid >= 0 else 0.0
         top = cutoff if cutoff > 0 else math.inf
 
-        def build(snap):
-            t, r = read(snap)
-            if r is None:
-                return None
+        def fill(r):
             d = float(r['range'][0])
-            msg = Range(radiation_type=Range.INFRARED, field_of_view=0.0, min_range=0.0,
-                        max_range=top, range=d if 0 <= d <= top else math.inf)
-            msg.header.stamp, msg.header.frame_id = cv.stamp(t), frame
-            return msg
-        return build
+            return Range(radiation_type=Range.INFRARED, field_of_view=0.0, min_range=0.0,
+                         max_range=top, range=d if 0 <= d <= top else math.inf)
+        return _stamped(read, frame, fill)
 
     def _touch(self, g):
         frame, read = self._group_frame(g), self._reader(g)
 
-        def build(snap):
-            t, r = read(snap)
-            if r is None:
-                return None
+        def fill(r):
             force = float(r['force'][0])
-            msg = Touch(contact=force > 0.0, force=force)
-            msg.header.stamp, msg.header.frame_id = cv.stamp(t), frame
-            return msg
-        return build
+            return Touch(contact=force > 0.0, force=force)
+        return _stamped(read, frame, fill)
 
     def _pose(self, g):
         read = self._reader(g)
         world = self.frames.world
 
-        def build(snap):
-            t, r = read(snap)
-            if r is None:
-                return None
+        def fill(r):
             msg = PoseStamped()
-            msg.header.stamp, msg.header.frame_id = cv.stamp(t), world
             msg.pose.position = cv.point(r.get('position', np.zeros(3)))
             msg.pose.orientation = cv.quat_ros(r.get('orientation', np.array([1.0, 0, 0, 0])))
             return msg
-        return build
+        return _stamped(read, world, fill)
 
     def _joints(self, g):
         read = self._reader(g)
@@ -262,14 +253,9 @@ class SensorPublisher:
         kind = mujoco.mjtSensor(int(self.model.sensor_type[sid])).name[len('mjSENS_'):].lower()
         frame = self._group_frame(g)
 
-        def build(snap):
-            t, r = read(snap)
-            if r is None:
-                return None
-            msg = SensorReading(name=g.name, type=kind, data=cv.doubles(r['data']))
-            msg.header.stamp, msg.header.frame_id = cv.stamp(t), frame
-            return msg
-        return build
+        def fill(r):
+            return SensorReading(name=g.name, type=kind, data=cv.doubles(r['data']))
+        return _stamped(read, frame, fill)
 
     def _scan(self, scanner, cfg, frame):
         pat = scanner.pattern

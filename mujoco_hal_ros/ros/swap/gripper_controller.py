@@ -25,6 +25,7 @@ from rclpy.clock import Clock, ClockType
 from rclpy.task import Future
 
 from ..parameters import Param, ParameterTable
+from .trajectory_controller import finish_goal
 from ...errors import ConfigError, DeviceError
 from ...motion import gripper as gr
 
@@ -172,13 +173,7 @@ class GripperController:
                 'aborted', self._result(False, False))
         else:
             outcome, result = await active.future
-        if handle.is_active:
-            if outcome == 'succeeded':
-                handle.succeed()
-            elif outcome == 'canceled' and handle.is_cancel_requested:
-                handle.canceled()
-            else:
-                handle.abort()
+        finish_goal(handle, outcome)
         return result
 
     def _tick(self):

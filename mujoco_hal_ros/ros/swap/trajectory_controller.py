@@ -175,6 +175,19 @@ def points_of(trajectory):
             for p in trajectory.points]
 
 
+def finish_goal(handle, outcome):
+    """Settle an action goal's state from the plan's outcome: a cancel only counts as
+    canceled when the client asked for one; anything else that did not succeed aborts."""
+    if not handle.is_active:
+        return
+    if outcome == 'succeeded':
+        handle.succeed()
+    elif outcome == 'canceled' and handle.is_cancel_requested:
+        handle.canceled()
+    else:
+        handle.abort()
+
+
 class _Active:
     """The trajectory that owns the controller's joints now, and who asked for it."""
 
@@ -377,13 +390,7 @@ class TrajectoryController:
             finished = ('aborted', Result(error_code=Result.INVALID_GOAL,
                                           error_string='the controller is shutting down'))
         outcome, result = finished
-        if handle.is_active:
-            if outcome == 'succeeded':
-                handle.succeed()
-            elif outcome == 'canceled' and handle.is_cancel_requested:
-                handle.canceled()
-            else:
-                handle.abort()
+        finish_goal(handle, outcome)
         self.counts[outcome] = self.counts.get(outcome, 0) + 1
         return result
 
