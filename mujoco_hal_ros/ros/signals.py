@@ -12,8 +12,10 @@ further signals during that teardown are recorded and ignored. Code needs no rcl
 """
 
 import contextlib
+import logging
 import os
 import signal
+import sys
 import threading
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -69,3 +71,15 @@ def handled():
         for sig, handler in before.items():
             if handler is not _exit_now and handler is not None:
                 signal.signal(sig, handler)     # an executable keeps ignoring them to its end
+
+
+def end_process(code):
+    """An executable's last line: flush and leave with ``code`` without unwinding the
+    native libraries' static objects. Everything the node owns is torn down by then; what
+    remains are the middleware's globals, and on Jazzy their destructors can abort an exit
+    that was clean ("terminate called without an active exception", exit -6)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0 if code is None else code if isinstance(code, int) else 1)

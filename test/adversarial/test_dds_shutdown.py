@@ -5,7 +5,6 @@ Before: two SIGINTs 50 ms apart, or one during start-up, ended in a KeyboardInte
 no result; a camera thread now and then raised ``RCLError`` as its publisher went away.
 """
 
-import os
 import signal
 import time
 
@@ -42,12 +41,6 @@ def test_sigint_during_start_up_exits_quietly(spawn, delay):
     assert_clean(out, f'SIGINT {delay} s after start')
 
 
-JAZZY = 'jazzy' in (os.environ.get('ROS_WHEELS'), os.environ.get('ROS_DISTRO'))
-
-
-@pytest.mark.xfail(JAZZY, strict=False, reason='open on Jazzy: a second signal during '
-                   "shutdown can abort in Jazzy's rclpy (terminate called without an active "
-                   'exception, exit -6); Kilted exits 0')
 def test_two_sigints_50_ms_apart_and_sigterm(spawn):
     for sig in (signal.SIGINT, signal.SIGTERM):
         proc = start_sim(spawn, 'log_summary:=true', name=f'sim_node_{sig.name}')

@@ -78,10 +78,20 @@ def assert_sim_stamps(rig, msgs):
 
 
 def test_sensor_frames_are_on_tf_static(rig):
-    msgs = rig.collect(TFMessage, '/tf_static', count=1, qos=LATCHED)
-    frames = {t.child_frame_id: t.header.frame_id for t in msgs[-1].transforms}
-    assert frames['block_imu'] == 'block' and frames['ft'] == 'payload'
-    assert frames['range_site_range'] == 'range_post' and frames['lidar'] == 'scanner'
+    # /tf_static is the union of every latched publisher's last message (as tf2 reads it);
+    # wait until this node's has arrived rather than taking whichever came first.
+    frames = {}
+
+    def merge(msg):
+        frames.update({t.child_frame_id: t.header.frame_id for t in msg.transforms})
+    sub = rig.client.create_subscription(TFMessage, '/tf_static', merge, LATCHED)
+    try:
+        wait_for(lambda: {'block_imu', 'ft', 'range_site_range', 'lidar'} <= set(frames), 15.0)
+    finally:
+        rig.client.destroy_subscription(sub)
+    assert frames.get('block_imu') == 'block' and frames.get('ft') == 'payload', frames
+    assert frames.get('range_site_range') == 'range_post', frames
+    assert frames.get('lidar') == 'scanner', frames
 
 
 def test_imu_reads_gravity_with_covariances(rig):
