@@ -4,7 +4,6 @@ Every wait is bounded; every process is stopped at teardown (``spawn``). Loopbac
 tests run on the random ROS_DOMAIN_ID the test runner picked.
 """
 
-import importlib.util
 import os
 import signal
 import threading
@@ -19,11 +18,6 @@ from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from helpers import child_env, node_command, ros_args, SpunNodes, START_S  # noqa: E402
 
 EXIT_S = 10.0       # a signalled or refused sim_node is gone within this
-
-# As in the e2e tier: processes over DDS on a shared 2-core machine; a test that fails once
-# is run once more, and one that fails twice fails.
-RERUN = ([pytest.mark.flaky(reruns=1, reruns_delay=2)]
-         if importlib.util.find_spec('pytest_rerunfailures') is not None else [])
 
 
 class Client(SpunNodes):

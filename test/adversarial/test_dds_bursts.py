@@ -15,11 +15,10 @@ rclpy = pytest.importorskip('rclpy')
 
 from std_srvs.srv import Trigger  # noqa: E402
 
-from dds_helpers import Client, RERUN, start_sim  # noqa: E402
+from dds_helpers import Client, start_sim  # noqa: E402
 from mujoco_hal_ros.ros.qos import REQUEST_QOS  # noqa: E402
 from mujoco_hal_ros.srv import Describe  # noqa: E402
 
-pytestmark = RERUN
 
 MATCH_S = 2.0
 

@@ -16,10 +16,9 @@ from action_msgs.msg import GoalStatus  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
-from dds_helpers import assert_clean, Client, ended, interrupt, RERUN, start_sim  # noqa: E402
+from dds_helpers import assert_clean, Client, ended, interrupt, start_sim  # noqa: E402
 from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
 
-pytestmark = RERUN
 
 CYCLES = 10
 

@@ -15,9 +15,8 @@ rclpy = pytest.importorskip('rclpy')
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 
-from dds_helpers import Client, RERUN, start_sim  # noqa: E402
+from dds_helpers import Client, start_sim  # noqa: E402
 
-pytestmark = RERUN
 
 STOP_S = 0.8
 MAX_RTF = 1.1

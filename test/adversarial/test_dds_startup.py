@@ -12,9 +12,8 @@ import pytest
 
 pytest.importorskip('rclpy')
 
-from dds_helpers import assert_clean, RERUN, start_sim  # noqa: E402
+from dds_helpers import assert_clean, start_sim  # noqa: E402
 
-pytestmark = RERUN
 
 EXIT_S = 20.0           # import + refusal on a loaded 2-core machine (about 1 s idle)
 MAX_RSS_KB = 1 << 20    # 1 GiB: a refused start never builds anything big
