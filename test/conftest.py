@@ -105,8 +105,12 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from helpers import (  # noqa: E402
-    child_env, installed_executable as _installed_executable, node_command, ros_args,
-    stop_process, wait_for as _wait_for)
+    child_env, installed_executable as _installed_executable, node_command, rerun_once,
+    ros_args, stop_process, wait_for as _wait_for)
+
+
+def pytest_collection_modifyitems(config, items):
+    rerun_once(items)
 
 
 @pytest.fixture

@@ -254,10 +254,10 @@ def rerun_once(items, reruns=1):
     """Mark every collected test that has no ``flaky`` marker of its own to run once more
     after a failure (pytest-rerunfailures, which colcon itself depends on).
 
-    The tiers that spin nodes or start processes share a 2-core machine with whatever else
-    runs there: discovery, scheduling and heartbeats depend on how the cores are shared at
-    that moment. Each race found so far was fixed at its cause; a rerun shows as ``R`` in
-    the log, and a test that fails twice fails."""
+    Most tests run threads (the stepper, executors, processes over DDS) on a 2-core
+    machine shared with whatever else runs there: discovery, scheduling and heartbeats
+    depend on how the cores are shared at that moment. Each race found so far was fixed at
+    its cause; a rerun shows as ``R`` in the log, and a test that fails twice fails."""
     import importlib.util
     if importlib.util.find_spec('pytest_rerunfailures') is None:
         return

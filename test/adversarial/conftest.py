@@ -15,7 +15,6 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hostile_helpers import BENCH_ENV, BENCH_YAML  # noqa: E402
-from helpers import rerun_once  # noqa: E402
 
 from mujoco_hal_ros.sim.device import Device  # noqa: E402
 
@@ -25,10 +24,6 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                            HealthCheck.data_too_large, HealthCheck.filter_too_much])
 settings.load_profile('adversarial')
-
-
-def pytest_collection_modifyitems(config, items):
-    rerun_once(items)       # the over-DDS tests share the machine; a pure one passes at once
 
 
 @pytest.fixture(scope='module')
