@@ -904,6 +904,10 @@ class Device:
         """The entities spawned so far (``spawn_entity`` names, namespace included)."""
         return sorted(self._spawned)
 
+    def entity_bodies(self, name):
+        """The bodies a spawned entity brought, top one first ([] for any other name)."""
+        return list(self._spawned.get(name, ())) if isinstance(name, str) else []
+
     def spawn_entity(self, resource, name, position=(0.0, 0.0, 0.0),
                      quaternion=(1.0, 0.0, 0.0, 0.0), namespace=''):
         """Attach an MJCF (a string, or a file: a body tree, an object, a whole robot) at a
