@@ -136,3 +136,28 @@ def test_spawned_box_falls_rests_and_is_deleted(start_sim, spawn, client):
     assert 'crate/box' not in ents and 'block' in ents
     r = _call(client, si.GetEntityState, '/get_entity_state', entity='crate')
     assert r.result.result == Result.RESULT_NOT_FOUND
+
+
+def test_load_world_panda_and_back(start_sim, spawn, client):
+    from mujoco_hal_ros.menagerie import model_path
+    panda = model_path('panda')
+    if not panda:
+        pytest.skip("Menagerie's Panda is not installed")
+    proc = start_sim('real_time_factor:=0.0', 'start_paused:=true')
+    client.wait_graph(['/load_world', '/unload_world', '/get_current_world'], START_S,
+                      proc, spawn)
+    req = si.LoadWorld.Request()
+    req.world_resource.uri = f'file://{panda}'
+    cli = client.node.create_client(si.LoadWorld, '/load_world')
+    assert cli.wait_for_service(timeout_sec=10.0)
+    r = client.wait(cli.call_async(req), 120.0)
+    client.node.destroy_client(cli)
+    assert r.result.result == OK, r.result.error_message
+    ents = _call(client, si.GetEntities, '/get_entities').entities
+    assert 'link7' in ents and 'block' not in ents
+    assert _call(client, si.StepSimulation, '/step_simulation', steps=100).result.result == OK
+    assert _call(client, si.UnloadWorld, '/unload_world').result.result == OK
+    ents = _call(client, si.GetEntities, '/get_entities').entities
+    assert 'block' in ents and 'link7' not in ents
+    w = _call(client, si.GetCurrentWorld, '/get_current_world').world
+    assert w.world_resource.uri.endswith('bench_arm.xml')
