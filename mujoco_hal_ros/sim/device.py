@@ -168,7 +168,7 @@ class Device:
         self.world = World(self.model)
         self._generation = self.world.snapshots.generation
         self._render_states = {self._generation: RenderState(self.model)}   # by generation
-        self._retired = []            # renderers of replaced models: closed with the device
+        self._retired = []            # renderers of replaced models: replace_model closes them
         self._scene_spec = None       # the Scene edits start from, parsed on the first edit
         self._spawned = {}            # entity name -> its bodies
         self._start_path = self.model_path
@@ -1009,6 +1009,10 @@ class Device:
         if scene_spec is not None:
             self._scene_spec = scene_spec if isinstance(scene_spec, Scene) \
                 else Scene(spec=scene_spec)
+        with self._renderers_lock:
+            retired, self._retired = self._retired, []
+        for r in retired:           # GL contexts: freed here, never on the physics thread
+            r.close()
         self.record('replace_model', {'why': why, 'world': bool(world)},
                     self._native_all(self.snapshot.setpoint))
         return {'success': True, 'code': errors.DONE, 'generation': self._generation,
@@ -1070,8 +1074,9 @@ class Device:
         for g in [g for g in self._render_states if g < self._generation - 1]:
             del self._render_states[g]
         with self._renderers_lock:
-            self._retired.extend(self._renderers.values())
-            self._renderers = {}
+            # renderers two generations old: nobody draws them any more (closed by the caller)
+            old = [k for k in self._renderers if k[-1] < self._generation - 1]
+            self._retired.extend(self._renderers.pop(k) for k in old)
         s.swap_model(model, data, drives=drives, impedance=impedance,
                      hold_torque=hold_torque, keyframe=self.keyframe, plans=plans,
                      generation=self._generation)

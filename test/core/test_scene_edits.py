@@ -4,6 +4,8 @@ Deterministic: the bench arm paused at rtf 0, advanced with step(n), every pose 
 the snapshots the device publishes.
 """
 
+import types
+
 import mujoco
 import numpy as np
 import pytest
@@ -74,6 +76,19 @@ def test_goals_and_names_follow_a_spawn(bench):
     assert bench.goals() == pytest.approx(goals)
     assert set(reads) <= set(bench.read())
     assert bench.describe()['model'] == bench.model_path
+
+
+def test_cameras_draw_the_new_scene(bench):
+    before = bench.render('overhead')
+    old = bench.renderer('overhead')
+    bench.spawn_entity(BOX, 'box5', position=[0.0, 0.0, 0.1])
+    assert bench.render('overhead').shape == before.shape
+    bench.spawn_entity(BOX, 'box6', position=[0.1, 0.0, 0.1])
+    assert old.closed                       # two generations old: its GL context is freed
+    assert not bench.renderer('overhead').closed
+    with pytest.raises(errors.DeviceError) as err:
+        bench.render_data(types.SimpleNamespace(generation=0))
+    assert err.value.code == world_snapshots.STALE_SNAPSHOT
 
 
 def test_a_snapshot_saved_before_a_spawn_is_stale(bench):

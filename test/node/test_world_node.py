@@ -304,3 +304,21 @@ def test_load_world_and_back_through_sim_node(live):
     assert r.result.result == OK, r.result.error_message
     js = _latest(live, JointState, 'joint_states', lambda m: list(m.name) == names)
     assert js is not None, 'joint_states did not come back to the bench arm'
+
+
+def test_camera_images_keep_coming_through_scene_edits(live):
+    from sensor_msgs.msg import Image
+    dev = live.nodes[0].device
+    for i in range(3):
+        r = live.call(si.SpawnEntity, 'spawn_entity', _spawn_request(f'cam{i}', 0.1 * i, 0.2, 0.1))
+        assert r.result.result == OK, r.result.error_message
+    t = dev.snapshot.time
+    img = _latest(live, Image, 'overhead/image_raw',
+                  lambda m: m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 >= t)
+    assert img is not None and (img.width, img.height) == (640, 480)
+    for i in range(3):
+        r = live.call(si.DeleteEntity, 'delete_entity', si.DeleteEntity.Request(entity=f'cam{i}'))
+        assert r.result.result == OK, r.result.error_message
+    t = dev.snapshot.time
+    assert _latest(live, Image, 'overhead/image_raw',
+                   lambda m: m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 >= t)

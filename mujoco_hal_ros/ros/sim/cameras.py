@@ -286,7 +286,7 @@ class CameraPublisher:
 
     def _deliver(self, submitted):
         """Wait for a submitted frame and publish it; False once stopping."""
-        s, job, seconds = submitted
+        s, job, seconds, generation = submitted
         try:
             frame = job.result()
             if not s.failed:
@@ -294,7 +294,9 @@ class CameraPublisher:
         except Exception as err:  # noqa: BLE001 - reported once, stream stopped
             if self._stop.is_set():
                 return False
-            self._fail(s, err)
+            if generation == self.device.snapshot.generation:
+                self._fail(s, err)
+            # else: a frame of a model replaced meanwhile, whose renderer was closed: dropped
         return not self._stop.is_set()
 
     def _fail(self, s, err):
@@ -303,7 +305,7 @@ class CameraPublisher:
 
     def _submit(self, s):
         """Start a frame of stream ``s`` at the latest snapshot: ``(s, future of the frame,
-        camera tf, simulated time)``."""
+        simulated time, scene generation)``, or None while the scene lacks its camera."""
         c = s.cfg
         snap = self.device.snapshot
         try:
@@ -333,7 +335,7 @@ class CameraPublisher:
                 s.info_bytes = cdr.HeaderFirstBytes(serialize_message(s.info))
         with self.device.render_state(snap) as data:      # the device's one render lock
             job = renderer.submit(data, rgb=True, depth=c.depth)
-        return s, job, snap.time
+        return s, job, snap.time, snap.generation
 
     def _send(self, s, frame, seconds):
         st = cv.stamp(seconds)
