@@ -929,12 +929,13 @@ class Device:
             raise errors.UnknownName('entity', name, self.entity_names())
         scene = Scene(spec=self._scene().spec)
         model = None
+        brought = name if name in self._spawned else None
         for body in self._spawned.get(name) or [name]:
             if model is None or mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY,
                                                   body) >= 0:
-                spec, model = scene.delete(body)
+                spec, model = scene.delete(body, brought)
                 scene.commit(spec)
-        self.replace_model(model, why=f'deleted {name}', scene_spec=scene)
+        self.replace_model(model, why=f'deleted {name}', scene_spec=scene, entity=brought)
         self._spawned.pop(name, None)
         return {'success': True, 'code': errors.DONE, 'name': name}
 
@@ -960,7 +961,7 @@ class Device:
         return {'success': True, 'code': errors.DONE, 'model': self.model_path}
 
     def replace_model(self, model, *, world=False, why='the scene changed', scene_spec=None,
-                      model_path=None):
+                      model_path=None, entity=None):
         """Swap the running device onto ``model`` (an ``MjModel``, or an ``MjSpec`` that is
         compiled first) at a chunk boundary.
 
@@ -971,7 +972,9 @@ class Device:
         PREEMPTED: send them again). ``world=True``: the device is rebuilt from the new
         model as it would open on it (the device file if its channels fit, else
         zero-config), starting at its keyframe; a running move ends STOPPED. Either way
-        snapshots saved before are stale from now on (STALE_SNAPSHOT).
+        snapshots saved before are stale from now on (STALE_SNAPSHOT). ``entity``: the
+        actuators and sensors named ``<entity>/...`` may go (a spawned entity deleted);
+        goals on them end, and a move that used them ends PREEMPTED.
         """
         if isinstance(model, mujoco.MjSpec):
             spec_in, model = model, Scene(spec=model).compile()
@@ -989,7 +992,7 @@ class Device:
                 layout = Layout(model, None)
             renumber = True
         else:
-            lost = scene_edit.lost_channels(old, model)
+            lost = scene_edit.lost_channels(old, model, entity)
             if lost:
                 raise errors.InvalidArgument(
                     f'{why} would remove {", ".join(lost)} of the device; nothing was '
@@ -1064,10 +1067,15 @@ class Device:
             raise
         # From here on nothing can refuse: the old model's moves end, the new one runs.
         old_sp, old_names = s.setpoint.copy(), saved['layout'].actuators
-        plans = s.running_plans() if not renumber else ()
+        gone = [a for a, name in enumerate(old_names) if name not in layout.actuators]
         move = self.move
-        if renumber and move is not None and not move.done():
+        running = move is not None and not move.done()
+        if running and (renumber or set(gone) & set(move.actuators)):
+            if not renumber:
+                ended = f'{ended.split(":")[0]}: the move\'s actuators went with the entity'
             move.finish(moves.result(saved['layout'], move, code, False, ended, s.snapshot))
+            gone = gone + list(move.actuators)       # its path stops where it is now
+        plans = [p for p in s.running_plans() if p.release(gone)] if not renumber else ()
         self._planner, self._lidars = planner, lidars
         self._generation = self.world.follow(model)
         self._render_states[self._generation] = RenderState(model)
@@ -1086,8 +1094,8 @@ class Device:
                 b = layout.actuators.index(name) if name in layout.actuators else -1
                 if name and b >= 0:
                     sp[b] = old_sp[a]
-            if not renumber:
-                sp[:len(old_sp)] = old_sp
+                elif not name and not renumber and a < len(sp):
+                    sp[a] = old_sp[a]         # unnamed, and nothing was renumbered
         s.publish_snapshot()
         LOG.info('scene generation %d: %s', self._generation,
                  'moves kept' if not renumber else 'moves ended')

@@ -106,8 +106,9 @@ class Scene:
                              where='scene') from None
         return spec, self._compile(spec, f'spawning {name!r}')
 
-    def delete(self, name):
-        """(spec, model) without body ``name`` and what hangs below it."""
+    def delete(self, name, brought=None):
+        """(spec, model) without body ``name`` and what hangs below it. Actuators and
+        sensors go with it only when named ``<brought>/...`` (a spawned entity's own)."""
         bodies = [b.name for b in self.spec.bodies if b.name and b.name != 'world']
         if not isinstance(name, str) or name not in bodies:
             raise UnknownName('entity', name, bodies, where='name')
@@ -115,11 +116,12 @@ class Scene:
         before = self._compile(self.spec.copy(), 'the scene')
         spec.delete(spec.body(name))
         model = self._compile(spec, f'deleting {name!r}')
-        if model.nu < before.nu or model.nsensor < before.nsensor:
+        if lost_channels(before, model, brought):
             # MuJoCo drops what referred to the body; the device's channels would dangle.
             raise InvalidArgument(f'entity {name!r} carries actuators or sensors of the '
                                   'device; nothing was changed', where='name',
-                                  allowed='an entity without actuators or sensors')
+                                  allowed='an entity without actuators or sensors, or a '
+                                  'spawned one by its name')
         return spec, model
 
     def commit(self, spec):
@@ -156,16 +158,19 @@ def renumbered(old_model, new_model):
     return False
 
 
-def lost_channels(old_model, new_model):
+def lost_channels(old_model, new_model, brought=None):
     """Names of actuators and sensors the old model has and the new one lacks (an unnamed
-    one counts by number): what a spawn or delete must never take from the device."""
+    one counts by number): what a spawn or delete must never take from the device, unless
+    they are named ``<brought>/...`` (what a spawned entity brought goes with it)."""
     Obj = mujoco.mjtObj
+    own = f'{brought}/' if brought else None
     lost = []
     for kind, n, what in ((Obj.mjOBJ_ACTUATOR, 'nu', 'actuator'),
                           (Obj.mjOBJ_SENSOR, 'nsensor', 'sensor')):
         old = _names(old_model, kind, getattr(old_model, n))
         new = _names(new_model, kind, getattr(new_model, n))
-        lost += [f'{what} {name}' for name in old if name not in new]
+        lost += [f'{what} {name}' for name in old
+                 if name not in new and not (own and name.startswith(own))]
         if getattr(old_model, n) - len(old) > getattr(new_model, n) - len(new):
             lost.append(f'an unnamed {what}')
     return lost

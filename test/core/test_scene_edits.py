@@ -135,3 +135,19 @@ def test_load_world_and_back(bench):
     assert list(bench.layout.actuators) == names and not bench.layout.zero_config
     bench.step(20)
     assert bench.move_to(point=[0.18, 0.05, 0.06], wait=False) is not None
+
+
+def test_a_spawned_robot_brings_goals_that_go_with_it(open_device):
+    from conftest import BENCH_XML
+    dev = open_device(model=model_file('torque_arm'), start_paused=True)
+    own = sorted(dev.layout.goals)
+    dev.spawn_entity(BENCH_XML, 'bench', position=[0.6, 0.6, 0.0])
+    assert 'bench/pan_goal' in dev.layout.goals and set(own) < set(dev.layout.goals)
+    target = dev.goals()[own[0]] + 0.1
+    dev.set_goals({'bench/pan_goal': dev.goals()['bench/pan_goal'] + 0.1, own[0]: target})
+    dev.step(20)
+    dev.delete_entity('bench')
+    assert sorted(dev.layout.goals) == own and dev.entity_names() == []
+    dev.step(500)
+    assert dev.goals()[own[0]] == pytest.approx(target)
+    assert dev.health()['errors'] == 0
