@@ -171,6 +171,7 @@ class Device:
         self._retired = []            # renderers of replaced models: replace_model closes them
         self._scene_spec = None       # the Scene edits start from, parsed on the first edit
         self._spawned = {}            # entity name -> its bodies
+        self._edit_lock = threading.RLock()   # one scene edit at a time, start to end
         self._start_path = self.model_path
         self._file_spec = self.spec   # a loaded world uses the device file if it fits
         self._gravcomp_on = bool(gravity_compensation)
@@ -914,6 +915,10 @@ class Device:
         world pose, its names prefixed ``[<namespace>/]<name>/``; the device goes on with
         its goals and running move. Refused with nothing changed when it does not compile.
         Returns the entity's full name and its bodies."""
+        with self._edit_lock:
+            return self._spawn_entity(resource, name, position, quaternion, namespace)
+
+    def _spawn_entity(self, resource, name, position, quaternion, namespace):
         scene = self._scene()
         spec, model = scene.spawn(resource, name, position, quaternion, namespace)
         full = f'{namespace.strip("/")}/{name}' if namespace else name
@@ -925,6 +930,10 @@ class Device:
     def delete_entity(self, name):
         """Remove a spawned entity (by its full name) or any body of the model and what
         hangs below it; refused when that takes an actuator or sensor of the device."""
+        with self._edit_lock:
+            return self._delete_entity(name)
+
+    def _delete_entity(self, name):
         if not isinstance(name, str) or not name:
             raise errors.UnknownName('entity', name, self.entity_names())
         scene = Scene(spec=self._scene().spec)
@@ -943,6 +952,10 @@ class Device:
         """Replace the whole model (an MJCF string or file path) while the device stays
         open: the device file's channels if they fit the new model, else zero-config;
         running moves end STOPPED, the state starts at the new model's keyframe."""
+        with self._edit_lock:
+            return self._load_world(resource)
+
+    def _load_world(self, resource):
         spec, model = Scene(spec=self._scene().spec).load(resource)
         path = resource if not resource.lstrip().startswith('<') else '<string>'
         path = path[len('file://'):] if path.startswith('file://') else path
@@ -954,10 +967,12 @@ class Device:
 
     def unload_world(self):
         """Back to the world the device was opened with (the robot stays a device)."""
-        model = load_model(self._start_path)
-        self.replace_model(model, world=True, why='world unloaded',
-                           scene_spec=Scene(self._start_path), model_path=self._start_path)
-        self._spawned.clear()
+        with self._edit_lock:
+            model = load_model(self._start_path)
+            self.replace_model(model, world=True, why='world unloaded',
+                               scene_spec=Scene(self._start_path),
+                               model_path=self._start_path)
+            self._spawned.clear()
         return {'success': True, 'code': errors.DONE, 'model': self.model_path}
 
     def replace_model(self, model, *, world=False, why='the scene changed', scene_spec=None,
@@ -976,6 +991,10 @@ class Device:
         actuators and sensors named ``<entity>/...`` may go (a spawned entity deleted);
         goals on them end, and a move that used them ends PREEMPTED.
         """
+        with self._edit_lock:
+            return self._replace_model(model, world, why, scene_spec, model_path, entity)
+
+    def _replace_model(self, model, world, why, scene_spec, model_path, entity):
         if isinstance(model, mujoco.MjSpec):
             spec_in, model = model, Scene(spec=model).compile()
             scene_spec = scene_spec or spec_in

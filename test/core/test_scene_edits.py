@@ -151,3 +151,23 @@ def test_a_spawned_robot_brings_goals_that_go_with_it(open_device):
     dev.step(500)
     assert dev.goals()[own[0]] == pytest.approx(target)
     assert dev.health()['errors'] == 0
+
+
+def test_concurrent_spawns_all_land(bench):
+    import threading
+    nbody = bench.model.nbody
+    errors_seen = []
+
+    def spawn(i):
+        try:
+            bench.spawn_entity(BOX, f'c{i}', position=[0.05 * i, 0.3, 0.1])
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors_seen.append(exc)
+    threads = [threading.Thread(target=spawn, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60.0)
+    assert not errors_seen
+    assert bench.entity_names() == ['c0', 'c1', 'c2', 'c3']
+    assert bench.model.nbody == nbody + 4
