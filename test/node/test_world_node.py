@@ -322,3 +322,23 @@ def test_camera_images_keep_coming_through_scene_edits(live):
     t = dev.snapshot.time
     assert _latest(live, Image, 'overhead/image_raw',
                    lambda m: m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 >= t)
+
+
+def test_spawn_entities_renames_and_namespaces(live):
+    from simulation_interfaces.msg import SpawnEntity as SpawnRequest
+
+    def one(x, y, **fields):
+        r = _spawn_request('twin', x, y, 0.1)
+        return SpawnRequest(name=r.name, entity_resource=r.entity_resource,
+                            initial_pose=r.initial_pose, **fields)
+    first, second = one(0.3, 0.3), one(0.35, 0.3, allow_renaming=True)
+    third = one(0.3, 0.35, entity_namespace='/props')
+    req = si.SpawnEntities.Request(spawn_requests=[first, second, third])
+    r = live.call(si.SpawnEntities, 'spawn_entities', req)
+    assert r.result.result == OK, [x.result.error_message for x in r.results]
+    assert [x.entity_name for x in r.results] == ['twin', 'twin_1', 'props/twin']
+    ents = live.call(si.GetEntities, 'get_entities', si.GetEntities.Request()).entities
+    assert {'twin/box', 'twin_1/box', 'props/twin/box'} <= set(ents)
+    for name in ('twin', 'twin_1', 'props/twin'):
+        d = live.call(si.DeleteEntity, 'delete_entity', si.DeleteEntity.Request(entity=name))
+        assert d.result.result == OK, d.result.error_message

@@ -503,17 +503,22 @@ class SimInterfaces:
         if not any(quat):
             quat = (1.0, 0.0, 0.0, 0.0)          # an unset orientation: upright
         name = req.name
-        taken = set(self.device.entity_names())
+        self._follow()
+        bodies = self.catalog.names
+
+        def taken(full):
+            return full in self.device.entity_names() or full in bodies or \
+                any(b.startswith(f'{full}/') for b in bodies)
         if not name and req.allow_renaming:
             name = 'entity'
         ns = req.entity_namespace.strip('/')
         full = f'{ns}/{name}' if ns else name
-        if full in taken or any(b.startswith(f'{full}/') for b in self.catalog.names):
+        if taken(full):
             if not req.allow_renaming:
                 return None, _fail(R.NAME_NOT_UNIQUE, f'an entity {full[:80]!r} exists; '
                                    'delete it, pick another name or allow_renaming')
             k = 1
-            while f'{full}_{k}' in taken:
+            while taken(f'{full}_{k}'):
                 k += 1
             name = f'{name}_{k}'
         return {'resource': resource, 'name': name, 'position': (p.x, p.y, p.z),
