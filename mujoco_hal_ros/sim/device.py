@@ -30,6 +30,8 @@ from . import names
 from ..sensors import catalog, settings as sensor_settings, wrench
 from .render_state import RenderState
 from ..world import pixels as world_pixels, snapshots as world_snapshots, teleport
+from ..world import scene as scene_edit
+from ..world.scene import Scene
 from ..world.world import World
 from .stepper import HoldTorque, Impedance, Stepper
 
@@ -163,8 +165,16 @@ class Device:
         except BaseException:
             self.stepper.close()
             raise
-        self._render_state = RenderState(self.model)
         self.world = World(self.model)
+        self._generation = self.world.snapshots.generation
+        self._render_states = {self._generation: RenderState(self.model)}   # by generation
+        self._retired = []            # renderers of replaced models: replace_model closes them
+        self._scene_spec = None       # the Scene edits start from, parsed on the first edit
+        self._spawned = {}            # entity name -> its bodies
+        self._edit_lock = threading.RLock()   # one scene edit at a time, start to end
+        self._start_path = self.model_path
+        self._file_spec = self.spec   # a loaded world uses the device file if it fits
+        self._gravcomp_on = bool(gravity_compensation)
         self.record('connect', {'model': self.model_path, 'keyframe': keyframe},
                     self._native_all(sp))
 
@@ -845,23 +855,26 @@ class Device:
     def pixel_to_world(self, camera, pixels, width=None, height=None):
         """World points (n, 3) of camera pixels ``[(u, v), ...]`` through the depth render
         at the latest snapshot; background (far-plane) and invalid depths are refused."""
+        snap = self.snapshot
         if width is None and height is None:
-            return self._pixel_to_world(self.renderer(camera, depth=True), pixels)
+            return self._pixel_to_world(
+                self.renderer(camera, depth=True, generation=snap.generation), pixels, snap)
         # A size of the caller's own gets a renderer of its own, closed after: caching one
         # per size asked would let requests pile up GL contexts without bound.
         from ..render.camera import CameraRenderer
         camera, width, height = self._image(camera, width, height)
-        with CameraRenderer(self.model, camera, width, height, depth=True) as r:
-            return self._pixel_to_world(r, pixels)
+        with CameraRenderer(self._state_of(snap.generation).model, camera, width, height,
+                            depth=True) as r:
+            return self._pixel_to_world(r, pixels, snap)
 
-    def _pixel_to_world(self, r, pixels):
+    def _pixel_to_world(self, r, pixels, snap):
         px = world_pixels.check_pixels(pixels, r.width, r.height)
         intr = r.intrinsics()
-        with self.render_state() as d:
+        with self.render_state(snap) as d:
             depth = r.render_depth(d)
             pos, rot = r.optical_pose(d)
         return world_pixels.to_world(depth, intr, pos, rot, px,
-                                     world_pixels.far_plane(self.model))
+                                     world_pixels.far_plane(self.model_of(snap.generation)))
 
     def randomize(self, fields, seed=None):
         """Randomize model fields of the running sim (``world.randomize``); ``reset`` undoes
@@ -876,6 +889,236 @@ class Device:
         self.record('randomize', {'fields': sorted(values), 'seed': seed}, {})
         return {k: v.tolist() for k, v in values.items()}
 
+    # --- scene edits: the model swapped at run time --------------------------------------
+    @property
+    def generation(self):
+        """The scene generation of ``model``: it goes up with every model swapped in, and
+        every snapshot carries the one its arrays belong to."""
+        return self._generation
+
+    def _scene(self):
+        if self._scene_spec is None:
+            self._scene_spec = Scene(self.model_path)
+        return self._scene_spec
+
+    def entity_names(self):
+        """The entities spawned so far (``spawn_entity`` names, namespace included)."""
+        return sorted(self._spawned)
+
+    def entity_bodies(self, name):
+        """The bodies a spawned entity brought, top one first ([] for any other name)."""
+        return list(self._spawned.get(name, ())) if isinstance(name, str) else []
+
+    def spawn_entity(self, resource, name, position=(0.0, 0.0, 0.0),
+                     quaternion=(1.0, 0.0, 0.0, 0.0), namespace=''):
+        """Attach an MJCF (a string, or a file: a body tree, an object, a whole robot) at a
+        world pose, its names prefixed ``[<namespace>/]<name>/``; the device goes on with
+        its goals and running move. Refused with nothing changed when it does not compile.
+        Returns the entity's full name and its bodies."""
+        with self._edit_lock:
+            return self._spawn_entity(resource, name, position, quaternion, namespace)
+
+    def _spawn_entity(self, resource, name, position, quaternion, namespace):
+        scene = self._scene()
+        spec, model = scene.spawn(resource, name, position, quaternion, namespace)
+        full = f'{namespace.strip("/")}/{name}' if namespace else name
+        self.replace_model(model, why=f'spawned {full}', scene_spec=spec)
+        bodies = scene_edit.entity_bodies(spec, full)
+        self._spawned[full] = bodies
+        return {'success': True, 'code': errors.DONE, 'name': full, 'bodies': bodies}
+
+    def delete_entity(self, name):
+        """Remove a spawned entity (by its full name) or any body of the model and what
+        hangs below it; refused when that takes an actuator or sensor of the device."""
+        with self._edit_lock:
+            return self._delete_entity(name)
+
+    def _delete_entity(self, name):
+        if not isinstance(name, str) or not name:
+            raise errors.UnknownName('entity', name, self.entity_names())
+        scene = Scene(spec=self._scene().spec)
+        model = None
+        brought = name if name in self._spawned else None
+        for body in self._spawned.get(name) or [name]:
+            if model is None or mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY,
+                                                  body) >= 0:
+                spec, model = scene.delete(body, brought)
+                scene.commit(spec)
+        self.replace_model(model, why=f'deleted {name}', scene_spec=scene, entity=brought)
+        self._spawned.pop(name, None)
+        return {'success': True, 'code': errors.DONE, 'name': name}
+
+    def load_world(self, resource):
+        """Replace the whole model (an MJCF string or file path) while the device stays
+        open: the device file's channels if they fit the new model, else zero-config;
+        running moves end STOPPED, the state starts at the new model's keyframe."""
+        with self._edit_lock:
+            return self._load_world(resource)
+
+    def _load_world(self, resource):
+        spec, model = Scene(spec=self._scene().spec).load(resource)
+        path = resource if not resource.lstrip().startswith('<') else '<string>'
+        path = path[len('file://'):] if path.startswith('file://') else path
+        self.replace_model(model, world=True, why=f'loaded world {errors.shorten(path)}',
+                           scene_spec=spec, model_path=path)
+        self._spawned.clear()
+        return {'success': True, 'code': errors.DONE, 'model': self.model_path,
+                'zero_config': self.layout.zero_config}
+
+    def unload_world(self):
+        """Back to the world the device was opened with (the robot stays a device)."""
+        with self._edit_lock:
+            model = load_model(self._start_path)
+            self.replace_model(model, world=True, why='world unloaded',
+                               scene_spec=Scene(self._start_path),
+                               model_path=self._start_path)
+            self._spawned.clear()
+        return {'success': True, 'code': errors.DONE, 'model': self.model_path}
+
+    def replace_model(self, model, *, world=False, why='the scene changed', scene_spec=None,
+                      model_path=None, entity=None):
+        """Swap the running device onto ``model`` (an ``MjModel``, or an ``MjSpec`` that is
+        compiled first) at a chunk boundary.
+
+        ``world=False`` (a spawn or delete): every actuator and sensor of the device must
+        stay (by name), or the request is refused with nothing changed; the state of what
+        stays carries over by name, the timestep and gravity stay, and when nothing that
+        stays is renumbered the running move and goals go on untouched (otherwise they end
+        PREEMPTED: send them again). ``world=True``: the device is rebuilt from the new
+        model as it would open on it (the device file if its channels fit, else
+        zero-config), starting at its keyframe; a running move ends STOPPED. Either way
+        snapshots saved before are stale from now on (STALE_SNAPSHOT). ``entity``: the
+        actuators and sensors named ``<entity>/...`` may go (a spawned entity deleted);
+        goals on them end, and a move that used them ends PREEMPTED.
+        """
+        with self._edit_lock:
+            return self._replace_model(model, world, why, scene_spec, model_path, entity)
+
+    def _replace_model(self, model, world, why, scene_spec, model_path, entity):
+        if isinstance(model, mujoco.MjSpec):
+            spec_in, model = model, Scene(spec=model).compile()
+            scene_spec = scene_spec or spec_in
+        if not isinstance(model, mujoco.MjModel):
+            raise errors.InvalidArgument(f'expected an MjModel or MjSpec, got '
+                                         f'{type(model).__name__}', where='model')
+        old = self.model
+        device_spec = self._file_spec if world else self.spec
+        if world:
+            try:
+                layout = Layout(model, device_spec)
+            except DeviceError:
+                device_spec = None
+                layout = Layout(model, None)
+            renumber = True
+        else:
+            lost = scene_edit.lost_channels(old, model, entity)
+            if lost:
+                raise errors.InvalidArgument(
+                    f'{why} would remove {", ".join(lost)} of the device; nothing was '
+                    'changed', where='scene', allowed='edits that keep every actuator and '
+                    'sensor')
+            model.opt.timestep = old.opt.timestep
+            model.opt.gravity[:] = old.opt.gravity
+            layout = Layout(model, device_spec)
+            renumber = scene_edit.renumbered(old, model)
+        code = errors.STOPPED if world else errors.PREEMPTED
+        ended = f'{why}: the device changed under the move' if world else \
+            f'{why}: the device\'s joints were renumbered; send the goal again'
+        t0 = time.perf_counter()
+        self.stepper.post(lambda s: self._swap(s, model, layout, device_spec, world,
+                                               renumber, code, ended, model_path),
+                          wait=True, timeout=30.0)
+        if scene_spec is not None:
+            self._scene_spec = scene_spec if isinstance(scene_spec, Scene) \
+                else Scene(spec=scene_spec)
+        with self._renderers_lock:
+            retired, self._retired = self._retired, []
+        for r in retired:           # GL contexts: freed here, never on the physics thread
+            r.close()
+        self.record('replace_model', {'why': why, 'world': bool(world)},
+                    self._native_all(self.snapshot.setpoint))
+        return {'success': True, 'code': errors.DONE, 'generation': self._generation,
+                'kept_moves': not renumber, 'swap_s': time.perf_counter() - t0}
+
+    def _swap(self, s, model, layout, device_spec, world, renumber, code, ended,
+              model_path):
+        """Stepper thread, between chunks: the new model in, all or nothing."""
+        saved = {k: getattr(self, k) for k in (
+            'model', 'data', 'layout', 'spec', 'keyframe', 'keyframe_name', 'gravcomp_bodies',
+            'model_path', '_planner', '_lidars')}
+        old_model, old_data = s.model, s.data
+        try:
+            data = mujoco.MjData(model)
+            if world:
+                self.model, self.spec, self.layout = model, device_spec, layout
+                connect = (device_spec or {}).get('connect', {})
+                keyframe = connect.get('keyframe') if device_spec else \
+                    self._default_keyframe()
+                self.keyframe = self._keyframe_id(keyframe)
+                self.keyframe_name = keyframe if self.keyframe is not None else None
+                if self.keyframe is not None:
+                    mujoco.mj_resetDataKeyframe(model, data, self.keyframe)
+                data.time = old_data.time
+                mujoco.mj_forward(model, data)
+                self.model_path = model_path or self.model_path
+            else:
+                scene_edit.carry_state(old_model, old_data, model, data)
+                self.model, self.layout = model, layout
+                if self.keyframe is not None and self.keyframe >= model.nkey:
+                    self.keyframe, self.keyframe_name = None, None
+            if not (np.isfinite(data.qpos).all() and np.isfinite(data.qacc).all()):
+                raise ModelError('the new model is not finite at its start pose; nothing '
+                                 'was changed', where='model')
+            self.data = data
+            if self._gravcomp_on:
+                self.gravcomp_bodies = self._servo_gravcomp()
+                mujoco.mj_forward(model, data)
+            m = model
+            drives = [(layout.drive_of(a), int(m.jnt_qposadr[m.actuator_trnid[a, 0]])
+                       if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT else -1)
+                      for a in range(m.nu)]
+            impedance, hold_torque = self._impedance_loop(), self._hold_torque()
+            planner = moves.Planner(model, layout)
+            lidars = self._lidar_settings()
+        except BaseException:
+            for k, v in saved.items():
+                setattr(self, k, v)
+            raise
+        # From here on nothing can refuse: the old model's moves end, the new one runs.
+        old_sp, old_names = s.setpoint.copy(), saved['layout'].actuators
+        gone = [a for a, name in enumerate(old_names) if name not in layout.actuators]
+        move = self.move
+        running = move is not None and not move.done()
+        if running and (renumber or set(gone) & set(move.actuators)):
+            if not renumber:
+                ended = f'{ended.split(":")[0]}: the move\'s actuators went with the entity'
+            move.finish(moves.result(saved['layout'], move, code, False, ended, s.snapshot))
+            gone = gone + list(move.actuators)       # its path stops where it is now
+        plans = [p for p in s.running_plans() if p.release(gone)] if not renumber else ()
+        self._planner, self._lidars = planner, lidars
+        self._generation = self.world.follow(model)
+        self._render_states[self._generation] = RenderState(model)
+        for g in [g for g in self._render_states if g < self._generation - 1]:
+            del self._render_states[g]
+        with self._renderers_lock:
+            # renderers two generations old: nobody draws them any more (closed by the caller)
+            old = [k for k in self._renderers if k[-1] < self._generation - 1]
+            self._retired.extend(self._renderers.pop(k) for k in old)
+        s.swap_model(model, data, drives=drives, impedance=impedance,
+                     hold_torque=hold_torque, keyframe=self.keyframe, plans=plans,
+                     generation=self._generation)
+        if not world:
+            sp = s.setpoint
+            for a, name in enumerate(old_names):
+                b = layout.actuators.index(name) if name in layout.actuators else -1
+                if name and b >= 0:
+                    sp[b] = old_sp[a]
+                elif not name and not renumber and a < len(sp):
+                    sp[a] = old_sp[a]         # unnamed, and nothing was renumbered
+        s.publish_snapshot()
+        LOG.info('scene generation %d: %s', self._generation,
+                 'moves kept' if not renumber else 'moves ended')
+
     # --- cameras ----------------------------------------------------------------------------
     def _image(self, camera, width, height):
         """(camera, width, height): an image channel's own, or a camera of the model's."""
@@ -887,36 +1130,57 @@ class Device:
             height = chan.height if height is None else height
         return camera, 640 if width is None else width, 480 if height is None else height
 
-    def renderer(self, camera, width=None, height=None, depth=False, background=False):
+    def renderer(self, camera, width=None, height=None, depth=False, background=False,
+                 generation=None):
         """A camera renderer owned by the device (closed with it). ``camera`` is a camera
         of the model or an image channel (whose size is then the default); ``background``
-        as in ``CameraRenderer``."""
+        as in ``CameraRenderer``. It draws the model of ``generation`` (by default the
+        latest snapshot's): pose it only from snapshots of that generation."""
         from ..render.camera import CameraRenderer
+        if generation is None:
+            generation = self.snapshot.generation
+        model = self._state_of(generation).model
         camera, width, height = self._image(camera, width, height)
-        key = (camera, width, height, bool(depth), bool(background))
+        key = (camera, width, height, bool(depth), bool(background), generation)
         with self._renderers_lock:
             if self.closed:
                 raise errors.ClosedError('the device')
             if key not in self._renderers:
-                self._renderers[key] = CameraRenderer(self.model, camera, width, height,
+                self._renderers[key] = CameraRenderer(model, camera, width, height,
                                                       depth=depth, background=background)
             return self._renderers[key]
+
+    def model_of(self, generation):
+        """The model of a scene generation (the current one or the one before), for
+        readers that pose their own MjData from a snapshot (``snapshot.generation``)."""
+        return self._state_of(generation).model
+
+    def _state_of(self, generation):
+        state = self._render_states.get(generation)
+        if state is None:
+            raise DeviceError(world_snapshots.STALE_SNAPSHOT, f'scene generation {generation} '
+                              'was replaced; use the latest snapshot', where='snapshot')
+        return state
 
     def render_state(self, snap=None):
         """``with device.render_state(snap) as data:`` the device's render MjData posed at
         ``snap`` (the latest snapshot by default), for as long as the block runs: the one
-        way to draw from it, so two cameras never pose it under each other."""
-        return self._render_state.posed(snap or self.snapshot)
+        way to draw from it, so two cameras never pose it under each other. The MjData is
+        of the model ``snap`` belongs to (its ``generation``)."""
+        snap = snap or self.snapshot
+        return self._state_of(snap.generation).posed(snap)
 
     def render_data(self, snap=None):
         """A new MjData of its own posed at ``snap`` (the latest by default): for a caller
         that keeps it; ``render_state`` draws without the copy."""
-        return self._render_state.copy_of(snap or self.snapshot)
+        snap = snap or self.snapshot
+        return self._state_of(snap.generation).copy_of(snap)
 
     def render(self, camera, width=None, height=None, png=False):
         """RGB array (or PNG bytes) of a camera or image channel at the latest snapshot."""
-        r = self.renderer(camera, width, height)
-        with self.render_state() as d:
+        snap = self.snapshot
+        r = self.renderer(camera, width, height, generation=snap.generation)
+        with self.render_state(snap) as d:
             return r.render_png(d) if png else r.render_rgb(d)
 
     # --- audit ------------------------------------------------------------------------------
@@ -936,9 +1200,10 @@ class Device:
             return
         self.stepper.close()
         with self._renderers_lock:
-            for r in self._renderers.values():
+            for r in list(self._renderers.values()) + self._retired:
                 r.close()
             self._renderers.clear()
+            self._retired.clear()
 
     @property
     def closed(self):

@@ -19,6 +19,7 @@ from .render_state import pose_at
 
 NOT_MOVABLE = 'NOT_MOVABLE'
 INVALID_POSE = 'INVALID_POSE'
+STALE_SCENE = 'STALE_SNAPSHOT'     # the request was made against a model since replaced
 # Bounds on a placed state. MuJoCo resets the whole simulation to its keyframe when a
 # position or velocity passes 1e10 (or the step after overflows), so one teleport of 1e308
 # would undo every other entity and the arm; these are far beyond any scene a device
@@ -33,16 +34,36 @@ class Entities:
 
     def __init__(self, device):
         self.device = device
-        self.model = device.model
-        self.names = [n for n in device.layout.bodies if n and n != 'world']
-        self._data = mujoco.MjData(self.model)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self.generation = None
+        self.follow()
+
+    def follow(self, generation=None):
+        """Read and place the bodies of the model of ``generation`` (by default the latest
+        snapshot's): after a scene edit the names and ids are the new model's."""
+        if generation is None:
+            generation = self.device.snapshot.generation
+        if generation == self.generation:
+            return
+        model = self.device.model_of(generation)
+        bodies = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
+                  for b in range(model.nbody)]
+        with self._lock:
+            self._bodies = bodies
+            self.names = [n for n in bodies if n and n != 'world']
+            self.model = model
+            self._data = mujoco.MjData(model)
+            self.generation = generation
 
     def body_id(self, name):
         """The model's body id of an entity (UnknownName, listing them, if it is none)."""
+        self.follow()
+        return self._id(name)
+
+    def _id(self, name):
         if not isinstance(name, str) or name not in self.names:
             raise UnknownName('entity', name, self.names)
-        return self.device.layout.bodies.index(name)
+        return self._bodies.index(name)
 
     def _free_joint(self, bid):
         m = self.model
@@ -59,9 +80,10 @@ class Entities:
     def state(self, name, snapshot=None):
         """{'position', 'quaternion' (w, x, y, z), 'linear', 'angular', 'time'} in the world
         frame; velocities are those of the body frame's origin."""
-        bid = self.body_id(name)
         snap = snapshot or self.device.snapshot
         with self._lock:
+            self.follow(snap.generation)
+            bid = self._id(name)
             d = self._data
             pose_at(self.model, d, snap)
             vel = np.zeros(6)
@@ -110,9 +132,12 @@ class Entities:
             raise InvalidArgument(f'{shorten(name)} is a mocap body: it has a pose, not a '
                                   'velocity',
                                   where='twist', allowed='zero twist')
-        m = self.model
+        m, generation = self.model, self.generation
 
         def apply(s):
+            if s.generation != generation:
+                raise DeviceError(STALE_SCENE, f'the scene changed before {shorten(name)} was '
+                                  'placed; nothing was changed: send it again', where='entity')
             d = s.data
             if jid is not None:
                 qa, da = int(m.jnt_qposadr[jid]), int(m.jnt_dofadr[jid])

@@ -65,6 +65,7 @@ class Snapshot:
     plans: tuple = ()          # the plans still running at ``time``
     contacts: np.ndarray = None   # active contacts (sensors.contacts) while asked for
     wrenches: tuple = ()       # the latched pushes (sensors.wrench.Wrench) at ``time``
+    generation: int = 0        # the scene generation of the model these arrays belong to
 
 
 class Impedance(NamedTuple):
@@ -160,6 +161,7 @@ class Stepper:
         # It resets mocap bodies unless they ride along as controls (they do), and applied
         # forces and equality switches (then the plain loop runs: _roll_safe).
         self._rollout = use_rollout and impedance is None
+        self._use_rollout = use_rollout          # for a model swapped in later (swap_model)
         self._roll_spec = int(mujoco.mjtState.mjSTATE_CTRL)
         if model.nmocap:
             self._roll_spec |= int(mujoco.mjtState.mjSTATE_MOCAP_POS |
@@ -179,6 +181,7 @@ class Stepper:
         self._rate_window = []
         self._wrenches = WrenchTable(model)     # latched pushes: push / clear_pushes
         self._want_contacts = False
+        self.generation = 0                      # stamped on snapshots; swap_model sets it
         self.snapshot = self._snap()
         self._thread = threading.Thread(target=self._run, name='mujoco_hal_ros-stepper',
                                         daemon=True)
@@ -395,6 +398,54 @@ class Stepper:
         self.snapshot = self._snap()
         return self.snapshot
 
+    # --- the model swapped at run time (scene edits) -------------------------------------
+    def swap_model(self, model, data, *, drives, impedance, hold_torque, keyframe, plans,
+                   generation):
+        """Step ``model``/``data`` from the next chunk on (stepper thread only, between
+        chunks: nothing steps meanwhile). Everything sized or indexed by the old model is
+        rebuilt here; ``plans`` (indexed by the new model's actuators) keep running, the
+        setpoints hold the new pose until the caller sets them, latched pushes end (their
+        bodies are another model's), and snapshots carry ``generation`` from now on."""
+        chunk_time = self._chunk_steps * self.model.opt.timestep
+        self.model, self.data = model, data
+        self.keyframe = keyframe
+        self._drives = drives
+        self._impedance = impedance
+        if impedance is not None:
+            self._imp_vel = np.zeros(len(impedance.actuators))
+        self._hold_torque = hold_torque
+        self._gravity_data = mujoco.MjData(model) if hold_torque is not None else None
+        if hold_torque is not None:
+            self._ff_vel = np.zeros(len(hold_torque.actuators))
+            self._above = np.zeros((model.nbody, model.nbody), dtype=bool)
+            for c in range(model.nbody):
+                b = c
+                while b > 0:
+                    self._above[c, b] = True
+                    b = int(model.body_parentid[b])
+        self._chunk_steps = max(1, int(round(chunk_time / model.opt.timestep)))
+        self._step_cost = None
+        self._rollout = self._use_rollout and impedance is None
+        if self._rollout and self._roller is None:
+            self._roller = rollout.Rollout(nthread=0)
+        self._roll_spec = int(mujoco.mjtState.mjSTATE_CTRL)
+        if model.nmocap:
+            self._roll_spec |= int(mujoco.mjtState.mjSTATE_MOCAP_POS |
+                                   mujoco.mjtState.mjSTATE_MOCAP_QUAT)
+        self._nstate = mujoco.mj_stateSize(model, FULL_STATE)
+        self._state0 = np.empty(self._nstate)
+        self._roll_state = self._roll_sensor = None
+        self._warn0 = self._bad_warnings()
+        self._good = np.empty(self._nstate)
+        mujoco.mj_getState(model, data, self._good, FULL_STATE)
+        self._bad_streak = 0
+        self._wrenches = WrenchTable(model)
+        self._plans = list(plans)
+        self.setpoint = self.initial_setpoint()
+        self.generation = int(generation)
+        self._rebase()
+        return self.publish_snapshot()
+
     # --- the loop -----------------------------------------------------------------------
     def _rebase(self):
         self._wall0 = time.monotonic()
@@ -421,8 +472,8 @@ class Stepper:
         # it. A short slice wakes it sooner without slowing rtf-0 stepping (sched.py;
         # bench/README.md).
         sched.short_slice()
-        dt = self.model.opt.timestep
         while not self._closed:
+            dt = self.model.opt.timestep       # a swapped-in model may have its own
             self._wake.clear()
             try:
                 self._drain()
@@ -714,7 +765,8 @@ class Stepper:
                         target=self._targets(), cam_xpos=d.cam_xpos.copy(),
                         cam_xmat=d.cam_xmat.copy(), plans=tuple(self._plans),
                         contacts=active_contacts(self.model, d) if self._want_contacts
-                        else None, wrenches=self._wrenches.active)
+                        else None, wrenches=self._wrenches.active,
+                        generation=self.generation)
 
     # --- health ---------------------------------------------------------------------------
     def health(self):

@@ -31,6 +31,17 @@ class Catalog:
         self._info = {}           # name -> (description, tags), set by the user
         self._category = {n: self._model_category(self._ids[n]) for n in self.names}
 
+    def follow(self, model, body_names):
+        """A scene edit swapped the model: its bodies are the entities now; what the user
+        said about the ones that stayed is kept."""
+        ids = {n: i for i, n in enumerate(body_names) if n}
+        with self._lock:
+            self.model = model
+            self.names = [n for n in body_names if n and n != 'world']
+            self._ids = ids
+            self._info = {n: v for n, v in self._info.items() if n in ids}
+            self._category = {n: self._model_category(ids[n]) for n in self.names}
+
     def _model_category(self, bid):
         m = self.model
         driven = set()

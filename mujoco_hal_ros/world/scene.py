@@ -6,9 +6,9 @@ an actuator still needs) is refused with MODEL_ERROR and the scene keeps its old
 model. ``carry_state`` then moves the state of everything that stays over into the new
 model by name (joints, actuators, mocap bodies), so a spawn does not reset the robot.
 
-Swapping the device's model at run time (stepper, layout, renderers and the node's
-publishers following it) is not wired yet: this module builds and checks the new model
-and its state, which is the part a ``Device.replace_model`` would take.
+``Device.replace_model`` swaps the running device onto the new model; ``renumbered`` and
+``lost_channels`` are what it checks first: whether what stays keeps its indices (then a
+running move goes on untouched), and whether an edit would take a device channel away.
 """
 
 import os
@@ -54,11 +54,23 @@ class Scene:
     """The spec the running model was compiled from, and edits that compile or change
     nothing."""
 
-    def __init__(self, path):
+    def __init__(self, path=None, spec=None):
+        if spec is not None:
+            self.spec = spec
+            return
         try:
             self.spec = mujoco.MjSpec.from_file(path)
         except Exception as exc:  # noqa: BLE001
             raise ModelError(f'MuJoCo could not load {path}: {exc}', where='model') from None
+
+    def compile(self):
+        """The model of this scene's spec (MODEL_ERROR when it does not compile)."""
+        return self._compile(self.spec, 'the scene')
+
+    def load(self, resource):
+        """(spec, model) of a whole new world: an MJCF string or file path."""
+        spec = child_spec(resource)
+        return spec, self._compile(spec, 'the world')
 
     def _compile(self, spec, what):
         try:
@@ -94,8 +106,9 @@ class Scene:
                              where='scene') from None
         return spec, self._compile(spec, f'spawning {name!r}')
 
-    def delete(self, name):
-        """(spec, model) without body ``name`` and what hangs below it."""
+    def delete(self, name, brought=None):
+        """(spec, model) without body ``name`` and what hangs below it. Actuators and
+        sensors go with it only when named ``<brought>/...`` (a spawned entity's own)."""
         bodies = [b.name for b in self.spec.bodies if b.name and b.name != 'world']
         if not isinstance(name, str) or name not in bodies:
             raise UnknownName('entity', name, bodies, where='name')
@@ -103,15 +116,64 @@ class Scene:
         before = self._compile(self.spec.copy(), 'the scene')
         spec.delete(spec.body(name))
         model = self._compile(spec, f'deleting {name!r}')
-        if model.nu < before.nu or model.nsensor < before.nsensor:
+        if lost_channels(before, model, brought):
             # MuJoCo drops what referred to the body; the device's channels would dangle.
             raise InvalidArgument(f'entity {name!r} carries actuators or sensors of the '
                                   'device; nothing was changed', where='name',
-                                  allowed='an entity without actuators or sensors')
+                                  allowed='an entity without actuators or sensors, or a '
+                                  'spawned one by its name')
         return spec, model
 
     def commit(self, spec):
         self.spec = spec
+
+
+def entity_bodies(spec, name):
+    """The bodies an entity spawned as ``name`` brought (``<name>/...``), top ones first."""
+    prefix = f'{name}/'
+    return [b.name for b in spec.bodies if b.name.startswith(prefix)]
+
+
+def renumbered(old_model, new_model):
+    """Whether anything named in both models (joint, actuator, sensor, site, body, camera)
+    sits at another index or address in the new one: then index-based state (plans,
+    channels) cannot go on as it is."""
+    Obj = mujoco.mjtObj
+    for kind, n in ((Obj.mjOBJ_JOINT, 'njnt'), (Obj.mjOBJ_ACTUATOR, 'nu'),
+                    (Obj.mjOBJ_SENSOR, 'nsensor'), (Obj.mjOBJ_SITE, 'nsite'),
+                    (Obj.mjOBJ_BODY, 'nbody'), (Obj.mjOBJ_CAMERA, 'ncam')):
+        new = _names(new_model, kind, getattr(new_model, n))
+        for name, i in _names(old_model, kind, getattr(old_model, n)).items():
+            if new.get(name, i) != i:
+                return True
+    for name, j in _names(old_model, Obj.mjOBJ_JOINT, old_model.njnt).items():
+        k = mujoco.mj_name2id(new_model, Obj.mjOBJ_JOINT, name)
+        if k >= 0 and (old_model.jnt_qposadr[j] != new_model.jnt_qposadr[k]
+                       or old_model.jnt_dofadr[j] != new_model.jnt_dofadr[k]):
+            return True
+    for name, s in _names(old_model, Obj.mjOBJ_SENSOR, old_model.nsensor).items():
+        k = mujoco.mj_name2id(new_model, Obj.mjOBJ_SENSOR, name)
+        if k >= 0 and old_model.sensor_adr[s] != new_model.sensor_adr[k]:
+            return True
+    return False
+
+
+def lost_channels(old_model, new_model, brought=None):
+    """Names of actuators and sensors the old model has and the new one lacks (an unnamed
+    one counts by number): what a spawn or delete must never take from the device, unless
+    they are named ``<brought>/...`` (what a spawned entity brought goes with it)."""
+    Obj = mujoco.mjtObj
+    own = f'{brought}/' if brought else None
+    lost = []
+    for kind, n, what in ((Obj.mjOBJ_ACTUATOR, 'nu', 'actuator'),
+                          (Obj.mjOBJ_SENSOR, 'nsensor', 'sensor')):
+        old = _names(old_model, kind, getattr(old_model, n))
+        new = _names(new_model, kind, getattr(new_model, n))
+        lost += [f'{what} {name}' for name in old
+                 if name not in new and not (own and name.startswith(own))]
+        if getattr(old_model, n) - len(old) > getattr(new_model, n) - len(new):
+            lost.append(f'an unnamed {what}')
+    return lost
 
 
 def _names(model, kind, n):

@@ -14,3 +14,11 @@ class World:
         self.snapshots = Snapshots()
         self.randomizer = Randomizer(model)
         self.dynamics = Dynamics(model)
+
+    def follow(self, model):
+        """A new model replaced the running one: queries and randomization are of it now,
+        and every snapshot taken so far is stale. The new scene generation."""
+        self.randomizer = Randomizer(model)
+        self.dynamics = Dynamics(model)
+        self.snapshots.scene_changed()
+        return self.snapshots.generation

@@ -102,3 +102,62 @@ def test_generic_client_episode_and_world_services(start_sim, spawn, client):
               height=240, u=[159.5], v=[119.5])
     assert r.success, r.message
     assert abs(r.median.point.z) < 2e-3
+
+
+BOX = ('<mujoco><worldbody><body name="box"><freejoint/>'
+       '<geom type="box" size="0.02 0.02 0.02" mass="0.1"/></body></worldbody></mujoco>')
+
+
+def test_spawned_box_falls_rests_and_is_deleted(start_sim, spawn, client):
+    proc = start_sim('real_time_factor:=0.0', 'start_paused:=true')
+    client.wait_graph(['/spawn_entity', '/delete_entity', '/get_entity_state'], START_S,
+                      proc, spawn)
+    req = si.SpawnEntity.Request(name='crate')
+    req.entity_resource.resource_string = BOX
+    p = req.initial_pose.pose
+    p.position.x, p.position.y, p.position.z = 0.25, -0.15, 0.15
+    p.orientation.w = 1.0
+    cli = client.node.create_client(si.SpawnEntity, '/spawn_entity')
+    assert cli.wait_for_service(timeout_sec=10.0)
+    r = client.wait(cli.call_async(req), 60.0)
+    client.node.destroy_client(cli)
+    assert r.result.result == OK, r.result.error_message
+    assert r.entity_name == 'crate'
+    assert abs(_pos(client, 'crate')[2] - 0.15) < 1e-6
+    assert 'crate/box' in _call(client, si.GetEntities, '/get_entities').entities
+    assert _call(client, si.StepSimulation, '/step_simulation', steps=100).result.result == OK
+    assert _pos(client, 'crate')[2] < 0.15 - 1e-3           # falling
+    assert _call(client, si.StepSimulation, '/step_simulation', steps=1400).result.result == OK
+    x, y, z = _pos(client, 'crate/box')
+    assert abs(z - 0.02) < 3e-3 and abs(x - 0.25) < 0.01    # rests on the table
+    r = _call(client, si.DeleteEntity, '/delete_entity', entity='crate')
+    assert r.result.result == OK, r.result.error_message
+    ents = _call(client, si.GetEntities, '/get_entities').entities
+    assert 'crate/box' not in ents and 'block' in ents
+    r = _call(client, si.GetEntityState, '/get_entity_state', entity='crate')
+    assert r.result.result == Result.RESULT_NOT_FOUND
+
+
+def test_load_world_panda_and_back(start_sim, spawn, client):
+    from mujoco_hal_ros.menagerie import model_path
+    panda = model_path('panda')
+    if not panda:
+        pytest.skip("Menagerie's Panda is not installed")
+    proc = start_sim('real_time_factor:=0.0', 'start_paused:=true')
+    client.wait_graph(['/load_world', '/unload_world', '/get_current_world'], START_S,
+                      proc, spawn)
+    req = si.LoadWorld.Request()
+    req.world_resource.uri = f'file://{panda}'
+    cli = client.node.create_client(si.LoadWorld, '/load_world')
+    assert cli.wait_for_service(timeout_sec=10.0)
+    r = client.wait(cli.call_async(req), 120.0)
+    client.node.destroy_client(cli)
+    assert r.result.result == OK, r.result.error_message
+    ents = _call(client, si.GetEntities, '/get_entities').entities
+    assert 'link7' in ents and 'block' not in ents
+    assert _call(client, si.StepSimulation, '/step_simulation', steps=100).result.result == OK
+    assert _call(client, si.UnloadWorld, '/unload_world').result.result == OK
+    ents = _call(client, si.GetEntities, '/get_entities').entities
+    assert 'block' in ents and 'link7' not in ents
+    w = _call(client, si.GetCurrentWorld, '/get_current_world').world
+    assert w.world_resource.uri.endswith('bench_arm.xml')

@@ -64,7 +64,7 @@ def test_features_say_what_is_served(h):
     F = SimulatorFeatures
     assert {F.SIMULATION_RESET, F.SIMULATION_STATE_PAUSE, F.STEP_SIMULATION_ACTION,
             F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING} <= set(f.features)
-    assert F.SPAWNING not in f.features and F.SIMULATION_RESET_TIME not in f.features
+    assert F.SPAWNING in f.features and F.SIMULATION_RESET_TIME not in f.features
     assert 'free' in f.custom_info
 
 

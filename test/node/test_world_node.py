@@ -58,13 +58,19 @@ def call(h, service, **fields):
 
 
 def test_features_are_truthful(h):
-    f = set(call(h, 'get_simulator_features').features.features)
+    got = call(h, 'get_simulator_features').features
+    f = set(got.features)
     F = SimulatorFeatures
     assert {F.NAMED_POSES, F.ENTITY_BOUNDS, F.ENTITY_INFO_GETTING, F.WORLD_INFO_GETTING} <= f
-    assert not {F.SPAWNING, F.DELETING, F.WORLD_LOADING, F.WORLD_UNLOADING} & f
-    for name in ('spawn_entity', 'spawn_entities', 'delete_entity', 'load_world',
-                 'unload_world'):
-        assert call(h, name).result.result == Result.RESULT_FEATURE_UNSUPPORTED
+    assert {F.SPAWNING, F.DELETING, F.WORLD_LOADING, F.WORLD_UNLOADING} <= f
+    assert list(got.spawn_formats) == ['mjcf']
+    # empty requests are refused with the standard's codes, changing nothing
+    gen = h.device.generation
+    assert call(h, 'spawn_entity').result.result == si.SpawnEntity.Response.NO_RESOURCE
+    assert call(h, 'load_world').result.result == si.LoadWorld.Response.NO_RESOURCE
+    assert call(h, 'delete_entity').result.result == Result.RESULT_NOT_FOUND
+    assert call(h, 'spawn_entities').result.result == OK     # nothing asked, nothing failed
+    assert h.device.generation == gen
 
 
 def test_entities_filters_and_info(h):
@@ -186,3 +192,153 @@ def test_set_entity_state_relative_to_another_entity(h):
     req.state.header.frame_id = 'nowhere'
     assert h.call(set_cli, req).result.result == Result.RESULT_OPERATION_FAILED
     h.device.reset()
+
+
+# --- live scene edits on a whole sim_node --------------------------------------------------
+CRATE = ('<mujoco><worldbody><body name="box"><freejoint/>'
+         '<geom type="box" size="0.02 0.02 0.02" mass="0.1"/></body></worldbody></mujoco>')
+TORQUE_ARM = os.path.join(ROOT, 'test', 'models', 'torque_arm.xml')
+
+
+@pytest.fixture(scope='module')
+def live():
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+    import rclpy
+    from mujoco_hal_ros.ros.sim.sim_node import SimNode
+    from helpers import SpunNodes
+    h = SpunNodes(lambda ctx: [
+        SimNode(context=ctx, parameter_overrides=[Parameter('publish_rate', value=50.0)]),
+        rclpy.create_node('scene_test_client', context=ctx)],
+        lambda ctx: MultiThreadedExecutor(num_threads=4, context=ctx))
+    h.spin(240.0)
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+def _latest(h, msg_type, topic, pick, timeout=20.0, qos=10):
+    """The first message on ``topic`` for which ``pick(msg)`` is truthy (polled), or None."""
+    import threading
+    got, seen = [], threading.Event()
+
+    def on_msg(msg):
+        if not seen.is_set() and pick(msg):
+            got.append(msg)
+            seen.set()
+    node = h.nodes[-1]
+    sub = node.create_subscription(msg_type, topic, on_msg, qos)
+    try:
+        seen.wait(timeout)
+    finally:
+        node.destroy_subscription(sub)
+    return got[0] if got else None
+
+
+def _spawn_request(name, x, y, z, resource=CRATE):
+    req = si.SpawnEntity.Request(name=name)
+    req.entity_resource.resource_string = resource
+    p = req.initial_pose.pose
+    p.position.x, p.position.y, p.position.z = x, y, z
+    p.orientation.w = 1.0
+    return req
+
+
+def test_spawn_and_delete_follow_through_sim_node(live):
+    from sensor_msgs.msg import JointState
+    from tf2_msgs.msg import TFMessage
+    from mujoco_hal_ros.ros.sim.streams import moving_joints
+    dev = live.nodes[0].device
+    names = moving_joints(dev.model)[0]
+    r = live.call(si.SpawnEntity, 'spawn_entity', _spawn_request('crate', 0.25, -0.15, 0.15))
+    assert r.result.result == OK, r.result.error_message
+    assert r.entity_name == 'crate'
+    ents = live.call(si.GetEntities, 'get_entities', si.GetEntities.Request()).entities
+    assert 'crate/box' in ents
+    gen = dev.generation
+    js = _latest(live, JointState, 'joint_states',
+                 lambda m: m.header.stamp.sec + m.header.stamp.nanosec * 1e-9
+                 > dev.snapshot.time - 1e-9 and dev.snapshot.generation == gen)
+    assert js is not None and list(js.name) == names
+    frame = live.nodes[0].frames.for_model(dev.model).body_frames[
+        dev.layout.bodies.index('crate/box')]
+    tf = _latest(live, TFMessage, '/tf',
+                 lambda m: any(t.child_frame_id == frame for t in m.transforms))
+    assert tf is not None, f'no {frame} on /tf'
+    st = live.call(si.GetEntityState, 'get_entity_state',
+                   si.GetEntityState.Request(entity='crate'))
+    assert st.result.result == OK
+    again = live.call(si.SpawnEntity, 'spawn_entity', _spawn_request('crate', 0.3, 0.3, 0.1))
+    assert again.result.result == si.SpawnEntity.Response.NAME_NOT_UNIQUE
+    bad = live.call(si.SpawnEntity, 'spawn_entity',
+                    _spawn_request('broken', 0.3, 0.3, 0.1, '<mujoco><worldbody><body'))
+    assert bad.result.result == si.SpawnEntity.Response.RESOURCE_PARSE_ERROR
+    assert dev.generation == gen
+    r = live.call(si.DeleteEntity, 'delete_entity', si.DeleteEntity.Request(entity='crate'))
+    assert r.result.result == OK, r.result.error_message
+    ents = live.call(si.GetEntities, 'get_entities', si.GetEntities.Request()).entities
+    assert 'crate/box' not in ents and 'block' in ents
+    js = _latest(live, JointState, 'joint_states', lambda m: True)
+    assert js is not None and list(js.name) == names
+
+
+def test_load_world_and_back_through_sim_node(live):
+    from sensor_msgs.msg import JointState
+    from mujoco_hal_ros.ros.sim.streams import moving_joints
+    import mujoco
+    dev = live.nodes[0].device
+    names = moving_joints(dev.model)[0]
+    other = moving_joints(mujoco.MjModel.from_xml_path(TORQUE_ARM))[0]
+    assert other != names
+    req = si.LoadWorld.Request()
+    req.world_resource.uri = f'file://{TORQUE_ARM}'
+    r = live.call(si.LoadWorld, 'load_world', req)
+    assert r.result.result == OK, r.result.error_message
+    assert r.world.name == 'torque_arm'
+    js = _latest(live, JointState, 'joint_states', lambda m: list(m.name) == other)
+    assert js is not None, 'joint_states did not follow the loaded world'
+    w = live.call(si.GetCurrentWorld, 'get_current_world', si.GetCurrentWorld.Request())
+    assert w.world.name == 'torque_arm'
+    r = live.call(si.UnloadWorld, 'unload_world', si.UnloadWorld.Request())
+    assert r.result.result == OK, r.result.error_message
+    js = _latest(live, JointState, 'joint_states', lambda m: list(m.name) == names)
+    assert js is not None, 'joint_states did not come back to the bench arm'
+
+
+def test_camera_images_keep_coming_through_scene_edits(live):
+    from sensor_msgs.msg import Image
+    dev = live.nodes[0].device
+    for i in range(3):
+        r = live.call(si.SpawnEntity, 'spawn_entity', _spawn_request(f'cam{i}', 0.1 * i, 0.2, 0.1))
+        assert r.result.result == OK, r.result.error_message
+    t = dev.snapshot.time
+    img = _latest(live, Image, 'overhead/image_raw',
+                  lambda m: m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 >= t)
+    assert img is not None and (img.width, img.height) == (640, 480)
+    for i in range(3):
+        r = live.call(si.DeleteEntity, 'delete_entity', si.DeleteEntity.Request(entity=f'cam{i}'))
+        assert r.result.result == OK, r.result.error_message
+    t = dev.snapshot.time
+    assert _latest(live, Image, 'overhead/image_raw',
+                   lambda m: m.header.stamp.sec + m.header.stamp.nanosec * 1e-9 >= t)
+
+
+def test_spawn_entities_renames_and_namespaces(live):
+    from simulation_interfaces.msg import SpawnEntity as SpawnRequest
+
+    def one(x, y, **fields):
+        r = _spawn_request('twin', x, y, 0.1)
+        return SpawnRequest(name=r.name, entity_resource=r.entity_resource,
+                            initial_pose=r.initial_pose, **fields)
+    first, second = one(0.3, 0.3), one(0.35, 0.3, allow_renaming=True)
+    third = one(0.3, 0.35, entity_namespace='/props')
+    req = si.SpawnEntities.Request(spawn_requests=[first, second, third])
+    r = live.call(si.SpawnEntities, 'spawn_entities', req)
+    assert r.result.result == OK, [x.result.error_message for x in r.results]
+    assert [x.entity_name for x in r.results] == ['twin', 'twin_1', 'props/twin']
+    ents = live.call(si.GetEntities, 'get_entities', si.GetEntities.Request()).entities
+    assert {'twin/box', 'twin_1/box', 'props/twin/box'} <= set(ents)
+    for name in ('twin', 'twin_1', 'props/twin'):
+        d = live.call(si.DeleteEntity, 'delete_entity', si.DeleteEntity.Request(entity=name))
+        assert d.result.result == OK, d.result.error_message

@@ -44,6 +44,7 @@ from ...fastpath import cdr, sched
 from ...fastpath.raster import rasterisers_in_background
 from ...fastpath.unlocked_publish import BytesPublisher
 from .. import conversions as cv
+from ...errors import DeviceError
 from ...sensors import compress
 from ...sensors.pointcloud import Projector
 from .sensors import cloud_msg
@@ -90,6 +91,8 @@ class _Stream:
     points_pub: object = None      # depth/image_raw/compressedDepth, all on subscription
     cdepth_pub: object = None
     projector: Projector = None
+    generation: int = 0            # the scene generation ``info`` was made for
+    absent: int = -1               # a generation whose model lacks the camera (logged once)
 
 
 class CameraPublisher:
@@ -253,7 +256,9 @@ class CameraPublisher:
                 if now >= s.due:
                     s.due = max(s.due + 1.0 / s.cfg.rate, now)
                     try:
-                        pending.append(self._submit(s))
+                        submitted = self._submit(s)
+                        if submitted is not None:
+                            pending.append(submitted)
                     except Exception as err:  # noqa: BLE001 - reported once, stream stopped
                         if self._stop.is_set():
                             return
@@ -281,7 +286,7 @@ class CameraPublisher:
 
     def _deliver(self, submitted):
         """Wait for a submitted frame and publish it; False once stopping."""
-        s, job, seconds = submitted
+        s, job, seconds, generation = submitted
         try:
             frame = job.result()
             if not s.failed:
@@ -289,7 +294,9 @@ class CameraPublisher:
         except Exception as err:  # noqa: BLE001 - reported once, stream stopped
             if self._stop.is_set():
                 return False
-            self._fail(s, err)
+            if generation == self.device.snapshot.generation:
+                self._fail(s, err)
+            # else: a frame of a model replaced meanwhile, whose renderer was closed: dropped
         return not self._stop.is_set()
 
     def _fail(self, s, err):
@@ -298,10 +305,23 @@ class CameraPublisher:
 
     def _submit(self, s):
         """Start a frame of stream ``s`` at the latest snapshot: ``(s, future of the frame,
-        camera tf, simulated time)``."""
+        simulated time, scene generation)``, or None while the scene lacks its camera."""
         c = s.cfg
-        renderer = self.device.renderer(c.camera, c.width, c.height, depth=c.depth)
+        snap = self.device.snapshot
+        try:
+            renderer = self.device.renderer(c.camera, c.width, c.height, depth=c.depth,
+                                            generation=snap.generation)
+        except DeviceError as err:
+            if snap.generation == 0 and s.generation == 0:
+                raise
+            if s.absent != snap.generation:       # a scene edit took the camera away
+                s.absent = snap.generation
+                self.logger.info(f'camera {c.channel}: not in the scene now ({err}); it '
+                                 'publishes again once a world with it is loaded')
+            return None
         self._track(renderer)
+        if s.generation != snap.generation:
+            s.generation, s.info, s.info_bytes, s.projector = snap.generation, None, None, None
         if s.info is None:
             try:
                 s.info = CameraInfo(**renderer.camera_info_fields())
@@ -313,10 +333,9 @@ class CameraPublisher:
                 s.projector = Projector(c.width, c.height, *renderer.intrinsics())
             if self.raw:
                 s.info_bytes = cdr.HeaderFirstBytes(serialize_message(s.info))
-        snap = self.device.snapshot
         with self.device.render_state(snap) as data:      # the device's one render lock
             job = renderer.submit(data, rgb=True, depth=c.depth)
-        return s, job, snap.time
+        return s, job, snap.time, snap.generation
 
     def _send(self, s, frame, seconds):
         st = cv.stamp(seconds)

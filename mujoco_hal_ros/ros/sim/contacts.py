@@ -47,6 +47,11 @@ class ContactStream:
         self._reporting = False
         self._markers_shown = 0
 
+    def follow(self, model):
+        """Name the bodies and geoms of a model a scene edit swapped in."""
+        self.bodies = _names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody, 'body')
+        self.geoms = _names(model, mujoco.mjtObj.mjOBJ_GEOM, model.ngeom, 'geom')
+
     def streams(self, make):
         out = [make(self.contacts_pub, 1.0 / self.rate, self._contacts),
                make(self.wrench_pub, 1.0 / self.rate, self._wrench_markers)]

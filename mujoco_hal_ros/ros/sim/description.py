@@ -78,6 +78,7 @@ class DescriptionPublisher:
         self._stopped = False
         self._log = node.get_logger()
         self._args = (model, frames.prefix, frames.world)
+        self._given = bool(urdf)               # a URDF of the user's stays what it is
         self._thread = threading.Thread(target=self._run, args=(urdf,),
                                         name='sim_node-description', daemon=True)
         self._thread.start()
@@ -94,6 +95,19 @@ class DescriptionPublisher:
                 self._log.error(f'robot_description: {type(err).__name__}: {err}')
         finally:
             self.ready.set()
+
+    def follow(self, model):
+        """A scene edit swapped the model: the generated URDF is the new model's (the
+        caller's thread: sim_node's scene thread, never the executor)."""
+        if self._given:
+            return
+        _old, prefix, world = self._args
+        self._args = (model, prefix, world)
+        text = urdf_from_model(model, prefix=prefix, world=world)
+        with self._lock:
+            if not self._stopped:
+                self.text = text
+                self.pub.publish(String(data=text))
 
     def describe(self):
         return ['robot_description']

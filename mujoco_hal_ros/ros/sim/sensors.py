@@ -31,8 +31,10 @@ from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Imu, JointState, LaserScan, PointCloud2, PointField, Range
 
 from .. import conversions as cv
+from ...errors import DeviceError
 from ...fastpath import sched
 from ...msg import SensorReading, Touch
+from ...world import scene as scene_edit
 from .contacts import ContactStream
 
 SENSOR_QOS = QoSProfile(depth=10)
@@ -80,6 +82,8 @@ class SensorPublisher:
         self._site_frames = {}       # frame name -> (parent frame, pos, wxyz)
         self.groups = []
         self.lidars = []
+        self._lidar_streams = []     # (stream, settings, frame): recast for a new model
+        self.generation = device.snapshot.generation
         if params.sensors:
             self.groups = [g for g in device.sensor_groups(
                 seed=params.sensor_seed if params.sensor_seed >= 0 else None,
@@ -100,6 +104,7 @@ class SensorPublisher:
             self.lidars.append((cfg['name'], topic))
             self.streams.append(_Stream(pub, 1.0 / cfg['rate'],
                                         self._scan(scanner, cfg, frame)))
+            self._lidar_streams.append((self.streams[-1], cfg, frame))
         self.contacts = ContactStream(node, device, frames, params)
         self.streams += self.contacts.streams(_Stream)
         self._shortest = None          # the shortest period of a watched stream
@@ -340,7 +345,32 @@ class SensorPublisher:
                 if self.errors <= 3:
                     self.logger.error(f'sensor publisher: {type(err).__name__}: {err}')
 
+    def _follow(self, snap):
+        """A scene edit swapped the model: lidars cast into the new one and contacts name
+        its bodies; the sensor streams go on while their sensors kept their addresses,
+        else they stop (said once)."""
+        model = self.device.model_of(snap.generation)
+        if self.groups and scene_edit.renumbered(self.model, model):
+            self.logger.info('sensors: the new scene renumbered the model\'s sensors; their '
+                             'topics stop until sim_node restarts')
+            gone = {id(s) for s in self.streams[:len(self.groups)]}
+            self.streams = [s for s in self.streams if id(s) not in gone]
+            self.groups = []
+        for stream, cfg, frame in self._lidar_streams:
+            try:
+                stream.build = self._scan(self.device.lidar(cfg), cfg, frame)
+            except DeviceError as err:
+                self.logger.info(f'lidar {cfg["name"]}: not in the new scene ({err}); it '
+                                 'stops')
+                self.streams = [s for s in self.streams if s is not stream]
+        self._lidar_streams = [e for e in self._lidar_streams if e[0] in self.streams]
+        self.contacts.follow(model)
+        self.model = model
+        self.generation = snap.generation
+
     def _publish(self, snap):
+        if snap.generation != self.generation:
+            self._follow(snap)
         t = snap.time
         for s in self.streams:
             if not s.wanted or (s.last is not None and t - s.last < s.period - 1e-9):

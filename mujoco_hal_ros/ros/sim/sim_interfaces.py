@@ -3,10 +3,13 @@
 Test scripts and scenario tools written for Gazebo or Isaac Sim call these services and the
 ``simulate_steps`` action; serving the same ones here lets those tools drive this simulator
 unchanged. All 22 services of the 2.x standard are served; ``get_simulator_features`` lists
-only the parts that work, and the scene edits (spawn, delete, load and unload a world)
-answer FEATURE_UNSUPPORTED, so a client can check instead of guessing. The entity catalogue
-(categories, tags, bounds, filters) is ``world.catalog``; sim_node's own world services
-(snapshots, teleport, pixel-to-world, dynamics, randomization) are ``world_services``.
+only the parts that work, so a client can check instead of guessing. Scene edits (spawn an
+MJCF entity, delete one, load another world, unload back to the start one) swap the
+running device's model (``Device.replace_model``) on the bridge's worker thread; every
+publisher follows the new model when it sees the new scene generation in a snapshot. The
+entity catalogue (categories, tags, bounds, filters) is ``world.catalog``; sim_node's own
+world services (snapshots, teleport, pixel-to-world, dynamics, randomization) are
+``world_services``.
 
 Callbacks never wait on physics: stepping is a stepper job (``Device.step(wait=False)``)
 and the service or action coroutine awaits the node's CompletionBridge
@@ -22,7 +25,8 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import (Bounds, EntityCategory, EntityState, NamedPose, Result,
-                                       SimulationState, SimulatorFeatures, WorldResource)
+                                       SimulationState, SimulatorFeatures, SpawnResult,
+                                       WorldResource)
 from simulation_interfaces.srv import (
     DeleteEntity, GetAvailableWorlds, GetCurrentWorld, GetEntities, GetEntitiesStates,
     GetEntityBounds, GetEntityInfo, GetEntityState, GetNamedPoseBounds, GetNamedPoses,
@@ -44,10 +48,14 @@ FEATURES = [F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET,
             F.SIMULATION_STATE_PAUSE, F.STEP_SIMULATION_SINGLE, F.STEP_SIMULATION_MULTIPLE,
             F.STEP_SIMULATION_ACTION, F.NAMED_POSES, F.POSE_BOUNDS, F.ENTITY_TAGS,
             F.ENTITY_BOUNDS, F.ENTITY_BOUNDS_BOX, F.ENTITY_CATEGORIES, F.ENTITY_INFO_GETTING,
-            F.ENTITY_INFO_SETTING, F.WORLD_INFO_GETTING, F.AVAILABLE_WORLDS]
-# Served so a client gets a clear answer, but not in FEATURES: the scene cannot change yet.
-SCENE_EDITS = ('spawning, deleting and loading worlds are not served yet: the model is fixed '
-               'for the life of sim_node; start sim_node with the model you need')
+            F.ENTITY_INFO_SETTING, F.WORLD_INFO_GETTING, F.AVAILABLE_WORLDS,
+            F.SPAWNING, F.SPAWNING_RESOURCE_STRING, F.DELETING, F.WORLD_LOADING,
+            F.WORLD_RESOURCE_STRING, F.WORLD_UNLOADING] + [
+    getattr(F, n) for n in ('SPAWNING_ENTITIES',) if hasattr(F, n)]   # newer releases
+SPAWN_FORMATS = ['mjcf']
+SCENE_EDITS = ('entities are spawned from MJCF (a file uri or a resource_string), placed '
+               'in the world frame; the model has no spawnables of its own')
+FOREIGN = ('.urdf', '.sdf', '.usd', '.usda', '.usdc', '.world')
 INFO = ('mujoco_hal_ros sim_node. Entities are the named bodies of the MuJoCo model; only '
         'free (freejoint) and mocap bodies can be placed. Reset restores the keyframe state '
         'but simulation time keeps running forward, so ROS clocks never jump back. '
@@ -91,12 +99,13 @@ class SimInterfaces:
             (GetSpawnables, 'get_spawnables', self._spawnables),
             (GetCurrentWorld, 'get_current_world', self._current_world),
             (GetAvailableWorlds, 'get_available_worlds', self._available_worlds),
-            (SpawnEntity, 'spawn_entity', self._unsupported),
-            (SpawnEntities, 'spawn_entities', self._unsupported),
-            (DeleteEntity, 'delete_entity', self._unsupported),
-            (LoadWorld, 'load_world', self._unsupported),
-            (UnloadWorld, 'unload_world', self._unsupported))
+            (SpawnEntity, 'spawn_entity', self._spawn),
+            (SpawnEntities, 'spawn_entities', self._spawn_many),
+            (DeleteEntity, 'delete_entity', self._delete),
+            (LoadWorld, 'load_world', self._load_world),
+            (UnloadWorld, 'unload_world', self._unload_world))
         self.catalog = catalog.Catalog(device.model, device.layout.bodies)
+        self._catalog_generation = device.snapshot.generation
         self.world = WorldServices(node, device, bridge, self._world_frame)
         self._services = [node.create_service(srv_type, name, callback, callback_group=group,
                                               qos_profile=REQUEST_QOS)
@@ -126,7 +135,8 @@ class SimInterfaces:
         return SimulationState.STATE_STOPPED if self.stopped else SimulationState.STATE_PAUSED
 
     def _features(self, _req, resp):
-        resp.features = SimulatorFeatures(features=list(FEATURES), spawn_formats=[],
+        resp.features = SimulatorFeatures(features=list(FEATURES),
+                                          spawn_formats=list(SPAWN_FORMATS),
                                           custom_info=INFO)
         return resp
 
@@ -242,9 +252,14 @@ class SimInterfaces:
             return self.node.get_parameter('world_frame').value or 'world'
         return 'world'
 
+    def _body(self, entity):
+        """A spawned entity's name stands for its top body; any other name is a body's."""
+        bodies = self.device.entity_bodies(entity)
+        return bodies[0] if bodies else entity
+
     def _get_entity(self, req, resp):
         try:
-            s = self.entities.state(req.entity)
+            s = self.entities.state(self._body(req.entity))
         except DeviceError as exc:
             code = Result.RESULT_NOT_FOUND if exc.code == UNKNOWN_NAME else \
                 Result.RESULT_OPERATION_FAILED
@@ -288,9 +303,9 @@ class SimInterfaces:
             if kw and relative:
                 kw = frames.to_world(self.entities.state(frame), **kw)
             if kw:
-                self.entities.set_state(req.entity, **kw)
+                self.entities.set_state(self._body(req.entity), **kw)
             else:
-                self.entities.body_id(req.entity)       # still say when the name is wrong
+                self.entities.body_id(self._body(req.entity))   # say when the name is wrong
         except DeviceError as exc:
             code = {UNKNOWN_NAME: Result.RESULT_NOT_FOUND,
                     INVALID_POSE: SetEntityState.Response.INVALID_POSE}.get(
@@ -306,7 +321,8 @@ class SimInterfaces:
         """Names matching an EntityFilters message; raises DeviceError on a bad filter."""
         b = filters.bounds
         region = catalog.region(int(b.type), [(p.x, p.y, p.z) for p in b.points])
-        with self.device.render_state() as d:
+        snap = self._follow()
+        with self.device.render_state(snap) as d:
             return self.catalog.filter(d, filters.filter,
                                        [int(c.category) for c in filters.categories],
                                        list(filters.tags.tags),
@@ -337,7 +353,18 @@ class SimInterfaces:
         resp.result = _ok()
         return resp
 
+    def _follow(self):
+        """The latest snapshot, with the catalogue of its model (after a scene edit)."""
+        snap = self.device.snapshot
+        if snap.generation != self._catalog_generation:
+            model = self.device.model_of(snap.generation)
+            self.catalog.follow(model, [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
+                                        for b in range(model.nbody)])
+            self._catalog_generation = snap.generation
+        return snap
+
     def _known(self, name, resp):
+        self._follow()
         if name not in self.catalog.names:
             resp.result = _fail(Result.RESULT_NOT_FOUND,
                                 f'no entity {name[:80]!r}; get_entities lists them')
@@ -376,7 +403,7 @@ class SimInterfaces:
     def _get_bounds(self, req, resp):
         if not self._known(req.entity, resp):
             return resp
-        with self.device.render_state() as d:
+        with self.device.render_state(self._follow()) as d:
             box = self.catalog.bounds(req.entity, d)
         self._box(resp.bounds, box)
         resp.result = _ok('' if box is not None else 'the entity has no geometry')
@@ -428,7 +455,8 @@ class SimInterfaces:
         path = self.device.model_path
         w = WorldResource(name=os.path.splitext(os.path.basename(path))[0],
                           description='the MJCF sim_node runs')
-        w.world_resource.uri = f'file://{os.path.abspath(path)}'
+        w.world_resource.uri = f'file://{os.path.abspath(path)}' if path != '<string>' \
+            else ''
         return w
 
     def _current_world(self, _req, resp):
@@ -438,11 +466,151 @@ class SimInterfaces:
 
     def _available_worlds(self, _req, resp):
         resp.worlds = [self._world_resource()]
-        resp.result = _ok('only the running world: ' + SCENE_EDITS)
+        resp.result = _ok('the running world; load_world takes any MJCF file or string')
         return resp
 
-    def _unsupported(self, _req, resp):
-        resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, SCENE_EDITS)
+    # --- scene edits: on the bridge's worker, never an executor thread ----------------------
+    @staticmethod
+    def _resource(res):
+        """(MJCF string or path, None) or (None, (code, text)) of a Resource message."""
+        if res.uri:
+            path = res.uri[len('file://'):] if res.uri.startswith('file://') else res.uri
+            if '://' in path:
+                return None, ('format', f'uri {res.uri[:80]!r}: only local files '
+                              '(file:// or a path) are read')
+            if path.lower().endswith(FOREIGN):
+                return None, ('format', f'{os.path.basename(path)[:80]}: only MJCF is '
+                              'spawned here')
+            return path, None
+        if res.resource_string:
+            return res.resource_string, None
+        return None, ('none', 'give an MJCF file in uri or an MJCF document in '
+                      'resource_string')
+
+    def _spawn_args(self, req):
+        """(kwargs for Device.spawn_entity, None) or (None, Result) for one request."""
+        R = SpawnEntity.Response
+        resource, bad = self._resource(req.entity_resource)
+        if bad is not None:
+            code = R.UNSUPPORTED_FORMAT if bad[0] == 'format' else R.NO_RESOURCE
+            return None, _fail(code, bad[1])
+        frame = req.initial_pose.header.frame_id
+        if frame not in ('', self._world_frame()):
+            return None, _fail(R.INVALID_POSE, f'initial_pose in {frame[:80]!r}: entities are '
+                               f'placed in the world frame ({self._world_frame()!r} or '
+                               'empty)')
+        p, o = req.initial_pose.pose.position, req.initial_pose.pose.orientation
+        quat = (o.w, o.x, o.y, o.z)
+        if not any(quat):
+            quat = (1.0, 0.0, 0.0, 0.0)          # an unset orientation: upright
+        name = req.name
+        self._follow()
+        bodies = self.catalog.names
+
+        def taken(full):
+            return full in self.device.entity_names() or full in bodies or \
+                any(b.startswith(f'{full}/') for b in bodies)
+        if not name and req.allow_renaming:
+            name = 'entity'
+        ns = req.entity_namespace.strip('/')
+        full = f'{ns}/{name}' if ns else name
+        if taken(full):
+            if not req.allow_renaming:
+                return None, _fail(R.NAME_NOT_UNIQUE, f'an entity {full[:80]!r} exists; '
+                                   'delete it, pick another name or allow_renaming')
+            k = 1
+            while taken(f'{full}_{k}'):
+                k += 1
+            name = f'{name}_{k}'
+        return {'resource': resource, 'name': name, 'position': (p.x, p.y, p.z),
+                'quaternion': quat, 'namespace': ns}, None
+
+    @staticmethod
+    def _spawn_failure(exc):
+        R = SpawnEntity.Response
+        where = exc.where or ''
+        if where == 'name':
+            code = R.NAME_NOT_UNIQUE if 'exists' in str(exc) else R.NAME_INVALID
+        elif where == 'namespace':
+            code = R.NAMESPACE_INVALID
+        elif where in ('position', 'quaternion'):
+            code = R.INVALID_POSE
+        elif where == 'resource' or where == 'scene':
+            code = R.RESOURCE_PARSE_ERROR
+        else:
+            code = Result.RESULT_OPERATION_FAILED
+        return _fail(code, str(exc))
+
+    async def _spawn_one(self, req):
+        """(Result, entity name) of one spawn request."""
+        kwargs, refusal = self._spawn_args(req)
+        if refusal is not None:
+            return refusal, ''
+        try:
+            out = await self.bridge.run(self.device.spawn_entity, **kwargs)
+        except DeviceError as exc:
+            return self._spawn_failure(exc), ''
+        if out is None:
+            return _fail(Result.RESULT_OPERATION_FAILED, 'sim_node is stopping'), ''
+        return _ok(f'bodies: {", ".join(out["bodies"])[:400]}'), out['name']
+
+    async def _spawn(self, req, resp):
+        resp.result, resp.entity_name = await self._spawn_one(req)
+        return resp
+
+    async def _spawn_many(self, req, resp):
+        results = []
+        for one in req.spawn_requests:
+            result, name = await self._spawn_one(one)
+            results.append(SpawnResult(result=result, entity_name=name))
+        resp.results = results
+        failed = sum(r.result.result != Result.RESULT_OK for r in results)
+        resp.result = _ok() if not failed else _fail(
+            SpawnEntities.Response.ENTITIES_SPAWN_FAILED,
+            f'{failed} of {len(results)} spawn requests failed; see results')
+        return resp
+
+    async def _delete(self, req, resp):
+        try:
+            out = await self.bridge.run(self.device.delete_entity, req.entity)
+        except DeviceError as exc:
+            code = Result.RESULT_NOT_FOUND if exc.code == UNKNOWN_NAME else \
+                Result.RESULT_OPERATION_FAILED
+            resp.result = _fail(code, str(exc))
+            return resp
+        resp.result = _ok() if out is not None else _fail(Result.RESULT_OPERATION_FAILED,
+                                                          'sim_node is stopping')
+        return resp
+
+    async def _load_world(self, req, resp):
+        R = LoadWorld.Response
+        resource, bad = self._resource(req.world_resource)
+        if bad is not None:
+            resp.result = _fail(R.UNSUPPORTED_FORMAT if bad[0] == 'format' else R.NO_RESOURCE,
+                                bad[1])
+            return resp
+        try:
+            out = await self.bridge.run(self.device.load_world, resource)
+        except DeviceError as exc:
+            resp.result = _fail(R.RESOURCE_PARSE_ERROR, str(exc))
+            return resp
+        if out is None:
+            resp.result = _fail(Result.RESULT_OPERATION_FAILED, 'sim_node is stopping')
+            return resp
+        resp.world = self._world_resource()
+        resp.result = _ok('a zero-config device on this world' if out['zero_config']
+                          else '')
+        return resp
+
+    async def _unload_world(self, _req, resp):
+        try:
+            out = await self.bridge.run(self.device.unload_world)
+        except DeviceError as exc:
+            resp.result = _fail(Result.RESULT_OPERATION_FAILED, str(exc))
+            return resp
+        resp.result = _ok('back to the world sim_node started with: the robot is the '
+                          'device, so there is always a world') if out is not None else \
+            _fail(Result.RESULT_OPERATION_FAILED, 'sim_node is stopping')
         return resp
 
     # --- lifetime -------------------------------------------------------------------------

@@ -38,9 +38,10 @@ from .description import DescriptionPublisher, model_from_parameters  # noqa: E4
 from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
 from ...sim.device import Device  # noqa: E402
-from ...errors import ConfigError  # noqa: E402
+from ...errors import ConfigError, DeviceError  # noqa: E402
 
 STALL_LOG_S = 10.0      # at most one stall line and one unstable line this often
+SCENE_POLL_S = 0.1      # how often the scene thread looks for a scene edit
 
 
 class SimNode(Node):
@@ -147,6 +148,7 @@ class SimNode(Node):
         self.markers_ready = threading.Event()
         self._markers_stop = threading.Event()
         self._markers_lock = threading.Lock()      # destroy_node waits for a publish
+        self._viewer_warned = False
         self._slow = MutuallyExclusiveCallbackGroup()
         self.create_timer(1.0 / p.diagnostics_rate, self._publish_diagnostics,
                           callback_group=self._slow)
@@ -180,9 +182,42 @@ class SimNode(Node):
         self.swap = attach_swap_interfaces(self, self.device, self.p, bridge=self.bridge)
 
     def _publish_markers(self):
+        """The scene thread: markers at start, then whatever hangs on the model and is
+        published once (markers, /tf_static, a generated robot_description) again after
+        each scene edit, seen as a new generation in the snapshots (polled, no callback)."""
+        generation = self.device.snapshot.generation
+        self._publish_scene(self.device.model)
+        self.markers_ready.set()
+        while not self._markers_stop.wait(SCENE_POLL_S):
+            snap = self.device.snapshot
+            if snap.generation == generation:
+                continue
+            generation = snap.generation
+            try:
+                model = self.device.model_of(generation)
+            except DeviceError:
+                continue                      # replaced again meanwhile: the next look
+            self.frames = self.frames.for_model(model)
+            with self._markers_lock:
+                if self._markers_stop.is_set():
+                    return
+                stamp = cv.stamp(snap.time)
+                self.static_pub.publish(TFMessage(
+                    transforms=self.frames.static_transforms(snap, stamp)
+                    + self.sensors.static_transforms(stamp)))
+            if self.description is not None:
+                self.description.follow(model)
+            if self.viewer is not None and not self._viewer_warned:
+                self._viewer_warned = True
+                self.get_logger().info('web viewer: it shows the model it started with and '
+                                       'stops at a scene edit; restart sim_node to view the '
+                                       'new scene')
+            self._publish_scene(model)
+
+    def _publish_scene(self, model):
         try:
             for pub, collision in ((self.markers_pub, False), (self.collision_pub, True)):
-                array = markers.scene_markers(self.device.model, self.frames,
+                array = markers.scene_markers(model, self.frames,
                                               cancelled=self._markers_stop.is_set,
                                               collision=collision)
                 with self._markers_lock:
@@ -191,8 +226,6 @@ class SimNode(Node):
         except Exception as err:  # noqa: BLE001 - rviz loses the scene, the device works
             if not self._markers_stop.is_set():
                 self.get_logger().error(f'scene_markers: {type(err).__name__}: {err}')
-        finally:
-            self.markers_ready.set()
 
     # --- reporting --------------------------------------------------------------------------
     def _log_start(self):

@@ -125,6 +125,7 @@ class StatePublisher:
         self.errors = 0
         self.scheduling = 'ordinary'         # or SCHED_FIFO <priority>: for diagnostics
         self._scheduled = threading.Event()
+        self.generation = device.snapshot.generation    # of the model the caches are of
 
     def start(self):
         self._thread = threading.Thread(target=self._run, name='sim_node-state', daemon=True)
@@ -221,7 +222,36 @@ class StatePublisher:
                             f'{self.params.publish_rate:g} Hz: back to ordinary scheduling; '
                             f'lower publish_rate or tf_rate')
 
+    def _follow(self, snap):
+        """A scene edit swapped the model: joint names, addresses, frames and the packed
+        layouts are the new model's from this snapshot on (this thread's own caches)."""
+        model = self.device.model_of(snap.generation)
+        self.frames = self.frames.for_model(model)
+        self.joint_names, self._qadr, self._dadr = moving_joints(model)
+        self._js = JointState(name=list(self.joint_names))
+        self._js_bytes = cdr.JointStateBytes(self.joint_names)
+        self._tf_bytes = cdr.TransformsBytes(self.frames.moving_parents,
+                                             self.frames.moving_frames)
+        self._packed = self._js_payload = self._tf_payload = None
+        if self.odometry is not None and self.frames.base is None:
+            self.odometry = None
+        elif self.odometry is not None:
+            self.odometry.follow(model, self.frames)
+        reads = {r.name: r for r in self.device.layout.reads}
+        for name in [n for n in self.channels if n not in reads]:
+            del self.channels[name]
+        for target, entry in list(self.poses.items()):
+            r = next((r for r in reads.values() if r.kind == entry['kind']
+                      and r.target == target), None)
+            if r is None:
+                del self.poses[target]
+            else:
+                entry['index'] = r.index
+        self.generation = snap.generation
+
     def _publish(self, snap, with_tf):
+        if snap.generation != self.generation:
+            self._follow(snap)
         if not self.raw:
             return self._publish_objects(snap, with_tf)
         t = snap.time
@@ -342,6 +372,13 @@ class Odometry:
         self._pub = node.create_publisher(OdometryMsg, 'odom', STATE_QOS)
         self._mat = np.empty(9)
         self.wanted = False
+
+    def follow(self, model, frames):
+        """The floating base of a model swapped in (its topic stays)."""
+        self.base = frames.base
+        self.child = frames.body_frames[frames.base]
+        self._dof = int(model.jnt_dofadr[int(model.body_jntadr[frames.base])])
+        self._msg.child_frame_id = self.child
 
     def count_subscribers(self):
         self.wanted = self._pub.get_subscription_count() > 0

@@ -56,6 +56,7 @@ class FrameTree:
 
     def __init__(self, model, prefix='', world='world', odom='odom', bodies=True):
         self.model = model
+        self._settings = (prefix, world, odom, bodies)
         self.prefix = prefix
         self.world = world
         self.body_frames = df.body_frame_names(model, prefix, world)
@@ -88,6 +89,11 @@ class FrameTree:
         self._dynamic_msgs = [self._transform(parent, f)
                               for parent, f in zip(self.moving_parents, self.moving_frames)]
         self._cam_quat = np.empty((len(self._cams), 4))
+
+    def for_model(self, model):
+        """The frame tree of another model (a scene edit swapped it in), named the same
+        way."""
+        return FrameTree(model, *self._settings)
 
     def optical_frame(self, camera):
         return self.cameras[camera]['frame']
