@@ -34,8 +34,41 @@ from ..world.world import World
 from .stepper import HoldTorque, Impedance, Stepper
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
-IMPEDANCE_HZ = 4.0   # bandwidth of the joint loop that makes torque motors hold a goal
+# The joint loop that makes torque motors hold a goal, as a drive's position mode does: its
+# bandwidth, and at most this many radians of it per timestep (it runs once a step).
+IMPEDANCE_HZ = 50.0
+IMPEDANCE_STEP = 0.5
 LOG = logging.getLogger('mujoco_hal_ros.device')
+
+
+def _implicit_damping(model):
+    """Whether the integrator solves joint damping implicitly (1.0) or not (0.0): Euler
+    (unless its damping is disabled) and the implicit integrators do, RK4 does not."""
+    integ = mujoco.mjtIntegrator(model.opt.integrator)
+    if integ == mujoco.mjtIntegrator.mjINT_EULER:
+        return 0.0 if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_EULERDAMP else 1.0
+    return 0.0 if integ == mujoco.mjtIntegrator.mjINT_RK4 else 1.0
+
+
+def _effort_limits(model, acts):
+    """Each motor's joint torque limits: what its ctrl range, force range and its joint's
+    actuator force range let through (MuJoCo clamps in that order)."""
+    lo, hi = np.full(len(acts), -np.inf), np.full(len(acts), np.inf)
+    for i, a in enumerate(acts):
+        gear, gain = model.actuator_gear[a, 0], model.actuator_gainprm[a, 0]
+        f_lo, f_hi = -np.inf, np.inf
+        if model.actuator_ctrllimited[a]:
+            f_lo, f_hi = sorted(gain * model.actuator_ctrlrange[a])
+        if model.actuator_forcelimited[a]:
+            f_lo = max(f_lo, model.actuator_forcerange[a, 0])
+            f_hi = min(f_hi, model.actuator_forcerange[a, 1])
+        t_lo, t_hi = sorted((gear * f_lo, gear * f_hi))
+        jid = model.actuator_trnid[a, 0]
+        if model.jnt_actfrclimited[jid]:
+            t_lo = max(t_lo, model.jnt_actfrcrange[jid, 0])
+            t_hi = min(t_hi, model.jnt_actfrcrange[jid, 1])
+        lo[i], hi[i] = t_lo, t_hi
+    return lo, hi
 
 
 def load_model(path):
@@ -268,27 +301,20 @@ class Device:
                           self._joint_inertia(dofs), m.jnt_bodyid[jids])
 
     def _impedance_loop(self):
-        """Gains for torque motors: a joint PD with gravity and Coriolis compensation."""
+        """Torque motors on joints, and what the stepper's joint loop needs to drive them
+        to a position (``Stepper._joint_torque``)."""
         m = self.model
         acts = [a for a in range(m.nu) if self.layout.drive_of(a) == 'motor_impedance'
                 and self.layout.joint_kind(int(m.actuator_trnid[a, 0]))]
         if not acts:
             return None
         jids = m.actuator_trnid[acts, 0]
-        dofs = m.jnt_dofadr[jids]
-        qadrs = m.jnt_qposadr[jids]
-        # Joint-space inertia (armature included) at the start pose: the loop's gains. The
-        # loop runs once a step, explicitly: its damping per step, kd * dt over the inertia
-        # a joint shows with the others free (1 / diag(M^-1)), must stay under 1, or a light
-        # wrist on a heavy arm oscillates at a coarse timestep; the bandwidth gives way.
-        inertia = self._joint_inertia(dofs)
-        apparent = self._joint_inertia(dofs, apparent=True)
-        w = np.minimum(2 * np.pi * IMPEDANCE_HZ,
-                       0.5 * apparent / (inertia * m.opt.timestep))
-        kp = inertia * w * w
-        kd = 2.0 * inertia * w
+        h = m.opt.timestep
+        w = min(2 * np.pi * IMPEDANCE_HZ, IMPEDANCE_STEP / h)
         gain = m.actuator_gear[acts, 0] * m.actuator_gainprm[acts, 0]   # torque per ctrl
-        return Impedance(np.array(acts), dofs, kp, kd, gain, qadrs, inertia)
+        lo, hi = _effort_limits(m, acts)
+        return Impedance(np.array(acts), m.jnt_dofadr[jids], gain, m.jnt_qposadr[jids], w,
+                         lo, hi, h * m.dof_damping * _implicit_damping(m))
 
     # --- reading ----------------------------------------------------------------------------
     @property
