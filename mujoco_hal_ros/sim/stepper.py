@@ -608,7 +608,8 @@ class Stepper:
         """The torque motors' torques for one step: each joint driven to ``q_ref`` as a
         critically damped loop of bandwidth ``w``, decoupled through the inertia the
         motors see with every other dof free (the current mass matrix, plus the damping
-        the integrator solves implicitly), with gravity, Coriolis and springs compensated.
+        the integrator solves implicitly), with gravity, Coriolis, springs and the joints'
+        damping compensated; within each motor's effort limits.
 
         The loop is discretised implicitly (backward Euler on its own stiffness and
         damping): it runs once a step, and an explicit PD this stiff would go unstable at a
@@ -628,7 +629,11 @@ class Stepper:
         acc = (w * w * e + 2.0 * w * dv - w * w * h * v) / (1.0 + w * h) ** 2
         if a_ref is not None:
             acc = acc + a_ref
-        want = acc + minv @ (d.qfrc_bias - d.qfrc_spring - d.qfrc_gravcomp)
+        # Gravity, Coriolis and springs as of the last step; the motors' own joint damping
+        # at the speed now (a drive's velocity loop overcomes it).
+        load = d.qfrc_bias - d.qfrc_spring - d.qfrc_gravcomp
+        load[dofs] += m.dof_damping[dofs] * v
+        want = acc + minv @ load
         torque = _solve(minv[:, dofs], want)
         # A drive at its effort limit gives what it has and no more; the others are solved
         # again with it as a fixed load (each drive holds its own joint, as real ones do).
