@@ -38,17 +38,23 @@ class ZooModel:
 KNOWN_FAILURES = {
     ('spot_arm', 'move_to'): 'one target of ten ends 0.98 mm off and the base then creeps '
                              'on its soft contacts (bare MuJoCo creeps too)',
-    ('kitchen_franka', 'move_to'): 'one target ends stuck 522 mm off, likely a collision on '
-                                   'the joint path',
+    ('kitchen_franka', 'move_to'): 'target #5: from joint1 at -2.83 rad, near its limit, the '
+                                   "IK's first descent stalls and its seeded restart lands on "
+                                   'the far solution (joint1 and joint3 swing 5.7 rad each); '
+                                   'that joint path runs the fingers into the slide cabinet '
+                                   '(move_to is not collision-aware; restarts do not prefer '
+                                   'solutions near the start)',
     ('kitchen_franka', 'trajectory'): 'path error 0.3 mrad over the 0.05 rad tolerance late in '
                                       'the trajectory',
-    ('dm_humanoid', 'hold'): 'lying on the floor: abdomen_y stays saturated at its effort '
-                             'limit under the torso, and the unsaturated shoulders give '
-                             'a few mrad to the floor dragging the arms as the torso moves: '
-                             'a joint loop run once a step is not stiff enough against that',
+    ('dm_humanoid', 'hold'): 'lying on the floor: abdomen_y stays at its effort limit under '
+                             'the torso the whole hold (24 mrad), and the unsaturated '
+                             'shoulders and elbows give up to 3 mrad to the floor dragging '
+                             'the arms: a joint loop run once a step is not stiff enough '
+                             'against contacts on a light limb',
     ('gym_humanoid', 'hold'): 'still rocking on the floor when the hold starts: knees, '
-                              'shoulders and elbows saturate at their effort limits, the '
-                              'unsaturated hips give a few mrad to the floor contacts',
+                              'shoulders and elbows at their effort limits for most of it, '
+                              'and unsaturated hips and abdomen give up to 20 mrad to the '
+                              'floor contacts',
 }
 
 
