@@ -140,7 +140,12 @@ class Stepper:
         if impedance is not None:
             self._imp_vel = np.zeros(len(impedance.actuators))  # the path's speed, last step
             self._imp_mass = np.zeros((model.nv, model.nv))
-            self._imp_eye = np.eye(model.nv)[impedance.dofs].T    # columns: the motors' dofs
+            # The dofs of the kinematic trees the motors are in: the mass matrix couples
+            # nothing else to them (a free object on the table is a tree of its own).
+            tree = model.body_rootid[model.dof_bodyid]
+            self._imp_tree = np.flatnonzero(np.isin(tree, tree[impedance.dofs]))
+            self._imp_local = np.searchsorted(self._imp_tree, impedance.dofs)
+            self._imp_eye = np.eye(len(self._imp_tree))[self._imp_local].T
         self.setpoint = np.array(data.ctrl, dtype=float)
         self._plans = []                         # stepper thread only; readers: plans/owns
         self._lock = threading.Lock()
@@ -618,10 +623,10 @@ class Stepper:
         """
         imp, m, d = self._impedance, self.model, self.data
         h, w = m.opt.timestep, imp.w
-        dofs = imp.dofs
-        mass = self._imp_mass
-        mujoco.mj_fullM(m, d, mass)
-        mass[np.diag_indices(m.nv)] += imp.implicit_damping
+        dofs, tree, local = imp.dofs, self._imp_tree, self._imp_local
+        mujoco.mj_fullM(m, d, self._imp_mass)
+        mass = self._imp_mass[np.ix_(tree, tree)]
+        mass[np.diag_indices(len(tree))] += imp.implicit_damping[tree]
         minv = np.linalg.solve(mass, self._imp_eye).T      # rows of (M + hD)^-1: the dofs
         e = q_ref - d.qpos[imp.qadrs]
         v = d.qvel[dofs]
@@ -631,10 +636,10 @@ class Stepper:
             acc = acc + a_ref
         # Gravity, Coriolis and springs as of the last step; the motors' own joint damping
         # at the speed now (a drive's velocity loop overcomes it).
-        load = d.qfrc_bias - d.qfrc_spring - d.qfrc_gravcomp
-        load[dofs] += m.dof_damping[dofs] * v
+        load = (d.qfrc_bias - d.qfrc_spring - d.qfrc_gravcomp)[tree]
+        load[local] += m.dof_damping[dofs] * v
         want = acc + minv @ load
-        torque = _solve(minv[:, dofs], want)
+        torque = _solve(minv[:, local], want)
         # A drive at its effort limit gives what it has and no more; the others are solved
         # again with it as a fixed load (each drive holds its own joint, as real ones do).
         lo, hi = imp.lo, imp.hi
@@ -647,8 +652,8 @@ class Stepper:
             free &= ~out
             if not free.any():
                 break
-            sub = minv[np.ix_(free, dofs[free])]
-            rest = want[free] - minv[np.ix_(free, dofs[~free])] @ torque[~free]
+            sub = minv[np.ix_(free, local[free])]
+            rest = want[free] - minv[np.ix_(free, local[~free])] @ torque[~free]
             torque[free] = _solve(sub, rest)
         return torque
 
