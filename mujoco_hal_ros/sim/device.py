@@ -271,9 +271,8 @@ class Device:
             m.flg_gravcomp = True        # MuJoCo skips gravcomp unless the compiler saw some
         return changed
 
-    def _joint_inertia(self, dofs, apparent=False):
-        """Each dof's own inertia (armature included) at the start pose; ``apparent``: the
-        inertia it shows with every other dof free."""
+    def _joint_inertia(self, dofs):
+        """Each dof's own inertia (armature included) at the start pose."""
         m = self.model
         d = mujoco.MjData(m)
         if self.keyframe is not None:
@@ -281,8 +280,6 @@ class Device:
         mujoco.mj_forward(m, d)
         full = np.zeros((m.nv, m.nv))
         mujoco.mj_fullM(m, d, full)
-        if apparent:
-            return 1.0 / np.diag(np.linalg.inv(full))[dofs]
         return np.maximum(np.diag(full)[dofs], m.dof_M0[dofs])
 
     def _hold_torque(self):
