@@ -17,7 +17,7 @@ import time
 import mujoco
 import numpy as np
 
-from ..config import device_file as devfile, limits
+from ..config import device_file as devfile, effort, limits
 from .. import errors
 from ..config.channels import Layout
 from ..checks import finite_number, finite_vector, known_name
@@ -48,27 +48,6 @@ def _implicit_damping(model):
     if integ == mujoco.mjtIntegrator.mjINT_EULER:
         return 0.0 if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_EULERDAMP else 1.0
     return 0.0 if integ == mujoco.mjtIntegrator.mjINT_RK4 else 1.0
-
-
-def _effort_limits(model, acts):
-    """Each motor's joint torque limits: what its ctrl range, force range and its joint's
-    actuator force range let through (MuJoCo clamps in that order)."""
-    lo, hi = np.full(len(acts), -np.inf), np.full(len(acts), np.inf)
-    for i, a in enumerate(acts):
-        gear, gain = model.actuator_gear[a, 0], model.actuator_gainprm[a, 0]
-        f_lo, f_hi = -np.inf, np.inf
-        if model.actuator_ctrllimited[a]:
-            f_lo, f_hi = sorted(gain * model.actuator_ctrlrange[a])
-        if model.actuator_forcelimited[a]:
-            f_lo = max(f_lo, model.actuator_forcerange[a, 0])
-            f_hi = min(f_hi, model.actuator_forcerange[a, 1])
-        t_lo, t_hi = sorted((gear * f_lo, gear * f_hi))
-        jid = model.actuator_trnid[a, 0]
-        if model.jnt_actfrclimited[jid]:
-            t_lo = max(t_lo, model.jnt_actfrcrange[jid, 0])
-            t_hi = min(t_hi, model.jnt_actfrcrange[jid, 1])
-        lo[i], hi[i] = t_lo, t_hi
-    return lo, hi
 
 
 def load_model(path):
@@ -309,7 +288,7 @@ class Device:
         h = m.opt.timestep
         w = min(2 * np.pi * IMPEDANCE_HZ, IMPEDANCE_STEP / h)
         gain = m.actuator_gear[acts, 0] * m.actuator_gainprm[acts, 0]   # torque per ctrl
-        lo, hi = _effort_limits(m, acts)
+        lo, hi = effort.torque_limits(m, acts)
         return Impedance(np.array(acts), m.jnt_dofadr[jids], gain, m.jnt_qposadr[jids], w,
                          lo, hi, h * m.dof_damping * _implicit_damping(m))
 

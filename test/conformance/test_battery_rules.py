@@ -1,11 +1,12 @@
 """The battery's own rules, where they could hide a failure: the creep allowance of a
-move_to applies only to a robot that stands free, not to a fixed arm beside free objects."""
+move_to applies only to a robot that stands free, not to a fixed arm beside free objects;
+a hold that gives way with its motor at the effort limit is shown as such and still fails."""
 
 from types import SimpleNamespace
 
 import mujoco
 
-from mujoco_hal_ros.conformance import battery
+from mujoco_hal_ros.conformance import battery, zoo
 
 SCENE = '''
 <mujoco>
@@ -40,3 +41,32 @@ def test_only_a_free_standing_robot_may_creep():
     assert not battery._end_floats(fixed)           # a free kettle beside it changes nothing
     assert battery._end_floats(standing)
     assert battery._end_floats(SimpleNamespace(model=model, end=('body', 'limb')))
+
+
+# One link held level by a motor that gives 2 N m against the 4.9 N m of its weight.
+WEAK = '''
+<mujoco>
+  <compiler angle="radian"/>
+  <worldbody>
+    <body name="link" pos="0 0 1">
+      <joint name="hinge" axis="0 -1 0" range="-3 3"/>
+      <geom type="capsule" fromto="0 0 0 1 0 0" size="0.01" mass="1e-6"/>
+      <geom type="sphere" pos="0.5 0 0" size="0.02" mass="1"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="hinge" ctrlrange="-1 1" gear="2"/></actuator>
+</mujoco>
+'''
+
+
+def test_a_saturated_hold_is_shown_and_still_fails(tmp_path):
+    path = tmp_path / 'weak.xml'
+    path.write_text(WEAK)
+    zm = zoo.ZooModel('weak', str(path), 'other')
+    dev = battery.open_device(zm)
+    try:
+        result = battery.check_hold(battery.Context(zm, dev))
+    finally:
+        dev.close()
+    assert not result.passed
+    assert 'at the effort limit pushing back the whole hold: hinge' in result.detail
