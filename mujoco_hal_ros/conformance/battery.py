@@ -15,6 +15,7 @@ import numpy as np
 
 from . import zoo
 from .. import errors
+from ..config import effort
 from ..errors import DeviceError
 from ..motion import joint_trajectory as jt, move as moves
 
@@ -229,6 +230,11 @@ def check_move_to(ctx, count=TARGETS, seed=0):
     if len(targets) < count:
         return _fail(ctx, 'move_to', f'only {len(targets)} contact-free targets found')
     worst, worst_later, bad = 0.0, 0.0, []
+    # A free-standing robot on MuJoCo's soft contacts creeps however well its servos hold
+    # (as in the hold check): 2 s later, the end may also have moved as far as the same
+    # state with the same servo ctrl moves it in bare MuJoCo (position servos only).
+    creeps = _end_floats(ctx) and all(g.drive == 'position' for g in ctx.held)
+    worst_creep = 0.0
     for i, target in enumerate(targets):
         try:
             move = dev.move_to(point=target, site=end_name, wait=False)
@@ -240,6 +246,8 @@ def check_move_to(ctx, count=TARGETS, seed=0):
             bad.append(f'#{i}: no result after {MOVE_LIMIT:g} s')
             continue
         miss = float(np.linalg.norm(ctx.fk() - target))
+        creep = _bare_end_creep(ctx, dev.snapshot, STILL_AFTER) if creeps else 0.0
+        worst_creep = max(worst_creep, creep)
         dev.step(ctx.steps(STILL_AFTER))
         later = float(np.linalg.norm(ctx.fk() - target))
         worst, worst_later = max(worst, miss), max(worst_later, later)
@@ -248,14 +256,48 @@ def check_move_to(ctx, count=TARGETS, seed=0):
             bad.append(f"#{i}: success {res['success']} with code {res['code']}")
         elif res['code'] != errors.DONE:
             bad.append(f"#{i}: {res['code']} {res['message']}"[:160])
-        elif miss > tol or later > tol:
+        elif miss > tol or later > tol + 1.1 * creep:
             bad.append(f'#{i}: DONE but FK says {miss * 1e3:.2f} mm, {later * 1e3:.2f} mm '
                        f'{STILL_AFTER:g} s later')
     detail = (f'{count - len(bad)}/{count} DONE within {tol * 1e3:g} mm by FK; worst '
               f'{worst * 1e3:.2f} mm, {worst_later * 1e3:.2f} mm {STILL_AFTER:g} s later')
+    if creeps:
+        detail += (f'; the end creeps up to {worst_creep * 1e3:.2f} mm over '
+                   f'{STILL_AFTER:g} s in bare MuJoCo from the same state and ctrl')
     if bad:
         return _fail(ctx, 'move_to', detail + '; ' + '; '.join(bad[:3]))
     return _pass(ctx, 'move_to', detail)
+
+
+def _end_floats(ctx):
+    """Whether the end point's own chain hangs from a free joint (the robot stands free);
+    a free object elsewhere in the scene (a kettle on the counter) does not count."""
+    m = ctx.model
+    kind, name = ctx.end
+    body = int(m.site_bodyid[m.site(name).id]) if kind == 'site' else m.body(name).id
+    while body > 0:
+        for j in range(m.body_jntadr[body], m.body_jntadr[body] + m.body_jntnum[body]):
+            if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+                return True
+        body = int(m.body_parentid[body])
+    return False
+
+
+def _bare_end_creep(ctx, snap, seconds):
+    """How far the end point moves in bare MuJoCo over ``seconds`` from ``snap``'s state,
+    ctrl fixed at what the device applied."""
+    m = ctx.model
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = snap.qpos, snap.qvel, snap.act, snap.ctrl
+    d.mocap_pos[:], d.mocap_quat[:] = snap.mocap_pos, snap.mocap_quat
+    kind, name = ctx.end
+    mujoco.mj_kinematics(m, d)
+    where = (lambda: d.site_xpos[m.site(name).id] if kind == 'site'
+             else d.xpos[m.body(name).id])
+    start = where().copy()
+    mujoco.mj_step(m, d, ctx.steps(seconds))
+    mujoco.mj_kinematics(m, d)
+    return float(np.linalg.norm(where() - start))
 
 
 def check_unreachable(ctx):
@@ -290,14 +332,24 @@ def check_hold(ctx):
     adr = [int(ctx.model.jnt_qposadr[g.joint]) for g in ctx.held]
     start = dev.snapshot
     q0 = start.qpos[adr].copy()
-    worst = 0.0
+    moved = np.zeros(len(adr))
+    pushing = np.ones(len(adr), dtype=bool)
     for _ in range(10):
         dev.step(ctx.steps(HOLD_FOR / 10))
-        worst = max(worst, float(np.abs(dev.snapshot.qpos[adr] - q0).max()))
+        moved = np.maximum(moved, np.abs(dev.snapshot.qpos[adr] - q0))
+        pushing &= _at_effort_limit(ctx, dev.snapshot)
+    worst = float(moved.max())
     others = len([c for c in dev.layout.reads if c.kind == 'joint']) - len(adr)
     detail = f'{len(adr)} held joints moved at most {worst:.2e} over {HOLD_FOR:g} s'
     if others:
         detail += f' ({others} joints not driven to a position are free to move)'
+    saturated = [ctx.model.joint(g.joint).name for g, k, p in zip(ctx.held, moved, pushing)
+                 if k > HOLD_TOL and p]
+    if saturated:
+        # Shown, not excused: a motor too weak for its load gives way at its limit as a
+        # real drive does, but the cell passes only when every joint holds.
+        detail += ('; at the effort limit pushing back the whole hold: '
+                   + ', '.join(saturated))
     allowed = HOLD_TOL
     if _floating(ctx.model) and all(g.drive == 'position' for g in ctx.held):
         # A free-standing body on MuJoCo's soft contacts creeps however well its servos
@@ -309,6 +361,22 @@ def check_hold(ctx):
     if worst > allowed:
         return _fail(ctx, 'hold', detail)
     return _pass(ctx, 'hold', detail)
+
+
+def _at_effort_limit(ctx, snap):
+    """Per held joint: a torque motor at its effort limit pushing toward its setpoint
+    (MuJoCo's own ``qfrc_actuator``); False for position servos."""
+    m = ctx.model
+    out = np.zeros(len(ctx.held), dtype=bool)
+    for i, g in enumerate(ctx.held):
+        if g.drive != 'motor_impedance':
+            continue
+        lo, hi = effort.torque_limits(m, [g.actuator])
+        force = float(snap.qfrc_actuator[m.jnt_dofadr[g.joint]])
+        error = float(snap.setpoint[g.actuator] - snap.qpos[m.jnt_qposadr[g.joint]])
+        out[i] = (force >= hi[0] * (1 - 1e-6) and error > 0) or \
+            (force <= lo[0] * (1 - 1e-6) and error < 0)
+    return out
 
 
 def _floating(m):
@@ -338,13 +406,9 @@ def check_trajectory(ctx, seed=1):
     rng = np.random.default_rng(seed)
     snap = dev.snapshot
     start = np.array([snap.qpos[m.jnt_qposadr[m.joint(j).id]] for j in joints])
-    goal = []
-    for j in joints:
-        jid = m.joint(j).id
-        lo, hi = m.jnt_range[jid] if m.jnt_limited[jid] else (-np.pi, np.pi)
-        mid, half = (lo + hi) / 2, 0.5 * RANGE_SHARE * (hi - lo) / 2
-        goal.append(rng.uniform(mid - half, mid + half))
-    goal = np.array(goal)
+    goal = _clear_goal(ctx, rng, joints)
+    if goal is None:
+        return _fail(ctx, 'trajectory', 'no goal with a contact-free joint path found')
     # As a planner would: no faster than each joint can go within its effort limits.
     speeds = [moves.effort_speed(m, g.actuator) for g in _goals_of(dev, joints)]
     T = max([TRAJECTORY_TIME] + [1.875 * abs(dq) / v for dq, v in zip(goal - start, speeds)])
@@ -370,6 +434,33 @@ def check_trajectory(ctx, seed=1):
     if verdict.state != 'succeeded':
         return _fail(ctx, 'trajectory', f'{detail}: {verdict.message}'[:240])
     return _pass(ctx, 'trajectory', detail)
+
+
+def _clear_goal(ctx, rng, joints, tries=200):
+    """A goal within half of RANGE_SHARE of each joint's range (centred) that the straight
+    joint path from here reaches touching nothing the start pose does not, as a planner's
+    path would: a timed path through the furniture is no test of the device."""
+    m = ctx.model
+    base = ctx.dev.snapshot.qpos.copy()
+    d = mujoco.MjData(m)
+    d.qpos[:] = base
+    mujoco.mj_forward(m, d)
+    contacts0 = _contact_pairs(m, d)
+    adr = [int(m.jnt_qposadr[m.joint(j).id]) for j in joints]
+    for _ in range(tries):
+        goal = []
+        for j in joints:
+            jid = m.joint(j).id
+            lo, hi = m.jnt_range[jid] if m.jnt_limited[jid] else (-np.pi, np.pi)
+            mid, half = (lo + hi) / 2, 0.5 * RANGE_SHARE * (hi - lo) / 2
+            goal.append(rng.uniform(mid - half, mid + half))
+        q = base.copy()
+        q[adr] = goal
+        d.qpos[:] = q
+        mujoco.mj_forward(m, d)
+        if not _contact_pairs(m, d) - contacts0 and _clear_line(m, base, q, contacts0, 24):
+            return np.array(goal)
+    return None
 
 
 def _goals_of(dev, joints):

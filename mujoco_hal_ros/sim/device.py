@@ -17,7 +17,7 @@ import time
 import mujoco
 import numpy as np
 
-from ..config import device_file as devfile, limits
+from ..config import device_file as devfile, effort, limits
 from .. import errors
 from ..config.channels import Layout
 from ..checks import finite_number, finite_vector, known_name
@@ -36,8 +36,20 @@ from ..world.world import World
 from .stepper import HoldTorque, Impedance, Stepper
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
-IMPEDANCE_HZ = 4.0   # bandwidth of the joint loop that makes torque motors hold a goal
+# The joint loop that makes torque motors hold a goal, as a drive's position mode does: its
+# bandwidth, and at most this many radians of it per timestep (it runs once a step).
+IMPEDANCE_HZ = 50.0
+IMPEDANCE_STEP = 0.5
 LOG = logging.getLogger('mujoco_hal_ros.device')
+
+
+def _implicit_damping(model):
+    """Whether the integrator solves joint damping implicitly (1.0) or not (0.0): Euler
+    (unless its damping is disabled) and the implicit integrators do, RK4 does not."""
+    integ = mujoco.mjtIntegrator(model.opt.integrator)
+    if integ == mujoco.mjtIntegrator.mjINT_EULER:
+        return 0.0 if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_EULERDAMP else 1.0
+    return 0.0 if integ == mujoco.mjtIntegrator.mjINT_RK4 else 1.0
 
 
 def load_model(path):
@@ -248,9 +260,8 @@ class Device:
             m.flg_gravcomp = True        # MuJoCo skips gravcomp unless the compiler saw some
         return changed
 
-    def _joint_inertia(self, dofs, apparent=False):
-        """Each dof's own inertia (armature included) at the start pose; ``apparent``: the
-        inertia it shows with every other dof free."""
+    def _joint_inertia(self, dofs):
+        """Each dof's own inertia (armature included) at the start pose."""
         m = self.model
         d = mujoco.MjData(m)
         if self.keyframe is not None:
@@ -258,8 +269,6 @@ class Device:
         mujoco.mj_forward(m, d)
         full = np.zeros((m.nv, m.nv))
         mujoco.mj_fullM(m, d, full)
-        if apparent:
-            return 1.0 / np.diag(np.linalg.inv(full))[dofs]
         return np.maximum(np.diag(full)[dofs], m.dof_M0[dofs])
 
     def _hold_torque(self):
@@ -278,27 +287,20 @@ class Device:
                           self._joint_inertia(dofs), m.jnt_bodyid[jids])
 
     def _impedance_loop(self):
-        """Gains for torque motors: a joint PD with gravity and Coriolis compensation."""
+        """Torque motors on joints, and what the stepper's joint loop needs to drive them
+        to a position (``Stepper._joint_torque``)."""
         m = self.model
         acts = [a for a in range(m.nu) if self.layout.drive_of(a) == 'motor_impedance'
                 and self.layout.joint_kind(int(m.actuator_trnid[a, 0]))]
         if not acts:
             return None
         jids = m.actuator_trnid[acts, 0]
-        dofs = m.jnt_dofadr[jids]
-        qadrs = m.jnt_qposadr[jids]
-        # Joint-space inertia (armature included) at the start pose: the loop's gains. The
-        # loop runs once a step, explicitly: its damping per step, kd * dt over the inertia
-        # a joint shows with the others free (1 / diag(M^-1)), must stay under 1, or a light
-        # wrist on a heavy arm oscillates at a coarse timestep; the bandwidth gives way.
-        inertia = self._joint_inertia(dofs)
-        apparent = self._joint_inertia(dofs, apparent=True)
-        w = np.minimum(2 * np.pi * IMPEDANCE_HZ,
-                       0.5 * apparent / (inertia * m.opt.timestep))
-        kp = inertia * w * w
-        kd = 2.0 * inertia * w
+        h = m.opt.timestep
+        w = min(2 * np.pi * IMPEDANCE_HZ, IMPEDANCE_STEP / h)
         gain = m.actuator_gear[acts, 0] * m.actuator_gainprm[acts, 0]   # torque per ctrl
-        return Impedance(np.array(acts), dofs, kp, kd, gain, qadrs, inertia)
+        lo, hi = effort.torque_limits(m, acts)
+        return Impedance(np.array(acts), m.jnt_dofadr[jids], gain, m.jnt_qposadr[jids], w,
+                         lo, hi, h * m.dof_damping * _implicit_damping(m))
 
     # --- reading ----------------------------------------------------------------------------
     @property

@@ -69,16 +69,18 @@ class Snapshot:
 
 
 class Impedance(NamedTuple):
-    """The joint loop that makes torque motors hold a goal: per actuator, its dof and qpos
-    address, PD gains, torque per unit of ctrl and the joint inertia (for feed-forward)."""
+    """The joint loop that makes torque motors hold a goal, as a real drive's position mode
+    does: per actuator, its dof and qpos address and torque per unit of ctrl; the loop's
+    bandwidth and the damping the integrator adds implicitly (per dof of the model)."""
 
     actuators: np.ndarray
     dofs: np.ndarray
-    kp: np.ndarray
-    kd: np.ndarray
     gain: np.ndarray
     qadrs: np.ndarray
-    inertia: np.ndarray
+    w: float                  # rad/s: bandwidth of every joint (decoupled by the inertia)
+    lo: np.ndarray            # joint torque limits (ctrl range, force range, joint's range)
+    hi: np.ndarray
+    implicit_damping: np.ndarray   # timestep * damping the integrator solves for (nv)
 
 
 class HoldTorque(NamedTuple):
@@ -97,6 +99,14 @@ class HoldTorque(NamedTuple):
     kv: np.ndarray            # servo and joint damping: a moving setpoint gets kv * speed / kp
     inertia: np.ndarray       # joint inertia at the start pose: and inertia * accel / kp
     bodies: np.ndarray        # the body each servo's joint moves (its link)
+
+
+def _solve(a, b):
+    """``a x = b``; least squares when ``a`` is singular (two motors on one joint)."""
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(a, b, rcond=None)[0]
 
 
 class _Closed:
@@ -130,6 +140,13 @@ class Stepper:
         self._impedance = impedance             # an Impedance, or None
         if impedance is not None:
             self._imp_vel = np.zeros(len(impedance.actuators))  # the path's speed, last step
+            self._imp_mass = np.zeros((model.nv, model.nv))
+            # The dofs of the kinematic trees the motors are in: the mass matrix couples
+            # nothing else to them (a free object on the table is a tree of its own).
+            tree = model.body_rootid[model.dof_bodyid]
+            self._imp_tree = np.flatnonzero(np.isin(tree, tree[impedance.dofs]))
+            self._imp_local = np.searchsorted(self._imp_tree, impedance.dofs)
+            self._imp_eye = np.eye(len(self._imp_tree))[self._imp_local].T
         self.setpoint = np.array(data.ctrl, dtype=float)
         self._plans = []                         # stepper thread only; readers: plans/owns
         self._lock = threading.Lock()
@@ -595,18 +612,18 @@ class Stepper:
                     ctrl[:] = row
                     step(model, data)
         else:
-            acts, dofs, kp, kd, gain, qadrs, inertia = imp
-            qpos, qvel, bias = data.qpos, data.qvel, data.qfrc_bias
+            acts = imp.actuators
             if rows is not None:
-                # Feed-forward of the path's own speed and acceleration, so the joint loop
-                # tracks a moving setpoint instead of lagging it by kd/kp times its speed.
+                # The path's own speed and acceleration, so the joint loop tracks a moving
+                # setpoint instead of lagging it.
                 vel = np.diff(np.vstack([before[acts], rows[:, acts]]), axis=0) / dt
                 acc = np.diff(np.vstack([self._imp_vel, vel]), axis=0) / dt
                 self._imp_vel = vel[-1] * smooth[acts]
-                ff = (kd * vel + inertia * acc) * smooth[acts]    # none across a jump
+                vel = vel * smooth[acts]                           # none across a jump
+                acc = acc * smooth[acts]
             else:
                 self._imp_vel = np.zeros(len(acts))
-                ff = None
+                vel = acc = None
             held = None
             if rows is None and hold_ff is not None:
                 held = self.setpoint.copy()
@@ -615,11 +632,9 @@ class Stepper:
             for i in range(n):
                 target = rows[i] if rows is not None else self.setpoint
                 ctrl[:] = target if held is None else held
-                # qfrc_bias is from the previous step's forward pass: gravity + Coriolis.
-                torque = kp * (target[acts] - qpos[qadrs]) - kd * qvel[dofs] + bias[dofs]
-                if ff is not None:
-                    torque += ff[i]
-                ctrl[acts] = torque / gain
+                ctrl[acts] = self._joint_torque(
+                    target[acts], None if vel is None else vel[i],
+                    None if acc is None else acc[i]) / imp.gain
                 if pushes is not None:
                     pushes.apply(data)
                 step(model, data)
@@ -644,6 +659,54 @@ class Stepper:
         else:
             mujoco.mj_getState(model, data, self._good, FULL_STATE)
             self._bad_streak = 0
+
+    def _joint_torque(self, q_ref, v_ref, a_ref):
+        """The torque motors' torques for one step: each joint driven to ``q_ref`` as a
+        critically damped loop of bandwidth ``w``, decoupled through the inertia the
+        motors see with every other dof free (the current mass matrix, plus the damping
+        the integrator solves implicitly), with gravity, Coriolis, springs and the joints'
+        damping compensated; within each motor's effort limits.
+
+        The loop is discretised implicitly (backward Euler on its own stiffness and
+        damping): it runs once a step, and an explicit PD this stiff would go unstable at a
+        coarse timestep or on a light link next to a heavy one. MuJoCo's state after the
+        last step gives the mass matrix and the bias forces (as ``qfrc_bias`` always is).
+        """
+        imp, m, d = self._impedance, self.model, self.data
+        h, w = m.opt.timestep, imp.w
+        dofs, tree, local = imp.dofs, self._imp_tree, self._imp_local
+        mujoco.mj_fullM(m, d, self._imp_mass)
+        mass = self._imp_mass[np.ix_(tree, tree)]
+        mass[np.diag_indices(len(tree))] += imp.implicit_damping[tree]
+        minv = np.linalg.solve(mass, self._imp_eye).T      # rows of (M + hD)^-1: the dofs
+        e = q_ref - d.qpos[imp.qadrs]
+        v = d.qvel[dofs]
+        dv = -v if v_ref is None else v_ref - v
+        acc = (w * w * e + 2.0 * w * dv - w * w * h * v) / (1.0 + w * h) ** 2
+        if a_ref is not None:
+            acc = acc + a_ref
+        # Gravity, Coriolis and springs as of the last step; the motors' own joint damping
+        # at the speed now (a drive's velocity loop overcomes it).
+        load = (d.qfrc_bias - d.qfrc_spring - d.qfrc_gravcomp)[tree]
+        load[local] += m.dof_damping[dofs] * v
+        want = acc + minv @ load
+        torque = _solve(minv[:, local], want)
+        # A drive at its effort limit gives what it has and no more; the others are solved
+        # again with it as a fixed load (each drive holds its own joint, as real ones do).
+        lo, hi = imp.lo, imp.hi
+        free = np.ones(len(dofs), dtype=bool)
+        for _ in range(len(dofs)):
+            out = free & ((torque < lo) | (torque > hi))
+            if not out.any():
+                break
+            torque[out] = np.clip(torque[out], lo[out], hi[out])
+            free &= ~out
+            if not free.any():
+                break
+            sub = minv[np.ix_(free, local[free])]
+            rest = want[free] - minv[np.ix_(free, local[~free])] @ torque[~free]
+            torque[free] = _solve(sub, rest)
+        return torque
 
     def _feed_forward(self):
         """(actuators, ctrl offsets) that make position servos hold against gravity at the
