@@ -124,29 +124,8 @@ class Stepper:
                  on_unstable=None, on_error=None, fast_chunk_wall=0.006, use_rollout=True,
                  hold_torque=None):
         self.model, self.data = model, data
-        self._hold_torque = hold_torque          # a HoldTorque, or None
-        self._gravity_data = mujoco.MjData(model) if hold_torque is not None else None
-        if hold_torque is not None:
-            self._ff_vel = np.zeros(len(hold_torque.actuators))  # the path's speed, last step
-            # above[b, c]: body b is c or one of c's ancestors (links a contact holds up)
-            self._above = np.zeros((model.nbody, model.nbody), dtype=bool)
-            for c in range(model.nbody):
-                b = c
-                while b > 0:
-                    self._above[c, b] = True
-                    b = int(model.body_parentid[b])
         self.keyframe = keyframe
-        self._drives = drives                    # per actuator: position/motor_impedance/...
-        self._impedance = impedance             # an Impedance, or None
-        if impedance is not None:
-            self._imp_vel = np.zeros(len(impedance.actuators))  # the path's speed, last step
-            self._imp_mass = np.zeros((model.nv, model.nv))
-            # The dofs of the kinematic trees the motors are in: the mass matrix couples
-            # nothing else to them (a free object on the table is a tree of its own).
-            tree = model.body_rootid[model.dof_bodyid]
-            self._imp_tree = np.flatnonzero(np.isin(tree, tree[impedance.dofs]))
-            self._imp_local = np.searchsorted(self._imp_tree, impedance.dofs)
-            self._imp_eye = np.eye(len(self._imp_tree))[self._imp_local].T
+        self._bind_drives(model, drives, impedance, hold_torque)
         self.setpoint = np.array(data.ctrl, dtype=float)
         self._plans = []                         # stepper thread only; readers: plans/owns
         self._lock = threading.Lock()
@@ -415,6 +394,31 @@ class Stepper:
         self.snapshot = self._snap()
         return self.snapshot
 
+    def _bind_drives(self, model, drives, impedance, hold_torque):
+        """What the drives need from ``model``: at start and for a model swapped in."""
+        self._drives = drives                    # per actuator: position/motor_impedance/...
+        self._hold_torque = hold_torque          # a HoldTorque, or None
+        self._gravity_data = mujoco.MjData(model) if hold_torque is not None else None
+        if hold_torque is not None:
+            self._ff_vel = np.zeros(len(hold_torque.actuators))  # the path's speed, last step
+            # above[b, c]: body b is c or one of c's ancestors (links a contact holds up)
+            self._above = np.zeros((model.nbody, model.nbody), dtype=bool)
+            for c in range(model.nbody):
+                b = c
+                while b > 0:
+                    self._above[c, b] = True
+                    b = int(model.body_parentid[b])
+        self._impedance = impedance             # an Impedance, or None
+        if impedance is not None:
+            self._imp_vel = np.zeros(len(impedance.actuators))  # the path's speed, last step
+            self._imp_mass = np.zeros((model.nv, model.nv))
+            # The dofs of the kinematic trees the motors are in: the mass matrix couples
+            # nothing else to them (a free object on the table is a tree of its own).
+            tree = model.body_rootid[model.dof_bodyid]
+            self._imp_tree = np.flatnonzero(np.isin(tree, tree[impedance.dofs]))
+            self._imp_local = np.searchsorted(self._imp_tree, impedance.dofs)
+            self._imp_eye = np.eye(len(self._imp_tree))[self._imp_local].T
+
     # --- the model swapped at run time (scene edits) -------------------------------------
     def swap_model(self, model, data, *, drives, impedance, hold_torque, keyframe, plans,
                    generation):
@@ -426,20 +430,7 @@ class Stepper:
         chunk_time = self._chunk_steps * self.model.opt.timestep
         self.model, self.data = model, data
         self.keyframe = keyframe
-        self._drives = drives
-        self._impedance = impedance
-        if impedance is not None:
-            self._imp_vel = np.zeros(len(impedance.actuators))
-        self._hold_torque = hold_torque
-        self._gravity_data = mujoco.MjData(model) if hold_torque is not None else None
-        if hold_torque is not None:
-            self._ff_vel = np.zeros(len(hold_torque.actuators))
-            self._above = np.zeros((model.nbody, model.nbody), dtype=bool)
-            for c in range(model.nbody):
-                b = c
-                while b > 0:
-                    self._above[c, b] = True
-                    b = int(model.body_parentid[b])
+        self._bind_drives(model, drives, impedance, hold_torque)
         self._chunk_steps = max(1, int(round(chunk_time / model.opt.timestep)))
         self._step_cost = None
         self._rollout = self._use_rollout and impedance is None
