@@ -10,9 +10,10 @@ a finger held still short of it (an object in the hand) for ``stall_timeout`` se
 preempts the running one; cancel holds the fingers where they are. ``max_effort`` is
 reported back and not applied (the simulated actuator has the force range of the model).
 
-Like the trajectory controller, callbacks never wait on motion: the execute coroutine
-awaits a future that a steady-clock timer completes, so a paused simulation or a
-single-threaded executor keeps serving.
+Like the trajectory controller, callbacks never wait on motion or on the stepper: a goal's
+set_goals (and a cancel's hold) runs on the CompletionBridge's worker, and the execute
+coroutine awaits a future that the bridge's steady-clock checks complete, so a paused
+simulation, a long ``step(n)`` or a single-threaded executor keeps serving.
 """
 
 import threading
@@ -20,10 +21,9 @@ import time
 
 from control_msgs.action import GripperCommand
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.clock import Clock, ClockType
-from rclpy.task import Future
+from rclpy.callback_groups import ReentrantCallbackGroup
 
+from ..bridge import CompletionBridge
 from ..parameters import Param, ParameterTable
 from .trajectory_controller import finish_goal
 from ...errors import ConfigError, DeviceError
@@ -73,17 +73,30 @@ def _gripper_for(layout, joint):
 
 
 class _Goal:
-    def __init__(self, handle, target):
+    """One accepted goal: ``started`` once the stepper took its set_goals; ``finish`` from
+    any thread hands (outcome, result) to the execute coroutine, once."""
+
+    def __init__(self, handle, target, bridge):
         self.handle, self.target = handle, target
-        self.future = Future()
+        self._bridge = bridge
+        self.future = bridge.future()
+        self.started = False
+        self.finished = False
         self.last_move = time.monotonic()
+
+    def finish(self, outcome, result):
+        if not self.finished:
+            self.finished = True
+            self._bridge.complete(self.future, (outcome, result))
 
 
 class GripperController:
     """``<name>/gripper_cmd`` on the device's gripper; ``None``-safe to destroy."""
 
-    def __init__(self, node, device, name):
+    def __init__(self, node, device, name, bridge=None):
         self.node, self.device, self.name = node, device, name
+        self._own_bridge = bridge is None           # closed in destroy() if made here
+        self.bridge = CompletionBridge(node) if bridge is None else bridge
         self.log = node.get_logger()
         c = controller_table(name).declare(node)
         try:
@@ -97,9 +110,9 @@ class GripperController:
         self.allow_stalling = c.allow_stalling
         self._lock = threading.Lock()
         self._active = None
-        self._failed = {}                # goal handle id -> its finished future
+        self._goals = {}                 # goal id -> its _Goal, until its execute takes it
         self._server = None
-        self._timer = None
+        self._checks = None
         if self.gripper is None:
             self.log.info(f'{name}: no gripper in this model, gripper_cmd not served')
             return
@@ -111,10 +124,8 @@ class GripperController:
             goal_callback=self._on_goal, cancel_callback=lambda _h: CancelResponse.ACCEPT,
             handle_accepted_callback=self._on_accepted,
             callback_group=ReentrantCallbackGroup(), result_timeout=RESULT_TIMEOUT_S)
-        self._timer = node.create_timer(1.0 / CHECK_HZ, self._tick,
-                                        clock=Clock(clock_type=ClockType.STEADY_TIME),
-                                        callback_group=MutuallyExclusiveCallbackGroup())
-        self._timer.cancel()
+        # Checks run only while a goal is active (the bridge's one steady-clock timer).
+        self._checks = self.bridge.every(1.0 / CHECK_HZ, self._tick)
         self.log.info(f'{name}: gripper_cmd on {g.joint} [{g.lo:g}, {g.hi:g}] '
                       f'(goal channel {g.channel})')
 
@@ -139,22 +150,32 @@ class GripperController:
         self.device.set_goals({self.gripper.channel: self._channel.to_unit(native)})
 
     def _on_accepted(self, handle):
+        """The new goal preempts the running one at once; its set_goals goes to the worker."""
+        goal = _Goal(handle, float(handle.request.command.position), self.bridge)
         with self._lock:
-            old = self._active
-            try:
-                self._set(handle.request.command.position)
-            except DeviceError as exc:
-                self.log.warning(f'{self.name}: goal failed at start: {exc}')
-                self._active = None
-                future = Future()
-                future.set_result(('aborted', self._result(False, False)))
-                self._failed[id(handle)] = future
-            else:
-                self._active = _Goal(handle, float(handle.request.command.position))
-                self._timer.reset()
-            if old is not None and not old.future.done():
-                old.future.set_result(('aborted', self._result(False, False)))
+            old, self._active = self._active, goal
+            self._goals[bytes(handle.goal_id.uuid)] = goal
+        if old is not None:
+            old.finish('aborted', self._result(False, False))
+        self.bridge.post(self._start, goal)
         handle.execute()
+
+    def _start(self, goal):
+        """Worker: the finger goal to the stepper; the checks watch it from then on."""
+        if goal.finished:                    # preempted while queued: the next one runs
+            return
+        try:
+            self._set(goal.target)
+        except DeviceError as exc:
+            self.log.warning(f'{self.name}: goal failed at start: {exc}')
+            with self._lock:
+                if self._active is goal:
+                    self._active = None
+            goal.finish('aborted', self._result(False, False))
+            return
+        goal.last_move = time.monotonic()
+        goal.started = True
+        self._checks.start()
 
     def _result(self, stalled, reached):
         snap = self.device.snapshot
@@ -166,40 +187,46 @@ class GripperController:
 
     async def _execute(self, handle):
         with self._lock:
-            active = self._active if self._active and self._active.handle is handle else None
-            failed = self._failed.pop(id(handle), None)
-        if active is None:
-            outcome, result = (await failed) if failed is not None else (
-                'aborted', self._result(False, False))
-        else:
-            outcome, result = await active.future
+            goal = self._goals.pop(bytes(handle.goal_id.uuid), None)
+        finished = (await goal.future) if goal is not None else None
+        if finished is None:                 # never started, or the node stopped first
+            finished = ('aborted', self._result(False, False))
+        outcome, result = finished
         finish_goal(handle, outcome)
         return result
+
+    def _hold_then_cancel(self, goal, position):
+        """Worker: the fingers stay where they are, then the goal ends canceled."""
+        try:
+            self._set(min(max(position, self.gripper.lo), self.gripper.hi))
+        except DeviceError:
+            pass
+        finally:
+            goal.finish('canceled', self._result(False, False))
 
     def _tick(self):
         with self._lock:
             a = self._active
-            if a is None or a.future.done():
+            if a is None or a.finished:
                 self._active = None
-                self._timer.cancel()
+                self._checks.stop()
+                return
+            if not a.started:
                 return
             snap = self.device.snapshot
             pos, speed = self.gripper.position(snap), abs(float(snap.qvel[self._dof]))
             now = time.monotonic()
             if a.handle.is_cancel_requested:
-                try:
-                    self._set(min(max(pos, self.gripper.lo), self.gripper.hi))   # hold
-                except DeviceError:
-                    pass
-                a.future.set_result(('canceled', self._result(False, False)))
+                self._active = None
+                self.bridge.post(self._hold_then_cancel, a, pos)
             elif abs(pos - a.target) <= self.tolerance:
-                a.future.set_result(('succeeded', self._result(False, True)))
+                a.finish('succeeded', self._result(False, True))
             else:
                 if speed > self.stall_speed:
                     a.last_move = now
                 elif now - a.last_move > self.stall_timeout:
-                    a.future.set_result(('succeeded' if self.allow_stalling else 'aborted',
-                                         self._result(True, False)))
+                    a.finish('succeeded' if self.allow_stalling else 'aborted',
+                             self._result(True, False))
                     return
                 fb = GripperCommand.Feedback()
                 r = self._result(False, False)
@@ -208,12 +235,14 @@ class GripperController:
 
     def destroy(self):
         with self._lock:
-            if self._active is not None and not self._active.future.done():
-                self._active.future.set_result(('aborted', self._result(False, False)))
-            self._active = None
-        if self._timer is not None:
-            self.node.destroy_timer(self._timer)
-            self._timer = None
+            active, self._active = self._active, None
+        if active is not None:
+            active.finish('aborted', self._result(False, False))
+        if self._checks is not None:
+            self._checks.stop()
+            self._checks = None
+        if self._own_bridge:
+            self.bridge.close()
         if self._server is not None:
             self._server.destroy()
             self._server = None

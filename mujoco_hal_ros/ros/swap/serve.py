@@ -82,8 +82,9 @@ def attach_swap_interfaces(node, device, params=None, bridge=None):
         elif name:
             parts.trajectory = TrajectoryController(node, device, name, bridge=parts.bridge)
         if p.gripper_controller:
-            parts.gripper = GripperController(node, device, p.gripper_controller)
-        parts.topic = TopicControl(node, device)
+            parts.gripper = GripperController(node, device, p.gripper_controller,
+                                              bridge=parts.bridge)
+        parts.topic = TopicControl(node, device, bridge=parts.bridge)
         if parts.topic.not_served:
             parts.not_served.append(parts.topic.not_served)
         if use_sim:
