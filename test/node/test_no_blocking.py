@@ -1,13 +1,14 @@
 """No sim_node callback waits on the stepper: a long step(n) cannot starve the executor.
 
 A paused node runs a step(n) long enough that every request which hands work to the
-stepper (reset, pause, set_goals, run_action, move_to's start, a FollowJointTrajectory
-goal's start) has to wait for it. Several of each are sent at once to a node spun by a
-MultiThreadedExecutor with only two threads. Before these callbacks became coroutines that
-wait on the CompletionBridge's worker, the first two of them took both executor threads
-until the step ended, so nothing else (not even the replies to the client beside the node)
-was served. Now ``describe`` is answered while the step still runs, and every request is
-answered once the stepper takes it. Only order is asserted, never a duration.
+stepper (reset, pause, set_goals, run_action, move_to's start, apply_wrench,
+clear_wrenches, a FollowJointTrajectory goal's start) has to wait for it. Several of each
+are sent at once to a node spun by a MultiThreadedExecutor with only two threads. Before
+these callbacks became coroutines that wait on the CompletionBridge's worker, the first
+two of them took both executor threads until the step ended, so nothing else (not even the
+replies to the client beside the node) was served. Now ``describe`` is answered while the
+step still runs, and every request is answered once the stepper takes it. Only order is
+asserted, never a duration.
 """
 
 import time
@@ -27,7 +28,7 @@ from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
 from mujoco_hal_ros.srv import (  # noqa: E402
-    Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step)
+    ApplyWrench, ClearWrenches, Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step)
 from helpers import SpunNodes, wait_for  # noqa: E402
 from swap_helpers import trajectory  # noqa: E402
 
@@ -97,9 +98,11 @@ def _move_request(i):
 def test_requests_during_a_long_step_leave_the_executor_free(sim):
     dev = sim.device
     n = _steps_for(dev, STEP_WALL_S)
-    step, reset, pause, goals, run, move, describe = _clients(
+    clients = _clients(
         sim, (Step, 'step'), (Trigger, 'reset'), (SetBool, 'pause'), (SetGoals, 'set_goals'),
-        (RunAction, 'run_action'), (MoveToSrv, 'move_to'), (Describe, 'describe'))
+        (RunAction, 'run_action'), (MoveToSrv, 'move_to'), (ApplyWrench, 'apply_wrench'),
+        (ClearWrenches, 'clear_wrenches'), (Describe, 'describe'))
+    step, reset, pause, goals, run, move, push, unpush, describe = clients
     mover = ActionClient(sim.client, MoveToAction, 'move_to')
     follower = ActionClient(sim.client, FollowJointTrajectory,
                             'arm_controller/follow_joint_trajectory')
@@ -120,6 +123,10 @@ def test_requests_during_a_long_step_leave_the_executor_free(sim):
                 action='move_to', arg_names=['x', 'y', 'z'],
                 arg_values=[170.0, -10.0 + 5.0 * i, 60.0]))))
             services.append(('move_to', move.call_async(_move_request(i))))
+            wrench = ApplyWrench.Request(body='turret', duration=0.01)
+            wrench.force.z = 1.0
+            services.append(('apply_wrench', push.call_async(wrench)))
+            services.append(('clear_wrenches', unpush.call_async(ClearWrenches.Request())))
         sent_goals = [mover.send_goal_async(MoveToAction.Goal(target=_move_request(i).target))
                       for i in range(N)]
         sent_goals += [follower.send_goal_async(FollowJointTrajectory.Goal(
@@ -159,5 +166,5 @@ def test_requests_during_a_long_step_leave_the_executor_free(sim):
     finally:
         mover.destroy()
         follower.destroy()
-        for cli in (step, reset, pause, goals, run, move, describe):
+        for cli in clients:
             sim.client.destroy_client(cli)
