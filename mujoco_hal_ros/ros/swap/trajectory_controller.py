@@ -378,9 +378,11 @@ class TrajectoryController:
         """Worker: ``active`` replaces the running trajectory; the joints the old one still
         drives (a partial goal) then stop where they are."""
         with self._lock:
-            left = self._preempt(preempt_text)
-            self._active = active
-            self._starting -= 1
+            try:
+                left = self._preempt(preempt_text)
+                self._active = active
+            finally:
+                self._starting -= 1
             self._checks.start()
         if left is not None:
             jt.hold(self.device, left)
