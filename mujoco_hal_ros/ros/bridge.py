@@ -345,6 +345,9 @@ class CompletionBridge:
         for future in pending:
             if not future.done():
                 future.set_result(None)
+        # Set from the calling thread: nothing else may wake the executor now (no callback is
+        # left blocked whose return would), so wake it for the coroutines to send answers.
+        self._resume()
         if worker is not None:
             worker.shutdown(wait=False, cancel_futures=True)
 
