@@ -16,6 +16,11 @@ position is the finger joint's (metres for a slide, radians for a hinge), as
 ros2_controllers' gripper_action_controller reads its ``joint``; for a tendon the joints
 are taken to move together, so the tendon's length is that position times the sum of its
 coefficients, and the ctrl is where the actuator's force balances at that length.
+
+Two commands name a finger position: GripperCommand's one number (``Gripper.native_goal``)
+and ParallelGripperCommand's ``sensor_msgs/JointState`` (``parallel_command``: one
+position, named by the gripper's joint or not named at all, with optional limits on
+velocity and effort that are checked and reported, not applied).
 """
 
 from dataclasses import dataclass
@@ -23,7 +28,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..checks import finite_number, is_bool, unique_names
+from ..errors import InvalidArgument, UnknownName
 
 MIN_ARM_JOINTS = 3
 MAX_FINGER_JOINTS = 4
@@ -82,8 +88,8 @@ class Gripper:
 
     def native_goal(self, position):
         """The channel's native value (ctrl) for a finger position; refused outside range."""
-        position = float(position)
-        if not np.isfinite(position) or not self.lo - 1e-9 <= position <= self.hi + 1e-9:
+        position = finite_number(position, 'command.position')   # no bool, NaN, 1e400
+        if not self.lo - 1e-9 <= position <= self.hi + 1e-9:
             raise InvalidArgument(f'gripper position {position!r} is outside '
                                   f'[{self.lo:g}, {self.hi:g}] for {self.joint}; ask for '
                                   'an opening within the finger joint range',
@@ -93,6 +99,54 @@ class Gripper:
 
     def position(self, snapshot):
         return float(snapshot.qpos[self.qpos_adr])
+
+
+def _values(values, field):
+    """A JointState array field as a list; anything that is not a list of values refused."""
+    if isinstance(values, (str, bytes, dict)) or is_bool(values):
+        raise InvalidArgument(f'expected a list of numbers, got {type(values).__name__}',
+                              where=f'command.{field}')
+    try:
+        return list(values)
+    except TypeError:
+        raise InvalidArgument(f'expected a list of numbers, got {type(values).__name__}',
+                              where=f'command.{field}') from None
+
+
+def _optional_limit(values, joint, field):
+    """An optional per-joint limit of a JointState command: none, or one number >= 0."""
+    values = _values(values, field)
+    if not values:
+        return None
+    if len(values) != 1:
+        raise InvalidArgument(f'{len(values)} {field} values for the one gripper joint '
+                              f'{joint}', where=f'command.{field}',
+                              allowed=f'none, or one value for {joint}')
+    value = finite_number(values[0], f'command.{field}')
+    if value < 0:
+        raise InvalidArgument(f'{field} limit {value:g} is negative', where=f'command.{field}',
+                              allowed='0 or more')
+    return value
+
+
+def parallel_command(gripper, names, positions, velocities=(), efforts=()):
+    """A ParallelGripperCommand's ``command`` (JointState fields) -> the finger position
+    asked for, checked against the gripper; DeviceError with the reason otherwise, so the
+    goal is rejected before anything moves. Velocity and effort limits are checked only."""
+    names = unique_names(names, 'command.name', 'joint')     # so at most one: the joint
+    for name in names:
+        if name != gripper.joint:
+            raise UnknownName('gripper joint', name, [gripper.joint], where='command.name')
+    positions = _values(positions, 'position')
+    if len(positions) != 1:
+        raise InvalidArgument(f'{len(positions)} positions for the one gripper joint '
+                              f'{gripper.joint}', where='command.position',
+                              allowed=f'one position for {gripper.joint}')
+    _optional_limit(velocities, gripper.joint, 'velocity')
+    _optional_limit(efforts, gripper.joint, 'effort')
+    position = positions[0]
+    gripper.native_goal(position)
+    return float(position)
 
 
 def _range(model, j):

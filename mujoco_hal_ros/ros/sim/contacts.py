@@ -125,10 +125,13 @@ class ContactStream:
 
 class WrenchServices:
     """``apply_wrench`` and ``clear_wrenches``: requests to ``Device`` calls and back; a
-    refused request answers with its code and changes nothing."""
+    refused request answers with its code and changes nothing. Both Device calls wait for
+    the stepper to take them, so the callbacks are coroutines that run them on the node's
+    CompletionBridge worker (``ros/bridge.py``) rather than hold an executor thread."""
 
-    def __init__(self, node, device):
+    def __init__(self, node, device, bridge):
         self.device = device
+        self.bridge = bridge
         group = ReentrantCallbackGroup()
         self.services = [
             node.create_service(ApplyWrench, 'apply_wrench', self._apply, callback_group=group),
@@ -139,12 +142,12 @@ class WrenchServices:
     def describe():
         return ['apply_wrench', 'clear_wrenches']
 
-    def _apply(self, req, res):
+    async def _apply(self, req, res):
         try:
-            out = self.device.apply_wrench(
-                req.body, force=cv.vec(req.force), torque=cv.vec(req.torque),
-                point=cv.vec(req.point), frame=req.reference_frame or 'world',
-                duration=req.duration)
+            out = await self.bridge.call(
+                self.device.apply_wrench, req.body, force=cv.vec(req.force),
+                torque=cv.vec(req.torque), point=cv.vec(req.point),
+                frame=req.reference_frame or 'world', duration=req.duration)
         except DeviceError as err:
             res.success, res.code, res.message = False, err.code, str(err)
             return res
@@ -152,9 +155,9 @@ class WrenchServices:
         res.end_time = float(out['end_time'])
         return res
 
-    def _clear(self, req, res):
+    async def _clear(self, req, res):
         try:
-            out = self.device.clear_wrenches(list(req.bodies))
+            out = await self.bridge.call(self.device.clear_wrenches, list(req.bodies))
         except DeviceError as err:
             res.success, res.code, res.message = False, err.code, str(err)
             return res

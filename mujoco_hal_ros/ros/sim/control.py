@@ -1,15 +1,23 @@
 """Services, actions and goal topics: requests translated to Device calls and back.
 
-Nothing here waits on the device inside a callback. ``Device.move_to(wait=False)`` returns
-as soon as the IK is solved and the path posted (a few ms); action execute callbacks and
-the waiting MoveTo and Step services are coroutines that ``await`` the node's
-CompletionBridge (``ros/bridge.py``): a move's end, a step job's future, the next feedback
-time or a cancel all complete an rclpy future on the executor, and nothing polls while
-nothing happens. A refused request raises DeviceError before anything is posted, so its
-code goes straight into the result and nothing moved.
+Nothing here waits on the device inside a callback. A Device call that hands work to the
+stepper and waits for it to be taken (``set_goals``, ``reset``, ``pause``, ``run_action``,
+the start of ``move_to``) waits behind whatever the stepper is doing, a long ``step(n)``
+included, so every service and action callback is a coroutine that runs that call on the
+CompletionBridge's worker (``ros/bridge.py``) and awaits it: the executor's threads stay
+free to answer ``describe``, ``hold`` and the rest meanwhile. A move's end, a step job's
+future, the next feedback time or a cancel likewise complete an rclpy future on the
+executor, and nothing polls while nothing happens. A refused request raises DeviceError
+before anything is posted, so its code goes straight into the result and nothing moved;
+checks that need no physics (set_goals' per-channel codes) run in the callback itself.
 
-Hold has its own mutually exclusive callback group so that it gets an executor thread even
-while a flood of other requests keeps the control group busy.
+``goals/<channel>`` messages are checked in the subscription callback (a bad one is logged
+and never queued) and handed to the worker latest-first: a value the next message replaced
+before the stepper took it is dropped, as a full subscription queue would drop it.
+
+Hold is the one exception: its request is urgent, taken between the chunks of any step, so
+it waits one chunk at most; it has its own mutually exclusive callback group so that it
+gets an executor thread even while a flood of other requests keeps the control group busy.
 """
 
 import threading
@@ -51,6 +59,7 @@ class Control:
         self._lock = threading.Lock()
         self._cancel_wakes = {}              # move_to goal id -> future its cancel completes
         self._refused_topic = {}
+        self._topic_goals = {}               # goals/<channel> values the worker has not taken
         self._goals_running = 0              # move_to and hold goals not answered yet
         m = device.model
         self._joint_dofs = np.array(
@@ -133,10 +142,12 @@ class Control:
         return send
 
     # --- move_to ----------------------------------------------------------------------------
-    def _start_move(self, req):
-        """Device.move_to(wait=False): the Move, or the DeviceError that refused it."""
+    async def _start_move(self, req):
+        """Device.move_to(wait=False) on the worker (the IK, then the stepper taking the
+        path): the Move, or the DeviceError that refused it."""
         try:
-            return self.device.move_to(**cv.move_request(req), wait=False), None
+            return await self.bridge.call(
+                lambda: self.device.move_to(**cv.move_request(req), wait=False)), None
         except DeviceError as err:
             return None, err
 
@@ -184,7 +195,7 @@ class Control:
 
     async def _run_move(self, goal):
         result = MoveToAction.Result()
-        move, err = self._start_move(goal.request)
+        move, err = await self._start_move(goal.request)
         if err is not None:
             self.log.info(f'move_to refused: {cv.error_line(err)}')
             goal.abort()
@@ -203,7 +214,7 @@ class Control:
         return result
 
     async def _srv_move_to(self, req, res):
-        move, err = self._start_move(req)
+        move, err = await self._start_move(req)
         if err is not None:
             return cv.fill_error(res, err)
         if req.wait:
@@ -287,7 +298,7 @@ class Control:
         return result
 
     # --- goals ------------------------------------------------------------------------------
-    def _srv_set_goals(self, req, res):
+    async def _srv_set_goals(self, req, res):
         names, values = list(req.channels), list(req.values)
         n = len(names)
         if n == 0 or n != len(values):
@@ -315,7 +326,7 @@ class Control:
             res.messages = [m or 'not applied: another channel was refused' for m in messages]
             return res
         try:
-            self.device.set_goals(dict(zip(names, values)))
+            await self.bridge.call(self.device.set_goals, dict(zip(names, values)))
         except DeviceError as err:          # refused as a whole after all: report on all
             res.success, res.codes, res.messages = False, [err.code] * n, [str(err)] * n
             return res
@@ -323,19 +334,48 @@ class Control:
         return res
 
     def _on_goal_topic(self, name, msg):
+        """Checked here, applied on the worker: the newest value of each channel wins."""
         try:
-            self.device.set_goals({name: msg.data})
-            self._refused_topic.pop(name, None)
+            limits.check_goals(self.device.layout, {name: msg.data})
         except DeviceError as err:
+            self._topic_refused(name, err)
+            return
+        with self._lock:
+            queue = not self._topic_goals
+            self._topic_goals[name] = msg.data
+        if queue:
+            self.bridge.post(self._apply_topic_goals)
+
+    def _apply_topic_goals(self):
+        """Worker: every channel's newest value, one set_goals each as each message was."""
+        with self._lock:
+            goals, self._topic_goals = self._topic_goals, {}
+        for name, value in goals.items():
+            try:
+                self.device.set_goals({name: value})
+                with self._lock:
+                    self._refused_topic.pop(name, None)
+            except DeviceError as err:
+                self._topic_refused(name, err)
+
+    def _topic_refused(self, name, err):
+        with self._lock:
             last = self._refused_topic.get(name, 0.0)
-            if time.monotonic() - last > 2.0:     # a bad publisher must not flood the log
+            quiet = time.monotonic() - last <= 2.0    # a bad publisher must not flood the log
+            if not quiet:
                 self._refused_topic[name] = time.monotonic()
-                self.log.warning(f'goals/{name} refused: {cv.error_line(err)}')
+        if not quiet:
+            self.log.warning(f'goals/{name} refused: {cv.error_line(err)}')
 
     # --- the rest ---------------------------------------------------------------------------
-    def _srv_run_action(self, req, res):
+    async def _srv_run_action(self, req, res):
         try:
-            out = self.device.run_action(req.action, cv.run_action_args(req), wait=False)
+            if self.device.action(req.action).command == 'hold':
+                # hold's urgent path, not queued behind other requests on the worker
+                out = self.device.run_action(req.action, cv.run_action_args(req), wait=False)
+            else:
+                out = await self.bridge.call(self.device.run_action, req.action,
+                                             cv.run_action_args(req), wait=False)
         except DeviceError as err:
             res.success, res.code, res.message = False, err.code, str(err)
             return res
@@ -345,17 +385,17 @@ class Control:
             res.success, res.code, res.message = True, errors.STARTED, 'moving'
         return res
 
-    def _srv_reset(self, _req, res):
+    async def _srv_reset(self, _req, res):
         try:
-            self.device.reset()
+            await self.bridge.call(self.device.reset)
             res.success, res.message = True, 'reset to the keyframe'
         except DeviceError as err:
             res.success, res.message = False, cv.error_line(err)
         return res
 
-    def _srv_pause(self, req, res):
+    async def _srv_pause(self, req, res):
         try:
-            self.device.pause(bool(req.data))
+            await self.bridge.call(self.device.pause, bool(req.data))
             res.success, res.message = True, 'paused' if req.data else 'running'
         except DeviceError as err:
             res.success, res.message = False, cv.error_line(err)

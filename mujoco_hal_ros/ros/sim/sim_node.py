@@ -120,7 +120,6 @@ class SimNode(Node):
                                        log, p.camera_background,
                                        compression=(p.image_compression, p.jpeg_quality))
         self.sensors = SensorPublisher(self, device, self.frames, p, log)
-        self.wrench_services = WrenchServices(self, device)
         self.static_pub = self.create_publisher(TFMessage, '/tf_static', TF_STATIC_QOS)
         self.markers_pub = self.create_publisher(MarkerArray, 'scene_markers', TF_STATIC_QOS)
         self.collision_pub = self.create_publisher(MarkerArray, 'collision_markers',
@@ -128,6 +127,7 @@ class SimNode(Node):
         self.diag_pub = self.create_publisher(DiagnosticArray, 'diagnostics', 10)
         self.bridge = CompletionBridge(self)    # every request's answer, when core work ends
         self.control = Control(self, device, self.bridge)
+        self.wrench_services = WrenchServices(self, device, self.bridge)
         self.description = (DescriptionPublisher(self, device.model, self.frames,
                                                  self.urdf_text)
                             if p.publish_robot_description and self.republish else None)

@@ -1,18 +1,28 @@
-"""gripper_action_controller's ROS interface: ``<name>/gripper_cmd`` (GripperCommand).
+"""The gripper controllers' ROS interfaces: ``<name>/gripper_cmd`` as GripperCommand
+(gripper_action_controller) and as ParallelGripperCommand (parallel_gripper_action_controller).
 
 MoveIt drives a gripper through ``control_msgs/action/GripperCommand`` on the controller
-its ``moveit_controllers.yaml`` names (``gripper_controller`` on a ros2_control arm).
-The semantics are ros2_controllers' gripper_action_controller's: ``command.position`` is
-the finger joint's position (``gripper.Gripper``: metres for Panda's ``finger_joint1``),
-the goal succeeds with ``reached_goal`` once the joint is within ``goal_tolerance``, and
-a finger held still short of it (an object in the hand) for ``stall_timeout`` seconds is
-``stalled``: succeeded with ``allow_stalling``, aborted without, as there. A new goal
-preempts the running one; cancel holds the fingers where they are. ``max_effort`` is
-reported back and not applied (the simulated actuator has the force range of the model).
+its ``moveit_controllers.yaml`` names (``gripper_controller`` on a ros2_control arm); on
+Jazzy it drives a parallel gripper through ``control_msgs/action/ParallelGripperCommand``
+on the ``parallel_gripper_action_controller`` its config names. One class serves either:
+only the goal and result messages differ (``_Single``, ``_Parallel``).
 
-Like the trajectory controller, callbacks never wait on motion: the execute coroutine
-awaits a future that a steady-clock timer completes, so a paused simulation or a
-single-threaded executor keeps serving.
+The semantics are ros2_controllers': the commanded position is the finger joint's
+(``gripper.Gripper``: metres for Panda's ``finger_joint1``), the goal succeeds with
+``reached_goal`` once the joint is within ``goal_tolerance``, and a finger held still short
+of it (an object in the hand) for ``stall_timeout`` seconds is ``stalled``: succeeded with
+``allow_stalling``, aborted without, as there. A new goal preempts the running one, on
+either action when both drive the same finger; cancel holds the fingers where they are.
+GripperCommand's ``max_effort`` and ParallelGripperCommand's velocity and effort limits
+(these checked: finite, not negative) are not applied: the simulated actuator has the force
+range of the model, and the effort reported is the one it exerts. A ParallelGripperCommand
+names its one joint (or nothing) and gives one position; anything else is rejected in the
+goal callback with the reason logged.
+
+Like the trajectory controller, callbacks never wait on motion or on the stepper: a goal's
+set_goals (and a cancel's hold) runs on the CompletionBridge's worker, and the execute
+coroutine awaits a future that the bridge's steady-clock checks complete, so a paused
+simulation, a long ``step(n)`` or a single-threaded executor keeps serving.
 """
 
 import threading
@@ -20,14 +30,19 @@ import time
 
 from control_msgs.action import GripperCommand
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.clock import Clock, ClockType
-from rclpy.task import Future
+from rclpy.callback_groups import ReentrantCallbackGroup
+from sensor_msgs.msg import JointState
 
+from ..bridge import CompletionBridge
 from ..parameters import Param, ParameterTable
 from .trajectory_controller import finish_goal
 from ...errors import ConfigError, DeviceError
 from ...motion import gripper as gr
+
+try:
+    from control_msgs.action import ParallelGripperCommand
+except ImportError:          # a control_msgs older than Jazzy's has no such action
+    ParallelGripperCommand = None
 
 CHECK_HZ = 50.0
 RESULT_TIMEOUT_S = 5
@@ -37,6 +52,60 @@ CONTROLLER = Param(
     'gripper_controller', 'string', 'gripper_controller', 'Name of the gripper action '
     'controller this node stands in for: serves <name>/gripper_cmd (GripperCommand) on the '
     'gripper zero-config finds (or <name>.joint). Empty: none.')
+PARALLEL = Param(
+    'parallel_gripper_controller', 'string', 'parallel_gripper_controller', 'Name of the '
+    'parallel_gripper_action_controller this node stands in for: serves <name>/gripper_cmd '
+    '(ParallelGripperCommand, what MoveIt on Jazzy drives a parallel gripper with) on the '
+    'gripper zero-config finds (or <name>.joint). Empty: none.')
+
+
+class _Single:
+    """GripperCommand: one position in; position and effort out."""
+
+    action = GripperCommand
+    kind = 'GripperCommand'
+
+    @staticmethod
+    def target(gripper, goal):
+        gripper.native_goal(goal.command.position)
+        return float(goal.command.position)
+
+    @staticmethod
+    def result(state, stalled, reached):
+        r = GripperCommand.Result()
+        r.position, r.effort = state.position[0], state.effort[0]
+        r.stalled, r.reached_goal = bool(stalled), bool(reached)
+        return r
+
+    @staticmethod
+    def feedback(state):
+        fb = GripperCommand.Feedback()
+        fb.position, fb.effort = state.position[0], state.effort[0]
+        return fb
+
+
+class _Parallel:
+    """ParallelGripperCommand: a JointState in; the joint's JointState out."""
+
+    action = ParallelGripperCommand
+    kind = 'ParallelGripperCommand'
+
+    @staticmethod
+    def target(gripper, goal):
+        c = goal.command
+        return gr.parallel_command(gripper, c.name, c.position, c.velocity, c.effort)
+
+    @staticmethod
+    def result(state, stalled, reached):
+        return ParallelGripperCommand.Result(state=state, stalled=bool(stalled),
+                                             reached_goal=bool(reached))
+
+    @staticmethod
+    def feedback(state):
+        return ParallelGripperCommand.Feedback(state=state)
+
+
+SINGLE, PARALLEL_COMMAND = _Single, _Parallel
 
 
 def controller_table(name):
@@ -73,17 +142,34 @@ def _gripper_for(layout, joint):
 
 
 class _Goal:
-    def __init__(self, handle, target):
+    """One accepted goal: ``started`` once the stepper took its set_goals; ``finish`` from
+    any thread hands (outcome, result) to the execute coroutine, once."""
+
+    def __init__(self, handle, target, bridge):
         self.handle, self.target = handle, target
-        self.future = Future()
+        self._bridge = bridge
+        self.future = bridge.future()
+        self.started = False
+        self.finished = False
         self.last_move = time.monotonic()
+
+    def finish(self, outcome, result):
+        if not self.finished:
+            self.finished = True
+            self._bridge.complete(self.future, (outcome, result))
 
 
 class GripperController:
-    """``<name>/gripper_cmd`` on the device's gripper; ``None``-safe to destroy."""
+    """``<name>/gripper_cmd`` on the device's gripper, as ``interface`` (SINGLE:
+    GripperCommand, PARALLEL_COMMAND: ParallelGripperCommand); ``None``-safe to destroy.
+    ``peers``: controllers on the same finger, whose goal a new one here preempts."""
 
-    def __init__(self, node, device, name):
+    def __init__(self, node, device, name, bridge=None, interface=SINGLE):
         self.node, self.device, self.name = node, device, name
+        self.interface = interface
+        self.peers = []
+        self._own_bridge = bridge is None           # closed in destroy() if made here
+        self.bridge = CompletionBridge(node) if bridge is None else bridge
         self.log = node.get_logger()
         c = controller_table(name).declare(node)
         try:
@@ -97,26 +183,29 @@ class GripperController:
         self.allow_stalling = c.allow_stalling
         self._lock = threading.Lock()
         self._active = None
-        self._failed = {}                # goal handle id -> its finished future
+        self._goals = {}                 # goal id -> its _Goal, until its execute takes it
         self._server = None
-        self._timer = None
+        self._checks = None
         if self.gripper is None:
             self.log.info(f'{name}: no gripper in this model, gripper_cmd not served')
+            return
+        if interface.action is None:
+            self.log.warning(f'{name}: this control_msgs has no {interface.kind}, '
+                             'gripper_cmd not served')
+            self.gripper = None
             return
         g = self.gripper
         self._dof = int(device.model.jnt_dofadr[device.model.joint(g.joint).id])
         self._channel = device.layout.goals[g.channel]
         self._server = ActionServer(
-            node, GripperCommand, f'{name}/gripper_cmd', execute_callback=self._execute,
+            node, interface.action, f'{name}/gripper_cmd', execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=lambda _h: CancelResponse.ACCEPT,
             handle_accepted_callback=self._on_accepted,
             callback_group=ReentrantCallbackGroup(), result_timeout=RESULT_TIMEOUT_S)
-        self._timer = node.create_timer(1.0 / CHECK_HZ, self._tick,
-                                        clock=Clock(clock_type=ClockType.STEADY_TIME),
-                                        callback_group=MutuallyExclusiveCallbackGroup())
-        self._timer.cancel()
-        self.log.info(f'{name}: gripper_cmd on {g.joint} [{g.lo:g}, {g.hi:g}] '
-                      f'(goal channel {g.channel})')
+        # Checks run only while a goal is active (the bridge's one steady-clock timer).
+        self._checks = self.bridge.every(1.0 / CHECK_HZ, self._tick)
+        self.log.info(f'{name}: gripper_cmd ({interface.kind}) on {g.joint} '
+                      f'[{g.lo:g}, {g.hi:g}] (goal channel {g.channel})')
 
     @property
     def served(self):
@@ -128,7 +217,7 @@ class GripperController:
     # --- goals ------------------------------------------------------------------------------
     def _on_goal(self, goal):
         try:
-            self.gripper.native_goal(goal.command.position)
+            self.interface.target(self.gripper, goal)
         except DeviceError as exc:
             self.log.warning(f'{self.name}: goal rejected: {exc}')
             return GoalResponse.REJECT
@@ -139,81 +228,110 @@ class GripperController:
         self.device.set_goals({self.gripper.channel: self._channel.to_unit(native)})
 
     def _on_accepted(self, handle):
+        """The new goal preempts the running one at once; its set_goals goes to the worker."""
+        goal = _Goal(handle, self.interface.target(self.gripper, handle.request), self.bridge)
         with self._lock:
-            old = self._active
-            try:
-                self._set(handle.request.command.position)
-            except DeviceError as exc:
-                self.log.warning(f'{self.name}: goal failed at start: {exc}')
-                self._active = None
-                future = Future()
-                future.set_result(('aborted', self._result(False, False)))
-                self._failed[id(handle)] = future
-            else:
-                self._active = _Goal(handle, float(handle.request.command.position))
-                self._timer.reset()
-            if old is not None and not old.future.done():
-                old.future.set_result(('aborted', self._result(False, False)))
+            old, self._active = self._active, goal
+            self._goals[bytes(handle.goal_id.uuid)] = goal
+        if old is not None:
+            old.finish('aborted', self._result(False, False))
+        for peer in self.peers:
+            peer.abort_active()
+        self.bridge.post(self._start, goal)
         handle.execute()
 
-    def _result(self, stalled, reached):
+    def _start(self, goal):
+        """Worker: the finger goal to the stepper; the checks watch it from then on."""
+        if goal.finished:                    # preempted while queued: the next one runs
+            return
+        try:
+            self._set(goal.target)
+        except DeviceError as exc:
+            self.log.warning(f'{self.name}: goal failed at start: {exc}')
+            with self._lock:
+                if self._active is goal:
+                    self._active = None
+            goal.finish('aborted', self._result(False, False))
+            return
+        goal.last_move = time.monotonic()
+        goal.started = True
+        self._checks.start()
+
+    def abort_active(self):
+        """A peer took the finger over: the goal running here ends aborted."""
+        with self._lock:
+            active, self._active = self._active, None
+        if active is not None:
+            active.finish('aborted', self._result(False, False))
+
+    def _state(self):
+        """The finger joint now, as the JointState both actions report."""
         snap = self.device.snapshot
-        r = GripperCommand.Result()
-        r.position = self.gripper.position(snap)
-        r.effort = float(snap.qfrc_actuator[self._dof])
-        r.stalled, r.reached_goal = bool(stalled), bool(reached)
-        return r
+        msg = JointState(name=[self.gripper.joint])
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.position = [self.gripper.position(snap)]
+        msg.velocity = [float(snap.qvel[self._dof])]
+        msg.effort = [float(snap.qfrc_actuator[self._dof])]
+        return msg
+
+    def _result(self, stalled, reached):
+        return self.interface.result(self._state(), stalled, reached)
 
     async def _execute(self, handle):
         with self._lock:
-            active = self._active if self._active and self._active.handle is handle else None
-            failed = self._failed.pop(id(handle), None)
-        if active is None:
-            outcome, result = (await failed) if failed is not None else (
-                'aborted', self._result(False, False))
-        else:
-            outcome, result = await active.future
+            goal = self._goals.pop(bytes(handle.goal_id.uuid), None)
+        finished = (await goal.future) if goal is not None else None
+        if finished is None:                 # never started, or the node stopped first
+            finished = ('aborted', self._result(False, False))
+        outcome, result = finished
         finish_goal(handle, outcome)
         return result
+
+    def _hold_then_cancel(self, goal, position):
+        """Worker: the fingers stay where they are, then the goal ends canceled."""
+        try:
+            self._set(min(max(position, self.gripper.lo), self.gripper.hi))
+        except DeviceError:
+            pass
+        finally:
+            goal.finish('canceled', self._result(False, False))
 
     def _tick(self):
         with self._lock:
             a = self._active
-            if a is None or a.future.done():
+            if a is None or a.finished:
                 self._active = None
-                self._timer.cancel()
+                self._checks.stop()
+                return
+            if not a.started:
                 return
             snap = self.device.snapshot
             pos, speed = self.gripper.position(snap), abs(float(snap.qvel[self._dof]))
             now = time.monotonic()
             if a.handle.is_cancel_requested:
-                try:
-                    self._set(min(max(pos, self.gripper.lo), self.gripper.hi))   # hold
-                except DeviceError:
-                    pass
-                a.future.set_result(('canceled', self._result(False, False)))
+                self._active = None
+                self.bridge.post(self._hold_then_cancel, a, pos)
             elif abs(pos - a.target) <= self.tolerance:
-                a.future.set_result(('succeeded', self._result(False, True)))
+                a.finish('succeeded', self._result(False, True))
             else:
                 if speed > self.stall_speed:
                     a.last_move = now
                 elif now - a.last_move > self.stall_timeout:
-                    a.future.set_result(('succeeded' if self.allow_stalling else 'aborted',
-                                         self._result(True, False)))
+                    a.finish('succeeded' if self.allow_stalling else 'aborted',
+                             self._result(True, False))
                     return
-                fb = GripperCommand.Feedback()
-                r = self._result(False, False)
-                fb.position, fb.effort = r.position, r.effort
-                a.handle.publish_feedback(fb)
+                a.handle.publish_feedback(self.interface.feedback(self._state()))
 
     def destroy(self):
         with self._lock:
-            if self._active is not None and not self._active.future.done():
-                self._active.future.set_result(('aborted', self._result(False, False)))
-            self._active = None
-        if self._timer is not None:
-            self.node.destroy_timer(self._timer)
-            self._timer = None
+            active, self._active = self._active, None
+        if active is not None:
+            active.finish('aborted', self._result(False, False))
+        if self._checks is not None:
+            self._checks.stop()
+            self._checks = None
+        if self._own_bridge:
+            self.bridge.close()
         if self._server is not None:
             self._server.destroy()
             self._server = None

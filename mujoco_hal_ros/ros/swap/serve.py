@@ -3,14 +3,16 @@
 One call from the node that owns the Device: the joint_trajectory_controller interface
 (what MoveIt and rviz drive), the topic_based_ros2_control command topic (what a
 ros2_control set-up drives), simulation_interfaces where that package is installed (what
-scenario and test tools drive), and the gripper action controller (``GripperCommand``,
-what MoveIt drives a gripper with). Each part declares its own parameters, once, before
-sim_node checks the user's parameters for unknown names.
+scenario and test tools drive), and the gripper action controllers (``GripperCommand`` and
+``ParallelGripperCommand``, what MoveIt drives a gripper with). Each part declares its own
+parameters, once, before sim_node checks the user's parameters for unknown names.
 """
 
 from ..parameters import Param, ParameterTable
 from ..bridge import CompletionBridge
-from .gripper_controller import CONTROLLER as GRIPPER, GripperController
+from ...errors import ConfigError
+from .gripper_controller import (CONTROLLER as GRIPPER, GripperController, PARALLEL,
+                                 PARALLEL_COMMAND)
 from .topic_control import TopicControl
 from .trajectory_controller import (CONTROLLER, CONTROLLERS_FILE, nothing_to_serve,
                                     TrajectoryController)
@@ -19,6 +21,7 @@ from .trajectory_controller import (CONTROLLER, CONTROLLERS_FILE, nothing_to_ser
 TABLE = ParameterTable([
     CONTROLLER,
     GRIPPER,
+    PARALLEL,
     Param('simulation_interfaces', 'bool', True, 'Serve the simulation_interfaces services and '
           'action (where the package is installed).'),
     CONTROLLERS_FILE])
@@ -28,11 +31,12 @@ class SwapInterfaces:
     """What ``attach_swap_interfaces`` built; ``destroy()`` removes all of it."""
 
     def __init__(self, trajectory=None, topic=None, simulation=None, gripper=None,
-                 bridge=None, owns_bridge=False):
+                 bridge=None, owns_bridge=False, parallel_gripper=None):
         self.bridge = bridge
         self.owns_bridge = owns_bridge      # made for these parts: closed in destroy()
         self.trajectory = trajectory
         self.gripper = gripper
+        self.parallel_gripper = parallel_gripper
         self.topic = topic
         self.simulation = simulation
         # why a part serves nothing (a passive model), for the node to log once it is up
@@ -44,8 +48,9 @@ class SwapInterfaces:
             n = self.trajectory.name
             out += [f'{n}/follow_joint_trajectory', f'{n}/joint_trajectory',
                     f'{n}/controller_state']
-        if self.gripper is not None:
-            out += self.gripper.describe()
+        for gripper in (self.gripper, self.parallel_gripper):
+            if gripper is not None:
+                out += gripper.describe()
         if self.topic is not None and self.topic.topic:
             out.append(self.topic.topic)
         if self.simulation is not None:
@@ -54,13 +59,24 @@ class SwapInterfaces:
         return out
 
     def destroy(self):
-        for part in (self.trajectory, self.gripper, self.topic, self.simulation):
+        for part in (self.trajectory, self.gripper, self.parallel_gripper, self.topic,
+                     self.simulation):
             if part is not None:
                 part.destroy()
-        self.trajectory = self.gripper = self.topic = self.simulation = None
+        self.trajectory = self.gripper = self.parallel_gripper = None
+        self.topic = self.simulation = None
         if self.bridge is not None and self.owns_bridge:
             self.bridge.close()
         self.bridge = None
+
+
+def _share_fingers(a, b):
+    """Two controllers on one finger: a goal on either preempts the other's."""
+    if a is None or b is None or not (a.served and b.served):
+        return
+    if a.gripper.channel == b.gripper.channel:
+        a.peers.append(b)
+        b.peers.append(a)
 
 
 def attach_swap_interfaces(node, device, params=None, bridge=None):
@@ -81,9 +97,21 @@ def attach_swap_interfaces(node, device, params=None, bridge=None):
             parts.not_served.append(why)
         elif name:
             parts.trajectory = TrajectoryController(node, device, name, bridge=parts.bridge)
+        if p.gripper_controller and p.gripper_controller == p.parallel_gripper_controller:
+            raise ConfigError(f'gripper_controller and parallel_gripper_controller both name '
+                              f'{p.gripper_controller!r}: both would serve '
+                              f'{p.gripper_controller}/gripper_cmd; give them different '
+                              "names, or '' to the one you do not use",
+                              where='parameter parallel_gripper_controller')
         if p.gripper_controller:
-            parts.gripper = GripperController(node, device, p.gripper_controller)
-        parts.topic = TopicControl(node, device)
+            parts.gripper = GripperController(node, device, p.gripper_controller,
+                                              bridge=parts.bridge)
+        if p.parallel_gripper_controller:
+            parts.parallel_gripper = GripperController(
+                node, device, p.parallel_gripper_controller, bridge=parts.bridge,
+                interface=PARALLEL_COMMAND)
+        _share_fingers(parts.gripper, parts.parallel_gripper)
+        parts.topic = TopicControl(node, device, bridge=parts.bridge)
         if parts.topic.not_served:
             parts.not_served.append(parts.topic.not_served)
         if use_sim:

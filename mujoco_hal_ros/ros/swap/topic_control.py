@@ -6,13 +6,22 @@ whose positions are the position command interfaces, and reads the robot back fr
 ``joint_states``. sim_node already publishes ``joint_states``; this subscribes the command
 topic and puts every message through the device's limits kernel, all or nothing, so a
 controller bug cannot drive the simulated arm past its device file.
+
+A message is checked in the subscription callback (a refused one counts and is logged at
+once); with the node's CompletionBridge the checked command is then applied on its worker,
+since set_goals waits for the stepper (behind a long ``step(n)`` if one runs). The newest
+command wins: one the next message replaced before the worker took it is dropped, as a
+full subscription queue drops it, and counts in neither ``applied`` nor ``refused``.
 """
+
+import threading
 
 from sensor_msgs.msg import JointState
 
 from .. import conversions as cv
 from ..parameters import Param, ParameterTable
 from ...checks import unique_names
+from ...config import limits
 from ...motion import joint_trajectory as jt
 from ...errors import DeviceError, InvalidArgument, UnknownName
 
@@ -25,9 +34,12 @@ TABLE = ParameterTable([Param(
 class TopicControl:
     """Subscribes ``joint_commands_topic``; positions go to ``Device.set_goals``."""
 
-    def __init__(self, node, device, topic=None):
+    def __init__(self, node, device, topic=None, bridge=None):
         self.node = node
         self.device = device
+        self.bridge = bridge             # None: commands are applied in the callback
+        self._lock = threading.Lock()
+        self._pending = None             # the checked command the worker has not taken
         self.log = node.get_logger()
         if topic is None:
             topic = TABLE.declare(node).joint_commands_topic
@@ -48,6 +60,11 @@ class TopicControl:
 
     def command(self, names, positions):
         """{joint: position (rad or m)} -> one all-or-nothing ``set_goals`` in channel units."""
+        return self.device.set_goals(self.request(names, positions))
+
+    def request(self, names, positions):
+        """The checked ``set_goals`` request of a command (channel units); DeviceError with
+        the reason when any of it is refused."""
         names = unique_names(names, 'name', 'joint')   # [pan, pan]: which one applies?
         positions = list(positions)
         if not positions:
@@ -66,18 +83,46 @@ class TopicControl:
                 if bound is not None and abs(value - bound) <= 1e-9 * max(1.0, abs(bound)):
                     value = bound
             request[goal.name] = value
-        return self.device.set_goals(request)
+        limits.check_goals(self.device.layout, request)
+        return request
 
     def _on_command(self, msg):
+        if self.bridge is None:
+            try:
+                self.command(msg.name, msg.position)
+                self.applied += 1
+            except DeviceError as exc:
+                self._refused(exc)
+            return
         try:
-            self.command(msg.name, msg.position)
+            request = self.request(msg.name, msg.position)
+        except DeviceError as exc:
+            self._refused(exc)
+            return
+        with self._lock:
+            queue = self._pending is None
+            self._pending = request
+        if queue:
+            self.bridge.post(self._apply)
+
+    def _apply(self):
+        """Worker: the newest checked command to the device."""
+        with self._lock:
+            request, self._pending = self._pending, None
+        if request is None:
+            return
+        try:
+            self.device.set_goals(request)
             self.applied += 1
         except DeviceError as exc:
-            self.refused += 1
-            self.last_error = str(exc)
-            self.log.warning(f'{self.topic}: command refused, nothing applied: '
-                             f'{cv.error_line(exc)}',
-                             throttle_duration_sec=1.0)
+            self._refused(exc)
+
+    def _refused(self, exc):
+        self.refused += 1
+        self.last_error = str(exc)
+        self.log.warning(f'{self.topic}: command refused, nothing applied: '
+                         f'{cv.error_line(exc)}',
+                         throttle_duration_sec=1.0)
 
     def destroy(self):
         if self._sub is not None:

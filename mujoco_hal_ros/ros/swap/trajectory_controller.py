@@ -7,10 +7,16 @@ refused in the goal callback, splines, path and goal tolerances, preemption, can
 hold) is what lets a configuration move from simulation to the real arm unchanged.
 
 The class only translates: checks, splines and tolerances are ``joint_trajectory`` (core).
-Callbacks never wait on motion: an accepted goal's execute coroutine awaits a future that
-the tolerance checks complete through the node's CompletionBridge (``ros/bridge.py``),
-whose steady-clock ticks drive those checks, so the node keeps serving while a trajectory
-runs, even with the simulation paused (a timer on simulated time would stop with it).
+Callbacks never wait on motion or on the stepper: the goal and topic callbacks check the
+trajectory and hand its start (``jt.follow``, which waits for the stepper to take the plan,
+behind a long ``step(n)`` if one runs) to the CompletionBridge's worker, and so do the
+holds a cancel or a tolerance violation ends in; an accepted goal's execute coroutine
+awaits its start and then a future that the tolerance checks complete through the node's
+CompletionBridge (``ros/bridge.py``), whose steady-clock ticks drive those checks, so the
+node keeps serving while a trajectory runs, even with the simulation paused (a timer on
+simulated time would stop with it). The worker runs jobs in order, so starts, topic
+trajectories and holds reach the stepper in the order the callbacks gave them; no check
+runs while a start is on its way, since the trajectory it watches is about to be replaced.
 """
 
 import array
@@ -30,7 +36,7 @@ from ..bridge import CompletionBridge
 from ..qos import action_queues
 from ..parameters import Param, ParameterTable, given_under, kind_of
 from ...motion import joint_trajectory as jt
-from ...errors import ConfigError, DeviceError
+from ...errors import CLOSED, ConfigError, DeviceError
 
 Result = FollowJointTrajectory.Result
 CHECK_HZ = 100.0                 # tolerance checks, steady clock
@@ -223,6 +229,7 @@ class TrajectoryController:
         self._active = None
         self._starts = {}                # goal id -> its _Active, or why it could not start
         self._checked = []               # (goal message, its check) from the goal callback
+        self._starting = 0               # starts handed to the worker and not in place yet
         self._closing = False
         self.last_rejection = None
         self.counts = {'accepted': 0, 'rejected': 0, 'succeeded': 0, 'aborted': 0,
@@ -354,28 +361,56 @@ class TrajectoryController:
         """Start the trajectory as soon as the goal is accepted, as the real controller does
         in its accepted callback; waiting for the execute task would add an executor
         scheduling delay, long under load, between "accepted" and the first step that
-        moves."""
+        moves. The start itself runs on the worker; the execute coroutine awaits it."""
         key = bytes(handle.goal_id.uuid)
         if not handle.is_cancel_requested:
             with self._lock:
-                try:
-                    checked, tol, delay = self._checked_for(handle.request)
-                    execution = jt.follow(self.device, checked, delay=delay,
-                                          smooth_positions=self.smooth_positions)
-                except Exception as exc:  # noqa: BLE001 - the goal must still end, with why
-                    # The state changed since the goal callback (e.g. a reset): nothing moved.
-                    self._reject('goal (at start)', exc)
-                    self._starts[key] = exc
-                else:
-                    self._preempt(PREEMPTED)
-                    self._active = _Active(execution, tol, handle, self.joints, self.bridge)
-                    self._starts[key] = self._active
-                    self.counts['accepted'] += 1
-                    self._checks.start()
+                self._starting += 1
+                self._starts[key] = self.bridge.run(self._start_goal, handle)
         handle.execute()
+
+    def _follow(self, checked, delay):
+        """Worker: the plan handed to the stepper (all or nothing), its Execution."""
+        return jt.follow(self.device, checked, delay=delay,
+                         smooth_positions=self.smooth_positions)
+
+    def _started(self, active, preempt_text):
+        """Worker: ``active`` replaces the running trajectory; the joints the old one still
+        drives (a partial goal) then stop where they are."""
+        with self._lock:
+            try:
+                left = self._preempt(preempt_text)
+                self._active = active
+            finally:
+                self._starting -= 1
+            self._checks.start()
+        if left is not None:
+            jt.hold(self.device, left)
+
+    def _start_goal(self, handle):
+        """Worker: the goal's _Active once in place, or the exception that kept it from
+        starting (nothing moved)."""
+        try:
+            checked, tol, delay = self._checked_for(handle.request)
+            execution = self._follow(checked, delay)
+        except Exception as exc:  # noqa: BLE001 - the goal must still end, with why
+            # The state changed since the goal callback (e.g. a reset): nothing moved.
+            with self._lock:
+                self._starting -= 1
+            self._reject('goal (at start)', exc)
+            return exc
+        active = _Active(execution, tol, handle, self.joints, self.bridge)
+        with self._lock:
+            self.counts['accepted'] += 1
+        self._started(active, PREEMPTED)
+        return active
 
     async def _execute(self, handle):
         start = self._starts.pop(bytes(handle.goal_id.uuid), None)
+        if start is not None:
+            start = await start
+            if start is None:                   # the node stopped before it started
+                start = DeviceError(CLOSED, 'the controller is shutting down')
         if isinstance(start, Exception):
             handle.abort()
             return Result(error_code=Result.INVALID_GOAL, error_string=str(start))
@@ -395,32 +430,51 @@ class TrajectoryController:
         return result
 
     def _preempt(self, text):
-        """End whatever owns the joints now: the new plan already took over the joints it
-        names; any the old one still drives (a partial goal) stop where they are."""
+        """End whatever owns the joints now (lock held): the new plan already took over the
+        joints it names; the actuators the old one still drives (a partial goal), for the
+        caller to hold, or None."""
         old = self._active
         self._active = None
         if old is None:
-            return
+            return None
         left = old.execution.plan.actuators
-        if left.size and self.device.stepper.owns(old.execution.plan):
-            jt.hold(self.device, left.copy())
         if old.handle is not None:
             self.counts['preempted'] += 1
             old.finish('aborted', Result.INVALID_GOAL, text)
+        if left.size and self.device.stepper.owns(old.execution.plan):
+            return left.copy()
+        return None
 
     def _on_topic(self, msg):
         try:
             checked = jt.check_trajectory(self.device.layout, list(msg.joint_names),
                                           points_of(msg), controller_joints=self.joints,
                                           allow_partial=self.allow_partial)
-            with self._lock:
-                execution = jt.follow(self.device, checked, delay=self._delay(msg.header.stamp),
-                                      smooth_positions=self.smooth_positions)
-                self._preempt('preempted by a trajectory on the joint_trajectory topic')
-                self._active = _Active(execution, None, None, self.joints)
-                self._checks.start()
         except DeviceError as exc:
             self._reject('joint_trajectory message', exc)
+            return
+        with self._lock:
+            self._starting += 1
+        self.bridge.post(self._start_topic, checked, self._delay(msg.header.stamp))
+
+    def _start_topic(self, checked, delay):
+        """Worker: a topic trajectory in place, or refused with nothing moved."""
+        try:
+            execution = self._follow(checked, delay)
+        except DeviceError as exc:
+            with self._lock:
+                self._starting -= 1
+            self._reject('joint_trajectory message', exc)
+            return
+        self._started(_Active(execution, None, None, self.joints),
+                      'preempted by a trajectory on the joint_trajectory topic')
+
+    def _hold_then_finish(self, active, acts, outcome, code, text):
+        """Worker: the joints stop where they are, then the goal gets its result."""
+        try:
+            jt.hold(self.device, acts)
+        finally:
+            active.finish(outcome, code, text)
 
     # --- monitoring -----------------------------------------------------------------------
     def _tick(self):
@@ -443,7 +497,7 @@ class TrajectoryController:
 
     def _monitor(self):
         a = self._active
-        if a is None:
+        if a is None or self._starting:
             return
         stepper = self.device.stepper
         acts = a.execution.checked.actuators
@@ -453,9 +507,9 @@ class TrajectoryController:
                 self._active = None
             return
         if a.handle.is_cancel_requested:
-            jt.hold(self.device, acts)
-            a.finish('canceled', Result.SUCCESSFUL, 'canceled; holding position')
             self._active = None
+            self.bridge.post(self._hold_then_finish, a, acts, 'canceled', Result.SUCCESSFUL,
+                             'canceled; holding position')
             return
         if a.execution.taken_over(stepper):
             a.finish('aborted', Result.INVALID_GOAL,
@@ -469,13 +523,13 @@ class TrajectoryController:
             a.last_feedback = now
             a.handle.publish_feedback(self._feedback(a, v))
         if v.state == 'path':
-            jt.hold(self.device, acts)
-            a.finish('aborted', Result.PATH_TOLERANCE_VIOLATED, v.message)
             self._active = None
+            self.bridge.post(self._hold_then_finish, a, acts, 'aborted',
+                             Result.PATH_TOLERANCE_VIOLATED, v.message)
         elif v.state == 'goal':
-            jt.hold(self.device, acts)
-            a.finish('aborted', Result.GOAL_TOLERANCE_VIOLATED, v.message)
             self._active = None
+            self.bridge.post(self._hold_then_finish, a, acts, 'aborted',
+                             Result.GOAL_TOLERANCE_VIOLATED, v.message)
         elif v.state == 'succeeded':
             a.finish('succeeded', Result.SUCCESSFUL, 'Goal successfully reached!')
             self._active = None
