@@ -284,6 +284,7 @@ def test_spawn_and_delete_follow_through_sim_node(live):
 
 
 def test_load_world_and_back_through_sim_node(live):
+    from control_msgs.msg import JointTrajectoryControllerState
     from sensor_msgs.msg import JointState
     from mujoco_hal_ros.ros.sim.streams import moving_joints
     import mujoco
@@ -300,10 +301,20 @@ def test_load_world_and_back_through_sim_node(live):
     assert js is not None, 'joint_states did not follow the loaded world'
     w = live.call(si.GetCurrentWorld, 'get_current_world', si.GetCurrentWorld.Request())
     assert w.world.name == 'torque_arm'
+    # The bench arm's trajectory controller has no joints in this world: it says nothing.
+    state = _latest(live, JointTrajectoryControllerState, 'arm_controller/controller_state',
+                    lambda m: True, timeout=1.5)
+    assert state is None, f'controller_state for {list(state.joint_names)} in torque_arm'
     r = live.call(si.UnloadWorld, 'unload_world', si.UnloadWorld.Request())
     assert r.result.result == OK, r.result.error_message
     js = _latest(live, JointState, 'joint_states', lambda m: list(m.name) == names)
     assert js is not None, 'joint_states did not come back to the bench arm'
+    state = _latest(live, JointTrajectoryControllerState, 'arm_controller/controller_state',
+                    lambda m: True)
+    assert state is not None, 'controller_state did not come back with the bench arm'
+    by_name = dict(zip(js.name, js.position))
+    for joint, actual in zip(state.joint_names, state.feedback.positions):
+        assert actual == pytest.approx(by_name[joint], abs=0.05), joint
 
 
 def test_camera_images_keep_coming_through_scene_edits(live):
@@ -342,3 +353,37 @@ def test_spawn_entities_renames_and_namespaces(live):
     for name in ('twin', 'twin_1', 'props/twin'):
         d = live.call(si.DeleteEntity, 'delete_entity', si.DeleteEntity.Request(entity=name))
         assert d.result.result == OK, d.result.error_message
+
+
+def test_trajectory_controller_follows_renumbered_joints(live, tmp_path):
+    """The bench arm again, behind a free crate that comes first in the tree: every joint's
+    qpos address moves by 7, and controller_state reads the arm at its new addresses."""
+    from control_msgs.msg import JointTrajectoryControllerState
+    from sensor_msgs.msg import JointState
+    bench = os.path.join(ROOT, 'models', 'bench_arm.xml')
+    with open(bench) as f:
+        text = f.read().replace('<worldbody>', '<worldbody><body name="first_crate" '
+                                'pos="0.6 0.6 0.3"><freejoint/><geom type="box" '
+                                'size="0.02 0.02 0.02"/></body>', 1)
+    moved = tmp_path / 'bench_behind_a_crate.xml'
+    moved.write_text(text)
+    dev = live.nodes[0].device
+    req = si.LoadWorld.Request()
+    req.world_resource.uri = f'file://{moved}'
+    r = live.call(si.LoadWorld, 'load_world', req)
+    assert r.result.result == OK, r.result.error_message
+    try:
+        gen = dev.generation
+        js = _latest(live, JointState, 'joint_states',
+                     lambda m: dev.snapshot.generation == gen and 'pan' in m.name)
+        assert js is not None
+        state = _latest(live, JointTrajectoryControllerState,
+                        'arm_controller/controller_state',
+                        lambda m: dev.snapshot.generation == gen)
+        assert state is not None, 'no controller_state in the renumbered world'
+        by_name = dict(zip(js.name, js.position))
+        for joint, actual in zip(state.joint_names, state.feedback.positions):
+            assert actual == pytest.approx(by_name[joint], abs=0.05), joint
+    finally:
+        r = live.call(si.UnloadWorld, 'unload_world', si.UnloadWorld.Request())
+        assert r.result.result == OK, r.result.error_message

@@ -253,11 +253,7 @@ class TrajectoryController:
         path_tol = [c[f'constraints.{j}.trajectory'] for j in self.joints]
         goal_tol = [c[f'constraints.{j}.goal'] for j in self.joints]
         self._accept_no_effect(node, p, given)
-        goals = jt.trajectory_joints(device.layout)
-        jids = [goals[j].joint for j in self.joints]
-        self._acts = np.array([goals[j].actuator for j in self.joints])
-        self._qadr = np.asarray(device.model.jnt_qposadr[jids])
-        self._dadr = np.asarray(device.model.jnt_dofadr[jids])
+        self._addr = (None, None)          # (scene generation, its indices): _addresses
         self.defaults = jt.Tolerances.defaults(len(self.joints), trajectory=path_tol,
                                                goal=goal_tol, stopped_velocity=stopped,
                                                goal_time=goal_time)
@@ -558,9 +554,31 @@ class TrajectoryController:
                 self.log.error(f'{self.name}: controller_state: {cv.error_line(exc)}',
                                throttle_duration_sec=5.0)
 
+    def _addresses(self, snap):
+        """(actuators, qpos and dof addresses) of the controller's joints in the model
+        ``snap`` belongs to, or None while that is not the device's model (a swap in
+        progress) or when it lacks one of them (a world loaded without this arm: goals are
+        then refused by the trajectory check, which reads the device's layout)."""
+        if self._addr[0] != snap.generation:
+            if snap.generation != self.device.generation:
+                return None
+            goals = jt.trajectory_joints(self.device.layout)
+            found = None
+            if all(j in goals for j in self.joints):
+                m = self.device.model
+                jids = [goals[j].joint for j in self.joints]
+                found = (np.array([goals[j].actuator for j in self.joints]),
+                         np.asarray(m.jnt_qposadr[jids]), np.asarray(m.jnt_dofadr[jids]))
+            self._addr = (snap.generation, found)
+        return self._addr[1]
+
     def _publish_state(self):
         snap = self.device.snapshot
-        ref_p = snap.setpoint[self._acts]
+        addr = self._addresses(snap)
+        if addr is None:
+            return
+        acts, qadr, dadr = addr
+        ref_p = snap.setpoint[acts]
         ref_v = np.zeros(len(self.joints))
         ref_a = np.zeros(len(self.joints))
         a = self._active
@@ -568,15 +586,15 @@ class TrajectoryController:
             dp, dv, da = a.execution.desired(snap.time)
             cols = a.columns
             ref_p[cols], ref_v[cols], ref_a[cols] = dp, dv, da
-        act_p = snap.qpos[self._qadr]
-        act_v = snap.qvel[self._dadr]
+        act_p = snap.qpos[qadr]
+        act_v = snap.qvel[dadr]
         msg = JointTrajectoryControllerState()
         msg.header.stamp = self.node.get_clock().now().to_msg()
         msg.joint_names = self.joints
         msg.reference = _point(ref_p, ref_v, ref_a)
         msg.feedback = _point(act_p, act_v)
         msg.error = _point(ref_p - act_p, ref_v - act_v)
-        msg.output = _point(snap.setpoint[self._acts])
+        msg.output = _point(snap.setpoint[acts])
         self._state_pub.publish(msg)
 
     # --- lifetime -------------------------------------------------------------------------
