@@ -6,8 +6,9 @@ headless UI cannot be created twice in one process (a second viewer crashes it),
 the viewer's Python never competes with the simulation for the GIL. Its stdout is the
 protocol, so the studio's own prints go to /dev/null. It prints ``PORT n``
 (or ``ERROR text``) on stdout once bound, then reads fixed-size float64 frames (time, qpos,
-qvel, act, mocap_pos, mocap_quat) from stdin, keeps the newest, and shows it; it exits
-when stdin closes, i.e. when its parent does.
+qvel, act, mocap_pos, mocap_quat) from stdin, keeps the newest, and shows it, or switches
+to a scene's next model on a reload record; it exits when stdin closes, i.e. when its
+parent does.
 """
 
 import io
@@ -21,6 +22,15 @@ RATE_HZ = 30.0
 
 def frame_size(m):
     return 1 + m.nq + m.nv + m.na + 7 * m.nmocap
+
+
+def reload_record(m, generation):
+    """The record that tells the view to load ``model-<generation>.mjb``, sized for ``m``,
+    the model it shows now: a time of NaN, which no pose has."""
+    import numpy as np
+    record = np.zeros(frame_size(m))
+    record[0], record[1] = np.nan, generation
+    return record.tobytes()
 
 
 def load(m, d, frame):
@@ -128,11 +138,13 @@ def main(argv):
     out.write(f'PORT {bound["port"]}\n')
     out.flush()
 
-    size = 8 * frame_size(m)
-    latest = {'frame': None}
+    state = {'size': 8 * frame_size(m), 'frame': None, 'model': None}
     done = threading.Event()
 
     def read():
+        """Records in order: a pose (the newest wins), or a reload (``reload_record``):
+        the parent saved the next scene's model beside the first; frames after it are of
+        that model's size."""
         stdin = io.open(sys.stdin.fileno(), 'rb', buffering=0, closefd=False)
         buf = b''
         while True:
@@ -140,16 +152,28 @@ def main(argv):
             if not chunk:
                 break
             buf += chunk
-            whole = len(buf) // size * size
-            if whole:
-                latest['frame'] = np.frombuffer(buf[whole - size:whole], np.float64).copy()
-                buf = buf[whole:]
+            while len(buf) >= state['size']:
+                record = np.frombuffer(buf[:state['size']], np.float64).copy()
+                buf = buf[state['size']:]
+                if np.isnan(record[0]):
+                    path = os.path.join(os.path.dirname(mjb_path),
+                                        f'model-{int(record[1])}.mjb')
+                    new = mujoco.MjModel.from_binary_path(path)
+                    state['size'] = 8 * frame_size(new)
+                    state['model'], state['frame'] = new, None
+                else:
+                    state['frame'] = record
         done.set()
 
     threading.Thread(target=read, daemon=True).start()
     while not done.wait(1.0 / RATE_HZ):
-        frame, latest['frame'] = latest['frame'], None
-        if frame is not None:
+        swapped, state['model'] = state['model'], None
+        if swapped is not None:
+            m, d = swapped, mujoco.MjData(swapped)
+            mujoco.mj_forward(m, d)
+            handle.set_model(m, data=d)
+        frame, state['frame'] = state['frame'], None
+        if frame is not None and frame.size == frame_size(m):
             load(m, d, frame)
         handle.sync()
         if not handle.is_running():

@@ -5,8 +5,9 @@ does is stream state. A thread here reads ``device.snapshot`` (a lock-free read 
 latest published state) and writes the pose into a pipe to the viewer's own process
 (``serve.py``), which poses its own MjData and serves the page: the stepper's MjData is
 never touched, and a full pipe drops a frame rather than wait, so physics never waits for
-the view. A paused device stops changing its snapshots; a reset or a scene change moves
-them, so the view shows each as it happens.
+the view. A paused device stops changing its snapshots; a reset moves them, so the view
+shows it as it happens; a scene edit (a snapshot of a new ``generation``) sends the new
+model to the view's process first, which switches to it in place.
 """
 
 import errno
@@ -61,6 +62,7 @@ class WebViewer:
         self.error = None           # why the view stopped, if it did
         self.frames = 0             # snapshots sent to the view
         self.dropped = 0            # frames not sent because the view was busy
+        self.reloads = 0            # scene edits the view followed
         self.shown = None           # the Snapshot sent last
 
     @property
@@ -86,8 +88,10 @@ class WebViewer:
             raise ConfigError(why, where='web_viewer')
         self._tmp = tempfile.mkdtemp(prefix='mujoco_hal_ros_viewer_')
         mjb = os.path.join(self._tmp, 'model.mjb')
-        mujoco.mj_saveModel(self.device.model, mjb, None)
-        self._frame_size = serve.frame_size(self.device.model)
+        self._generation = getattr(self.device.snapshot, 'generation', 0)
+        self._model = self.device.model
+        mujoco.mj_saveModel(self._model, mjb, None)
+        self._frame_size = serve.frame_size(self._model)
         proc = subprocess.Popen([sys.executable, serve.__file__, mjb, host, str(port),
                                  self.title], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         line = _read_line(proc.stdout, START_TIMEOUT_S)
@@ -110,6 +114,23 @@ class WebViewer:
         self._thread.start()
         return self._url
 
+    def _reload(self, snap):
+        """A scene edit swapped the device's model: save the new one where the view's
+        process finds it and the record that makes it switch (``serve.reload_record``)."""
+        generation = snap.generation
+        model = self.device.model_of(generation)
+        if self._frame_size < 2:
+            raise ConfigError('the view cannot switch from a model without any state; '
+                              'restart the web viewer', where='web_viewer')
+        path = os.path.join(self._tmp, f'model-{generation}.mjb')
+        mujoco.mj_saveModel(model, path + '.part', None)
+        os.replace(path + '.part', path)
+        record = serve.reload_record(self._model, generation)
+        self._model, self._generation = model, generation
+        self._frame_size = serve.frame_size(model)
+        self.reloads += 1
+        return record
+
     def _frame(self, snap):
         frame = np.concatenate([[snap.time], snap.qpos, snap.qvel, snap.act,
                                 np.ravel(snap.mocap_pos), np.ravel(snap.mocap_quat)]
@@ -125,13 +146,19 @@ class WebViewer:
         fd = self._proc.stdin.fileno()
         last = None
         pending = b''
+        # ``keep``: ``pending`` must go out whole (part of it is written, or it carries a
+        # reload record); otherwise a newer pose may replace it.
+        keep = False
         try:
             while not self._stop.wait(period):
                 snap = self.device.snapshot
-                if snap is not last:
-                    if pending:             # the view is behind: the newest pose wins
-                        self.dropped += 1
-                    pending, last = self._frame(snap), snap
+                if snap is not last and not keep:
+                    if getattr(snap, 'generation', 0) != self._generation:
+                        pending, last, keep = pending + self._reload(snap), None, True
+                    else:
+                        if pending:         # the view is behind: the newest pose wins
+                            self.dropped += 1
+                        pending, last = self._frame(snap), snap
                 if not pending:
                     continue
                 try:
@@ -139,7 +166,8 @@ class WebViewer:
                 except BlockingIOError:
                     continue
                 pending = pending[sent:]
-                if not pending:
+                keep = bool(pending) and (keep or sent > 0)
+                if not pending and last is not None:
                     self.shown = last
                     self.frames += 1
         except OSError as err:

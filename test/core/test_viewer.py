@@ -62,6 +62,27 @@ def test_serves_the_page_on_localhost_and_follows_snapshots(open_device):
         assert viewer.running and viewer.error is None
 
 
+def test_view_follows_a_scene_edit(open_device):
+    """A spawned box: the view's process switches to the new model (more qpos per frame)
+    and keeps taking poses, rather than stopping on a frame of the wrong size."""
+    dev = open_device(BENCH_YAML, start_paused=True)
+    with WebViewer(dev) as viewer:
+        viewer.start(free_port())
+        assert wait_for(lambda: viewer.shown is dev.snapshot)
+        before = dev.model.nq
+        dev.spawn_entity('<mujoco><worldbody><body name="box" pos="0 0 0.5"><freejoint/>'
+                         '<geom type="box" size="0.02 0.02 0.02"/></body></worldbody>'
+                         '</mujoco>', 'crate', position=(0.3, 0.0, 0.3))
+        assert dev.model.nq == before + 7
+        dev.step(20)
+        assert wait_for(lambda: viewer.shown is dev.snapshot), viewer.error
+        assert viewer.shown.generation == dev.generation and viewer.reloads == 1
+        dev.step(20)
+        assert wait_for(lambda: viewer.shown is dev.snapshot), viewer.error
+        time.sleep(0.3)                   # the process has read the new-size frames
+        assert viewer.running and viewer.error is None
+
+
 def test_physics_never_waits_for_the_view(open_device):
     dev = open_device(BENCH_YAML, start_paused=True)
     with WebViewer(dev, rate=200) as viewer:

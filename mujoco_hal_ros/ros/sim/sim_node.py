@@ -148,7 +148,6 @@ class SimNode(Node):
         self.markers_ready = threading.Event()
         self._markers_stop = threading.Event()
         self._markers_lock = threading.Lock()      # destroy_node waits for a publish
-        self._viewer_warned = False
         self._slow = MutuallyExclusiveCallbackGroup()
         self.create_timer(1.0 / p.diagnostics_rate, self._publish_diagnostics,
                           callback_group=self._slow)
@@ -207,11 +206,6 @@ class SimNode(Node):
                     + self.sensors.static_transforms(stamp)))
             if self.description is not None:
                 self.description.follow(model)
-            if self.viewer is not None and not self._viewer_warned:
-                self._viewer_warned = True
-                self.get_logger().info('web viewer: it shows the model it started with and '
-                                       'stops at a scene edit; restart sim_node to view the '
-                                       'new scene')
             self._publish_scene(model)
 
     def _publish_scene(self, model):
