@@ -262,6 +262,49 @@ def end_point(model, driven_joints):
     return ('body', model.body(best).name)
 
 
+def fingertip(model, driven_joints):
+    """A hand's end point: the site (else body) at the tip of its longest finger driven
+    joint by joint, a body with no joint below it whose chain holds the most of
+    ``driven_joints`` (wrist joints count: they move the finger too) with nothing but
+    rigid links after the last of them. None when every fingertip has a joint above it
+    that no actuator drives: a finger curled by tendons, or a joint coupled to another."""
+    driven = set(int(j) for j in driven_joints
+                 if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE))
+    jointed_below = np.zeros(model.nbody, dtype=bool)
+    for b in range(1, model.nbody):
+        if model.body_jntnum[b]:
+            p = model.body_parentid[b]
+            while p > 0 and not jointed_below[p]:
+                jointed_below[p] = True
+                p = model.body_parentid[p]
+    best, best_key = None, None
+    for b in range(1, model.nbody):
+        if jointed_below[b]:
+            continue
+        count = _chain_key(model, b, driven)
+        if count <= 0:
+            continue
+        key = (count, _depth(model, b))
+        if best_key is None or key > best_key:
+            best, best_key = b, key
+    if best is None:
+        return None
+    rigid = {best} | {b for b in range(best + 1, model.nbody) if _below(model, b, best)}
+    sites = [s for s in range(model.nsite) if model.site_bodyid[s] in rigid
+             and model.site(s).name]
+    if sites:
+        return ('site', model.site(sites[-1]).name)
+    return ('body', model.body(best).name)
+
+
+def _below(model, b, top):
+    while b > 0:
+        b = model.body_parentid[b]
+        if b == top:
+            return True
+    return False
+
+
 def _depth(model, b):
     d = 0
     while b > 0:

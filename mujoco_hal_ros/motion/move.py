@@ -284,12 +284,13 @@ class Planner:
         None when IK has nothing better. Runs on the stepper thread, only at the end of a
         missed move."""
         act = move.action
+        q_now = snap.qpos[move.joints_qadr].copy()
+        move.lower, move.upper = pinned_bounds(self.model, move, snap, q_now)
         with self._lock:
             scratch = self._scratch
             scratch.qpos[:] = snap.qpos
             scratch.mocap_pos[:] = snap.mocap_pos
             scratch.mocap_quat[:] = snap.mocap_quat
-            q_now = snap.qpos[move.joints_qadr].copy()
             sol = ik.solve(self.model, scratch, move.target, site=act.site, body=act.body,
                            aim=move.aim, joints=act.joints, q_init=q_now,
                            tolerance=IK_SHARE * tolerance,
@@ -340,6 +341,26 @@ class Planner:
                     and not self._self_collides(act, jq, alt.qpos, snap):
                 return alt
         return sol
+
+
+def pinned_bounds(model, move, snap, q_now):
+    """The move's joint bounds, less what a servo pinned at its ctrl limit cannot reach: a
+    joint that stopped short of its setpoint with its ctrl (setpoint plus the gravity
+    feed-forward) clamped at the range's end pushing toward it can go no further that way,
+    so a re-aim must reach the point with the other joints (a wrist that sags under the
+    hand near the end of its range). The bounds only tighten, re-aim after re-aim."""
+    lower, upper = move.lower.copy(), move.upper.copy()
+    for i, a in enumerate(move.actuators):
+        if not model.actuator_ctrllimited[a]:
+            continue
+        lo, hi = model.actuator_ctrlrange[a]
+        span = max(float(hi - lo), 1e-9)
+        ctrl, short = float(snap.ctrl[a]), float(snap.setpoint[a]) - q_now[i]
+        if ctrl >= hi - 1e-6 * span and short > 0:
+            upper[i] = max(min(upper[i], q_now[i]), lower[i])
+        elif ctrl <= lo + 1e-6 * span and short < 0:
+            lower[i] = min(max(lower[i], q_now[i]), upper[i])
+    return lower, upper
 
 
 def _unreachable(act, target, sol, tol, aim_tol):
