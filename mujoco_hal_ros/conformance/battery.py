@@ -132,8 +132,8 @@ def _no_fingertip(ctx):
     tendons = int((m.actuator_trntype == mujoco.mjtTrn.mjTRN_TENDON).sum())
     if tendons:
         return (f'{tendons} of {m.nu} actuators drive tendons rather than joints, and '
-                f'every fingertip has a joint only a tendon moves: move_to solves for '
-                f'joint setpoints, so no finger can be driven to a point')
+                f'every fingertip has a joint above it that no joint actuator drives: '
+                f'move_to solves for joint setpoints, so no finger can be driven to a point')
     return 'hand: no fingertip below a chain of joints each driven to a position'
 
 

@@ -36,12 +36,6 @@ class ZooModel:
 # Cells that fail today, each with what we know of why. The tier reports them as expected
 # failures (the table still says FAIL); a fix removes its line here. Nothing else may fail.
 KNOWN_FAILURES = {
-    ('kitchen_franka', 'move_to'): 'target #5: from joint1 at -2.83 rad, near its limit, the '
-                                   "IK's first descent stalls and its seeded restart lands on "
-                                   'the far solution (joint1 and joint3 swing 5.7 rad each); '
-                                   'that joint path runs the fingers into the slide cabinet '
-                                   '(move_to is not collision-aware; restarts do not prefer '
-                                   'solutions near the start)',
     ('dm_humanoid', 'hold'): 'lying on the floor: abdomen_y stays at its effort limit under '
                              'the torso the whole hold (24 mrad), and the unsaturated '
                              'shoulders and elbows give up to 3 mrad to the floor dragging '

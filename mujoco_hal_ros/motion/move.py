@@ -31,6 +31,7 @@ MOVE_RATE = {'angle': 1.0, 'length': 0.25}   # rad/s, m/s: a move's joint speed 
 CORRECTIONS = 4      # closed-loop re-aims of a move that stopped out of tolerance
 CORRECT_WITHIN = 0.1  # metres: a stop further off than this is no servo offset; not re-aimed
 CORRECT_TIME = 0.3   # seconds the shortest re-aim path takes
+NEAR_SHARES = (0.05, 0.05, 0.1, 0.1, 0.2, 0.2)   # of each range: perturbations of the start
 
 
 class Move:
@@ -242,6 +243,9 @@ class Planner:
             sol = ik.solve(model, scratch, target, q_init=q_start,
                            tolerance=IK_SHARE * tol, aim_tolerance=IK_SHARE * aim_tol, **common)
             ok = sol.pos_error <= tol and (aim is None or sol.aim_error <= aim_tol)
+            if ok and sol.restarts:
+                sol = self._nearer(sol, target, q_start, lower, upper, snap, tol, aim_tol,
+                                   common)
             if ok and self._self_collides(act, jq, sol.qpos, snap):
                 sol = self._collision_free(act, jq, sol, target, lower, upper, snap, tol,
                                            aim_tol, common)
@@ -325,6 +329,27 @@ class Planner:
         now = pairs()
         d.qpos[jq] = q
         return bool(pairs() - now)
+
+    def _nearer(self, sol, target, q_start, lower, upper, snap, tol, aim_tol, common):
+        """An answer nearer the start for one a random restart found: the descent from
+        the start stalled (a joint near its limit), and a restart drawn anywhere in the
+        ranges may land on the far branch of the arm, whose joint path sweeps through
+        the scene. Descents from perturbations of the start, growing, keep the answer
+        with the smallest largest joint change (the restart's one when none does better)."""
+        rng = np.random.default_rng(0)
+        span = np.where(np.isfinite(upper - lower), upper - lower, 2 * np.pi)
+        best, best_far = sol, float(np.abs(sol.qpos - q_start).max())
+        for share in NEAR_SHARES:
+            self._scratch.qpos[:] = snap.qpos
+            q_init = np.clip(q_start + rng.uniform(-share, share) * span, lower, upper)
+            alt = ik.solve(self.model, self._scratch, target, q_init=q_init, max_restarts=0,
+                           tolerance=IK_SHARE * tol, aim_tolerance=IK_SHARE * aim_tol,
+                           **common)
+            far = float(np.abs(alt.qpos - q_start).max())
+            if alt.pos_error <= tol and (common['aim'] is None or alt.aim_error <= aim_tol) \
+                    and far < best_far:
+                best, best_far = alt, far
+        return best
 
     def _collision_free(self, act, jq, sol, target, lower, upper, snap, tol, aim_tol, common):
         """Seeded retries from other starting configurations for an answer where the arm
