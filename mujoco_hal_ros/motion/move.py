@@ -244,8 +244,8 @@ class Planner:
                            tolerance=IK_SHARE * tol, aim_tolerance=IK_SHARE * aim_tol, **common)
             ok = sol.pos_error <= tol and (aim is None or sol.aim_error <= aim_tol)
             if ok and sol.restarts:
-                sol = self._nearer(sol, target, q_start, lower, upper, snap, tol, aim_tol,
-                                   common)
+                sol = self.near_start(sol, target, q_start, lower, upper, snap, tol,
+                                      aim_tol, common)
             if ok and self._self_collides(act, jq, sol.qpos, snap):
                 sol = self._collision_free(act, jq, sol, target, lower, upper, snap, tol,
                                            aim_tol, common)
@@ -330,12 +330,13 @@ class Planner:
         d.qpos[jq] = q
         return bool(pairs() - now)
 
-    def _nearer(self, sol, target, q_start, lower, upper, snap, tol, aim_tol, common):
+    def near_start(self, sol, target, q_start, lower, upper, snap, tol, aim_tol, common):
         """An answer nearer the start for one a random restart found: the descent from
         the start stalled (a joint near its limit), and a restart drawn anywhere in the
         ranges may land on the far branch of the arm, whose joint path sweeps through
         the scene. Descents from perturbations of the start, growing, keep the answer
-        with the smallest largest joint change (the restart's one when none does better)."""
+        with the smallest largest joint change (the restart's one when none does better).
+        Uses the planner's scratch data: ``plan`` calls it holding the planner's lock."""
         rng = np.random.default_rng(0)
         span = np.where(np.isfinite(upper - lower), upper - lower, 2 * np.pi)
         best, best_far = sol, float(np.abs(sol.qpos - q_start).max())
