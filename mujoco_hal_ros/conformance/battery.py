@@ -134,6 +134,11 @@ def _no_fingertip(ctx):
         return (f'{tendons} of {m.nu} actuators drive tendons rather than joints, and '
                 f'every fingertip has a joint above it that no joint actuator drives: '
                 f'move_to solves for joint setpoints, so no finger can be driven to a point')
+    coupled = int((m.eq_type == mujoco.mjtEq.mjEQ_JOINT).sum())
+    if coupled:
+        return (f'every fingertip has a joint no actuator drives, and {coupled} joint '
+                f'equalities couple finger joints (mimic joints): move_to solves for each '
+                f'driven joint on its own and does not follow a coupling')
     return 'hand: no fingertip below a chain of joints each driven to a position'
 
 

@@ -1,6 +1,7 @@
 """A hand's move_to point: the tip of its longest finger driven joint by joint. A finger
 with a joint no actuator drives (coupled, or curled by a tendon) is never chosen, and a
-hand whose every finger is tendon-driven says so instead of moving a point on its palm."""
+hand whose every finger is tendon-driven or has mimic joints says so instead of moving a
+point on its palm."""
 
 from types import SimpleNamespace
 
@@ -38,6 +39,7 @@ HAND = '''
       </body>
     </body>
   </worldbody>
+  {equality}
   <tendon>
     <fixed name="curl"><joint joint="i2" coef="1"/><joint joint="i3" coef="1"/></fixed>
   </tendon>
@@ -46,11 +48,13 @@ HAND = '''
 '''
 
 
-def _hand(joints, tendon=False):
+def _hand(joints, tendon=False, mimic=()):
     acts = ''.join(f'<position joint="{j}" kp="5"/>' for j in joints)
     if tendon:
         acts += '<position tendon="curl" kp="5"/>'
-    return mujoco.MjModel.from_xml_string(HAND.format(actuators=acts))
+    eq = ''.join(f'<joint joint1="{a}" joint2="{b}"/>' for a, b in mimic)
+    return mujoco.MjModel.from_xml_string(
+        HAND.format(actuators=acts, equality=f'<equality>{eq}</equality>' if eq else ''))
 
 
 def _driven(model):
@@ -74,3 +78,10 @@ def test_a_tendon_driven_hand_says_so():
     ctx = SimpleNamespace(model=model, zoo=SimpleNamespace(kind='hand'))
     reason = battery._no_end(ctx)
     assert '1 of 3 actuators drive tendons rather than joints' in reason
+
+
+def test_a_hand_of_mimic_joints_says_so():
+    model = _hand(['i1', 'i2', 't1'], mimic=[('i3', 'i2'), ('t2', 't1')])
+    assert zoo.fingertip(model, _driven(model)) is None
+    ctx = SimpleNamespace(model=model, zoo=SimpleNamespace(kind='hand'))
+    assert '2 joint equalities couple finger joints (mimic joints)' in battery._no_end(ctx)
