@@ -2,7 +2,7 @@
 
 Each ``ZooModel`` names an MJCF file shipped by a PyPI package (the ``test`` extras), what
 kind of machine it is (which checks apply) and the point a move_to drives (None: found
-from the model, ``end_point``). Arms also come as MjSpec variants: the same arm driven by
+from the model, ``end_point`` for an arm, ``fingertip`` for a hand). Arms also come as MjSpec variants: the same arm driven by
 torque motors (its own effort limits and gear) and by velocity servos, because real arms
 ship both ways. A model whose package is missing is listed with the reason.
 """
@@ -25,7 +25,7 @@ class ZooModel:
     name: str
     path: str                 # None when its package is not installed
     kind: str
-    end: str = None           # site or body a move_to drives; None: found by end_point
+    end: str = None           # site or body a move_to drives; None: found from the model
     variants: tuple = ()
     missing: str = None       # why path is None
     build: object = None      # MjSpec -> MjSpec edit (variants), None for the file as is
