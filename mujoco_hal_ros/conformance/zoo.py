@@ -2,9 +2,10 @@
 
 Each ``ZooModel`` names an MJCF file shipped by a PyPI package (the ``test`` extras), what
 kind of machine it is (which checks apply) and the point a move_to drives (None: found
-from the model, ``end_point`` for an arm, ``fingertip`` for a hand). Arms also come as MjSpec variants: the same arm driven by
-torque motors (its own effort limits and gear) and by velocity servos, because real arms
-ship both ways. A model whose package is missing is listed with the reason.
+from the model, ``end_point`` for an arm, ``fingertip`` for a hand). Arms also come as
+MjSpec variants: the same arm driven by torque motors (its own effort limits and gear)
+and by velocity servos, because real arms ship both ways. A model whose package is
+missing is listed with the reason.
 """
 
 from dataclasses import dataclass, field
