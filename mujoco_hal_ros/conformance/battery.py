@@ -63,6 +63,8 @@ class Context:
             self.end = ('site', zm.end) if zm.end in layout.sites else ('body', zm.end)
         elif zm.kind == 'arm':
             self.end = zoo.end_point(self.model, [g.joint for g in self.held])
+        elif zm.kind == 'hand':
+            self.end = zoo.fingertip(self.model, [g.joint for g in self.held])
         self.fk_data = mujoco.MjData(self.model)
 
     def steps(self, seconds):
@@ -97,6 +99,8 @@ class Context:
 
 def _no_end(ctx):
     """Why a model has no point for move_to (and no arm joints to follow)."""
+    if ctx.zoo.kind == 'hand':
+        return _no_fingertip(ctx)
     if ctx.zoo.kind != 'arm':
         return f'{ctx.zoo.kind}: not an arm, no end point to move'
     drives = {g.drive for g in ctx.dev.layout.goals.values()}
@@ -104,8 +108,38 @@ def _no_end(ctx):
         return ('velocity servos take speed goals; position-mode driving of them for '
                 'move_to and trajectories is not implemented yet')
     if not ctx.dev.layout.goals:
-        return 'no actuators: nothing to move'
+        return 'no actuators: nothing to move' + _mocap_driven(ctx.model)
     return 'no chain of hinges driven to a position'
+
+
+def _mocap_driven(m):
+    """What moves a model without actuators, when a mocap body welded to it does."""
+    for e in range(m.neq):
+        if m.eq_type[e] != mujoco.mjtEq.mjEQ_WELD or m.eq_objtype[e] != mujoco.mjtObj.mjOBJ_BODY:
+            continue
+        pair = (int(m.eq_obj1id[e]), int(m.eq_obj2id[e]))
+        for a, b in (pair, pair[::-1]):
+            if m.body_mocapid[a] >= 0 and m.body_mocapid[b] < 0:
+                return (f' (its {m.body(b).name or b} is welded to mocap body '
+                        f'{m.body(a).name or a}, which the environment moves each step; '
+                        f'the device drives actuators, and this arm has none)')
+    return ''
+
+
+def _no_fingertip(ctx):
+    """Why no finger of a hand can be driven to a point by IK on its joints."""
+    m = ctx.model
+    tendons = int((m.actuator_trntype == mujoco.mjtTrn.mjTRN_TENDON).sum())
+    if tendons:
+        return (f'{tendons} of {m.nu} actuators drive tendons rather than joints, and '
+                f'every fingertip has a joint above it that no joint actuator drives: '
+                f'move_to solves for joint setpoints, so no finger can be driven to a point')
+    coupled = int((m.eq_type == mujoco.mjtEq.mjEQ_JOINT).sum())
+    if coupled:
+        return (f'every fingertip has a joint no actuator drives, and {coupled} joint '
+                f'equalities couple finger joints (mimic joints): move_to solves for each '
+                f'driven joint on its own and does not follow a coupling')
+    return 'hand: no fingertip below a chain of joints each driven to a position'
 
 
 def _skip(ctx, check, reason):

@@ -2,9 +2,10 @@
 
 Each ``ZooModel`` names an MJCF file shipped by a PyPI package (the ``test`` extras), what
 kind of machine it is (which checks apply) and the point a move_to drives (None: found
-from the model, ``end_point``). Arms also come as MjSpec variants: the same arm driven by
-torque motors (its own effort limits and gear) and by velocity servos, because real arms
-ship both ways. A model whose package is missing is listed with the reason.
+from the model, ``end_point`` for an arm, ``fingertip`` for a hand). Arms also come as
+MjSpec variants: the same arm driven by torque motors (its own effort limits and gear)
+and by velocity servos, because real arms ship both ways. A model whose package is
+missing is listed with the reason.
 """
 
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ class ZooModel:
     name: str
     path: str                 # None when its package is not installed
     kind: str
-    end: str = None           # site or body a move_to drives; None: found by end_point
+    end: str = None           # site or body a move_to drives; None: found from the model
     variants: tuple = ()
     missing: str = None       # why path is None
     build: object = None      # MjSpec -> MjSpec edit (variants), None for the file as is
@@ -36,12 +37,6 @@ class ZooModel:
 # Cells that fail today, each with what we know of why. The tier reports them as expected
 # failures (the table still says FAIL); a fix removes its line here. Nothing else may fail.
 KNOWN_FAILURES = {
-    ('kitchen_franka', 'move_to'): 'target #5: from joint1 at -2.83 rad, near its limit, the '
-                                   "IK's first descent stalls and its seeded restart lands on "
-                                   'the far solution (joint1 and joint3 swing 5.7 rad each); '
-                                   'that joint path runs the fingers into the slide cabinet '
-                                   '(move_to is not collision-aware; restarts do not prefer '
-                                   'solutions near the start)',
     ('dm_humanoid', 'hold'): 'lying on the floor: abdomen_y stays at its effort limit under '
                              'the torso the whole hold (24 mrad), and the unsaturated '
                              'shoulders and elbows give up to 3 mrad to the floor dragging '
@@ -260,6 +255,49 @@ def end_point(model, driven_joints):
     if sites:
         return ('site', model.site(sites[-1]).name)
     return ('body', model.body(best).name)
+
+
+def fingertip(model, driven_joints):
+    """A hand's end point: the site (else body) at the tip of its longest finger driven
+    joint by joint, a body with no joint below it whose chain holds the most of
+    ``driven_joints`` (wrist joints count: they move the finger too) with nothing but
+    rigid links after the last of them. None when every fingertip has a joint above it
+    that no actuator drives: a finger curled by tendons, or a joint coupled to another."""
+    driven = set(int(j) for j in driven_joints
+                 if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE))
+    jointed_below = np.zeros(model.nbody, dtype=bool)
+    for b in range(1, model.nbody):
+        if model.body_jntnum[b]:
+            p = model.body_parentid[b]
+            while p > 0 and not jointed_below[p]:
+                jointed_below[p] = True
+                p = model.body_parentid[p]
+    best, best_key = None, None
+    for b in range(1, model.nbody):
+        if jointed_below[b]:
+            continue
+        count = _chain_key(model, b, driven)
+        if count <= 0:
+            continue
+        key = (count, _depth(model, b))
+        if best_key is None or key > best_key:
+            best, best_key = b, key
+    if best is None:
+        return None
+    rigid = {best} | {b for b in range(best + 1, model.nbody) if _below(model, b, best)}
+    sites = [s for s in range(model.nsite) if model.site_bodyid[s] in rigid
+             and model.site(s).name]
+    if sites:
+        return ('site', model.site(sites[-1]).name)
+    return ('body', model.body(best).name)
+
+
+def _below(model, b, top):
+    while b > 0:
+        b = model.body_parentid[b]
+        if b == top:
+            return True
+    return False
 
 
 def _depth(model, b):

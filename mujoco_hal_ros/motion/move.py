@@ -31,6 +31,7 @@ MOVE_RATE = {'angle': 1.0, 'length': 0.25}   # rad/s, m/s: a move's joint speed 
 CORRECTIONS = 4      # closed-loop re-aims of a move that stopped out of tolerance
 CORRECT_WITHIN = 0.1  # metres: a stop further off than this is no servo offset; not re-aimed
 CORRECT_TIME = 0.3   # seconds the shortest re-aim path takes
+NEAR_SHARES = (0.05, 0.05, 0.1, 0.1, 0.2, 0.2)   # of each range: perturbations of the start
 
 
 class Move:
@@ -242,6 +243,9 @@ class Planner:
             sol = ik.solve(model, scratch, target, q_init=q_start,
                            tolerance=IK_SHARE * tol, aim_tolerance=IK_SHARE * aim_tol, **common)
             ok = sol.pos_error <= tol and (aim is None or sol.aim_error <= aim_tol)
+            if ok and sol.restarts:
+                sol = self.near_start(sol, target, q_start, lower, upper, snap, tol,
+                                      aim_tol, common)
             if ok and self._self_collides(act, jq, sol.qpos, snap):
                 sol = self._collision_free(act, jq, sol, target, lower, upper, snap, tol,
                                            aim_tol, common)
@@ -284,12 +288,13 @@ class Planner:
         None when IK has nothing better. Runs on the stepper thread, only at the end of a
         missed move."""
         act = move.action
+        q_now = snap.qpos[move.joints_qadr].copy()
+        move.lower, move.upper = pinned_bounds(self.model, move, snap, q_now)
         with self._lock:
             scratch = self._scratch
             scratch.qpos[:] = snap.qpos
             scratch.mocap_pos[:] = snap.mocap_pos
             scratch.mocap_quat[:] = snap.mocap_quat
-            q_now = snap.qpos[move.joints_qadr].copy()
             sol = ik.solve(self.model, scratch, move.target, site=act.site, body=act.body,
                            aim=move.aim, joints=act.joints, q_init=q_now,
                            tolerance=IK_SHARE * tolerance,
@@ -325,6 +330,28 @@ class Planner:
         d.qpos[jq] = q
         return bool(pairs() - now)
 
+    def near_start(self, sol, target, q_start, lower, upper, snap, tol, aim_tol, common):
+        """An answer nearer the start for one a random restart found: the descent from
+        the start stalled (a joint near its limit), and a restart drawn anywhere in the
+        ranges may land on the far branch of the arm, whose joint path sweeps through
+        the scene. Descents from perturbations of the start, growing, keep the answer
+        with the smallest largest joint change (the restart's one when none does better).
+        Uses the planner's scratch data: ``plan`` calls it holding the planner's lock."""
+        rng = np.random.default_rng(0)
+        span = np.where(np.isfinite(upper - lower), upper - lower, 2 * np.pi)
+        best, best_far = sol, float(np.abs(sol.qpos - q_start).max())
+        for share in NEAR_SHARES:
+            self._scratch.qpos[:] = snap.qpos
+            q_init = np.clip(q_start + rng.uniform(-share, share) * span, lower, upper)
+            alt = ik.solve(self.model, self._scratch, target, q_init=q_init, max_restarts=0,
+                           tolerance=IK_SHARE * tol, aim_tolerance=IK_SHARE * aim_tol,
+                           **common)
+            far = float(np.abs(alt.qpos - q_start).max())
+            if alt.pos_error <= tol and (common['aim'] is None or alt.aim_error <= aim_tol) \
+                    and far < best_far:
+                best, best_far = alt, far
+        return best
+
     def _collision_free(self, act, jq, sol, target, lower, upper, snap, tol, aim_tol, common):
         """Seeded retries from other starting configurations for an answer where the arm
         does not run into itself; the first answer stands when none is found."""
@@ -340,6 +367,26 @@ class Planner:
                     and not self._self_collides(act, jq, alt.qpos, snap):
                 return alt
         return sol
+
+
+def pinned_bounds(model, move, snap, q_now):
+    """The move's joint bounds, less what a servo pinned at its ctrl limit cannot reach: a
+    joint that stopped short of its setpoint with its ctrl (setpoint plus the gravity
+    feed-forward) clamped at the range's end pushing toward it can go no further that way,
+    so a re-aim must reach the point with the other joints (a wrist that sags under the
+    hand near the end of its range). The bounds only tighten, re-aim after re-aim."""
+    lower, upper = move.lower.copy(), move.upper.copy()
+    for i, a in enumerate(move.actuators):
+        if not model.actuator_ctrllimited[a]:
+            continue
+        lo, hi = model.actuator_ctrlrange[a]
+        span = max(float(hi - lo), 1e-9)
+        ctrl, short = float(snap.ctrl[a]), float(snap.setpoint[a]) - q_now[i]
+        if ctrl >= hi - 1e-6 * span and short > 0:
+            upper[i] = max(min(upper[i], q_now[i]), lower[i])
+        elif ctrl <= lo + 1e-6 * span and short < 0:
+            lower[i] = min(max(lower[i], q_now[i]), upper[i])
+    return lower, upper
 
 
 def _unreachable(act, target, sol, tol, aim_tol):
