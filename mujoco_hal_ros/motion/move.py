@@ -195,7 +195,9 @@ def effort_speed(model, actuator):
 
 
 def goal_for_joint(layout, joint, act):
-    """The goal channel that drives a joint of the action (ConfigError if none does)."""
+    """The goal channel that drives a joint of the action, as a joint-position channel
+    (``Layout.position_view``: a velocity servo's is its joint's position); ConfigError if
+    none does."""
     jid = layout.joints.index(joint)
     for g in layout.goals.values():
         if g.joint == jid:

@@ -321,9 +321,9 @@ class Device:
         # integrates its ctrl into a position it holds with kp, so no speed offset adds
         # torque to it (no hold feed-forward: infinite kv), and kp stands for kv in the gain.
         kv = np.where(integ, m.actuator_gainprm[acts, 0], -m.actuator_biasprm[acts, 2])
-        kv = kv + m.dof_damping[dofs]
+        damping = kv + m.dof_damping[dofs]          # what resists the joint's speed
         inertia = self._joint_inertia(dofs)
-        kp = np.minimum(kv / (4.0 * inertia), w * w * inertia / kv)
+        kp = np.minimum(damping / (4.0 * inertia), w * w * inertia / damping)
         kp = np.minimum(kp, IMPEDANCE_STEP / h)
         lo = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 0], -np.inf)
         hi = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 1], np.inf)

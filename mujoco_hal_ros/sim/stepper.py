@@ -343,10 +343,16 @@ class Stepper:
                 sp[a] = 0.0
         return sp
 
+    def _hold_initial(self):
+        """``initial_setpoint`` replaces the setpoints; velocity servos take speeds again
+        (a zero speed), as at the start."""
+        self.setpoint = self.initial_setpoint()
+        self._pos_mode[:] = False
+
     def hold_pose(self):
         """Setpoints that hold the current pose (``initial_setpoint``) replace the ones
         there are (stepper thread only); a copy of them."""
-        self.setpoint = self.initial_setpoint()
+        self._hold_initial()
         return self.setpoint.copy()
 
     def hold_now(self):
@@ -468,7 +474,6 @@ class Stepper:
         # True where a velocity servo's setpoint is a joint position (position mode); a
         # servo starts taking speeds (a zero speed), as its goal channel does.
         self._pos_mode = np.zeros(model.nu, dtype=bool)
-        self._vel_ref = None                     # the path's speed, last step (position mode)
         self._hold_torque = hold_torque          # a HoldTorque, or None
         self._gravity_data = mujoco.MjData(model) if hold_torque is not None else None
         if hold_torque is not None:
@@ -521,7 +526,7 @@ class Stepper:
         self._bad_streak = 0
         self._wrenches = WrenchTable(model)
         self._plans = list(plans)
-        self.setpoint = self.initial_setpoint()
+        self._hold_initial()
         self.generation = int(generation)
         self._rebase()
         return self.publish_snapshot()
@@ -902,7 +907,7 @@ class Stepper:
         self.data.qvel[:] = 0.0          # what diverged was moving: it starts again at rest
         self.data.time = t
         mujoco.mj_forward(self.model, self.data)
-        self.setpoint = self.initial_setpoint()
+        self._hold_initial()
         self._plans = []
         self._warn0 = self._bad_warnings()
         self.last_recovery = 'last good state'
@@ -918,7 +923,7 @@ class Stepper:
         self._wrenches.release(self.data)
         self.data.time = t
         mujoco.mj_forward(self.model, self.data)
-        self.setpoint = self.initial_setpoint()
+        self._hold_initial()
         self._plans = []
         self._warn0 = self._bad_warnings()
 

@@ -95,3 +95,15 @@ def test_the_velocity_goal_channels_still_take_speeds(dev):
         'shoulder').id]                             # the shoulder still holds its position
     # turning on (its kv gives way a little to the forearm's weight)
     assert snap.qvel[dev.model.joint('elbow').dofadr[0]] > 0.25
+
+
+def test_reset_gives_the_velocity_servos_speeds_again(dev):
+    dev.hold()
+    dev.step(250)
+    dev.reset()                                     # back to the keyframe, as at the start
+    snap = dev.snapshot
+    assert not snap.position_mode.any()
+    assert np.all(snap.setpoint == 0.0)             # a zero speed, not joint position 0
+    assert dev.goals() == {'shoulder_goal': 0.0, 'elbow_goal': 0.0}
+    dev.step(50)
+    assert np.abs(dev.snapshot.qpos - [0.3, 0.6]).max() < 0.1   # not driven to q = 0
