@@ -107,3 +107,15 @@ def test_reset_gives_the_velocity_servos_speeds_again(dev):
     assert dev.goals() == {'shoulder_goal': 0.0, 'elbow_goal': 0.0}
     dev.step(50)
     assert np.abs(dev.snapshot.qpos - [0.3, 0.6]).max() < 0.1   # not driven to q = 0
+
+
+def test_a_held_velocity_arm_keeps_holding_across_a_scene_edit(dev):
+    dev.hold()
+    dev.step(250)
+    q0 = dev.snapshot.qpos[:2].copy()
+    dev.spawn_entity('<mujoco><worldbody><body name="box" pos="2 2 0.5"><freejoint/>'
+                     '<geom type="box" size="0.05 0.05 0.05"/></body></worldbody></mujoco>',
+                     'box')
+    assert dev.snapshot.position_mode[dev.model.actuator('elbow').id]
+    dev.step(500)                                   # 1 s in the edited scene
+    assert np.abs(dev.snapshot.qpos[:2] - q0).max() < 1e-3
