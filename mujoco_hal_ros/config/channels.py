@@ -5,7 +5,7 @@ names exist, units fit what they convert, goal limits sit inside what the actuat
 and every action's effects cover what it changes. Requests later only index these tables.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import math
 
 import mujoco
@@ -151,6 +151,21 @@ class Layout:
         if self.model.jnt_limited[jid]:
             return tuple(float(v) for v in self.model.jnt_range[jid])
         return None, None
+
+    def position_view(self, goal):
+        """``goal`` as a joint-position channel, for what drives joints to positions (move_to,
+        joint trajectories): the goal itself, except that a velocity servo's channel (speeds,
+        for ``set_goals``) becomes its joint in native units within the joint's range, with
+        no rate limit of its own (its ``max_change_per_s`` limits a speed's change), as a
+        driver runs a velocity-mode drive in position mode."""
+        if goal.drive != 'velocity':
+            return goal
+        kind = self.joint_kind(goal.joint)
+        lo, hi = self.joint_range(goal.joint)
+        return replace(goal, unit=NATIVE_UNIT[kind], scale=1.0, offset=0.0, min=lo, max=hi,
+                       max_change_per_s=None,
+                       native_lo=-math.inf if lo is None else lo,
+                       native_hi=math.inf if hi is None else hi)
 
     # --- reads ----------------------------------------------------------------------------
     def _build_reads(self, section):
@@ -489,7 +504,7 @@ class Layout:
         body = (m.site_bodyid[self.sites.index(act.site)] if act.site
                 else self.bodies.index(act.body))
         driven = {g.joint for g in self.goals.values()
-                  if g.joint >= 0 and g.drive in ('position', 'motor_impedance')}
+                  if g.joint >= 0 and g.drive in ('position', 'motor_impedance', 'velocity')}
         chain = []
         while body > 0:
             for j in range(m.body_jntadr[body], m.body_jntadr[body] + m.body_jntnum[body]):

@@ -57,7 +57,7 @@ class Context:
         self.model = device.model
         layout = device.layout
         self.held = [g for g in layout.goals.values()
-                     if g.joint >= 0 and g.drive in ('position', 'motor_impedance')]
+                     if g.joint >= 0 and g.drive in ('position', 'motor_impedance', 'velocity')]
         self.end = None
         if zm.end:
             self.end = ('site', zm.end) if zm.end in layout.sites else ('body', zm.end)
@@ -103,10 +103,6 @@ def _no_end(ctx):
         return _no_fingertip(ctx)
     if ctx.zoo.kind != 'arm':
         return f'{ctx.zoo.kind}: not an arm, no end point to move'
-    drives = {g.drive for g in ctx.dev.layout.goals.values()}
-    if 'velocity' in drives:
-        return ('velocity servos take speed goals; position-mode driving of them for '
-                'move_to and trajectories is not implemented yet')
     if not ctx.dev.layout.goals:
         return 'no actuators: nothing to move' + _mocap_driven(ctx.model)
     return 'no chain of hinges driven to a position'
@@ -356,9 +352,6 @@ def check_unreachable(ctx):
 def check_hold(ctx):
     dev = ctx.dev
     if not ctx.held:
-        if any(g.drive == 'velocity' for g in dev.layout.goals.values()):
-            return _skip(ctx, 'hold', 'velocity servos hold a zero speed, not a position: '
-                         'position-mode driving of them is not implemented yet')
         return _skip(ctx, 'hold', 'no joint is driven to a position')
     dev.hold()
     dev.step(ctx.steps(0.5))       # what a hold settles from (a move may just have ended)

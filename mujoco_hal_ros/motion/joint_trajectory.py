@@ -30,7 +30,7 @@ SAMPLES_PER_SEGMENT = 48      # spline samples per segment when checking limits 
 MAX_SAMPLES = 20000           # ... fewer (at least 8) per segment on very long trajectories
 LIMIT_SLACK = 1e-9            # rad (or m): float noise allowed on a position limit
 RATE_SLACK = 1e-3             # relative: float noise allowed on a max_change_per_s limit
-POSITION_DRIVES = ('position', 'motor_impedance')
+POSITION_DRIVES = ('position', 'motor_impedance', 'velocity')
 CONFIRM_S = 0.02              # wall seconds a missing plan must stay missing to count
 
 
@@ -38,15 +38,16 @@ def trajectory_joints(layout):
     """{joint name: goal channel} for every joint a goal channel drives to a position.
 
     A trajectory names joints, the device file names goal channels; this is the one map
-    between them. Velocity and direct channels are left out: a joint trajectory is a
-    position reference, which only position-like drives follow.
+    between them. Direct channels are left out: a joint trajectory is a position reference;
+    a velocity servo's channel counts as its joint's position (``Layout.position_view``),
+    which the stepper's position loop holds it to.
     """
     out = {}
     for goal in layout.goals.values():
         if goal.joint >= 0 and goal.drive in POSITION_DRIVES:
             name = layout.joints[goal.joint]
             if name and name not in out:
-                out[name] = goal
+                out[name] = layout.position_view(goal)
     return out
 
 
@@ -479,7 +480,7 @@ class TrajectoryPlan(Plan):
 
 def _start_state(stepper, actuators, now):
     """Setpoint, and its velocity and acceleration from whatever plan drives it now."""
-    pos = stepper.setpoint[actuators].copy()
+    pos = stepper.joint_setpoint()[actuators]
     vel = np.zeros(len(actuators))
     acc = np.zeros(len(actuators))
     h = 1e-3
@@ -506,7 +507,7 @@ def preview(device, checked, *, smooth_positions=False):
     the setpoint at that instant.
     """
     snap = device.snapshot
-    start = snap.setpoint[checked.actuators]
+    start = snap.joint_setpoint[checked.actuators]
     knots, coeffs = spline(checked, start, smooth_positions=smooth_positions)
     check_spline(checked, knots, coeffs, start)
     return knots, coeffs
@@ -570,7 +571,7 @@ def follow(device, checked, *, delay=0.0, smooth_positions=False):
         if delay > 0:
             # Until it starts, the joints hold where they are now.
             s.release(acts, hold_at=pos)
-        s.take_over(plan)
+        s.take_over(plan, positions=True)
         device.preempt_moves_touching(list(acts))
         return plan
 

@@ -171,7 +171,11 @@ def move_rate(model, goal):
         return goal.native_rate
     kind = 'angle' if int(model.jnt_type[goal.joint]) == int(mujoco.mjtJoint.mjJNT_HINGE) \
         else 'length'
-    return min(MOVE_RATE[kind], effort_speed(model, goal.actuator))
+    rate = min(MOVE_RATE[kind], effort_speed(model, goal.actuator))
+    if goal.drive == 'velocity' and model.actuator_ctrllimited[goal.actuator]:
+        # half a velocity servo's speed limit: the rest is its position loop's to correct
+        rate = min(rate, 0.5 * float(np.abs(model.actuator_ctrlrange[goal.actuator]).min()))
+    return rate
 
 
 def effort_speed(model, actuator):
@@ -192,11 +196,13 @@ def effort_speed(model, actuator):
 
 
 def goal_for_joint(layout, joint, act):
-    """The goal channel that drives a joint of the action (ConfigError if none does)."""
+    """The goal channel that drives a joint of the action, as a joint-position channel
+    (``Layout.position_view``: a velocity servo's is its joint's position); ConfigError if
+    none does."""
     jid = layout.joints.index(joint)
     for g in layout.goals.values():
         if g.joint == jid:
-            return g
+            return layout.position_view(g)
     raise ConfigError(f'joint {joint!r} has no goal channel', where=f'actions.{act.name}')
 
 
@@ -229,7 +235,7 @@ class Planner:
         jids = [layout.joints.index(j) for j in act.joints]
         jq = [int(model.jnt_qposadr[j]) for j in jids]
         jdof = [int(model.jnt_dofadr[j]) for j in jids]
-        q_start = np.clip(snap.setpoint[[g.actuator for g in goals]], lower, upper)
+        q_start = np.clip(snap.joint_setpoint[[g.actuator for g in goals]], lower, upper)
         rates = [move_rate(model, g) for g in goals]
         tol, aim_tol = tolerance, aim_tolerance
         with self._lock:

@@ -33,7 +33,7 @@ from ..world import pixels as world_pixels, snapshots as world_snapshots, telepo
 from ..world import scene as scene_edit
 from ..world.scene import Scene
 from ..world.world import World
-from .stepper import HoldTorque, Impedance, Stepper
+from .stepper import HoldTorque, Impedance, Stepper, VelocityLoop
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
 # The joint loop that makes torque motors hold a goal, as a drive's position mode does: its
@@ -162,6 +162,7 @@ class Device:
                                impedance=self._impedance_loop(),
                                real_time_factor=rtf, start_paused=bool(start_paused),
                                keyframe=self.keyframe, hold_torque=self._hold_torque(),
+                               velocity_loop=self._velocity_loop(),
                                on_chunk=self._after_chunk,
                                on_unstable=self._on_unstable, on_error=self._on_error)
         try:
@@ -302,6 +303,33 @@ class Device:
         return Impedance(np.array(acts), m.jnt_dofadr[jids], gain, m.jnt_qposadr[jids], w,
                          lo, hi, h * m.dof_damping * _implicit_damping(m))
 
+    def _velocity_loop(self):
+        """Velocity servos on joints, and the outer position loop that holds them to a
+        joint goal (``Stepper._joint_speed``). Its gain makes the servo's kv and the joint's
+        inertia a critically damped loop (position error to speed to torque), no faster
+        than the torque loop's bandwidth and step, so it is stable at the model's timestep."""
+        m = self.model
+        acts = [a for a in range(m.nu) if self.layout.drive_of(a) == 'velocity']
+        if not acts:
+            return None
+        jids = m.actuator_trnid[acts, 0]
+        dofs = m.jnt_dofadr[jids]
+        h = m.opt.timestep
+        w = min(2 * np.pi * IMPEDANCE_HZ, IMPEDANCE_STEP / h)
+        integ = m.actuator_dyntype[acts] == mujoco.mjtDyn.mjDYN_INTEGRATOR
+        # A plain velocity servo pushes kv per unit of speed error; an intvelocity one
+        # integrates its ctrl into a position it holds with kp, so no speed offset adds
+        # torque to it (no hold feed-forward: infinite kv), and kp stands for kv in the gain.
+        kv = np.where(integ, m.actuator_gainprm[acts, 0], -m.actuator_biasprm[acts, 2])
+        damping = kv + m.dof_damping[dofs]          # what resists the joint's speed
+        inertia = self._joint_inertia(dofs)
+        kp = np.minimum(damping / (4.0 * inertia), w * w * inertia / damping)
+        kp = np.minimum(kp, IMPEDANCE_STEP / h)
+        lo = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 0], -np.inf)
+        hi = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 1], np.inf)
+        return VelocityLoop(np.array(acts), m.jnt_qposadr[jids], dofs, kp,
+                            np.where(integ, np.inf, kv), lo, hi)
+
     # --- reading ----------------------------------------------------------------------------
     @property
     def snapshot(self):
@@ -360,9 +388,12 @@ class Device:
     def goals(self, setpoint=False):
         """Each goal channel's target in its own unit: the goal it was last given (where its
         path ends), as a device reads back a write channel. ``setpoint=True``: where the
-        path is now instead."""
+        path is now instead. A velocity servo held to a position keeps its channel's
+        meaning, a speed: the one commanded now, and a target at rest."""
         snap = self.snapshot
-        values = snap.setpoint if setpoint else snap.target
+        values = (snap.setpoint if setpoint else snap.target).copy()
+        held = snap.position_mode
+        values[held] = snap.ctrl[held] if setpoint else 0.0
         return {g.name: float(g.to_unit(values[g.actuator]))
                 for g in self.layout.goals.values()}
 
@@ -388,7 +419,7 @@ class Device:
 
         def apply(s):
             now = s.data.time
-            start = s.setpoint[acts].copy()
+            start = s.goal_setpoint()[acts]
             each = [duration([en - st], [r]) for st, en, r in zip(start, values, rates)]
             s.take_over(MinJerkPlan(acts, start, values, now, each))
             self.preempt_moves_touching(acts)
@@ -477,12 +508,12 @@ class Device:
 
         def apply(s):
             now = s.data.time
-            plan = moves.start_plan(self.model, move, s.setpoint[acts].copy(), now)
+            plan = moves.start_plan(self.model, move, s.joint_setpoint()[acts], now)
             old = self.move
             if old is not None and not old.done():
                 old.finish(self._move_result(old, errors.PREEMPTED, False,
                                              'a newer move_to took over'))
-            s.take_over(plan)
+            s.take_over(plan, positions=True)
             move.plan_end = plan.t_end
             move.duration = plan.t_end - now
             self.move = move
@@ -542,8 +573,8 @@ class Device:
         if q is None:
             return False
         now = stepper.data.time
-        plan = moves.correction_plan(move, stepper.setpoint[move.actuators].copy(), q, now)
-        stepper.take_over(plan)
+        plan = moves.correction_plan(move, stepper.joint_setpoint()[move.actuators], q, now)
+        stepper.take_over(plan, positions=True)
         move.plan_end = plan.t_end
         move.best_miss = move.best_time = None
         move.corrections += 1
@@ -551,7 +582,7 @@ class Device:
 
     def _apply_then(self, stepper, move):
         now = stepper.data.time
-        for plan in moves.then_plans(self.layout, move.then, stepper.setpoint, now):
+        for plan in moves.then_plans(self.layout, move.then, stepper.goal_setpoint(), now):
             stepper.take_over(plan)
         self.record('then', {'action': move.action.name, 'then': dict(move.action.then)},
                     {self.layout.goals[n].actuator_name: float(v)
@@ -568,13 +599,16 @@ class Device:
         return self._move(act, args, **kw)
 
     def hold(self):
-        """End every move and freeze every setpoint (velocity servos stop); always accepted."""
+        """End every move and freeze every setpoint (velocity servos hold their joints'
+        positions, as a driver's position mode does); always accepted."""
         def apply(s):
             s.hold_now()
             move = self.move
             if move is not None and not move.done():
                 move.finish(self._move_result(move, errors.STOPPED, False, 'held'))
-            return s.setpoint.copy()
+            sp = s.setpoint.copy()
+            sp[s.position_mode()] = 0.0        # velocity servos: held still (zero speed)
+            return sp
         sp = self.stepper.post(apply, wait=True, urgent=True)   # even inside a step(n)
         self.record('hold', {}, self._native_all(sp))
         return {'success': True, 'code': errors.DONE, 'message': 'holding'}
@@ -1080,6 +1114,7 @@ class Device:
                        if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT else -1)
                       for a in range(m.nu)]
             impedance, hold_torque = self._impedance_loop(), self._hold_torque()
+            velocity_loop = self._velocity_loop()
             planner = moves.Planner(model, layout)
             lidars = self._lidar_settings()
         except BaseException:
@@ -1088,6 +1123,7 @@ class Device:
             raise
         # From here on nothing can refuse: the old model's moves end, the new one runs.
         old_sp, old_names = s.setpoint.copy(), saved['layout'].actuators
+        old_mode = s.position_mode()
         gone = [a for a, name in enumerate(old_names) if name not in layout.actuators]
         move = self.move
         running = move is not None and not move.done()
@@ -1108,15 +1144,20 @@ class Device:
             self._retired.extend(self._renderers.pop(k) for k in old)
         s.swap_model(model, data, drives=drives, impedance=impedance,
                      hold_torque=hold_torque, keyframe=self.keyframe, plans=plans,
-                     generation=self._generation)
+                     generation=self._generation, velocity_loop=velocity_loop)
         if not world:
             sp = s.setpoint
             for a, name in enumerate(old_names):
                 b = layout.actuators.index(name) if name in layout.actuators else -1
+                to = None
                 if name and b >= 0:
-                    sp[b] = old_sp[a]
+                    to = b
                 elif not name and not renumber and a < len(sp):
-                    sp[a] = old_sp[a]         # unnamed, and nothing was renumbered
+                    to = a                    # unnamed, and nothing was renumbered
+                if to is not None:
+                    sp[to] = old_sp[a]
+                    if old_mode[a]:       # its setpoint (and path) are joint positions
+                        s.set_position_mode([to], True)
         s.publish_snapshot()
         LOG.info('scene generation %d: %s', self._generation,
                  'moves kept' if not renumber else 'moves ended')

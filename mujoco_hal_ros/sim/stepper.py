@@ -66,6 +66,10 @@ class Snapshot:
     contacts: np.ndarray = None   # active contacts (sensors.contacts) while asked for
     wrenches: tuple = ()       # the latched pushes (sensors.wrench.Wrench) at ``time``
     generation: int = 0        # the scene generation of the model these arrays belong to
+    # The setpoints as joint positions (what a plan toward a joint goal starts from): the
+    # setpoint, except that a velocity servo taking speeds gives its joint's position.
+    joint_setpoint: np.ndarray = None
+    position_mode: np.ndarray = None   # per actuator: a velocity servo held to a position
 
 
 class Impedance(NamedTuple):
@@ -101,6 +105,21 @@ class HoldTorque(NamedTuple):
     bodies: np.ndarray        # the body each servo's joint moves (its link)
 
 
+class VelocityLoop(NamedTuple):
+    """The outer position loop a real driver runs over a velocity interface in position
+    mode: per velocity servo on a joint, its qpos and dof address; speed command = path
+    speed + ``kp`` * position error + the speed at which the servo's ``kv`` gives the
+    torque that holds the pose, within the servo's ctrl range (its speed limit)."""
+
+    actuators: np.ndarray
+    qadrs: np.ndarray
+    dofs: np.ndarray
+    kp: np.ndarray            # 1/s: speed commanded per unit of position error
+    kv: np.ndarray            # the servo's torque per unit of speed error
+    lo: np.ndarray            # ctrl range of each servo (its speed limit)
+    hi: np.ndarray
+
+
 def _solve(a, b):
     """``a x = b``; least squares when ``a`` is singular (two motors on one joint)."""
     try:
@@ -122,10 +141,10 @@ class Stepper:
     def __init__(self, model, data, *, drives, impedance=None, real_time_factor=1.0,
                  start_paused=False, keyframe=None, chunk_time=0.004, on_chunk=None,
                  on_unstable=None, on_error=None, fast_chunk_wall=0.006, use_rollout=True,
-                 hold_torque=None):
+                 hold_torque=None, velocity_loop=None):
         self.model, self.data = model, data
         self.keyframe = keyframe
-        self._bind_drives(model, drives, impedance, hold_torque)
+        self._bind_drives(model, drives, impedance, hold_torque, velocity_loop)
         self.setpoint = np.array(data.ctrl, dtype=float)
         self._plans = []                         # stepper thread only; readers: plans/owns
         self._lock = threading.Lock()
@@ -324,10 +343,16 @@ class Stepper:
                 sp[a] = 0.0
         return sp
 
+    def _hold_initial(self):
+        """``initial_setpoint`` replaces the setpoints; velocity servos take speeds again
+        (a zero speed), as at the start."""
+        self.setpoint = self.initial_setpoint()
+        self._pos_mode[:] = False
+
     def hold_pose(self):
         """Setpoints that hold the current pose (``initial_setpoint``) replace the ones
         there are (stepper thread only); a copy of them."""
-        self.setpoint = self.initial_setpoint()
+        self._hold_initial()
         return self.setpoint.copy()
 
     def hold_now(self):
@@ -337,9 +362,38 @@ class Stepper:
         for plan in self._plans:
             self.setpoint[plan.actuators] = plan.sample([now])[0]
         self._plans = []
-        for a, (drive, _qadr) in enumerate(self._drives):
-            if drive == 'velocity':
-                self.setpoint[a] = 0.0
+        vl = self._velocity_loop
+        if vl is None:
+            for a, (drive, _qadr) in enumerate(self._drives):
+                if drive == 'velocity':
+                    self.setpoint[a] = 0.0
+        else:
+            # A driver in position mode holds the position, not a zero speed that lets the
+            # load drift the joint: where its path is, or where it is now if it had speeds.
+            speeds = ~self._pos_mode[vl.actuators]
+            self.setpoint[vl.actuators[speeds]] = self.data.qpos[vl.qadrs[speeds]]
+            self._pos_mode[vl.actuators] = True
+
+    def joint_setpoint(self):
+        """The setpoints as joint positions (stepper thread only): what a move or a
+        trajectory starts from. A velocity servo taking speeds gives its joint's position."""
+        sp = self.setpoint.copy()
+        vl = self._velocity_loop
+        if vl is not None:
+            speeds = ~self._pos_mode[vl.actuators]
+            sp[vl.actuators[speeds]] = self.data.qpos[vl.qadrs[speeds]]
+        return sp
+
+    def goal_setpoint(self):
+        """The setpoints in their goal channels' meaning (stepper thread only): what a
+        ``set_goals`` ramp starts from. A velocity servo held to a position gives the speed
+        it is commanded now."""
+        sp = self.setpoint.copy()
+        vl = self._velocity_loop
+        if vl is not None:
+            held = self._pos_mode[vl.actuators]
+            sp[vl.actuators[held]] = self.data.ctrl[vl.actuators[held]]
+        return sp
 
     # --- pushes and contacts -----------------------------------------------------------
     def push(self, checked):
@@ -360,17 +414,36 @@ class Stepper:
         self._want_contacts = bool(on)
 
     # --- plans: written on the stepper thread, read anywhere through the snapshot ---------
-    def take_over(self, plan):
-        """Run ``plan``; older plans give up its actuators (stepper thread only)."""
+    def take_over(self, plan, positions=False):
+        """Run ``plan``; older plans give up its actuators (stepper thread only).
+        ``positions``: the plan gives joint positions (a move, a trajectory), which
+        velocity servos then follow in position mode; otherwise it gives each actuator's
+        own ctrl meaning (a speed for a velocity servo)."""
         self.release(plan.actuators)
+        self.set_position_mode(plan.actuators, positions)
         self._plans.append(plan)
 
     def release(self, actuators, hold_at=None):
         """Older plans give up these actuators (a plan left with none ends); with
-        ``hold_at``, their setpoints stay there (stepper thread only)."""
+        ``hold_at`` (joint positions), their setpoints stay there (stepper thread only)."""
         self._plans = [p for p in self._plans if p.release(actuators)]
         if hold_at is not None:
+            self.set_position_mode(actuators, True)
             self.setpoint[actuators] = hold_at
+
+    def position_mode(self):
+        """Per actuator, whether it is a velocity servo held to joint positions (stepper
+        thread only; readers elsewhere: ``Snapshot.position_mode``)."""
+        return self._pos_mode.copy()
+
+    def set_position_mode(self, actuators, positions):
+        """Whether these actuators' setpoints and paths are joint positions (velocity
+        servos then run the position loop) or their own ctrl meaning (stepper thread only):
+        what carries a held velocity servo over to a model swapped in."""
+        vl = self._velocity_loop
+        if vl is not None:
+            acts = np.asarray(actuators, dtype=int)
+            self._pos_mode[acts[np.isin(acts, vl.actuators)]] = bool(positions)
 
     def running_plans(self):
         """The plans as they are at this instant, between two requests (stepper thread
@@ -394,9 +467,13 @@ class Stepper:
         self.snapshot = self._snap()
         return self.snapshot
 
-    def _bind_drives(self, model, drives, impedance, hold_torque):
+    def _bind_drives(self, model, drives, impedance, hold_torque, velocity_loop=None):
         """What the drives need from ``model``: at start and for a model swapped in."""
         self._drives = drives                    # per actuator: position/motor_impedance/...
+        self._velocity_loop = velocity_loop      # a VelocityLoop, or None
+        # True where a velocity servo's setpoint is a joint position (position mode); a
+        # servo starts taking speeds (a zero speed), as its goal channel does.
+        self._pos_mode = np.zeros(model.nu, dtype=bool)
         self._hold_torque = hold_torque          # a HoldTorque, or None
         self._gravity_data = mujoco.MjData(model) if hold_torque is not None else None
         if hold_torque is not None:
@@ -421,7 +498,7 @@ class Stepper:
 
     # --- the model swapped at run time (scene edits) -------------------------------------
     def swap_model(self, model, data, *, drives, impedance, hold_torque, keyframe, plans,
-                   generation):
+                   generation, velocity_loop=None):
         """Step ``model``/``data`` from the next chunk on (stepper thread only, between
         chunks: nothing steps meanwhile). Everything sized or indexed by the old model is
         rebuilt here; ``plans`` (indexed by the new model's actuators) keep running, the
@@ -430,7 +507,7 @@ class Stepper:
         chunk_time = self._chunk_steps * self.model.opt.timestep
         self.model, self.data = model, data
         self.keyframe = keyframe
-        self._bind_drives(model, drives, impedance, hold_torque)
+        self._bind_drives(model, drives, impedance, hold_torque, velocity_loop)
         self._chunk_steps = max(1, int(round(chunk_time / model.opt.timestep)))
         self._step_cost = None
         self._rollout = self._use_rollout and impedance is None
@@ -449,7 +526,7 @@ class Stepper:
         self._bad_streak = 0
         self._wrenches = WrenchTable(model)
         self._plans = list(plans)
-        self.setpoint = self.initial_setpoint()
+        self._hold_initial()
         self.generation = int(generation)
         self._rebase()
         return self.publish_snapshot()
@@ -546,8 +623,10 @@ class Stepper:
         t_start = data.time
         w_start = time.perf_counter()
         ctrl = data.ctrl
+        vl = self._velocity_loop
+        held_q = vl is not None and bool(self._pos_mode[vl.actuators].any())
         before = self.setpoint.copy() if self._impedance is not None \
-            or self._hold_torque is not None else None
+            or self._hold_torque is not None or held_q else None
         if self._plans:
             times = t_start + dt * np.arange(1, n + 1)
             rows = np.empty((n, model.nu))
@@ -579,7 +658,22 @@ class Stepper:
         imp = self._impedance
         step = mujoco.mj_step
         pushes = self._wrenches if self._wrenches else None
-        if imp is None:
+        speeds = self._velocity_speeds(before, rows, smooth if rows is not None else None) \
+            if held_q else None
+        if imp is None and speeds is not None:
+            # Velocity servos held to positions: the outer loop reads the joints each step.
+            vacts, v_ref = speeds
+            for i in range(n):
+                ctrl[:] = rows[i] if rows is not None else self.setpoint
+                if hold_ff is not None and rows is None:
+                    ctrl[acts_ff] = np.clip(self.setpoint[acts_ff] + ctrl_ff,
+                                            self._hold_torque.lo, self._hold_torque.hi)
+                ctrl[vacts] = self._joint_speed(ctrl[vacts], None if v_ref is None
+                                                else v_ref[i])
+                if pushes is not None:
+                    pushes.apply(data)
+                step(model, data)
+        elif imp is None:
             if pushes is not None:
                 # latched wrenches: xfrc_applied is rewritten before every step (it turns
                 # with the bodies and ends mid-chunk)
@@ -626,6 +720,10 @@ class Stepper:
                 ctrl[acts] = self._joint_torque(
                     target[acts], None if vel is None else vel[i],
                     None if acc is None else acc[i]) / imp.gain
+                if speeds is not None:
+                    vacts, v_ref = speeds
+                    ctrl[vacts] = self._joint_speed(target[vacts], None if v_ref is None
+                                                    else v_ref[i])
                 if pushes is not None:
                     pushes.apply(data)
                 step(model, data)
@@ -698,6 +796,35 @@ class Stepper:
             rest = want[free] - minv[np.ix_(free, local[~free])] @ torque[~free]
             torque[free] = _solve(sub, rest)
         return torque
+
+    def _velocity_speeds(self, before, rows, smooth):
+        """(velocity servos held to positions, their path speeds per step or None) for
+        a chunk: the path's own speed is the outer loop's feed-forward (none across a
+        jump), as a driver's position mode sends it."""
+        vl = self._velocity_loop
+        held = self._pos_mode[vl.actuators]
+        vacts = vl.actuators[held]
+        if rows is None:
+            return vacts, None
+        dt = self.model.opt.timestep
+        v_ref = np.diff(np.vstack([before[vacts], rows[:, vacts]]), axis=0) / dt
+        return vacts, v_ref * smooth[vacts]
+
+    def _joint_speed(self, q_ref, v_ref):
+        """The speed commands of the velocity servos held to positions ``q_ref`` (the
+        ones ``_velocity_speeds`` gives) for one step: path speed, plus ``kp`` times the
+        position error, plus the speed at which the servo's own ``kv`` pushes the torque
+        that holds the joint against gravity, Coriolis and springs now (as a position
+        servo's hold torque); clipped to each servo's speed limit."""
+        vl, d = self._velocity_loop, self.data
+        held = self._pos_mode[vl.actuators]
+        dofs = vl.dofs[held]
+        e = q_ref - d.qpos[vl.qadrs[held]]
+        load = (d.qfrc_bias - d.qfrc_spring - d.qfrc_gravcomp)[dofs]
+        cmd = vl.kp[held] * e + load / vl.kv[held]
+        if v_ref is not None:
+            cmd = cmd + v_ref
+        return np.clip(cmd, vl.lo[held], vl.hi[held])
 
     def _feed_forward(self):
         """(actuators, ctrl offsets) that make position servos hold against gravity at the
@@ -780,7 +907,7 @@ class Stepper:
         self.data.qvel[:] = 0.0          # what diverged was moving: it starts again at rest
         self.data.time = t
         mujoco.mj_forward(self.model, self.data)
-        self.setpoint = self.initial_setpoint()
+        self._hold_initial()
         self._plans = []
         self._warn0 = self._bad_warnings()
         self.last_recovery = 'last good state'
@@ -796,7 +923,7 @@ class Stepper:
         self._wrenches.release(self.data)
         self.data.time = t
         mujoco.mj_forward(self.model, self.data)
-        self.setpoint = self.initial_setpoint()
+        self._hold_initial()
         self._plans = []
         self._warn0 = self._bad_warnings()
 
@@ -820,7 +947,8 @@ class Stepper:
                         cam_xmat=d.cam_xmat.copy(), plans=tuple(self._plans),
                         contacts=active_contacts(self.model, d) if self._want_contacts
                         else None, wrenches=self._wrenches.active,
-                        generation=self.generation)
+                        generation=self.generation, joint_setpoint=self.joint_setpoint(),
+                        position_mode=self._pos_mode.copy())
 
     # --- health ---------------------------------------------------------------------------
     def health(self):

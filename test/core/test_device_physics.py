@@ -98,7 +98,7 @@ def test_velocity_and_raw_ctrl_drives(open_device, h):
     assert dev.read()['rail'] == pytest.approx(150, abs=0.5)
     assert snap.qvel[1] == pytest.approx(math.pi, rel=0.02)        # 180 deg/s
     assert snap.ctrl[2] == pytest.approx(0.4 * 255)
-    # Hold stops a velocity servo (its setpoint goes to 0), freezes the others.
+    # Hold stops a velocity servo (its goal reads 0: it holds still), freezes the others.
     dev.hold()
     assert dev.goals() == {'rail_goal': pytest.approx(150), 'spin_goal': 0,
                            'flap_goal': pytest.approx(40)}

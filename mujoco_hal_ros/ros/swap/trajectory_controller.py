@@ -578,7 +578,7 @@ class TrajectoryController:
         if addr is None:
             return
         acts, qadr, dadr = addr
-        ref_p = snap.setpoint[acts]
+        ref_p = snap.joint_setpoint[acts]
         ref_v = np.zeros(len(self.joints))
         ref_a = np.zeros(len(self.joints))
         a = self._active
