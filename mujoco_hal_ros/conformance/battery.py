@@ -436,8 +436,9 @@ def check_trajectory(ctx, seed=1):
     goal = _clear_goal(ctx, rng, joints)
     if goal is None:
         return _fail(ctx, 'trajectory', 'no goal with a contact-free joint path found')
-    # As a planner would: no faster than each joint can go within its effort limits.
-    speeds = [moves.effort_speed(m, g.actuator) for g in _goals_of(dev, joints)]
+    # As a planner would: no faster than each joint can go within its effort and speed
+    # limits.
+    speeds = [moves.speed_limit(m, g) for g in _goals_of(dev, joints)]
     T = max([TRAJECTORY_TIME] + [1.875 * abs(dq) / v for dq, v in zip(goal - start, speeds)])
     points = _timed_path(start, goal, T, 10)
     try:

@@ -171,9 +171,14 @@ def move_rate(model, goal):
         return goal.native_rate
     kind = 'angle' if int(model.jnt_type[goal.joint]) == int(mujoco.mjtJoint.mjJNT_HINGE) \
         else 'length'
-    rate = min(MOVE_RATE[kind], effort_speed(model, goal.actuator))
+    return min(MOVE_RATE[kind], speed_limit(model, goal))
+
+
+def speed_limit(model, goal):
+    """The fastest a path may ask of this goal's joint: ``effort_speed``, and for a
+    velocity servo half its speed limit (the rest is its position loop's to correct)."""
+    rate = effort_speed(model, goal.actuator)
     if goal.drive == 'velocity' and model.actuator_ctrllimited[goal.actuator]:
-        # half a velocity servo's speed limit: the rest is its position loop's to correct
         rate = min(rate, 0.5 * float(np.abs(model.actuator_ctrlrange[goal.actuator]).min()))
     return rate
 
