@@ -146,6 +146,7 @@ def hold(sim):
 
 # --- state -----------------------------------------------------------------------------------
 def test_joint_states_every_joint_at_rate_with_sim_stamps(sim):
+    sim.collect(JointState, 'joint_states', count=10)   # matched and flowing: then measure
     got = sim.collect(JointState, 'joint_states', duration=1.5)
     assert len(got) >= 75, f'{len(got)} joint_states in 1.5 s at 100 Hz'
     msg = got[-1][1]
