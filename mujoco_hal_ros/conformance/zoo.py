@@ -237,16 +237,8 @@ def end_point(model, driven_joints):
     whose chain holds the most of ``driven_joints`` with nothing but rigid links after the
     last of them; a site on it (or on a rigid child) wins over the body itself."""
     # Hinges only: a slide at the end of an arm is a gripper's finger, not the arm.
-    driven = set(int(j) for j in driven_joints
-                 if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE))
-    best, best_key = None, None
-    for b in range(1, model.nbody):
-        count = _chain_key(model, b, driven)
-        if count <= 0:
-            continue
-        key = (count, _depth(model, b))
-        if best_key is None or key > best_key:
-            best, best_key = b, key
+    driven = _driven_hinges(model, driven_joints)
+    best, best_key = _longest_chain(model, driven, range(1, model.nbody))
     if best is None:
         return None
     tied = [b for b in range(1, model.nbody) if _chain_key(model, b, driven) == best_key[0]]
@@ -263,8 +255,7 @@ def fingertip(model, driven_joints):
     ``driven_joints`` (wrist joints count: they move the finger too) with nothing but
     rigid links after the last of them. None when every fingertip has a joint above it
     that no actuator drives: a finger curled by tendons, or a joint coupled to another."""
-    driven = set(int(j) for j in driven_joints
-                 if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE))
+    driven = _driven_hinges(model, driven_joints)
     jointed_below = np.zeros(model.nbody, dtype=bool)
     for b in range(1, model.nbody):
         if model.body_jntnum[b]:
@@ -272,16 +263,8 @@ def fingertip(model, driven_joints):
             while p > 0 and not jointed_below[p]:
                 jointed_below[p] = True
                 p = model.body_parentid[p]
-    best, best_key = None, None
-    for b in range(1, model.nbody):
-        if jointed_below[b]:
-            continue
-        count = _chain_key(model, b, driven)
-        if count <= 0:
-            continue
-        key = (count, _depth(model, b))
-        if best_key is None or key > best_key:
-            best, best_key = b, key
+    best, _ = _longest_chain(model, driven,
+                             [b for b in range(1, model.nbody) if not jointed_below[b]])
     if best is None:
         return None
     rigid = {best} | {b for b in range(best + 1, model.nbody) if _below(model, b, best)}
@@ -290,6 +273,25 @@ def fingertip(model, driven_joints):
     if sites:
         return ('site', model.site(sites[-1]).name)
     return ('body', model.body(best).name)
+
+
+def _driven_hinges(model, joints):
+    return set(int(j) for j in joints
+               if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE))
+
+
+def _longest_chain(model, driven, bodies):
+    """(body, (count, depth)) of ``bodies`` whose chain holds the most ``driven`` joints,
+    the deepest on a tie; (None, None) when none holds any."""
+    best, best_key = None, None
+    for b in bodies:
+        count = _chain_key(model, b, driven)
+        if count <= 0:
+            continue
+        key = (count, _depth(model, b))
+        if best_key is None or key > best_key:
+            best, best_key = b, key
+    return best, best_key
 
 
 def _below(model, b, top):

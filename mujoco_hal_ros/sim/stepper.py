@@ -172,25 +172,9 @@ class Stepper:
         self.skipped = 0.0                       # simulated seconds given up after stalls
         self.stalls = 0                          # ... how many times
         self._bad_idx = np.array([int(w) for w in BAD_WARNINGS])
-        # Chunks of servo setpoints step in C through mujoco.rollout (no Python per step).
-        # It resets mocap bodies unless they ride along as controls (they do), and applied
-        # forces and equality switches (then the plain loop runs: _roll_safe).
-        self._rollout = use_rollout and impedance is None
         self._use_rollout = use_rollout          # for a model swapped in later (swap_model)
-        self._roll_spec = int(mujoco.mjtState.mjSTATE_CTRL)
-        if model.nmocap:
-            self._roll_spec |= int(mujoco.mjtState.mjSTATE_MOCAP_POS |
-                                   mujoco.mjtState.mjSTATE_MOCAP_QUAT)
-        self._nstate = mujoco.mj_stateSize(model, FULL_STATE)
-        self._state0 = np.empty(self._nstate)
-        self._roll_state = self._roll_sensor = None
-        self._roller = rollout.Rollout(nthread=0) if self._rollout else None   # this thread
-        self._warn0 = self._bad_warnings()
-        # The state after the last chunk that passed the checks: where an instability goes
-        # back to (the keyframe only when that state diverges again at once).
-        self._good = np.empty(self._nstate)
-        mujoco.mj_getState(model, data, self._good, FULL_STATE)
-        self._bad_streak = 0
+        self._roller = None
+        self._bind_state(model, data, impedance)
         self.last_recovery = None     # 'last good state' or 'keyframe', after an instability
         self._rebase()
         self._rate_window = []
@@ -467,6 +451,28 @@ class Stepper:
         self.snapshot = self._snap()
         return self.snapshot
 
+    def _bind_state(self, model, data, impedance):
+        """The rollout and recovery buffers sized for ``model``: at start and for a model
+        swapped in. Chunks of servo setpoints step in C through mujoco.rollout (no Python per
+        step); it resets mocap bodies unless they ride along as controls (they do), and
+        applied forces and equality switches (then the plain loop runs: _roll_safe)."""
+        self._rollout = self._use_rollout and impedance is None
+        if self._rollout and self._roller is None:
+            self._roller = rollout.Rollout(nthread=0)            # this thread
+        self._roll_spec = int(mujoco.mjtState.mjSTATE_CTRL)
+        if model.nmocap:
+            self._roll_spec |= int(mujoco.mjtState.mjSTATE_MOCAP_POS |
+                                   mujoco.mjtState.mjSTATE_MOCAP_QUAT)
+        self._nstate = mujoco.mj_stateSize(model, FULL_STATE)
+        self._state0 = np.empty(self._nstate)
+        self._roll_state = self._roll_sensor = None
+        self._warn0 = self._bad_warnings()
+        # The state after the last chunk that passed the checks: where an instability goes
+        # back to (the keyframe only when that state diverges again at once).
+        self._good = np.empty(self._nstate)
+        mujoco.mj_getState(model, data, self._good, FULL_STATE)
+        self._bad_streak = 0
+
     def _bind_drives(self, model, drives, impedance, hold_torque, velocity_loop=None):
         """What the drives need from ``model``: at start and for a model swapped in."""
         self._drives = drives                    # per actuator: position/motor_impedance/...
@@ -510,20 +516,7 @@ class Stepper:
         self._bind_drives(model, drives, impedance, hold_torque, velocity_loop)
         self._chunk_steps = max(1, int(round(chunk_time / model.opt.timestep)))
         self._step_cost = None
-        self._rollout = self._use_rollout and impedance is None
-        if self._rollout and self._roller is None:
-            self._roller = rollout.Rollout(nthread=0)
-        self._roll_spec = int(mujoco.mjtState.mjSTATE_CTRL)
-        if model.nmocap:
-            self._roll_spec |= int(mujoco.mjtState.mjSTATE_MOCAP_POS |
-                                   mujoco.mjtState.mjSTATE_MOCAP_QUAT)
-        self._nstate = mujoco.mj_stateSize(model, FULL_STATE)
-        self._state0 = np.empty(self._nstate)
-        self._roll_state = self._roll_sensor = None
-        self._warn0 = self._bad_warnings()
-        self._good = np.empty(self._nstate)
-        mujoco.mj_getState(model, data, self._good, FULL_STATE)
-        self._bad_streak = 0
+        self._bind_state(model, data, impedance)
         self._wrenches = WrenchTable(model)
         self._plans = list(plans)
         self._hold_initial()
