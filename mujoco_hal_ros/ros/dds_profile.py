@@ -7,12 +7,16 @@ arrived (test/e2e/test_camera_qos_e2e.py). The profile gives the publishing part
 8 MiB segment, which holds a whole frame, and keeps UDP for other hosts and discovery;
 subscribers need no profile of their own. A profile, built-in transport choice or another
 middleware the user set is left alone.
+
+Fast DDS 3 (Kilted) reads ``FASTDDS_DEFAULT_PROFILES_FILE``; Fast DDS 2 (Jazzy's 2.14)
+reads only the older ``FASTRTPS_DEFAULT_PROFILES_FILE``. Each version reads one of the two,
+so both point at the profile: with only the new name, Jazzy ran Fast DDS's defaults.
 """
 
 import os
 
-USER_CHOICES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE',
-                'FASTDDS_BUILTIN_TRANSPORTS')
+PROFILE_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE')
+USER_CHOICES = PROFILE_VARIABLES + ('FASTDDS_BUILTIN_TRANSPORTS',)
 
 
 def profile_path(share):
@@ -30,5 +34,5 @@ def use_default_profile(share, environ=None):
         return None
     path = profile_path(share)
     if path is not None:
-        env['FASTDDS_DEFAULT_PROFILES_FILE'] = path
+        env.update(dict.fromkeys(PROFILE_VARIABLES, path))
     return path

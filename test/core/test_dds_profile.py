@@ -13,7 +13,8 @@ def test_the_shipped_profile_is_found_and_set():
     env = {}
     path = dds_profile.use_default_profile(ROOT, env)
     assert path and os.path.isfile(path) and path.endswith(os.path.join('config', 'fastdds.xml'))
-    assert env == {'FASTDDS_DEFAULT_PROFILES_FILE': path}
+    # Fast DDS 3 (Kilted) reads the first name, Fast DDS 2 (Jazzy) only the second
+    assert env == {'FASTDDS_DEFAULT_PROFILES_FILE': path, 'FASTRTPS_DEFAULT_PROFILES_FILE': path}
     text = open(path, encoding='utf-8').read()
     assert '<type>SHM</type>' in text and '<type>UDPv4</type>' in text
 

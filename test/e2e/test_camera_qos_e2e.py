@@ -32,12 +32,6 @@ def _count(node, topic, qos, counts, key):
     return node.create_subscription(Image, topic, cb, qos)
 
 
-JAZZY = 'jazzy' in (os.environ.get('ROS_WHEELS'), os.environ.get('ROS_DISTRO'))
-
-
-@pytest.mark.xfail(JAZZY, strict=False, reason='open on Jazzy: its Fast DDS 2.14 does not '
-                   'take the shared-memory profile of config/fastdds.xml (4 of 80 frames in '
-                   'the first Jazzy run)')
 def test_best_effort_subscriber_gets_the_frames(spawn):
     # sim_node loads config/fastdds.xml itself; this process keeps Fast DDS's defaults,
     # as a user's rviz would (MUJOCO_HAL_ROS_TEST_TRANSPORTS=DEFAULT shows the old loss)

@@ -30,6 +30,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 from trajectory_msgs.msg import JointTrajectoryPoint  # noqa: E402
 
 from mujoco_hal_ros import menagerie  # noqa: E402
+from mujoco_hal_ros.ros.qos import action_queues  # noqa: E402
 from helpers import duration, node_command, SpinInline, stop_process  # noqa: E402
 from panda_urdf import panda_urdf  # noqa: E402
 
@@ -70,7 +71,11 @@ class Client(SpinInline):
         for n in [self.node] + self.extra:
             self.ex.add_node(n)
         name = 'arm_controller/follow_joint_trajectory'
-        self.actions = [ActionClient(n, FollowJointTrajectory, name)
+        # Deep reply queues, as the README tells a client that is one of many: over Fast
+        # DDS each client's response reader gets every client's replies and keeps the last
+        # `depth`, so a burst of results (a storm of preemptions) overran rclpy's default of
+        # 10 and a few goals never saw theirs.
+        self.actions = [ActionClient(n, FollowJointTrajectory, name, **action_queues())
                         for n in [self.node] + self.extra]
         self.action = self.actions[0]
         self.joints = joints
