@@ -37,15 +37,11 @@ class ZooModel:
 # Cells that fail today, each with what we know of why. The tier reports them as expected
 # failures (the table still says FAIL); a fix removes its line here. Nothing else may fail.
 KNOWN_FAILURES = {
-    ('dm_humanoid', 'hold'): 'lying on the floor: abdomen_y stays at its effort limit under '
-                             'the torso the whole hold (24 mrad), and the unsaturated '
-                             'shoulders and elbows give up to 3 mrad to the floor dragging '
-                             'the arms: a joint loop run once a step is not stiff enough '
-                             'against contacts on a light limb',
-    ('gym_humanoid', 'hold'): 'still rocking on the floor when the hold starts: knees, '
-                              'shoulders and elbows at their effort limits for most of it, '
-                              'and unsaturated hips and abdomen give up to 20 mrad to the '
-                              'floor contacts',
+    ('dm_humanoid', 'hold'): 'a motor too weak for its load: fallen from qpos0, torso '
+                             '0.35 m up, abdomen_y (40 N m) is at its effort limit under '
+                             'the torso the whole hold, so the torso sinks (75 mrad in 1 s) '
+                             'and drags the hips, shoulders and elbows, which are not '
+                             'saturated, by up to 39 mrad through the floor contacts',
 }
 
 

@@ -747,7 +747,7 @@ class Stepper:
         critically damped loop of bandwidth ``w``, decoupled through the inertia the
         motors see with every other dof free (the current mass matrix, plus the damping
         the integrator solves implicitly), with gravity, Coriolis, springs and the joints'
-        damping compensated; within each motor's effort limits.
+        damping compensated; each motor clipped at its own effort limits.
 
         The loop is discretised implicitly (backward Euler on its own stiffness and
         damping): it runs once a step, and an explicit PD this stiff would go unstable at a
@@ -772,23 +772,12 @@ class Stepper:
         load = (d.qfrc_bias - d.qfrc_spring - d.qfrc_gravcomp)[tree]
         load[local] += m.dof_damping[dofs] * v
         want = acc + minv @ load
-        torque = _solve(minv[:, local], want)
-        # A drive at its effort limit gives what it has and no more; the others are solved
-        # again with it as a fixed load (each drive holds its own joint, as real ones do).
-        lo, hi = imp.lo, imp.hi
-        free = np.ones(len(dofs), dtype=bool)
-        for _ in range(len(dofs)):
-            out = free & ((torque < lo) | (torque > hi))
-            if not out.any():
-                break
-            torque[out] = np.clip(torque[out], lo[out], hi[out])
-            free &= ~out
-            if not free.any():
-                break
-            sub = minv[np.ix_(free, local[free])]
-            rest = want[free] - minv[np.ix_(free, local[~free])] @ torque[~free]
-            torque[free] = _solve(sub, rest)
-        return torque
+        # A drive at its effort limit gives what it has and no more, and the others do not
+        # make up for it: each drive holds its own joint, as real ones do. Solving the
+        # others again around a saturated one (exact decoupling at any torque) asked them
+        # for its coupling too, which saturated them in turn, and on a humanoid lying on
+        # the floor the torques swung from one limit to the other from step to step.
+        return np.clip(_solve(minv[:, local], want), imp.lo, imp.hi)
 
     def _velocity_speeds(self, before, rows, smooth):
         """(velocity servos held to positions, their path speeds per step or None) for

@@ -101,3 +101,34 @@ def test_a_motor_too_weak_for_its_load_pushes_at_its_limit(device):
     assert sag > 0.1                                   # it could not hold the link level
     assert snap.ctrl[0] == pytest.approx(1.0)          # at its effort limit ...
     assert snap.qfrc_actuator[0] == pytest.approx(2.0)  # ... pushing back toward the goal
+
+
+def test_a_humanoid_held_on_the_floor_lies_still():
+    """gymnasium's humanoid, fallen from its keyframe and held: several motors at their
+    effort limits must not make the others swing theirs from limit to limit. When the loop
+    solved the unsaturated motors again to make up for the saturated ones, torques flipped
+    sign 100 times in 300 steps and the body kept rocking (joint speeds near 1 rad/s)."""
+    from mujoco_hal_ros.config import effort
+    from mujoco_hal_ros.conformance import battery, zoo
+    zm = zoo.by_name('gym_humanoid')
+    if zm.path is None:
+        pytest.skip(zm.missing)
+    dev = battery.open_device(zm)
+    try:
+        m = dev.model
+        goals = [g for g in dev.layout.goals.values() if g.drive == 'motor_impedance']
+        dofs = m.jnt_dofadr[[g.joint for g in goals]]
+        lo, hi = effort.torque_limits(m, [g.actuator for g in goals])
+        dev.step(round(4.0 / m.opt.timestep))          # falls and comes to rest
+        torques, speeds = [], []
+        for _ in range(300):
+            dev.step(1)
+            torques.append(dev.snapshot.qfrc_actuator[dofs])
+            speeds.append(dev.snapshot.qvel[dofs])
+        torques, speeds = np.array(torques), np.array(speeds)
+        swings = (torques[:-1] <= 0.5 * lo) & (torques[1:] >= 0.5 * hi) | \
+            (torques[:-1] >= 0.5 * hi) & (torques[1:] <= 0.5 * lo)
+        assert not swings.any(), f'{swings.sum()} limit-to-limit swings'
+        assert np.abs(speeds).max() < 0.05
+    finally:
+        dev.close()
