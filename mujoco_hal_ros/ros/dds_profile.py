@@ -8,15 +8,20 @@ arrived (test/e2e/test_camera_qos_e2e.py). The profile gives the publishing part
 subscribers need no profile of their own. A profile, built-in transport choice or another
 middleware the user set is left alone.
 
-Fast DDS 3 (Kilted) reads ``FASTDDS_DEFAULT_PROFILES_FILE``; Fast DDS 2 (Jazzy's 2.14)
-reads only the older ``FASTRTPS_DEFAULT_PROFILES_FILE``. Each version reads one of the two,
-so both point at the profile: with only the new name, Jazzy ran Fast DDS's defaults.
+The variable depends on the Fast DDS underneath: 3.x (Kilted on) reads
+``FASTDDS_DEFAULT_PROFILES_FILE`` and its rmw warns about the old name, 2.x (Jazzy,
+Humble) reads only ``FASTRTPS_DEFAULT_PROFILES_FILE``. Which one is installed shows in its
+library's name (``libfastdds.so.3`` or ``libfastrtps.so.2``) where the dynamic loader and
+the ROS prefixes keep libraries; when neither is found, both variables are set.
 """
 
+import glob
 import os
+import sys
 
-PROFILE_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE')
-USER_CHOICES = PROFILE_VARIABLES + ('FASTDDS_BUILTIN_TRANSPORTS',)
+NEW, OLD = 'FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE'
+USER_CHOICES = (NEW, OLD, 'FASTDDS_BUILTIN_TRANSPORTS')
+_LIBRARIES = ((NEW, 'libfastdds.so.3*'), (OLD, 'libfastrtps.so.2*'))
 
 
 def profile_path(share):
@@ -25,7 +30,24 @@ def profile_path(share):
     return path if path and os.path.isfile(path) else None
 
 
-def use_default_profile(share, environ=None):
+def library_dirs(environ):
+    """Where a ROS install keeps Fast DDS: the loader's path, each ROS prefix's lib/ and
+    this Python's prefix (the PyPI wheels)."""
+    dirs = [d for d in environ.get('LD_LIBRARY_PATH', '').split(os.pathsep) if d]
+    dirs += [os.path.join(p, 'lib')
+             for p in environ.get('AMENT_PREFIX_PATH', '').split(os.pathsep) if p]
+    return dirs + [os.path.join(sys.prefix, 'lib')]
+
+
+def profile_variables(dirs):
+    """The profile variables the installed Fast DDS reads: one name, or both if unknown."""
+    for variable, pattern in _LIBRARIES:
+        if any(glob.glob(os.path.join(d, pattern)) for d in dirs):
+            return (variable,)
+    return (NEW, OLD)
+
+
+def use_default_profile(share, environ=None, dirs=None):
     """Point Fast DDS at the package's profile unless the user chose something; returns
     the path set, or None. Call before the ROS context is initialised."""
     env = os.environ if environ is None else environ
@@ -34,5 +56,6 @@ def use_default_profile(share, environ=None):
         return None
     path = profile_path(share)
     if path is not None:
-        env.update(dict.fromkeys(PROFILE_VARIABLES, path))
+        names = profile_variables(library_dirs(env) if dirs is None else dirs)
+        env.update(dict.fromkeys(names, path))
     return path
