@@ -23,7 +23,9 @@ Contenders:
   batch    ``mujoco.batch.Batch`` used directly for the same steps (controls written into
            its bound ``ctrl``, ``step``): what the pool's own bookkeeping costs on top
   mjbatch  the public ``mjbatch`` library doing the same, when it is installed for this
-           MuJoCo (otherwise the run says why it was skipped)
+           MuJoCo (otherwise the run says why it was skipped); ``make bench-mjbatch`` runs
+           this benchmark in a venv with the MuJoCo it pins (3.14.0), where the pool runs
+           its thread engine
   reset    ``EnvPool.reset(ids, keyframe)`` vs a loop of ``mj_resetDataKeyframe`` +
            ``mj_getState`` per environment, sparse (10% of 1024) and full (1024, 4096)
   jac      ``EnvPool.site_jacobians`` / ``body_jacobians`` for 1024 and 4096 envs x 4 vs a
@@ -198,6 +200,9 @@ def bench_model(name, args):
                      wall['mjbatch'] / wall['pool'] if 'mjbatch' in wall else float('nan')))
         if raw is not None:
             assert np.array_equal(raw.state, pool.get_state(full=True)), 'Batch mismatch'
+        if mjbatch_run is not None:
+            assert np.array_equal(mjbatch_run.state, pool.get_state(full=True)), \
+                'mjbatch mismatch'
 
         # every contender stepped the same trajectory: both engines must agree bit for bit
         assert np.array_equal(pool.get_state(), serial_rows[:, pool.layout.physics_columns])
@@ -221,24 +226,25 @@ def mjbatch_contender(model, n, nthread, rows, ctrl, calls):
     except ImportError as exc:
         MJBATCH_NOTE = (f'skipped: not importable here ({exc}); mjbatch 0.1.4, the newest on '
                         f'PyPI, requires mujoco==3.14.0 and this is mujoco {mujoco.__version__}'
-                        f', so it cannot run on the same MuJoCo')
+                        f', so it cannot run on the same MuJoCo here: `make bench-mjbatch` '
+                        f'runs this benchmark on mujoco 3.14.0 with it')
         return None
     try:
         batch = mjbatch.Batch(model, num_sims=n, num_threads=nthread)
-        qpos, qvel = batch.bind('qpos'), batch.bind('qvel')
-        qpos[:] = rows[:, 1:1 + model.nq]
-        qvel[:] = rows[:, 1 + model.nq:1 + model.nq + model.nv]
+        state = batch.bind('state')          # mjSTATE_INTEGRATION rows, as the pool keeps
+        state[:] = rows
         bound_ctrl = batch.bind('ctrl')
     except Exception as exc:  # noqa: BLE001 - an API this bench does not know: say so
         MJBATCH_NOTE = f'skipped: mjbatch {getattr(mjbatch, "__version__", "?")} failed: {exc}'
         return None
-    MJBATCH_NOTE = f'mjbatch {getattr(mjbatch, "__version__", "?")} measured'
+    MJBATCH_NOTE = (f'mjbatch {getattr(mjbatch, "__version__", "?")} measured on mujoco '
+                    f'{mujoco.__version__}, final states compared with the pool bit for bit')
 
     def run():
         for _ in range(calls):
             bound_ctrl[:] = ctrl
-            for _ in range(NSTEP):
-                batch.step()
+            batch.step(nstep=NSTEP)
+    run.state = state
     return run
 
 

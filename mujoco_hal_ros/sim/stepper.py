@@ -288,7 +288,9 @@ class Stepper:
                 while left > 0:
                     if s._closed:
                         raise ClosedError('the device stepper')
-                    k = min(left, s._chunk_steps)
+                    # as fast as it goes, so in rtf 0's chunks (about fast_chunk_wall each):
+                    # a hold still waits at most one of them
+                    k = min(left, s._fast_chunk())
                     s._advance(k)
                     left -= k
                     s.publish_snapshot()

@@ -225,6 +225,9 @@ def _send(client, requests):
     return futures
 
 
+STEPS = 20000
+
+
 def test_fifty_requests_at_once_are_all_answered_without_a_thread_each():
     sim = Sim()
     step = sim.client.create_client(Step, 'step')
@@ -241,12 +244,14 @@ def test_fifty_requests_at_once_are_all_answered_without_a_thread_each():
         t_start = sim.node.device.snapshot.time
 
         def burst_steps():
-            futures = _send(step, [Step.Request(steps=6000) for _ in range(50)])
+            # long enough that most are still waiting when the last is sent (a step
+            # request runs about as fast as a bare mj_step loop)
+            futures = _send(step, [Step.Request(steps=STEPS) for _ in range(50)])
             waiting = sum(not f.done() for f in futures)
             wait_for(lambda: all(f.done() for f in futures), 60.0)
             return futures, waiting
         (futures, waiting), peak = _threads_during(burst_steps)
-        ran = round((sim.node.device.snapshot.time - t_start) / (6000 * dt))
+        ran = round((sim.node.device.snapshot.time - t_start) / (STEPS * dt))
         answered = sum(f.done() for f in futures)
         assert answered == 50, f'{answered} of 50 answered; {ran} step requests ran'
         answers = [f.result() for f in futures]

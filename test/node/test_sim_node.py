@@ -557,7 +557,7 @@ def test_run_action(sim):
 def test_hold_answers_during_a_long_step(sim):
     """step(n) waits as a coroutine, not on an executor thread, and a hold sent while it
     runs is taken between its chunks: both answer, hold first, and the node lives on."""
-    n = 50000
+    n = 500000                         # seconds of wall time even at bare MuJoCo's speed
     assert sim.call(SetBool, 'pause', SetBool.Request(data=True)).success
     cli = sim.client.create_client(Step, 'step')
     try:
