@@ -33,6 +33,11 @@ ROLLOUT_MIN = 16     # steps in a chunk from which mujoco.rollout beats the Pyth
 # request) running it off at full speed would be a burst of motion no real device makes.
 # Below it is a busy host's scheduling hiccup, made up within a few chunks as before.
 MAX_LAG_S = 0.25
+# Steps per chunk of a paused step(n): a fixed count, so that the same requests give the
+# same chunks and so the same physics (a chunk boundary restarts mujoco.rollout), and large
+# enough that a chunk's snapshot, callbacks and mailbox check stay a small share of it; a
+# hold sent meanwhile waits at most one chunk.
+STEP_CHUNK = 200
 BAD_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
                 mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADCTRL)
 
@@ -288,9 +293,7 @@ class Stepper:
                 while left > 0:
                     if s._closed:
                         raise ClosedError('the device stepper')
-                    # as fast as it goes, so in rtf 0's chunks (about fast_chunk_wall each):
-                    # a hold still waits at most one of them
-                    k = min(left, s._fast_chunk())
+                    k = min(left, max(s._chunk_steps, STEP_CHUNK))
                     s._advance(k)
                     left -= k
                     s.publish_snapshot()

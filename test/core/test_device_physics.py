@@ -169,7 +169,7 @@ def test_stepper_survives_an_error_in_its_loop(bench):
 
 def test_rollout_chunks_match_python_steps(open_device, h, monkeypatch):
     from mujoco_hal_ros.sim import stepper
-    monkeypatch.setattr(stepper, 'ROLLOUT_MIN', 2)     # step(n) chunks are 2 steps here
+    monkeypatch.setattr(stepper, 'ROLLOUT_MIN', 2)     # every chunk rolls out, short or not
     devs = [open_device(h.BENCH_YAML, start_paused=True) for _ in range(2)]
     calls = []
     roll = devs[0].stepper._roll
