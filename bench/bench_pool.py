@@ -39,6 +39,7 @@ Contenders:
            steps per call, plus the fixed cost of one call touching both shards
 """
 
+import importlib.metadata
 import importlib.util
 import argparse
 import os
@@ -217,6 +218,13 @@ def bench_model(name, args):
 MJBATCH_NOTE = 'not measured yet'
 
 
+def _version(package):
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return '?'
+
+
 def mjbatch_contender(model, n, nthread, rows, ctrl, calls):
     """The public ``mjbatch`` library doing the same steps, or None (``MJBATCH_NOTE`` says
     why): its only release so far pins another MuJoCo than this one."""
@@ -235,9 +243,9 @@ def mjbatch_contender(model, n, nthread, rows, ctrl, calls):
         state[:] = rows
         bound_ctrl = batch.bind('ctrl')
     except Exception as exc:  # noqa: BLE001 - an API this bench does not know: say so
-        MJBATCH_NOTE = f'skipped: mjbatch {getattr(mjbatch, "__version__", "?")} failed: {exc}'
+        MJBATCH_NOTE = f'skipped: mjbatch {_version("mjbatch")} failed: {exc}'
         return None
-    MJBATCH_NOTE = (f'mjbatch {getattr(mjbatch, "__version__", "?")} measured on mujoco '
+    MJBATCH_NOTE = (f'mjbatch {_version("mjbatch")} measured on mujoco '
                     f'{mujoco.__version__}, final states compared with the pool bit for bit')
 
     def run():
