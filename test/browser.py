@@ -1,15 +1,23 @@
-"""Headless Chromium for the tests: a screenshot of a page, or the reason there is none.
+"""Headless Chromium for the tests: a page kept open and looked at, or the reason there is none.
 
 Debian's ``chromium`` with the flags this machine's closed network needs (no background
 connections, or Chromium's own connections are refused and the page never settles) and
-SwiftShader for WebGL without a GPU. Each screenshot is a fresh browser with a fresh
-profile, so nothing is cached between two shots of the same page.
+SwiftShader for WebGL without a GPU. The page stays open in one browser and is captured over
+the DevTools protocol (``--remote-debugging-pipe``: NUL-separated JSON on fds 3 and 4, no
+port and no client library), as often as a test asks, in real time. Chromium's one-shot
+``--screenshot`` was dropped: Chromium 156 returns an all-black image for a drawn WebGL page
+in about half its runs, at any virtual-time budget and with any of the GL flags, so a test
+built on it could not tell a blank viewer from a blank capture.
 """
 
+import base64
+import json
 import os
+import select
 import shutil
 import subprocess
 import tempfile
+import time
 
 FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
          '--disable-background-networking', '--disable-component-update', '--disable-sync',
@@ -34,22 +42,107 @@ def why_no_browser():
             'not run); apt-get install chromium to run this test')
 
 
-def screenshot(url, width=800, height=600, settle_ms=20000, timeout=120.0):
-    """The page at ``url`` as an HxWx3 uint8 BGR array, after ``settle_ms`` of page time."""
-    import cv2
-    folder = tempfile.mkdtemp(prefix='mujoco_hal_ros_chromium_')
-    try:
-        shot = os.path.join(folder, 'shot.png')
-        result = subprocess.run(
-            [chromium(), *FLAGS, f'--user-data-dir={folder}/profile', f'--screenshot={shot}',
-             f'--window-size={width},{height}', f'--virtual-time-budget={settle_ms}', url],
-            capture_output=True, text=True, timeout=timeout)
-        if not os.path.isfile(shot):
-            raise AssertionError(f'chromium wrote no screenshot (exit {result.returncode}):\n'
-                                 f'{result.stderr[-2000:]}')
-        image = cv2.imread(shot)
+class Page:
+    """``url`` open in a fresh headless Chromium (fresh profile) until ``close()``."""
+
+    def __init__(self, url, width=800, height=600, timeout=60.0):
+        self.timeout = float(timeout)
+        self._profile = tempfile.mkdtemp(prefix='mujoco_hal_ros_chromium_')
+        to_chrome, self._write_fd = os.pipe()
+        self._read_fd, from_chrome = os.pipe()
+        log = open(os.path.join(self._profile, 'stderr.txt'), 'wb')
+        # The protocol pipe must be fds 3 and 4 in the browser: bash moves them there (dash
+        # takes one-digit fds only).
+        self._proc = subprocess.Popen(
+            ['bash', '-c', f'exec "$0" "$@" 3<&{to_chrome} 4>&{from_chrome}', chromium(), *FLAGS,
+             f'--user-data-dir={self._profile}', '--remote-debugging-pipe',
+             f'--window-size={width},{height}', url],
+            pass_fds=(to_chrome, from_chrome), stdout=subprocess.DEVNULL,
+            stderr=log)
+        log.close()
+        os.close(to_chrome)
+        os.close(from_chrome)
+        self._buffer = b''
+        self._next_id = 0
+        self._session = None
+        try:
+            targets = self._call('Target.getTargets')['targetInfos']
+            page = next(t for t in targets if t['type'] == 'page')
+            self._session = self._call('Target.attachToTarget',
+                                       {'targetId': page['targetId'], 'flatten': True}
+                                       )['sessionId']
+        except BaseException:
+            self.close()
+            raise
+
+    def _call(self, method, params=None):
+        self._next_id += 1
+        message = {'id': self._next_id, 'method': method, 'params': params or {}}
+        if self._session:
+            message['sessionId'] = self._session
+        os.write(self._write_fd, json.dumps(message).encode() + b'\0')
+        deadline = time.monotonic() + self.timeout
+        while True:
+            while b'\0' not in self._buffer:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self._read_fd], [], [], left)[0]:
+                    raise AssertionError(f'chromium did not answer {method} in '
+                                         f'{self.timeout:.0f} s')
+                chunk = os.read(self._read_fd, 1 << 20)
+                if not chunk:
+                    raise AssertionError(f'chromium closed its protocol pipe during {method} '
+                                         f'(exit {self._proc.poll()}):\n{self._stderr()}')
+                self._buffer += chunk
+            line, self._buffer = self._buffer.split(b'\0', 1)
+            reply = json.loads(line)
+            if reply.get('id') == self._next_id:
+                if 'error' in reply:
+                    raise AssertionError(f'chromium refused {method}: {reply["error"]}')
+                return reply['result']
+
+    def _stderr(self):
+        try:
+            with open(os.path.join(self._profile, 'stderr.txt'), 'rb') as f:
+                return f.read()[-2000:].decode(errors='replace')
+        except OSError:
+            return ''
+
+    def shot(self):
+        """What the page shows now, as an HxWx3 uint8 BGR array."""
+        import cv2
+        import numpy as np
+        data = base64.b64decode(self._call('Page.captureScreenshot', {'format': 'png'})['data'])
+        image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
         if image is None:
-            raise AssertionError(f'the screenshot is not a PNG: {shot}')
+            raise AssertionError('chromium sent a screenshot that is not a PNG')
         return image
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+
+    def shot_until(self, ok, timeout):
+        """The first shot for which ``ok(image)`` holds, else (None, the last shot) after
+        ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            image = self.shot()
+            if ok(image):
+                return image, image
+            if time.monotonic() > deadline:
+                return None, image
+            time.sleep(0.5)
+
+    def close(self):
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait(10)
+        for fd in (self._write_fd, self._read_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._write_fd = self._read_fd = -1
+        shutil.rmtree(self._profile, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
