@@ -32,7 +32,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rosbags.rosbag2 import Reader  # noqa: E402
 from rosbags.typesys import Stores, get_typestore  # noqa: E402
 
-from browser import screenshot  # noqa: E402
+from browser import STATUS_BAR, Page, viewer_drawn  # noqa: E402
 from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402
 
 POINTS = [(0.17, 0.03, 0.05), (0.145, -0.055, 0.085), (0.195, 0.055, 0.035)]
@@ -59,7 +59,9 @@ def record_run(folder, port):
             node.device.move_to(point=point, wait=True)
             time.sleep(0.5)
             if i == 0:
-                shot = screenshot(node.viewer.url, width=1000, height=640)
+                with Page(node.viewer.url, width=1000, height=640) as page:
+                    shot, last = page.shot_until(viewer_drawn, 90.0)
+                shot = last if shot is None else shot
         path = node.recording.stop()
     finally:
         stop.set()
@@ -122,7 +124,7 @@ def main():
     work = tempfile.mkdtemp(prefix='doc_pictures_')
     try:
         shot, path = record_run(os.path.join(work, 'run'), port)
-        cv2.imwrite(os.path.join(HERE, 'web_viewer.png'), shot[:-48])
+        cv2.imwrite(os.path.join(HERE, 'web_viewer.png'), shot[:-STATUS_BAR])
         t, q, names = joint_positions(path)
         picked, total = frames(os.path.join(path, 'overhead.mp4'), 4)
         tiles = [cv2.resize(f, (320, 240)) for f in picked]

@@ -23,6 +23,19 @@ FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-
          '--disable-background-networking', '--disable-component-update', '--disable-sync',
          '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--hide-scrollbars',
          '--mute-audio']
+STATUS_BAR = 48            # the MuJoCo web viewer's status line, which changes by itself
+
+
+def colours(image):
+    """How many colours the viewer's canvas (above its status line) shows."""
+    import numpy as np
+    return len(np.unique(image[:-STATUS_BAR].reshape(-1, 3), axis=0))
+
+
+def viewer_drawn(image):
+    """Whether the web viewer has drawn its scene: not one flat colour, and not the status
+    line alone over a canvas still waiting for its model."""
+    return image[:-STATUS_BAR].std() > 10 and colours(image) > 100
 
 
 def chromium():

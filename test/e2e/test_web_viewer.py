@@ -9,7 +9,7 @@ without a browser.
 import functools
 import re
 import socket
-import numpy as np
+
 import pytest
 
 rclpy = pytest.importorskip('rclpy')
@@ -17,12 +17,11 @@ cv2 = pytest.importorskip('cv2')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 
-from browser import Page, why_no_browser  # noqa: E402
+from browser import STATUS_BAR, Page, colours, viewer_drawn, why_no_browser  # noqa: E402
 from helpers import START_S, wait_for  # noqa: E402
 from test_sim_e2e import Client  # noqa: E402
 
 pytestmark = pytest.mark.skipif(bool(why_no_browser()), reason=why_no_browser() or 'ok')
-STATUS_BAR = 48            # the viewer's own status line at the bottom changes by itself
 PAGE_S = 90.0              # for the page to draw, then to show the move
 
 
@@ -36,14 +35,6 @@ def arm_pixels(image):
     """The bench arm's orange links (BGR)."""
     b, g, r = (image[:-STATUS_BAR, :, i].astype(int) for i in range(3))
     return (r > 150) & (g > 70) & (g < 190) & (b < 90)
-
-
-def colours(image):
-    return len(np.unique(image[:-STATUS_BAR].reshape(-1, 3), axis=0))
-
-
-def drawn(image):
-    return image[:-STATUS_BAR].std() > 10 and colours(image) > 100
 
 
 @pytest.fixture
@@ -68,7 +59,7 @@ def test_browser_shows_the_arm_move(start_sim, spawn, client):
     client.wait_graph(['/move_to'], START_S, proc, spawn)
     with Page(url) as page:
         # The WebAssembly viewer compiles for seconds, more on a loaded machine.
-        before, last = page.shot_until(drawn, PAGE_S)
+        before, last = page.shot_until(viewer_drawn, PAGE_S)
         assert before is not None, \
             f'a blank canvas after {PAGE_S:.0f} s ({colours(last)} colours)'
         arm_before = arm_pixels(before)
@@ -78,7 +69,7 @@ def test_browser_shows_the_arm_move(start_sim, spawn, client):
 
         def moved(image):
             arm_after = arm_pixels(image)
-            return (drawn(image) and arm_after.sum() > 100 and
+            return (viewer_drawn(image) and arm_after.sum() > 100 and
                     (arm_before ^ arm_after).sum() > 0.3 * max(arm_before.sum(),
                                                                arm_after.sum()))
         after, last = page.shot_until(moved, PAGE_S)
