@@ -37,11 +37,6 @@ class ZooModel:
 # Cells that fail today, each with what we know of why. The tier reports them as expected
 # failures (the table still says FAIL); a fix removes its line here. Nothing else may fail.
 KNOWN_FAILURES = {
-    ('dm_humanoid', 'hold'): 'a motor too weak for its load: fallen from qpos0, torso '
-                             '0.35 m up, abdomen_y (40 N m) is at its effort limit under '
-                             'the torso the whole hold, so the torso sinks (75 mrad in 1 s) '
-                             'and drags the hips, shoulders and elbows, which are not '
-                             'saturated, by up to 39 mrad through the floor contacts',
 }
 
 

@@ -1,6 +1,8 @@
 """The battery's own rules, where they could hide a failure: the creep allowance of a
 move_to applies only to a robot that stands free, not to a fixed arm beside free objects;
-a hold that gives way with its motor at the effort limit is shown as such and still fails."""
+a hold that gives way with its motor at the effort limit is shown as such and still fails,
+unless what it dropped comes to rest on something else (a joint limit), where the hold is
+measured from there."""
 
 from types import SimpleNamespace
 
@@ -70,3 +72,21 @@ def test_a_saturated_hold_is_shown_and_still_fails(tmp_path):
         dev.close()
     assert not result.passed
     assert 'at the effort limit pushing back the whole hold: hinge' in result.detail
+
+
+def test_a_load_carried_by_a_joint_limit_is_held_from_there(tmp_path):
+    """The same weak motor, the link free to droop only 0.3 rad onto its joint limit, slowly
+    (joint damping: about 2 s): it gives way at the effort limit, the limit carries the load,
+    and the hold is measured (and passes) from there, saying so."""
+    path = tmp_path / 'weak_stop.xml'
+    path.write_text(WEAK.replace('range="-3 3"', 'range="-0.3 0.3" damping="20"'))
+    zm = zoo.ZooModel('weak_stop', str(path), 'other')
+    dev = battery.open_device(zm)
+    try:
+        result = battery.check_hold(battery.Context(zm, dev))
+        drooped = abs(float(dev.snapshot.qpos[0]))
+    finally:
+        dev.close()
+    assert result.passed, result.detail
+    assert 'giving way at the effort limit' in result.detail and 'hinge' in result.detail
+    assert drooped > 0.29, f'the link did not reach its joint limit ({drooped:.3f} rad)'
