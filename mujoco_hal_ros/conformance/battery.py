@@ -354,11 +354,12 @@ def check_hold(ctx):
     dev = ctx.dev
     if not ctx.held:
         return _skip(ctx, 'hold', 'no joint is driven to a position')
+    adr = [int(ctx.model.jnt_qposadr[g.joint]) for g in ctx.held]
     dev.hold()
+    settled_from = dev.snapshot.qpos[adr].copy()
     dev.step(ctx.steps(0.5))       # what a hold settles from (a move may just have ended)
     dev.hold()
-    adr = [int(ctx.model.jnt_qposadr[g.joint]) for g in ctx.held]
-    gave_way, waited = _give_way(ctx, adr)
+    gave_way, waited = _give_way(ctx, adr, settled_from)
     start = dev.snapshot
     q0 = start.qpos[adr].copy()
     moved = np.zeros(len(adr))
@@ -396,10 +397,12 @@ def check_hold(ctx):
     return _pass(ctx, 'hold', detail)
 
 
-def _give_way(ctx, adr):
-    """Hold again every half second while a held joint moves with its motor at the effort
-    limit, and then while what it dropped comes to rest, for at most GIVE_WAY_FOR; the
-    joints that gave way and for how long.
+def _give_way(ctx, adr, q):
+    """While a held joint moves with its motor at the effort limit, and then while what it
+    dropped comes to rest, hold again and wait half a second, for at most GIVE_WAY_FOR; the
+    joints that gave way and for how long. ``q``: the held joints half a second ago (the
+    first look is at the settling the caller already ran, so a hold nothing gives way in is
+    measured exactly when it was before).
 
     A pose that needs more than a drive's effort limit cannot be held by any drive, real or
     simulated: it gives way until a joint limit, the floor or another link carries the
@@ -411,18 +414,18 @@ def _give_way(ctx, adr):
     """
     dev, m = ctx.dev, ctx.model
     names, waited = [], 0.0
-    while waited < GIVE_WAY_FOR:
-        q = dev.snapshot.qpos[adr].copy()
-        dev.step(ctx.steps(0.5))
-        moving = np.abs(dev.snapshot.qpos[adr] - q) > HOLD_TOL
-        giving = moving & _at_effort_limit(ctx, dev.snapshot)
-        if not giving.any() and not (names and moving.any()):
-            break
+    while True:
+        now = dev.snapshot
+        moving = np.abs(now.qpos[adr] - q) > HOLD_TOL
+        giving = moving & _at_effort_limit(ctx, now)
+        if waited >= GIVE_WAY_FOR or not (giving.any() or (names and moving.any())):
+            return names, waited
         names += [m.joint(g.joint).name for g, k in zip(ctx.held, giving)
                   if k and m.joint(g.joint).name not in names]
-        waited += 0.5
         dev.hold()
-    return names, waited
+        q = now.qpos[adr].copy()
+        dev.step(ctx.steps(0.5))
+        waited += 0.5
 
 
 def _at_effort_limit(ctx, snap):
