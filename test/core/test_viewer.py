@@ -53,6 +53,8 @@ def test_serves_the_page_on_localhost_and_follows_snapshots(open_device):
             with pytest.raises(OSError):
                 socket.create_connection((addr, port), timeout=2).close()
         paused = dev.snapshot
+        # the first frame goes out once the view's process is up, later on a loaded machine
+        assert wait_for(lambda: viewer.shown is paused), 'the view never showed the device'
         time.sleep(0.3)
         assert viewer.shown is paused       # a paused device: the view stays where it is
         dev.step(50)
