@@ -79,14 +79,26 @@ class Page:
         self._next_id = 0
         self._session = None
         try:
-            targets = self._call('Target.getTargets')['targetInfos']
-            page = next(t for t in targets if t['type'] == 'page')
+            page = self._page_target()
             self._session = self._call('Target.attachToTarget',
                                        {'targetId': page['targetId'], 'flatten': True}
                                        )['sessionId']
         except BaseException:
             self.close()
             raise
+
+    def _page_target(self):
+        """The tab Chromium opened on the URL, which it may list a moment after starting."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            targets = self._call('Target.getTargets')['targetInfos']
+            pages = [t for t in targets if t['type'] == 'page']
+            if pages:
+                return pages[0]
+            if time.monotonic() > deadline:
+                raise AssertionError(f'chromium opened no page in {self.timeout:.0f} s: '
+                                     f'{targets}')
+            time.sleep(0.1)
 
     def _call(self, method, params=None):
         self._next_id += 1
