@@ -60,8 +60,7 @@ def record_run(folder, port):
             time.sleep(0.5)
             if i == 0:
                 with Page(node.viewer.url, width=1000, height=640) as page:
-                    shot, last = page.shot_until(viewer_drawn, 90.0)
-                shot = last if shot is None else shot
+                    _, shot = page.shot_until(viewer_drawn, 90.0)
         path = node.recording.stop()
     finally:
         stop.set()

@@ -19,6 +19,8 @@ import subprocess
 import tempfile
 import time
 
+from helpers import wait_for
+
 FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
          '--disable-background-networking', '--disable-component-update', '--disable-sync',
          '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--hide-scrollbars',
@@ -89,16 +91,11 @@ class Page:
 
     def _page_target(self):
         """The tab Chromium opened on the URL, which it may list a moment after starting."""
-        deadline = time.monotonic() + self.timeout
-        while True:
-            targets = self._call('Target.getTargets')['targetInfos']
-            pages = [t for t in targets if t['type'] == 'page']
-            if pages:
-                return pages[0]
-            if time.monotonic() > deadline:
-                raise AssertionError(f'chromium opened no page in {self.timeout:.0f} s: '
-                                     f'{targets}')
-            time.sleep(0.1)
+        pages = wait_for(lambda: [t for t in self._call('Target.getTargets')['targetInfos']
+                                  if t['type'] == 'page'], self.timeout, period=0.1)
+        if not pages:
+            raise AssertionError(f'chromium opened no page in {self.timeout:.0f} s')
+        return pages[0]
 
     def _call(self, method, params=None):
         self._next_id += 1
@@ -143,16 +140,14 @@ class Page:
         return image
 
     def shot_until(self, ok, timeout):
-        """The first shot for which ``ok(image)`` holds, else (None, the last shot) after
-        ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            image = self.shot()
-            if ok(image):
-                return image, image
-            if time.monotonic() > deadline:
-                return None, image
-            time.sleep(0.5)
+        """``(True, shot)`` for the first shot for which ``ok(shot)`` holds, else ``(False,
+        the last shot)`` after ``timeout`` seconds."""
+        last = []
+
+        def look():
+            last[:] = [self.shot()]
+            return ok(last[0])
+        return bool(wait_for(look, timeout, period=0.5)), last[0]
 
     def close(self):
         if self._proc.poll() is None:

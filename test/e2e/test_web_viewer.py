@@ -59,9 +59,8 @@ def test_browser_shows_the_arm_move(start_sim, spawn, client):
     client.wait_graph(['/move_to'], START_S, proc, spawn)
     with Page(url) as page:
         # The WebAssembly viewer compiles for seconds, more on a loaded machine.
-        before, last = page.shot_until(viewer_drawn, PAGE_S)
-        assert before is not None, \
-            f'a blank canvas after {PAGE_S:.0f} s ({colours(last)} colours)'
+        drawn, before = page.shot_until(viewer_drawn, PAGE_S)
+        assert drawn, f'a blank canvas after {PAGE_S:.0f} s ({colours(before)} colours)'
         arm_before = arm_pixels(before)
         assert arm_before.sum() > 100, 'no arm on the page'
         res = client.move_to('/move_to', (0.17, 0.03, 0.05))
@@ -72,9 +71,9 @@ def test_browser_shows_the_arm_move(start_sim, spawn, client):
             return (viewer_drawn(image) and arm_after.sum() > 100 and
                     (arm_before ^ arm_after).sum() > 0.3 * max(arm_before.sum(),
                                                                arm_after.sum()))
-        after, last = page.shot_until(moved, PAGE_S)
-    arm_after = arm_pixels(last)
-    assert after is not None, (
+        shown, after = page.shot_until(moved, PAGE_S)
+    arm_after = arm_pixels(after)
+    assert shown, (
         f'the arm did not move on the page in {PAGE_S:.0f} s ({arm_after.sum()} arm '
         f'pixels, {(arm_before ^ arm_after).sum()} changed)')
     assert proc.poll() is None
