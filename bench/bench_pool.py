@@ -12,7 +12,8 @@ Contenders:
   bare     one MjData, Python loop of ``mj_step`` over the same N states (restored and saved
            with mj_setState/mj_getState around each env's 10 steps): the serial baseline
   pool     ``EnvPool.step(10, ctrl)`` over N environments, nthread threads, default engine
-           ('auto': ``mujoco.batch.Batch`` on MuJoCo >= 4.0, else the thread engine)
+           ('auto': ``mujoco.batch.Batch`` on MuJoCo >= 4.0, ``mjbatch`` on the MuJoCo 3.x it
+           was built for, else the thread engine)
   threads  the same pool forced onto its own worker threads (``engine='threads'``), so the
            engine choice is shown by measurement in the same run (omitted when ``pool``
            already runs on threads)
@@ -24,8 +25,8 @@ Contenders:
            its bound ``ctrl``, ``step``): what the pool's own bookkeeping costs on top
   mjbatch  the public ``mjbatch`` library doing the same, when it is installed for this
            MuJoCo (otherwise the run says why it was skipped); ``make bench-mjbatch`` runs
-           this benchmark in a venv with the MuJoCo it pins (3.14.0), where the pool runs
-           its thread engine
+           this benchmark in a venv with the MuJoCo it pins (3.14.0), where the pool's batch
+           engine drives mjbatch: the pool's own bookkeeping on top of it
   reset    ``EnvPool.reset(ids, keyframe)`` vs a loop of ``mj_resetDataKeyframe`` +
            ``mj_getState`` per environment, sparse (10% of 1024) and full (1024, 4096)
   jac      ``EnvPool.site_jacobians`` / ``body_jacobians`` for 1024 and 4096 envs x 4 vs a

@@ -162,4 +162,21 @@ python scripts/check_interfaces.py \
   || { echo "[setup] an interface package the node needs is missing (above); install it" \
             "or delete install/ and re-run scripts/setup.sh to build the stand-ins" >&2
        exit 1; }
+
+# --- 8. MuJoCo 3.x beside the public mjbatch, in a venv of its own (mjbatch pins a MuJoCo 3
+# release, which cannot share a process with the project's MuJoCo 4): the pool's mjbatch
+# engine test and `make bench-mjbatch`. Best effort: without it that test skips, saying why.
+MJB=$ROOT/.venv-mjbatch
+mjb_stamp=$MJB/.req.$(sha1sum "$ROOT/requirements-mjbatch.txt" | cut -c1-12)
+if [ ! -f "$mjb_stamp" ]; then
+  log "pip install -r requirements-mjbatch.txt (.venv-mjbatch)"
+  if { [ -x "$MJB/bin/python" ] || python3 -m venv "$MJB"; } && touch "$MJB/COLCON_IGNORE" \
+      && "$MJB/bin/pip" install -q --disable-pip-version-check \
+           -r "$ROOT/requirements-mjbatch.txt" >"$STAMPS/pip-mjbatch.log" 2>&1; then
+    rm -f "$MJB"/.req.*
+    touch "$mjb_stamp"
+  else
+    log "could not build .venv-mjbatch ($STAMPS/pip-mjbatch.log); its test will skip"
+  fi
+fi
 log "ready: . .venv$SUFFIX/bin/activate && . install$SUFFIX/setup.bash"

@@ -1,4 +1,4 @@
-"""Stepping engines: ``mujoco.batch.Batch`` where MuJoCo has it, our worker threads otherwise.
+"""Stepping engines: a C++ batch library where one is here, our worker threads otherwise.
 
 Both keep every environment as one ``mjSTATE_INTEGRATION`` row and, per call, restore it into
 a scratch MjData, ``mj_step`` it and save it back, which is bit-identical to an uninterrupted
@@ -6,19 +6,21 @@ serial ``mj_step`` loop. ``mujoco.rollout`` is not: it restarts every call from 
 ``mjSTATE_FULLPHYSICS`` state with a zero solver warm start and model-default mocap/equality
 inputs, so chunked calls drift from the serial loop (``bench/README.md`` says how far).
 
-Why Batch is the default now (MuJoCo >= 4.0): it does exactly the thread engine's work, but
-the per-environment load/step/save loop runs in C++ threads instead of three Python calls
-per environment under the GIL, so in ``bench/bench_pool.py`` it is faster than the threads
-at almost every batch size it runs (its numbers are in ``bench/README.md``). The
-pool uses ``Batch.state`` as its row table: the per-call snapshot that makes a failed call
-atomic costs less than copying rows in and out of a separate table would. Batch keeps one
-more copy of the model.
+Why the batch engine is the default: it does exactly the thread engine's work, but the
+per-environment load/step/save loop runs in C++ threads instead of three Python calls per
+environment under the GIL, so in ``bench/bench_pool.py`` it is faster than the threads at
+almost every batch size it runs (its numbers are in ``bench/README.md``). It drives
+``mujoco.batch`` (MuJoCo >= 4.0) or, on MuJoCo 3.x, the public ``mjbatch`` where installed
+(``batch_libs``). The pool uses the library's state rows as its row table: the per-call
+snapshot that makes a failed call atomic costs less than copying rows in and out of a
+separate table would. The library keeps one more copy of the model.
 
-The thread engine stays for MuJoCo 3.x (``requirements.txt`` allows it) and for what Batch
-cannot do exactly: per-environment randomization on a pool of several model variants
-(``Batch.set_models`` and ``Batch.expand`` are exclusive) and models with sleep or IPC
-enabled (Batch needs a persistent MjData per simulation for those). Its scratch MjData are
-per thread and per model variant, never per environment.
+The thread engine stays for MuJoCo 3.x without mjbatch (``requirements.txt`` allows it) and
+for what the libraries cannot do exactly: per-environment randomization on a pool of
+several model variants (``mujoco.batch``'s ``set_models`` and ``expand`` are exclusive;
+mjbatch has no ``set_models``) and models with sleep or IPC enabled (``mujoco.batch`` needs
+a persistent MjData per simulation for those, mjbatch refuses sleep). Its scratch MjData
+are per thread and per model variant, never per environment.
 """
 
 import copy
@@ -28,26 +30,21 @@ from concurrent.futures import ThreadPoolExecutor
 import mujoco
 import numpy as np
 
+from . import batch_libs
 from ..errors import INTERNAL_ERROR, DeviceError
 from .layout import INTEGRATION
-from .randomization import DERIVED, FIELDS, Scratch, view
-
-try:  # mujoco >= 4.0
-    from mujoco import batch as _mjbatch
-except ImportError:  # mujoco 3.x: the thread engine is the only one
-    _mjbatch = None
+from .randomization import Scratch, view
 
 ENGINES = ('auto', 'batch', 'threads')
 
 _BAD = [int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQVEL),
         int(mujoco.mjtWarning.mjWARN_BADQACC)]
-_STAGE_NONE = int(mujoco.mjtStage.mjSTAGE_NONE)
-_STAGE_ACC = int(mujoco.mjtStage.mjSTAGE_ACC)
 
 
 def batch_available():
-    """Whether this MuJoCo ships ``mujoco.batch.Batch`` (4.0 and later)."""
-    return _mjbatch is not None
+    """Whether a C++ batch library is here: ``mujoco.batch`` (MuJoCo 4.0 and later), or the
+    public ``mjbatch`` on the MuJoCo 3.x release it was built for (``batch_libs``)."""
+    return batch_libs.library() is not None
 
 
 class Slot:
@@ -159,6 +156,7 @@ class ThreadEngine:
     """
 
     name = 'threads'
+    library = None
 
     def __init__(self, variants, variant_of, workers, patches, layout, rows):
         self._variants = variants
@@ -235,15 +233,17 @@ class ThreadEngine:
 
 
 class BatchEngine:
-    """Steps environments with ``mujoco.batch.Batch``; ``Batch.state`` is the row table.
+    """Steps environments in a C++ batch library's threads; its state rows are the table.
 
-    Batch keeps every simulation as the same ``mjSTATE_INTEGRATION`` row the thread engine
-    does and runs load-step-save in C++ threads, so results are bit-identical to it and to
-    a serial ``mj_step`` loop; the pool's resets, ``set_state`` and queries read and write
-    those rows directly (no copy in or out per call). Per-environment model values come from
-    the pool's PatchStore (validated and completed with ``mj_setConst`` there) and are
-    written into ``Batch.expand``-ed fields by ``sync``; model variants run through
-    ``Batch.set_models`` with one reference per environment, never a copy.
+    ``mujoco.batch`` (MuJoCo >= 4.0) or, on MuJoCo 3.x, the public ``mjbatch``
+    (``batch_libs``). Either keeps every simulation as the same ``mjSTATE_INTEGRATION`` row
+    the thread engine does and runs load-step-save in C++ threads, so results are
+    bit-identical to it and to a serial ``mj_step`` loop; the pool's resets, ``set_state``
+    and queries read and write those rows directly (no copy in or out per call).
+    Per-environment model values come from the pool's PatchStore (validated and completed
+    with ``mj_setConst`` there) and are written into expanded fields by ``sync``; model
+    variants run through ``mujoco.batch``'s ``set_models`` with one reference per
+    environment, never a copy.
     """
 
     name = 'batch'
@@ -252,41 +252,33 @@ class BatchEngine:
         self._variants = variants
         self._patches = patches
         self._nbatch = len(rows)
-        batch = _mjbatch.Batch(variants[0], self._nbatch, nthread)
-        if len(variants) > 1:
-            batch.set_models([variants[v] for v in variant_of.tolist()])
-        self._batch = batch
-        self.state = batch.state
+        self._lib = batch_libs.library()(variants, variant_of, self._nbatch, nthread)
+        self.library = self._lib.library
+        self.state = self._lib.state
         self.state[:] = rows
         self._ctrl = self.state[:, layout.columns('ctrl')]
-        self._warning = batch.warning
+        self._warning = self._lib.warning
         self._nsensordata = variants[0].nsensordata
         self._sensordata = None
         self._expanded = {}  # randomizable or derived field -> live (nbatch, ...) values
 
     @staticmethod
     def supports(variants):
-        """Why Batch cannot run these models exactly, or None when it can."""
-        if _mjbatch is None:
-            return f'mujoco {mujoco.__version__} has no mujoco.batch (needs mujoco >= 4.0)'
-        model = variants[0]
-        keys = [k for k in list(FIELDS) + list(DERIVED)
-                if hasattr(model, k) or k.startswith('opt.')]
-        missing = [k for k in keys if view(model, k).size and k not in _mjbatch.MODEL_FIELDS]
-        if missing:
-            return f'mujoco.batch cannot expand {", ".join(missing)}'
-        return None
+        """Why no batch library here can run these models exactly, or None when one can."""
+        lib = batch_libs.library()
+        return batch_libs.why_none() if lib is None else lib.unsupported(variants)
 
     @property
     def batch(self):
-        return self._batch
+        """The library's own batch object."""
+        return self._lib.raw
 
     def step(self, ids, nstep, const, per_step, sensors):
         """Step ``ids`` and commit; returns ``(rows, sensordata or None, unstable)``.
 
-        Batch steps its rows in place, and a simulation MuJoCo raised in keeps its old row
-        while the others advance, so the listed rows are saved first and put back on any
-        error: a failed call changes nothing, as with the thread engine.
+        The library steps its rows in place, and a simulation MuJoCo raised in keeps its old
+        row while the others advance, so the listed rows are saved first and put back on
+        any error: a failed call changes nothing, as with the thread engine.
         """
         n = len(ids)
         if n == self._nbatch:      # distinct and in range, so every env in order
@@ -302,23 +294,22 @@ class BatchEngine:
             per_step = None if per_step is None else per_step[order]
         if sensors and self._nsensordata and self._sensordata is None:
             # bound on first use: every call then copies it out, so only pools that ask
-            self._sensordata = self._batch.bind('sensordata')
+            self._sensordata = self._lib.bind('sensordata')
         full = sel is None
         before = self.state.copy() if full else self.state[ids]
-        last = _STAGE_ACC if sensors else _STAGE_NONE
         try:
             self._warning[rows_at] = 0
             if const is not None:
                 self._ctrl[rows_at] = const
             if per_step is None:
-                self._batch.step(sel, nstep, last)
+                self._lib.step(sel, nstep, sensors)
             else:
                 for t in range(nstep):
                     self._ctrl[rows_at] = per_step[:, t]
-                    self._batch.step(sel, 1, last if t == nstep - 1 else _STAGE_NONE)
-        except _mjbatch.SimulationError as exc:
+                    self._lib.step(sel, 1, sensors and t == nstep - 1)
+        except batch_libs.StepFailed as exc:
             self.state[ids] = before
-            raise simulation_error(exc.ids, self._batch.error(int(exc.ids[0]))) from None
+            raise simulation_error(ids if exc.ids is None else exc.ids, exc.message) from None
         except BaseException:
             self.state[ids] = before
             raise
@@ -345,7 +336,7 @@ class BatchEngine:
         envs = np.asarray(envs, dtype=np.intp)
         for key, has in patches.has.items():
             if key not in self._expanded and has[envs].any():
-                self._expanded[key] = self._batch.expand(key)
+                self._expanded[key] = self._lib.expand(key)
         for key, values in self._expanded.items():
             values[envs] = view(model, key)
             has = patches.has.get(key)
@@ -354,5 +345,5 @@ class BatchEngine:
                 values[sel] = patches.values[key][sel]
 
     def close(self):
-        self._batch = self.state = self._ctrl = self._warning = self._sensordata = None
+        self._lib = self.state = self._ctrl = self._warning = self._sensordata = None
         self._expanded = {}

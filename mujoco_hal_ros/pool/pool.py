@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ClosedError, InvalidArgument, ModelError
 from . import hfield as hf
 from . import jacobian as jac
+from . import batch_libs
 from .engine import BatchEngine, ThreadEngine, Workers, batch_available
 from .layout import INTEGRATION, StateLayout
 from .queries import Queries
@@ -38,20 +39,21 @@ class EnvPool:
       nthread: worker threads, 1..4*os.cpu_count(); 1 runs on the calling thread.
       variant_of: optional length-nbatch variant index per environment; default ``i % len``.
       keyframe: optional keyframe (name or index) every environment starts from.
-      engine: 'batch' steps with ``mujoco.batch.Batch`` (MuJoCo >= 4.0), 'threads' with the
-        pool's own worker threads, 'auto' (default) picks Batch when this MuJoCo has it and
-        can run the models exactly. Results are bit-identical either way; ``engine`` (the
-        property) says which one runs. An 'auto' pool of several variants moves to threads
-        at its first randomization, which Batch cannot combine with variants.
+      engine: 'batch' steps in a C++ batch library's threads (``mujoco.batch.Batch`` on
+        MuJoCo >= 4.0, the public ``mjbatch`` on the MuJoCo 3.x it was built for),
+        'threads' with the pool's own worker threads, 'auto' (default) picks a batch
+        library when one is here and can run the models exactly. Results are bit-identical
+        either way; ``engine`` (the property) says which one runs, ``engine_library`` which
+        library. An 'auto' pool of several variants moves to threads at its first
+        randomization, which mujoco.batch cannot combine with variants.
     """
 
     def __init__(self, model, nbatch, *, nthread=1, variant_of=None, keyframe=None,
                  engine='auto'):
         check_engine(engine)
         if engine == 'batch' and not batch_available():
-            raise InvalidArgument(f'engine=\'batch\' needs mujoco >= 4.0 (mujoco.batch), this '
-                                  f'is mujoco {mujoco.__version__}', where='engine',
-                                  allowed="'auto' or 'threads'")
+            raise InvalidArgument(f"engine='batch' needs a batch library: {batch_libs.why_none()}",
+                                  where='engine', allowed="'auto' or 'threads'")
         variants = check_models(model)
         self._nbatch = integer(nbatch, 'nbatch', 1, MAX_NBATCH)
         self._nthread = integer(nthread, 'nthread', 1, MAX_NTHREAD)
@@ -87,7 +89,7 @@ class EnvPool:
                 except ValueError as exc:  # e.g. sleep or IPC: Batch must be persistent
                     why = str(exc)
             if choice == 'batch':
-                raise InvalidArgument(f'mujoco.batch cannot run this pool: {why}',
+                raise InvalidArgument(f'no batch library can run this pool: {why}',
                                       where='engine', allowed="'auto' or 'threads'")
         return ThreadEngine(self._variants, self._variant_of, self._workers, self._patches,
                             self.layout, rows)
@@ -110,6 +112,11 @@ class EnvPool:
     def engine(self):
         """'batch' or 'threads': the engine stepping the environments now."""
         return self._engine.name
+
+    @property
+    def engine_library(self):
+        """'mujoco.batch' or 'mjbatch' on the batch engine, None on threads."""
+        return self._engine.library
 
     @property
     def variants(self):

@@ -20,8 +20,6 @@ import copy
 import mujoco
 import numpy as np
 
-from .engine import batch_available
-
 try:  # mujoco >= 4.0
     from mujoco import batch as _mjbatch
 except ImportError:
@@ -47,7 +45,7 @@ class Queries:
 
     def _batch(self, kind):
         if kind not in self._batches:
-            self._batches[kind] = self._make(kind) if batch_available() else None
+            self._batches[kind] = self._make(kind) if _mjbatch is not None else None
         return self._batches[kind]
 
     def _make(self, kind):

@@ -14,6 +14,7 @@ import pytest
 from mujoco_hal_ros import menagerie
 from mujoco_hal_ros.errors import ClosedError, DeviceError, InvalidArgument, UnknownName
 from mujoco_hal_ros.pool import EnvPool
+from mujoco_hal_ros.pool import batch_libs
 from mujoco_hal_ros.pool import engine as engines
 from mujoco_hal_ros.pool.randomization import view
 
@@ -443,13 +444,15 @@ def test_engine_argument_is_checked(panda, monkeypatch):
         with pytest.raises(InvalidArgument) as err:
             EnvPool(panda, 2, engine=bad)
         assert 'allowed' in str(err.value)
-    # what a MuJoCo 3.x without mujoco.batch sees: 'batch' refused, 'auto' on threads
-    monkeypatch.setattr(engines, '_mjbatch', None)
+    # what a MuJoCo 3.x without mjbatch sees: 'batch' refused saying how to get a batch
+    # library, 'auto' on threads
+    monkeypatch.setattr(batch_libs, '_mujoco_batch', None)
+    monkeypatch.setattr(batch_libs, '_mjbatch', None)
     with pytest.raises(InvalidArgument) as err:
         EnvPool(panda, 2, engine='batch')
-    assert 'mujoco >= 4.0' in str(err.value)
+    assert 'MuJoCo >= 4.0' in str(err.value) and 'pip install mjbatch' in str(err.value)
     with EnvPool(panda, 2) as pool:
-        assert pool.engine == 'threads'
+        assert pool.engine == 'threads' and pool.engine_library is None
         assert pool.step(3).time[0] == pytest.approx(3 * panda.opt.timestep)
 
 
