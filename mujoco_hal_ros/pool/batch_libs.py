@@ -7,11 +7,10 @@ MjData, stepped and saved back in C++ threads, so both are bit-identical to a se
 ``mj_step`` loop and to the pool's own thread engine. Without either, the pool's threads
 step (a Python loop per environment under the GIL, measurably slower on small batches).
 
-Each adapter offers what ``engine.BatchEngine`` and ``queries.Queries`` use: ``state`` and
-``warning`` row arrays, ``bind``, ``expand`` (names as ``randomization.FIELDS`` spells
-them), a model per simulation where the library can (``variants``), ``step(sel, nstep,
-sensors)`` and ``positions(sel)``, raising ``StepFailed`` with the failing environments and
-MuJoCo's message.
+Each adapter offers what ``engine.BatchEngine`` uses: ``state`` and ``warning`` row arrays,
+``bind``, ``expand`` (names as ``randomization.FIELDS`` spells them), ``set_models`` where
+the library has it, and ``step(sel, nstep, sensors)`` raising ``StepFailed`` with the
+failing environments and MuJoCo's message.
 """
 
 import re
@@ -33,7 +32,6 @@ if _mujoco_batch is None:
         _mjbatch = None
 
 _STAGE_NONE = int(mujoco.mjtStage.mjSTAGE_NONE)
-_STAGE_POS = int(mujoco.mjtStage.mjSTAGE_POS)
 _STAGE_ACC = int(mujoco.mjtStage.mjSTAGE_ACC)
 
 
@@ -57,7 +55,6 @@ class MujocoBatch:
     """``mujoco.batch.Batch`` (MuJoCo >= 4.0)."""
 
     library = 'mujoco.batch'
-    variants = True            # a model per simulation (set_models)
 
     def __init__(self, variants, variant_of, nsim, nthread):
         batch = _mujoco_batch.Batch(variants[0], nsim, nthread)
@@ -86,13 +83,6 @@ class MujocoBatch:
         except _mujoco_batch.SimulationError as exc:
             raise StepFailed(exc.ids, self.raw.error(int(exc.ids[0]))) from None
 
-    def positions(self, sel):
-        """Kinematics and the other position-stage fields at the rows, in bound fields."""
-        try:
-            self.raw.forward(sel, _STAGE_POS)
-        except _mujoco_batch.SimulationError as exc:
-            raise StepFailed(exc.ids, self.raw.error(int(exc.ids[0]))) from None
-
 
 class PublicMjbatch:
     """The public ``mjbatch`` library on MuJoCo 3.x: one model for every simulation (no
@@ -100,7 +90,6 @@ class PublicMjbatch:
     by a ``forward`` after the steps (what ``mujoco.batch``'s acceleration stage does)."""
 
     library = 'mjbatch'
-    variants = False
 
     def __init__(self, variants, variant_of, nsim, nthread):
         try:
@@ -129,25 +118,13 @@ class PublicMjbatch:
             if sensors:
                 self.raw.forward(sel)
         except RuntimeError as exc:
-            raise _failed(exc) from None
-
-    def positions(self, sel):
-        """mjbatch's forward is the whole of mj_forward: positions and the rest."""
-        try:
-            self.raw.forward(sel)
-        except RuntimeError as exc:
-            raise _failed(exc) from None
-
-
-def _failed(exc):
-    """mjbatch's error as StepFailed: it names the first failing simulation, as in
-    'sim 3: mj_stackAlloc: out of memory'."""
-    text = str(exc)
-    found = re.match(r'sim (\d+): ', text)
-    if found is None:
-        return StepFailed(None, text)
-    return StepFailed([int(found.group(1))], f'{text[found.end():]} (mjbatch names the first '
-                      f'environment that failed; others may have too)')
+            # it names the first failing simulation: 'sim 3: mj_stackAlloc: out of memory'
+            text = str(exc)
+            found = re.match(r'sim (\d+): ', text)
+            if found is None:
+                raise StepFailed(None, text) from None
+            raise StepFailed([int(found.group(1))], f'{text[found.end():]} (mjbatch names the '
+                             f'first environment that failed; others may have too)') from None
 
 
 def library():

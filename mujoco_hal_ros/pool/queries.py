@@ -1,4 +1,4 @@
-"""Kinematics of many environments at once in a C++ batch library's threads, for queries.
+"""Kinematics of many environments at once in ``mujoco.batch``'s C++ threads, for queries.
 
 Jacobians and height-field lookups need only positions and motion axes
 (``mj_kinematics`` + ``mj_comPos``); a Python loop restoring each state into one MjData
@@ -6,27 +6,30 @@ costs several microseconds per environment in the interpreter alone, more than t
 kinematics. Here a query batch of its own (never the stepping engine's, whose every step
 would then copy these fields out) loads the listed state rows, runs the position stage with
 contacts and constraints disabled, so no collision is computed, and hands back the bound
-fields for every environment in one array each. The library is ``mujoco.batch`` (MuJoCo
->= 4.0) or, on MuJoCo 3.x, the public ``mjbatch``, whose ``forward`` is the whole of
-``mj_forward`` (``batch_libs``).
+fields for every environment in one array each.
 
 The query batch runs the nominal model values: no randomizable field moves a body or a
 joint axis (masses move ``subtree_com``, which cancels out of every Jacobian), so positions
 are identical and Jacobians equal ``mj_jac``'s on the patched model to rounding. It is made
-on first use of each kind of query (one model copy each) and is absent without a batch
-library (or for model variants on mjbatch), where the caller falls back to its own loop."""
+on first use of each kind of query (one model copy each) and is absent on MuJoCo 3.x,
+where the caller falls back to its own loop.
+"""
 
 import copy
 
 import mujoco
 import numpy as np
 
-from . import batch_libs
+try:  # mujoco >= 4.0
+    from mujoco import batch as _mjbatch
+except ImportError:
+    _mjbatch = None
 
 KINDS = {
     'jacobian': ('cdof', 'subtree_com', 'site_xpos', 'xpos'),
     'hfield': ('geom_xpos', 'geom_xmat', 'xpos', 'xmat'),
 }
+_POS = int(mujoco.mjtStage.mjSTAGE_POS)
 _NO_CONTACT = int(mujoco.mjtDisableBit.mjDSBL_CONTACT) | int(
     mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
 
@@ -38,11 +41,11 @@ class Queries:
         self._variants = variants
         self._variant_of = variant_of
         self._nthread = nthread
-        self._batches = {}     # kind -> (batch, {field: bound array}) or None: unavailable
+        self._batches = {}     # kind -> (Batch, {field: bound array}) or None: unavailable
 
     def _batch(self, kind):
         if kind not in self._batches:
-            self._batches[kind] = self._make(kind)
+            self._batches[kind] = self._make(kind) if _mjbatch is not None else None
         return self._batches[kind]
 
     def _make(self, kind):
@@ -51,11 +54,10 @@ class Queries:
             q = copy.copy(m)
             q.opt.disableflags |= _NO_CONTACT
             models.append(q)
-        lib = batch_libs.library()
-        if lib is None or (len(models) > 1 and not lib.variants):
-            return None
         try:
-            batch = lib(models, self._variant_of, len(self._variant_of), self._nthread)
+            batch = _mjbatch.Batch(models[0], len(self._variant_of), self._nthread)
+            if len(models) > 1:
+                batch.set_models([models[v] for v in self._variant_of.tolist()])
             bound = {f: batch.bind(f) for f in KINDS[kind]}
         except ValueError:  # sleep or IPC models need a persistent batch: use the loop
             return None
@@ -76,8 +78,8 @@ class Queries:
             sel = ids[order].astype(np.int32)
             batch.state[sel] = state[sel]
         try:
-            batch.positions(sel)
-        except batch_libs.StepFailed:
+            batch.forward(sel, _POS)
+        except _mjbatch.SimulationError:
             return None
         if order is None:
             return {f: np.take(v, ids, axis=0) for f, v in bound.items()}

@@ -62,11 +62,6 @@ def serial(m, rows, ctrls, nstep):
     return out
 
 
-def pool_query_batched(pool):
-    """Whether the pool's Jacobians ran in the library's threads, not the fallback loop."""
-    return pool._queries._batches.get('jacobian') is not None
-
-
 def main():
     m = model()
     n = 8
@@ -104,20 +99,6 @@ def main():
                                                       threads.get_state(full=True)))
         got['randomization_moved'] = bool(not np.array_equal(lib.get_state()[3],
                                                              lib.get_state()[2]))
-        # Jacobians through mjbatch's threads (the query batch), against mj_jacSite
-        jacp, jacr = lib.site_jacobians(['tip'], env_ids=[7, 0, 3])
-        got['jacobians_batched'] = pool_query_batched(lib)
-        worst = 0.0
-        d = mujoco.MjData(m)
-        for k, env in enumerate([7, 0, 3]):
-            mujoco.mj_setState(m, d, lib.get_state(full=True)[env],
-                               mujoco.mjtState.mjSTATE_INTEGRATION)
-            mujoco.mj_forward(m, d)
-            ref_p, ref_r = np.zeros((3, m.nv)), np.zeros((3, m.nv))
-            mujoco.mj_jacSite(m, d, ref_p, ref_r, 0)
-            worst = max(worst, np.abs(jacp[k, 0] - ref_p).max(), np.abs(jacr[k, 0] - ref_r).max())
-        got['jacobian_error'] = float(worst)
-        got['jacobian_nonzero'] = bool(np.abs(jacp).sum() > 0.1)
         before = lib.get_state(full=True)
         bad = ctrl.copy()
         bad[2, 0] = np.nan

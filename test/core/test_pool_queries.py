@@ -38,8 +38,8 @@ def engine(request):
 def path(request, monkeypatch):
     """Both query paths: mujoco.batch's threads, and the fallback loop of MuJoCo 3.x."""
     if request.param == 'loop':
-        monkeypatch.setattr(queries.Queries, '_make', lambda self, kind: None)
-    elif queries.batch_libs.library() is None:
+        monkeypatch.setattr(queries, '_mjbatch', None)
+    elif queries._mjbatch is None:
         pytest.skip('mujoco.batch needs mujoco >= 4.0')
     return request.param
 
