@@ -99,6 +99,20 @@ def main():
                                                       threads.get_state(full=True)))
         got['randomization_moved'] = bool(not np.array_equal(lib.get_state()[3],
                                                              lib.get_state()[2]))
+        # Jacobians (on MuJoCo 3.x the pool's own kinematics loop: mjbatch's forward is the
+        # whole of mj_forward, slower than that loop), against mj_jacSite
+        jacp, jacr = lib.site_jacobians(['tip'], env_ids=[7, 0, 3])
+        worst = 0.0
+        d = mujoco.MjData(m)
+        for k, env in enumerate([7, 0, 3]):
+            mujoco.mj_setState(m, d, lib.get_state(full=True)[env],
+                               mujoco.mjtState.mjSTATE_INTEGRATION)
+            mujoco.mj_forward(m, d)
+            ref_p, ref_r = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+            mujoco.mj_jacSite(m, d, ref_p, ref_r, 0)
+            worst = max(worst, np.abs(jacp[k, 0] - ref_p).max(), np.abs(jacr[k, 0] - ref_r).max())
+        got['jacobian_error'] = float(worst)
+        got['jacobian_nonzero'] = bool(np.abs(jacp).sum() > 0.1)
         before = lib.get_state(full=True)
         bad = ctrl.copy()
         bad[2, 0] = np.nan

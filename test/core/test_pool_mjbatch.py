@@ -40,6 +40,10 @@ def test_randomization_lands_per_environment_as_on_threads(report):
     assert report['randomized_equal'] and report['randomization_moved']
 
 
+def test_site_jacobians_on_mujoco_3_equal_mj_jacSite(report):
+    assert report['jacobian_nonzero'] and report['jacobian_error'] < 1e-12
+
+
 def test_bad_input_is_refused_and_changes_nothing(report):
     assert report['nan_refused'] and report['nan_changed_nothing']
 
