@@ -81,12 +81,14 @@ touch "$VENV/COLCON_IGNORE"
 # where the wheels are used; on a sourced install the distro's own numpy and friends win.
 CONSTRAIN=()
 if [ "$ROS_MODE" = wheels ] && [ -f "$CONSTRAINTS" ]; then CONSTRAIN=(-c "$CONSTRAINTS"); fi
-pip_install() {  # pip_install <requirements file>: only when it or the constraints changed
+# pip_install <requirements file> [pip options]: only when the file or the constraints changed
+pip_install() {
   local req=$1 stamp
+  shift
   stamp=$STAMPS/$(basename "$req").$(cat "$req" "${CONSTRAIN[@]:1}" | sha1sum | cut -c1-12)
   [ -f "$stamp" ] && return 0
-  log "pip install -r $req${CONSTRAIN[*]:+ ${CONSTRAIN[*]}}"
-  pip install -q --disable-pip-version-check -r "$req" "${CONSTRAIN[@]}" \
+  log "pip install $*${*:+ }-r $req${CONSTRAIN[*]:+ ${CONSTRAIN[*]}}"
+  pip install -q --disable-pip-version-check "$@" -r "$req" "${CONSTRAIN[@]}" \
       >"$STAMPS/pip.log" 2>&1 || {
     grep -v -e "^WARNING: Location" "$STAMPS/pip.log" >&2
     echo "[setup] pip install -r $req failed" >&2; exit 1; }
@@ -98,6 +100,7 @@ if [ "$ROS_MODE" = wheels ]; then
 fi
 pip_install requirements.txt
 pip_install requirements-test.txt
+pip_install requirements-test-nodeps.txt --no-deps
 
 # --- 4. Fixes the wheels need. ------------------------------------------------------------
 # Their exported CMake names the wheel build host's Python and numpy include dirs. numpy's

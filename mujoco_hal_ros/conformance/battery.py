@@ -105,12 +105,14 @@ def _no_end(ctx):
     if ctx.zoo.kind != 'arm':
         return f'{ctx.zoo.kind}: not an arm, no end point to move'
     if not ctx.dev.layout.goals:
-        return 'no actuators: nothing to move' + _mocap_driven(ctx.model)
-    return 'no chain of hinges driven to a position'
+        return 'no actuators: nothing to move' + _mocap_driven(ctx.model, 'and this arm has none')
+    return 'no chain of hinges driven to a position' + _mocap_driven(
+        ctx.model, f'and this model\'s {ctx.model.nu} drive no joint of the arm')
 
 
-def _mocap_driven(m):
-    """What moves a model without actuators, when a mocap body welded to it does."""
+def _mocap_driven(m, actuators):
+    """What moves an arm whose joints have no actuators, when a mocap body welded to it
+    does; ``actuators`` says what the device has to drive instead."""
     for e in range(m.neq):
         if m.eq_type[e] != mujoco.mjtEq.mjEQ_WELD or m.eq_objtype[e] != mujoco.mjtObj.mjOBJ_BODY:
             continue
@@ -119,7 +121,7 @@ def _mocap_driven(m):
             if m.body_mocapid[a] >= 0 and m.body_mocapid[b] < 0:
                 return (f' (its {m.body(b).name or b} is welded to mocap body '
                         f'{m.body(a).name or a}, which the environment moves each step; '
-                        f'the device drives actuators, and this arm has none)')
+                        f'the device drives actuators, {actuators})')
     return ''
 
 

@@ -85,6 +85,11 @@ _ROBOTICS = [('fetch_reach', 'fetch/reach.xml', 'arm'),
              ('shadow_hand_reach', 'hand/reach.xml', 'hand'),
              ('adroit_hammer', 'adroit_hand/adroit_hammer.xml', 'hand'),
              ('kitchen_franka', 'kitchen_franka/kitchen_assets/kitchen_env_model.xml', 'arm')]
+# metaworld's Sawyer scenes: the arm follows a mocap body through a weld, the gripper has
+# two position servos (metaworld pins MuJoCo 3.3: the set-up installs it without its
+# dependencies, for these files only)
+_METAWORLD = ['reach_v3', 'pick_place_v3', 'push_wall_v3', 'door_lock', 'drawer', 'window',
+              'button_press', 'hammer', 'assembly_peg', 'basketball']
 _ARM_LIKE = {'dm_reacher': 'arm', 'gym_pusher': 'arm', 'gym_reacher': 'arm',
              'dm_manipulator': 'arm', 'dm_finger': 'other'}
 _LEGGED = {'dm_cheetah', 'dm_hopper', 'dm_walker', 'dm_humanoid', 'gym_ant',
@@ -115,6 +120,9 @@ def models(include_variants=True):
     for name, rel, kind in _ROBOTICS:
         path, missing = _package_file('gymnasium_robotics', f'envs/assets/{rel}')
         out.append(ZooModel(name, path, kind, None, (), missing))
+    for name in _METAWORLD:
+        path, missing = _package_file('metaworld', f'assets/sawyer_xyz/sawyer_{name}.xml')
+        out.append(ZooModel(f'metaworld_{name}', path, 'arm', None, (), missing))
     passive = os.path.join(_here_models(), 'free_box.xml')
     out.append(ZooModel('free_box', passive, 'passive', None, ()))
     if include_variants:
