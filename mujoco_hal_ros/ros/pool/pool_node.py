@@ -69,8 +69,17 @@ class PoolNode(Node):
 
     def __init__(self, node_name='pool_node', **kwargs):
         super().__init__(node_name, **kwargs)
-        self.pool = self.bridge = None
+        self.pool = self.bridge = self.viewer = None
         self._closing = False
+        try:
+            self._start()
+        except BaseException:
+            # a refused start leaves nothing behind: no pool thread, and no service or action
+            # server in the ROS graph (a caller holding the exception holds the node)
+            self.destroy_node()
+            raise
+
+    def _start(self):
         self.p = TABLE.declare(self)
         refuse_unknown(self, ', '.join(TABLE.names()))
         self.model = self._load(self.p['model'])
@@ -81,11 +90,7 @@ class PoolNode(Node):
                                                   nthread=self.p['nthread'],
                                                   keyframe=self.keyframe, **(ray or {}))
         self.info = self._info()
-        try:
-            self.viewer = attach_pool_viewer(self.pool, self.p, self.get_logger())
-        except BaseException:
-            self.pool.close()           # a refused start leaves no threads behind
-            raise
+        self.viewer = attach_pool_viewer(self.pool, self.p, self.get_logger())
         self.bridge = CompletionBridge(self)        # pool work on its worker, in order
         self._goals_lock = threading.Lock()
         self._reserved = 0                          # accepted or being accepted, not finished
@@ -341,7 +346,7 @@ class PoolNode(Node):
     def destroy_node(self):
         """Stop a running evaluation at its next chunk, then release the pool's threads."""
         self._closing = True
-        if getattr(self, 'viewer', None) is not None:
+        if self.viewer is not None:
             self.viewer.close()
         if self.pool is not None:
             self.pool.close()

@@ -53,6 +53,15 @@ class SimNode(Node):
         self.recording = self.viewer = self.bridge = None
         self.sensors = None
         self.description = self.urdf_text = None
+        try:
+            self._start()
+        except BaseException:
+            # a refused start leaves nothing behind: no thread, and no publisher, service or
+            # action server in the ROS graph (a caller holding the exception holds the node)
+            self.destroy_node()
+            raise
+
+    def _start(self):
         self.p = self._declare_all()
         fastpath.configure(self.p.fast_paths)     # before the device starts its threads
         self.urdf_text, urdf_model, self.republish = model_from_parameters(self, self.p)
@@ -62,13 +71,9 @@ class SimNode(Node):
                              start_paused=self.p.start_paused,
                              gravity_compensation=self.p.gravity_compensation or None,
                              move_tolerance=self.p.move_tolerance or None)
-        try:
-            for name in ('gravity', 'timestep'):
-                self._on_set_parameter(name, getattr(self.p, name))
-            self._build()
-        except BaseException:
-            self._stop_parts()       # a refused start leaves no thread or action server behind
-            raise
+        for name in ('gravity', 'timestep'):
+            self._on_set_parameter(name, getattr(self.p, name))
+        self._build()
 
     # --- parameters -------------------------------------------------------------------------
     def _declare_all(self):
