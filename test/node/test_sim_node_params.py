@@ -536,8 +536,8 @@ def test_namespaced_instances_prefix_their_frames_and_warn_of_two_clocks(ctx):
             m.status[0].message else None, 10)
         assert [n.frames.prefix for n in nodes + [bare]] == ['a/', 'b/', '']
         assert nodes[0].frames.body_frames[1:3] == ['a/base', 'a/turret']
-        # a node an earlier test closed may linger in the graph for a moment: the count
-        # must come to the two that publish
+        # another participant's nodes (an earlier test's context) may take a moment to
+        # leave the graph: the count must come to the two that publish
         assert wait_for(lambda: warned, 10.0)
         assert wait_for(lambda: warned[-1].startswith('2 publishers on /clock'), 20.0), \
             warned[-1]
