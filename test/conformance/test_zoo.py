@@ -2,10 +2,11 @@
 
 Every model of ``mujoco_hal_ros.conformance.zoo`` (Menagerie copies, dm_control's suite,
 gymnasium, gymnasium-robotics and metaworld assets, a passive box, and torque- and
-velocity-driven variants of the arms) runs the checks of ``conformance.battery`` once; each (model, check)
-is a test case. A check that does not apply is skipped with its reason; a model whose
-package is missing is skipped saying which. A cell listed in ``zoo.KNOWN_FAILURES`` that
-fails is an expected failure with its reason; any other failure fails the tier.
+velocity-driven variants of the arms) runs the checks of ``conformance.battery`` once; each
+(model, check) is a test case. A check that does not apply is skipped with its reason; a
+model whose package is missing is skipped saying which. A cell listed in
+``zoo.KNOWN_FAILURES`` that fails is an expected failure with its reason; any other failure
+fails the tier.
 ``bench/conformance.py`` prints the same table.
 """
 
