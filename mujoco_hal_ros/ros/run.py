@@ -32,6 +32,18 @@ def one_line(err):
     return text if isinstance(err, DeviceError) else f'{type(err).__name__}: {text}'
 
 
+def start_or_destroy(node, start):
+    """Run ``start()``, the rest of ``node``'s construction; if it raises, destroy the node
+    and re-raise. A refused start then leaves nothing behind: no thread, and no publisher,
+    service or action server in the ROS graph (a caller holding the exception holds the
+    node, whose ``destroy_node`` must cope with parts never built)."""
+    try:
+        start()
+    except BaseException:
+        node.destroy_node()
+        raise
+
+
 def run_node(name, make_node, argv=None, threads=4, started=None):
     """Make the node with ``make_node()`` and spin it on a MultiThreadedExecutor of
     ``threads`` until Ctrl-C; ``started(node)`` runs before the spin. Returns the exit code.

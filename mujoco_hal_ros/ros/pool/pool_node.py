@@ -39,7 +39,7 @@ from ..bridge import CompletionBridge
 from ..qos import action_queues, REQUEST_QOS
 from .params import TABLE
 from ..parameters import refuse_unknown
-from ..run import run_node
+from ..run import run_node, start_or_destroy
 from ..sim.web_view import attach_pool_viewer
 from ...action import Evaluate
 from ...errors import (CLOSED, DONE, INTERNAL_ERROR, STOPPED, ConfigError, DeviceError,
@@ -71,13 +71,7 @@ class PoolNode(Node):
         super().__init__(node_name, **kwargs)
         self.pool = self.bridge = self.viewer = None
         self._closing = False
-        try:
-            self._start()
-        except BaseException:
-            # a refused start leaves nothing behind: no pool thread, and no service or action
-            # server in the ROS graph (a caller holding the exception holds the node)
-            self.destroy_node()
-            raise
+        start_or_destroy(self, self._start)
 
     def _start(self):
         self.p = TABLE.declare(self)

@@ -31,7 +31,7 @@ from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .contacts import WrenchServices  # noqa: E402
 from .control import Control  # noqa: E402
 from .recording import Recording  # noqa: E402
-from ..run import run_node  # noqa: E402
+from ..run import run_node, start_or_destroy  # noqa: E402
 from .sensors import SensorPublisher  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
 from .description import DescriptionPublisher, model_from_parameters  # noqa: E402
@@ -53,13 +53,7 @@ class SimNode(Node):
         self.recording = self.viewer = self.bridge = None
         self.sensors = None
         self.description = self.urdf_text = None
-        try:
-            self._start()
-        except BaseException:
-            # a refused start leaves nothing behind: no thread, and no publisher, service or
-            # action server in the ROS graph (a caller holding the exception holds the node)
-            self.destroy_node()
-            raise
+        start_or_destroy(self, self._start)
 
     def _start(self):
         self.p = self._declare_all()
