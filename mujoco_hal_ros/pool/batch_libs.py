@@ -127,6 +127,11 @@ class PublicMjbatch:
                              f'first environment that failed; others may have too)') from None
 
 
+def mujoco_batch():
+    """MuJoCo's own ``mujoco.batch`` module (MuJoCo >= 4.0), or None: the one import of it."""
+    return _mujoco_batch
+
+
 def library():
     """The adapter class for the batch library here, or None."""
     if _mujoco_batch is not None:

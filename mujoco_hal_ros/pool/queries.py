@@ -20,10 +20,9 @@ import copy
 import mujoco
 import numpy as np
 
-try:  # mujoco >= 4.0
-    from mujoco import batch as _mjbatch
-except ImportError:
-    _mjbatch = None
+from . import batch_libs
+
+_mjbatch = batch_libs.mujoco_batch()    # positions-only forward, model variants: 4.0's only
 
 KINDS = {
     'jacobian': ('cdof', 'subtree_com', 'site_xpos', 'xpos'),
