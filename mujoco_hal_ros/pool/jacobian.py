@@ -1,62 +1,105 @@
-"""Site and body Jacobians for many environments at once, from each environment's ``cdof``.
+"""Site and body Jacobians of many environments: MuJoCo's own functions in a compiled loop.
 
-``mj_jacSite`` / ``mj_jacBody`` are per-(env, object) Python calls; after ``mj_kinematics`` +
-``mj_comPos`` the whole Jacobian is a function of three small arrays (``cdof``,
-``subtree_com`` and the point: ``site_xpos`` or the body's ``xpos``), which ``queries``
-computes for every environment in C++ threads, and this module evaluates every object of
-every environment in a few NumPy operations (no Python loop over environments). The
-formula is MuJoCo's ``mj_jac``: along the dof ancestor chain of the body, ``jacr = cdof[:3]`` and
-``jacp = cdof[3:] + cdof[:3] x (point - subtree_com[root])``; other columns are zero.
+A Python loop over environments (``mj_setState``, ``mj_kinematics``, ``mj_comPos``, then
+``mj_jacSite`` per site) spends most of its time in the interpreter, not in MuJoCo. The same
+loop in C (``src/query_kernels.c``, built by colcon next to this module) calls the same
+MuJoCo functions, so its numbers are bit-identical to that loop, and the pool runs it over
+its worker threads (ctypes releases the GIL for the call), one chunk of environments per
+call and one scratch MjData per thread.
+
+MuJoCo is reached through function pointers taken from the libmujoco the bindings already
+loaded, never a second copy: the compiled loop needs no MuJoCo headers and serves MuJoCo 3.x
+and 4.x alike. Where it is missing (a pip install without a compiler, or not Linux),
+``why_unavailable()`` says why and ``python_jacobians`` does the same work in Python.
 """
 
-import numpy as np
+import ctypes
+import glob
+import os
+
+import mujoco
+
+KERNELS_VERSION = 1     # src/query_kernels.c's mhr_kernels_version()
+_LIB_GLOB = '_query_kernels*.so'
+_MUJOCO_FUNCTIONS = ('mj_setState', 'mj_kinematics', 'mj_comPos', 'mj_jacSite', 'mj_jacBody')
+KINDS = {'site': 0, 'body': 1}
 
 
-def chain_mask(model, body_ids):
-    """``(nobj, nv)`` bool: which dofs move each body (mj_jac's backward dof walk)."""
-    mask = np.zeros((len(body_ids), model.nv), dtype=bool)
-    for k, body in enumerate(body_ids):
-        body = int(body)
-        while body and not model.body_dofnum[body]:
-            body = int(model.body_parentid[body])
-        if not body:
-            continue
-        dof = int(model.body_dofadr[body] + model.body_dofnum[body] - 1)
-        while dof >= 0:
-            mask[k, dof] = True
-            dof = int(model.dof_parentid[dof])
-    return mask
+class _Api(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_void_p)
+                for name in ('set_state', 'kinematics', 'com_pos', 'jac_site', 'jac_body')]
 
 
-def site_bodies(model, site_ids):
-    return np.asarray(model.site_bodyid[site_ids], dtype=np.intp)
+def _loaded_libmujoco():
+    """The one libmujoco mapped into this process (by ``import mujoco``), or a reason."""
+    try:
+        with open('/proc/self/maps') as maps:
+            paths = {line.split(None, 5)[-1].strip() for line in maps if 'libmujoco.so' in line}
+    except OSError:
+        return None, 'no /proc/self/maps to find the libmujoco the bindings loaded (not Linux)'
+    if len(paths) != 1:
+        return None, f'expected one libmujoco in this process, found {sorted(paths) or "none"}'
+    return paths.pop(), None
 
 
-def roots(model, body_ids):
-    return np.asarray(model.body_rootid[body_ids], dtype=np.intp)
+def _load():
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = sorted(glob.glob(os.path.join(here, _LIB_GLOB)))
+    if not found:
+        return None, (f'no {_LIB_GLOB} in {here}: build the package with colcon (CMakeLists.txt '
+                      'compiles src/query_kernels.c) or pip install it with a C compiler')
+    libmujoco, why = _loaded_libmujoco()
+    if libmujoco is None:
+        return None, why
+    try:
+        kernels = ctypes.CDLL(found[0])
+        mj = ctypes.CDLL(libmujoco)     # already loaded: dlopen returns that same copy
+        version = kernels.mhr_kernels_version()
+        api = _Api(*(ctypes.cast(getattr(mj, f), ctypes.c_void_p).value
+                     for f in _MUJOCO_FUNCTIONS))
+    except (OSError, AttributeError) as exc:
+        return None, f'{found[0]} could not be used: {exc}; rebuild the package'
+    if version != KERNELS_VERSION:
+        return None, (f'{found[0]} is version {version}, this module needs {KERNELS_VERSION}: '
+                      'rebuild the package')
+    fn = kernels.mhr_jacobians
+    p = ctypes.c_void_p
+    fn.argtypes = [p, ctypes.c_int32, p, p, p, ctypes.c_int64, ctypes.c_int32, p, p,
+                   ctypes.c_int64, p, ctypes.c_int32, ctypes.c_int32, p, p]
+    fn.restype = None
+    return (fn, api), None
 
 
-def jacobians(cdof, subtree_com, site_xpos, mask):
-    """Batched mj_jac for points ``site_xpos (n, s, 3)`` of root-COMs ``subtree_com (n, s, 3)``.
+_KERNEL, _WHY = _load()
 
-    ``cdof`` is ``(n, nv, 6)``; returns ``jacp, jacr`` of shape ``(n, s, 3, nv)``. The
-    arithmetic follows mju_cross and then adds, in MuJoCo's order, so results equal
-    mj_jacSite's (bit for bit on x86-64 here; a compiler fusing multiply-adds inside MuJoCo
-    could differ in the last bit, hence the tests' 1e-12 tolerance).
+
+def why_unavailable():
+    """None where the compiled loop is in use, else why the Python loop answers instead."""
+    return _WHY
+
+
+def native_jacobians(kind, model, data, state, spec, rows, slots, objs, jacp, jacr):
+    """Jacobians of ``objs`` at ``state[rows]`` into ``jacp[slots]``, ``jacr[slots]``.
+
+    ``state`` (nrow, width) float64 and the outputs (n, nobj, 3, nv) float64 must be
+    C-contiguous, ``rows`` and ``slots`` int64, ``objs`` int32, every id valid: the pool's
+    request checks have run, and nothing here is checked again (C trusts its caller).
     """
-    n, s = site_xpos.shape[:2]
-    nv = cdof.shape[1]
-    offset = site_xpos - subtree_com
-    # one contiguous (n, 1, nv) or (n, s, 1) operand per component keeps every ufunc on
-    # unit-stride memory, several times faster than strided 4-D views (bench/README.md)
-    ang = [np.ascontiguousarray(cdof[:, :, k])[:, None, :] for k in range(3)]
-    lin = [np.ascontiguousarray(cdof[:, :, 3 + k])[:, None, :] for k in range(3)]
-    off = [np.ascontiguousarray(offset[:, :, k])[:, :, None] for k in range(3)]
-    keep = mask[None]
-    jacp = np.empty((n, s, 3, nv))
-    jacr = np.empty((n, s, 3, nv))
-    for row, (a, b) in enumerate(((1, 2), (2, 0), (0, 1))):
-        # mju_cross(cdof, offset)[row], then + cdof[3 + row]: MuJoCo's order of operations
-        jacp[:, :, row] = np.where(keep, (ang[a] * off[b] - ang[b] * off[a]) + lin[row], 0.0)
-        jacr[:, :, row] = np.where(keep, ang[row], 0.0)
-    return jacp, jacr
+    fn, api = _KERNEL
+    fn(ctypes.byref(api), KINDS[kind], model._address, data._address, state.ctypes.data,
+       state.shape[1], spec, rows.ctypes.data, slots.ctypes.data, len(rows), objs.ctypes.data,
+       len(objs), model.nv, jacp.ctypes.data, jacr.ctypes.data)
+
+
+def python_jacobians(kind, model, data, state, spec, rows, slots, objs, jacp, jacr):
+    """The same loop as ``native_jacobians`` in Python: the fallback, and the reference."""
+    jac = mujoco.mj_jacSite if kind == 'site' else mujoco.mj_jacBody
+    for row, slot in zip(rows.tolist(), slots.tolist()):
+        mujoco.mj_setState(model, data, state[row], spec)
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        for k, obj in enumerate(objs.tolist()):
+            jac(model, data, jacp[slot, k], jacr[slot, k], obj)
+
+
+jacobians = native_jacobians if _KERNEL is not None else python_jacobians

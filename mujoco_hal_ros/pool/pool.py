@@ -349,9 +349,9 @@ class EnvPool:
     def _gather(self, ids, fields, stage):
         """Copy MjData ``fields`` of every listed env after ``stage`` at its current state.
 
-        ``stage`` is 'kinematics', 'com' (kinematics + mj_comPos) or 'forward'. Runs on the
-        calling thread: a few microseconds per environment, less than handing chunks to
-        threads under the GIL costs. Array views of the scratch data are made once per call
+        ``stage`` is 'kinematics' or 'forward'. Runs on the calling thread: a few
+        microseconds per environment, less than handing chunks to threads under the GIL
+        costs. Array views of the scratch data are made once per call
         (each attribute access builds a new view, about a microsecond).
         """
         slot = self._workers.slots[0]
@@ -365,15 +365,12 @@ class EnvPool:
         keys_of = self._patches.keys_of
         set_state = mujoco.mj_setState
         first = mujoco.mj_forward if stage == 'forward' else mujoco.mj_kinematics
-        com_pos = mujoco.mj_comPos if stage == 'com' else None
         for p, env in enumerate(ids.tolist()):
             v = variant[p]
             m = model_for(slot, v, env) if keys_of[env] else models[v]
             d = slot.datas[v]
             set_state(m, d, state[env], INTEGRATION)
             first(m, d)
-            if com_pos is not None:
-                com_pos(m, d)
             for target, source in zip(targets, views[v]):
                 target[p] = source
         return out
@@ -395,43 +392,50 @@ class EnvPool:
     def site_jacobians(self, sites, env_ids=None):
         """Translational and rotational site Jacobians, each ``(n, nsite, 3, nv)``.
 
-        Same numbers as ``mj_jacSite`` after ``mj_forward`` on each environment's state (to
-        rounding: evaluated in NumPy for all sites at once, see ``jacobian``).
+        Bit-identical to ``mj_jacSite`` after ``mj_kinematics`` + ``mj_comPos`` on each
+        environment's state, which is what it runs, in C over the worker threads
+        (``jacobian``). A randomized environment is answered on its variant's model: no
+        randomizable field moves a body or a joint axis, so only rounding can differ.
         """
         with self._lock:
             self._check_open()
             sids = self._requests.sites(sites)
             ids = self._requests.ids(env_ids)
-            got = self._kinematics('jacobian', ids, ('cdof', 'subtree_com', 'site_xpos'),
-                                   'com')
-            return self._jacobians(ids, got, lambda m: jac.site_bodies(m, sids),
-                                   got['site_xpos'][:, sids])
+            return self._jacobians('site', ids, sids)
 
     def body_jacobians(self, bodies, env_ids=None):
         """Translational and rotational Jacobians of body origins, each ``(n, nbody, 3, nv)``.
 
-        Same numbers as ``mj_jacBody`` after ``mj_forward`` (to rounding), for models that
-        have no sites where the caller needs a Jacobian.
+        As ``site_jacobians`` with ``mj_jacBody``, for models that have no sites where the
+        caller needs a Jacobian.
         """
         with self._lock:
             self._check_open()
             bids = self._requests.bodies(bodies)
             ids = self._requests.ids(env_ids)
-            got = self._kinematics('jacobian', ids, ('cdof', 'subtree_com', 'xpos'), 'com')
-            return self._jacobians(ids, got, lambda m: bids, got['xpos'][:, bids])
+            return self._jacobians('body', ids, bids)
 
-    def _jacobians(self, ids, got, bodies_of, points):
-        n, m0 = len(ids), self.model
-        jacp = np.empty((n, points.shape[1], 3, m0.nv))
+    def _jacobians(self, kind, ids, objs):
+        n, nv = len(ids), self.model.nv
+        jacp = np.empty((n, len(objs), 3, nv))
         jacr = np.empty_like(jacp)
+        objs = np.asarray(objs, dtype=np.int32)
+        state = np.ascontiguousarray(self._state)
+        rows = np.asarray(ids, dtype=np.int64)
+        slots = np.arange(n, dtype=np.int64)
+        compute = jac.jacobians
         for v, model in enumerate(self._variants):
             sel = self._select(ids, v)
             if sel is None:
                 continue
-            bodies = bodies_of(model)
-            jacp[sel], jacr[sel] = jac.jacobians(
-                got['cdof'][sel], got['subtree_com'][sel][:, jac.roots(model, bodies)],
-                points[sel], jac.chain_mask(model, bodies))
+            v_rows, v_slots = rows[sel], slots[sel]
+
+            def chunk(slot, span, v=v, model=model, v_rows=v_rows, v_slots=v_slots):
+                compute(kind, model, slot.datas[v], state, INTEGRATION,
+                        v_rows[span.start:span.stop], v_slots[span.start:span.stop], objs,
+                        jacp, jacr)
+            self._workers.run(chunk, len(v_rows),
+                              parallel=compute is jac.native_jacobians)
         return jacp, jacr
 
     def _select(self, ids, variant):

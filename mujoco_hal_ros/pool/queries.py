@@ -1,18 +1,16 @@
 """Kinematics of many environments at once in ``mujoco.batch``'s C++ threads, for queries.
 
-Jacobians and height-field lookups need only positions and motion axes
-(``mj_kinematics`` + ``mj_comPos``); a Python loop restoring each state into one MjData
-costs several microseconds per environment in the interpreter alone, more than the
-kinematics. Here a query batch of its own (never the stepping engine's, whose every step
-would then copy these fields out) loads the listed state rows, runs the position stage with
-contacts and constraints disabled, so no collision is computed, and hands back the bound
-fields for every environment in one array each.
+Height-field lookups need only body and geom poses (``mj_kinematics``); a Python loop
+restoring each state into one MjData costs several microseconds per environment in the
+interpreter alone, more than the kinematics. Here a query batch of its own (never the
+stepping engine's, whose every step would then copy these fields out) loads the listed
+state rows, runs the position stage with contacts and constraints disabled, so no collision
+is computed, and hands back the bound fields for every environment in one array each.
 
 The query batch runs the nominal model values: no randomizable field moves a body or a
-joint axis (masses move ``subtree_com``, which cancels out of every Jacobian), so positions
-are identical and Jacobians equal ``mj_jac``'s on the patched model to rounding. It is made
-on first use of each kind of query (one model copy each) and is absent on MuJoCo 3.x,
-where the caller falls back to its own loop.
+geom, so poses are identical to the patched model's. It is made on first use of each kind
+of query (one model copy each) and is absent on MuJoCo 3.x, where the caller falls back to
+its own loop. (Jacobians have their own compiled loop: ``jacobian``.)
 """
 
 import copy
@@ -25,7 +23,6 @@ from . import batch_libs
 _mjbatch = batch_libs.mujoco_batch()    # positions-only forward, model variants: 4.0's only
 
 KINDS = {
-    'jacobian': ('cdof', 'subtree_com', 'site_xpos', 'xpos'),
     'hfield': ('geom_xpos', 'geom_xmat', 'xpos', 'xmat'),
 }
 _POS = int(mujoco.mjtStage.mjSTAGE_POS)

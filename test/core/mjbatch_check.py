@@ -11,6 +11,7 @@ import numpy as np
 
 from mujoco_hal_ros.errors import DeviceError
 from mujoco_hal_ros.pool import EnvPool
+from mujoco_hal_ros.pool import jacobian
 
 ARM = """
 <mujoco>
@@ -99,8 +100,9 @@ def main():
                                                       threads.get_state(full=True)))
         got['randomization_moved'] = bool(not np.array_equal(lib.get_state()[3],
                                                              lib.get_state()[2]))
-        # Jacobians (on MuJoCo 3.x the pool's own kinematics loop: mjbatch's forward is the
-        # whole of mj_forward, slower than that loop), against mj_jacSite
+        # Jacobians (the compiled loop calling this MuJoCo 3's own functions, where the
+        # package was built), against mj_jacSite
+        got['jacobian_unavailable'] = jacobian.why_unavailable()
         jacp, jacr = lib.site_jacobians(['tip'], env_ids=[7, 0, 3])
         worst = 0.0
         d = mujoco.MjData(m)

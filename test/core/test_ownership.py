@@ -13,9 +13,10 @@ import os
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 PACKAGE = os.path.join(ROOT, 'mujoco_hal_ros')
-# Underscore names that are public API of the standard library.
+# Underscore names that are public API of the standard library, and the MuJoCo bindings'
+# raw struct pointer (the one way to hand an mjModel / mjData to our C loop).
 PUBLIC = {'_replace', '_asdict', '_fields', '_make', '_field_defaults', '_exit',
-          '_getframe'}
+          '_getframe', '_address'}
 
 
 def _private(name):

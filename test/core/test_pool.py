@@ -349,8 +349,12 @@ def test_site_jacobians_match_mj_jacSite(go1, engine):
                 sid = site if isinstance(site, int) else model.site(site).id
                 ref_p, ref_r = np.zeros((3, model.nv)), np.zeros((3, model.nv))
                 mujoco.mj_jacSite(model, d, ref_p, ref_r, sid)
-                np.testing.assert_allclose(jacp[p, k], ref_p, rtol=0, atol=1e-12)
-                np.testing.assert_allclose(jacr[p, k], ref_r, rtol=0, atol=1e-12)
+                if env == 4:   # answered on the nominal model: subtree_com rounds differently
+                    np.testing.assert_allclose(jacp[p, k], ref_p, rtol=0, atol=1e-12)
+                    np.testing.assert_allclose(jacr[p, k], ref_r, rtol=0, atol=1e-12)
+                else:          # mj_jacSite itself ran on this state: bit-identical
+                    np.testing.assert_array_equal(jacp[p, k], ref_p)
+                    np.testing.assert_array_equal(jacr[p, k], ref_r)
         assert np.abs(jacp).max() > 0.05
 
 
@@ -399,8 +403,8 @@ def test_jacobians_on_every_joint_type_and_a_world_site(engine):
             for k, name in enumerate(['tip', 'fixed', 'side']):
                 ref_p, ref_r = np.zeros((3, model.nv)), np.zeros((3, model.nv))
                 mujoco.mj_jacSite(model, d, ref_p, ref_r, model.site(name).id)
-                np.testing.assert_allclose(jacp[p, k], ref_p, rtol=0, atol=1e-12)
-                np.testing.assert_allclose(jacr[p, k], ref_r, rtol=0, atol=1e-12)
+                np.testing.assert_array_equal(jacp[p, k], ref_p)
+                np.testing.assert_array_equal(jacr[p, k], ref_r)
         assert not jacp[:, 1].any() and not jacr[:, 1].any()   # world site: no dofs
         assert np.count_nonzero(jacr[0, 2]) == 1                # one hinge moves 'side'
 

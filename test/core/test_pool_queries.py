@@ -1,7 +1,7 @@
 """Batched queries (body and site Jacobians, height fields, resets) against per-env MuJoCo loops.
 
-The pool evaluates these for every environment at once (``queries`` + NumPy); the reference
-is the loop a user would write, one ``mj_jacBody`` / ``mj_jacSite`` per environment and
+The pool evaluates Jacobians in a compiled loop over its threads (``jacobian``); the
+reference is the loop a user would write, one ``mj_jacBody`` / ``mj_jacSite`` per environment and
 object on an MjData restored from the environment's row, on the environment's own
 (randomized) model.
 """
@@ -14,7 +14,7 @@ from mujoco_hal_ros import menagerie
 from mujoco_hal_ros.errors import InvalidArgument, UnknownName
 from mujoco_hal_ros.pool import EnvPool
 from mujoco_hal_ros.pool import engine as engines
-from mujoco_hal_ros.pool import queries
+from mujoco_hal_ros.pool import jacobian
 
 INTEG = mujoco.mjtState.mjSTATE_INTEGRATION
 ENGINES = [pytest.param('batch', marks=pytest.mark.skipif(
@@ -34,14 +34,25 @@ def engine(request):
     return request.param
 
 
-@pytest.fixture(params=['batched', 'loop'])
+@pytest.fixture(params=['native', 'python'])
 def path(request, monkeypatch):
-    """Both query paths: mujoco.batch's threads, and the fallback loop of MuJoCo 3.x."""
-    if request.param == 'loop':
-        monkeypatch.setattr(queries, '_mjbatch', None)
-    elif queries._mjbatch is None:
-        pytest.skip('mujoco.batch needs mujoco >= 4.0')
+    """Both Jacobian paths: the compiled loop, and the Python loop where it is not built."""
+    if request.param == 'python':
+        monkeypatch.setattr(jacobian, 'jacobians', jacobian.python_jacobians)
     return request.param
+
+
+def test_the_compiled_jacobian_loop_is_built_and_in_use():
+    """colcon builds src/query_kernels.c beside the package; a build that lost it fails here
+    rather than silently answering from the Python loop."""
+    assert jacobian.why_unavailable() is None
+    assert jacobian.jacobians is jacobian.native_jacobians
+    with open('/proc/self/maps') as maps:   # it calls the bindings' libmujoco, no other copy
+        assert len({line.split()[-1] for line in maps if 'libmujoco.so' in line}) == 1
+
+
+def _bit_identical(actual, desired, **_):
+    np.testing.assert_array_equal(actual, desired)
 
 
 def _reference(model, row, mass=None):
@@ -75,8 +86,10 @@ def test_body_jacobians_match_mj_jacBody_on_panda(panda, engine, path):
                 bid = body if isinstance(body, int) else m.body(body).id
                 ref_p, ref_r = np.zeros((3, m.nv)), np.zeros((3, m.nv))
                 mujoco.mj_jacBody(m, d, ref_p, ref_r, bid)
-                np.testing.assert_allclose(jacp[p, k], ref_p, rtol=0, atol=1e-12)
-                np.testing.assert_allclose(jacr[p, k], ref_r, rtol=0, atol=1e-12)
+                # env 4 runs on its variant's model, whose rounding of subtree_com differs
+                same = np.testing.assert_allclose if env == 4 else _bit_identical
+                same(jacp[p, k], ref_p, rtol=0, atol=1e-12)
+                same(jacr[p, k], ref_r, rtol=0, atol=1e-12)
         assert not jacp[:, 2].any()             # the world body
         assert np.abs(jacp).max() > 0.1
 
@@ -100,8 +113,49 @@ def test_site_jacobians_of_many_envs_match_a_mj_jacSite_loop(panda, path):
             for k, name in enumerate(['hand_site', 'link3_site']):
                 ref_p, ref_r = np.zeros((3, m.nv)), np.zeros((3, m.nv))
                 mujoco.mj_jacSite(m, d, ref_p, ref_r, m.site(name).id)
-                np.testing.assert_allclose(jacp[p, k], ref_p, rtol=0, atol=1e-12)
-                np.testing.assert_allclose(jacr[p, k], ref_r, rtol=0, atol=1e-12)
+                np.testing.assert_array_equal(jacp[p, k], ref_p)
+                np.testing.assert_array_equal(jacr[p, k], ref_r)
+
+
+@pytest.mark.parametrize('nthread', [1, 2, 3])
+def test_compiled_loop_equals_the_python_loop_on_variants_and_subsets(panda, nthread):
+    """Variants with other link lengths each get their own model, every environment lands in
+    its own output slot whatever the order of ``env_ids``, and chunks over threads change
+    nothing: the compiled loop and the Python loop agree bit for bit."""
+    del panda
+    variants = []
+    for scale in (1.0, 1.2, 0.8):
+        spec = mujoco.MjSpec.from_file(menagerie.model_path('panda'))
+        spec.body('link4').pos = [scale * p for p in spec.body('link4').pos]
+        spec.body('hand').add_site(name='grip', pos=[0.0, 0.0, 0.1])
+        variants.append(spec.compile())
+    n = 61
+    with EnvPool(variants, n, nthread=nthread, keyframe='home') as pool:
+        state = pool.get_state()
+        state[:, 1:1 + 7] += np.random.default_rng(5).uniform(-0.6, 0.6, (n, 7))
+        pool.set_state(state)
+        ids = np.random.default_rng(6).permutation(n)[:47]
+        got = pool.site_jacobians(['grip'], env_ids=ids) + pool.body_jacobians(
+            ['link7', 'hand'], env_ids=ids)
+        full = pool.get_state(full=True)
+    expected = []
+    for kind, objs in (('site', [variants[0].site('grip').id]),
+                       ('body', [variants[0].body(b).id for b in ('link7', 'hand')])):
+        jacp, jacr = np.empty((len(ids), len(objs), 3, 9)), np.empty((len(ids), len(objs), 3, 9))
+        for p, env in enumerate(ids):
+            m = variants[env % 3]
+            jacobian.python_jacobians(kind, m, mujoco.MjData(m), full, INTEG, np.array([env]),
+                                      np.array([p]), np.array(objs), jacp, jacr)
+        expected += [jacp, jacr]
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+    # on the nominal model a variant-1 environment's Jacobian differs: the check is not vacuous
+    p = int(np.flatnonzero(ids % 3 == 1)[0])
+    nominal = np.empty((1, 1, 3, 9)), np.empty((1, 1, 3, 9))
+    jacobian.python_jacobians('site', variants[0], mujoco.MjData(variants[0]), full, INTEG,
+                              ids[p:p + 1], np.array([0]), np.array([variants[0].site('grip').id]),
+                              *nominal)
+    assert np.abs(nominal[0][0] - got[0][p]).max() > 0.01
 
 
 def test_bad_body_names_are_refused(panda):
