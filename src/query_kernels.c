@@ -2,7 +2,8 @@
  *
  * A Python loop over environments spends most of its time in the interpreter, not in
  * MuJoCo. This loop calls MuJoCo's own mj_setState, mj_kinematics, mj_comPos and
- * mj_jacSite / mj_jacBody, so results are bit-identical to the loop a user would write.
+ * mj_jacSite / mj_jacBody, so results are bit-identical to the loop a user would write
+ * (which restores the whole row: kinematics reads only the parts restored here).
  *
  * MuJoCo is reached only through the function pointers in `struct mujoco_api`, taken at run
  * time from the libmujoco the Python bindings loaded: no MuJoCo header or link-time
@@ -27,20 +28,26 @@ struct mujoco_api {
 };
 
 /* Bumped whenever a signature below changes; pool/native.py refuses another value. */
-int32_t mhr_kernels_version(void) { return 1; }
+int32_t mhr_kernels_version(void) { return 2; }
 
-/* For each k < n: restore state row rows[k] (spec `spec`, `width` values per row), run the
- * position stages, and write the Jacobian of every object into output block slots[k]
- * (jacp and jacr are (n_out, nobj, 3, nv), C order). `kind` 0: sites, 1: bodies. */
+/* For each k < n: restore the parts of state row rows[k] (`width` values per row) that
+ * kinematics reads (part p: the mj_setState spec part_spec[p], starting part_offset[p]
+ * values into the row), run the position stages, and write the Jacobian of every object
+ * into output block slots[k] (jacp and jacr are (n_out, nobj, 3, nv), C order).
+ * `kind` 0: sites, 1: bodies. */
 void mhr_jacobians(const struct mujoco_api *api, int32_t kind, const void *m, void *d,
-                   const mjtNum *state, int64_t width, int32_t spec,
+                   const mjtNum *state, int64_t width,
+                   int32_t nparts, const int64_t *part_offset, const int32_t *part_spec,
                    const int64_t *rows, const int64_t *slots, int64_t n,
                    const int32_t *objs, int32_t nobj, int32_t nv,
                    mjtNum *jacp, mjtNum *jacr) {
   jac_fn jac = kind ? api->jac_body : api->jac_site;
   int64_t block = 3 * (int64_t)nv;
   for (int64_t k = 0; k < n; k++) {
-    api->set_state(m, d, state + rows[k] * width, spec);
+    const mjtNum *row = state + rows[k] * width;
+    for (int32_t p = 0; p < nparts; p++) {
+      api->set_state(m, d, row + part_offset[p], part_spec[p]);
+    }
     api->kinematics(m, d);
     api->com_pos(m, d);
     for (int32_t o = 0; o < nobj; o++) {

@@ -7,22 +7,33 @@ MuJoCo functions, so its numbers are bit-identical to that loop, and the pool ru
 its worker threads (ctypes releases the GIL for the call), one chunk of environments per
 call and one scratch MjData per thread.
 
+The loop runs on a copy of each model whose bodies own no geoms (``lean_models``):
+``mj_kinematics`` then poses bodies and sites but no geoms, which no Jacobian reads, and the
+result is unchanged bit for bit (the tests compare against ``mj_jacSite`` on the model as
+given).
+
 MuJoCo is reached through function pointers taken from the libmujoco the bindings already
 loaded, never a second copy: the compiled loop needs no MuJoCo headers and serves MuJoCo 3.x
 and 4.x alike. Where it is missing (a pip install without a compiler, or not Linux),
-``why_unavailable()`` says why and ``python_jacobians`` does the same work in Python.
+``why_unavailable()`` says why and ``python_plan`` does the same work in Python.
 """
 
+import copy
 import ctypes
 import glob
 import os
 
 import mujoco
+import numpy as np
 
-KERNELS_VERSION = 1     # src/query_kernels.c's mhr_kernels_version()
+from .layout import INTEGRATION
+
+KERNELS_VERSION = 2     # src/query_kernels.c's mhr_kernels_version()
 _LIB_GLOB = '_query_kernels*.so'
 _MUJOCO_FUNCTIONS = ('mj_setState', 'mj_kinematics', 'mj_comPos', 'mj_jacSite', 'mj_jacBody')
 KINDS = {'site': 0, 'body': 1}
+MAX_LEAN_COPIES = 4    # model copies (tens of MB each for meshy robots) a pool may make
+_SLEEP = int(getattr(mujoco.mjtEnableBit, 'mjENBL_SLEEP', 0))    # MuJoCo >= 3.3.6
 
 
 class _Api(ctypes.Structure):
@@ -64,7 +75,7 @@ def _load():
                       'rebuild the package')
     fn = kernels.mhr_jacobians
     p = ctypes.c_void_p
-    fn.argtypes = [p, ctypes.c_int32, p, p, p, ctypes.c_int64, ctypes.c_int32, p, p,
+    fn.argtypes = [p, ctypes.c_int32, p, p, p, ctypes.c_int64, ctypes.c_int32, p, p, p, p,
                    ctypes.c_int64, p, ctypes.c_int32, ctypes.c_int32, p, p]
     fn.restype = None
     return (fn, api), None
@@ -78,28 +89,88 @@ def why_unavailable():
     return _WHY
 
 
-def native_jacobians(kind, model, data, state, spec, rows, slots, objs, jacp, jacr):
-    """Jacobians of ``objs`` at ``state[rows]`` into ``jacp[slots]``, ``jacr[slots]``.
+def kinematic_parts(layout):
+    """``(offsets, specs)``: the parts of an integration row that kinematics reads.
+
+    Positions and mocap poses only: restoring the rest (velocities, controls, warm start, a
+    hundred values on Panda) was about a sixth of the compiled loop's time.
+    """
+    offsets, specs = [], []
+    for name in ('qpos', 'mocap_pos', 'mocap_quat'):
+        cols = layout.columns(name)
+        if cols.stop > cols.start:
+            offsets.append(cols.start)
+            specs.append(int(getattr(mujoco.mjtState, 'mjSTATE_' + name.upper())))
+    return np.asarray(offsets, dtype=np.int64), np.asarray(specs, dtype=np.int32)
+
+
+def native_plan(kind, state, parts, rows, slots, objs, jacp, jacr):
+    """``run(model, data, start, stop)``: Jacobians of ``objs`` at ``state[rows[start:stop]]``
+    into ``jacp[slots[...]]``, ``jacr[slots[...]]``, one C call per chunk.
 
     ``state`` (nrow, width) float64 and the outputs (n, nobj, 3, nv) float64 must be
-    C-contiguous, ``rows`` and ``slots`` int64, ``objs`` int32, every id valid: the pool's
-    request checks have run, and nothing here is checked again (C trusts its caller).
+    C-contiguous, ``parts`` come from ``kinematic_parts``, ``rows`` and ``slots`` are int64,
+    ``objs`` int32, every id valid: the pool's request checks have run, and nothing here is
+    checked again (C trusts its caller). The addresses are read once per plan, as each
+    ``.ctypes`` access costs microseconds.
     """
     fn, api = _KERNEL
-    fn(ctypes.byref(api), KINDS[kind], model._address, data._address, state.ctypes.data,
-       state.shape[1], spec, rows.ctypes.data, slots.ctypes.data, len(rows), objs.ctypes.data,
-       len(objs), model.nv, jacp.ctypes.data, jacr.ctypes.data)
+    api_ref, code = ctypes.byref(api), KINDS[kind]
+    offsets, specs = parts
+    state_p, width = state.ctypes.data, state.shape[1]
+    rows_p, slots_p, objs_p = rows.ctypes.data, slots.ctypes.data, objs.ctypes.data
+    jacp_p, jacr_p, nobj, nv = jacp.ctypes.data, jacr.ctypes.data, len(objs), jacp.shape[-1]
+    offsets_p, specs_p, nparts = offsets.ctypes.data, specs.ctypes.data, len(offsets)
+    step = rows.itemsize
+
+    def run(model, data, start, stop,
+            _keep=(state, offsets, specs, rows, slots, objs, jacp, jacr)):
+        fn(api_ref, code, model._address, data._address, state_p, width, nparts, offsets_p,
+           specs_p, rows_p + step * start, slots_p + step * start, stop - start, objs_p,
+           nobj, nv, jacp_p, jacr_p)
+    return run
 
 
-def python_jacobians(kind, model, data, state, spec, rows, slots, objs, jacp, jacr):
-    """The same loop as ``native_jacobians`` in Python: the fallback, and the reference."""
+def python_jacobians(kind, model, data, state, rows, slots, objs, jacp, jacr):
+    """The loop a user would write (whole rows restored): the fallback, and the reference."""
     jac = mujoco.mj_jacSite if kind == 'site' else mujoco.mj_jacBody
     for row, slot in zip(rows.tolist(), slots.tolist()):
-        mujoco.mj_setState(model, data, state[row], spec)
+        mujoco.mj_setState(model, data, state[row], INTEGRATION)
         mujoco.mj_kinematics(model, data)
         mujoco.mj_comPos(model, data)
         for k, obj in enumerate(objs.tolist()):
             jac(model, data, jacp[slot, k], jacr[slot, k], obj)
 
 
-jacobians = native_jacobians if _KERNEL is not None else python_jacobians
+def python_plan(kind, state, parts, rows, slots, objs, jacp, jacr):
+    """``native_plan``'s interface over ``python_jacobians``."""
+    del parts   # whole rows, as the reference
+
+    def run(model, data, start, stop):
+        python_jacobians(kind, model, data, state, rows[start:stop], slots[start:stop], objs,
+                         jacp, jacr)
+    return run
+
+
+plan = native_plan if _KERNEL is not None else python_plan
+
+
+def lean_models(variants):
+    """The models the loop runs, one per variant: copies whose bodies own no geoms.
+
+    MuJoCo's kinematics poses each body's geoms with the body; without them it does the
+    same body and site arithmetic, in the same order, in about half the time on
+    Menagerie's Panda (bench/README.md). Sleeping is off in the copies: every restored row
+    is computed whole, whatever the scratch data last held. A pool of more than
+    ``MAX_LEAN_COPIES`` variants runs on its models as given instead of holding a copy of
+    each (with sleeping as the model has it).
+    """
+    if len(variants) > MAX_LEAN_COPIES:
+        return tuple(variants)
+    lean = []
+    for model in variants:
+        q = copy.copy(model)
+        q.body_geomnum[:] = 0
+        q.opt.enableflags &= ~_SLEEP
+        lean.append(q)
+    return tuple(lean)

@@ -77,6 +77,7 @@ class EnvPool:
         rows = self._base_row_table(key)[self._variant_of].copy()
         self._engine = self._make_engine(engine, rows)
         self._queries = Queries(self._variants, self._variant_of, self._nthread)
+        self._jacobian_models = None    # jac.lean_models, made by the first Jacobian query
 
     def _make_engine(self, choice, rows):
         """Batch unless told otherwise or unable to run these models exactly."""
@@ -181,6 +182,7 @@ class EnvPool:
             self._closed = True
             self._engine.close()
             self._queries.close()
+            self._jacobian_models = None
             self._workers.close()
 
     def __enter__(self):
@@ -351,8 +353,8 @@ class EnvPool:
 
         ``stage`` is 'kinematics' or 'forward'. Runs on the calling thread: a few
         microseconds per environment, less than handing chunks to threads under the GIL
-        costs. Array views of the scratch data are made once per call
-        (each attribute access builds a new view, about a microsecond).
+        costs. Array views of the scratch data are made once per call (each attribute
+        access builds a new view, about a microsecond).
         """
         slot = self._workers.slots[0]
         n = len(ids)
@@ -423,19 +425,20 @@ class EnvPool:
         state = np.ascontiguousarray(self._state)
         rows = np.asarray(ids, dtype=np.int64)
         slots = np.arange(n, dtype=np.int64)
-        compute = jac.jacobians
-        for v, model in enumerate(self._variants):
+        make_plan = jac.plan
+        if self._jacobian_models is None:
+            self._jacobian_models = jac.lean_models(self._variants)
+        for v, model in enumerate(self._jacobian_models):
             sel = self._select(ids, v)
             if sel is None:
                 continue
-            v_rows, v_slots = rows[sel], slots[sel]
+            v_rows = np.ascontiguousarray(rows[sel])
+            run = make_plan(kind, state, jac.kinematic_parts(self.layout), v_rows,
+                            np.ascontiguousarray(slots[sel]), objs, jacp, jacr)
 
-            def chunk(slot, span, v=v, model=model, v_rows=v_rows, v_slots=v_slots):
-                compute(kind, model, slot.datas[v], state, INTEGRATION,
-                        v_rows[span.start:span.stop], v_slots[span.start:span.stop], objs,
-                        jacp, jacr)
-            self._workers.run(chunk, len(v_rows),
-                              parallel=compute is jac.native_jacobians)
+            def chunk(slot, span, v=v, model=model, run=run):
+                run(model, slot.datas[v], span.start, span.stop)
+            self._workers.run(chunk, len(v_rows), parallel=make_plan is jac.native_plan)
         return jacp, jacr
 
     def _select(self, ids, variant):

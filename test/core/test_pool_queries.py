@@ -38,7 +38,7 @@ def engine(request):
 def path(request, monkeypatch):
     """Both Jacobian paths: the compiled loop, and the Python loop where it is not built."""
     if request.param == 'python':
-        monkeypatch.setattr(jacobian, 'jacobians', jacobian.python_jacobians)
+        monkeypatch.setattr(jacobian, 'plan', jacobian.python_plan)
     return request.param
 
 
@@ -46,7 +46,7 @@ def test_the_compiled_jacobian_loop_is_built_and_in_use():
     """colcon builds src/query_kernels.c beside the package; a build that lost it fails here
     rather than silently answering from the Python loop."""
     assert jacobian.why_unavailable() is None
-    assert jacobian.jacobians is jacobian.native_jacobians
+    assert jacobian.plan is jacobian.native_plan
     with open('/proc/self/maps') as maps:   # it calls the bindings' libmujoco, no other copy
         assert len({line.split()[-1] for line in maps if 'libmujoco.so' in line}) == 1
 
@@ -144,7 +144,7 @@ def test_compiled_loop_equals_the_python_loop_on_variants_and_subsets(panda, nth
         jacp, jacr = np.empty((len(ids), len(objs), 3, 9)), np.empty((len(ids), len(objs), 3, 9))
         for p, env in enumerate(ids):
             m = variants[env % 3]
-            jacobian.python_jacobians(kind, m, mujoco.MjData(m), full, INTEG, np.array([env]),
+            jacobian.python_jacobians(kind, m, mujoco.MjData(m), full, np.array([env]),
                                       np.array([p]), np.array(objs), jacp, jacr)
         expected += [jacp, jacr]
     for a, b in zip(got, expected):
@@ -152,10 +152,62 @@ def test_compiled_loop_equals_the_python_loop_on_variants_and_subsets(panda, nth
     # on the nominal model a variant-1 environment's Jacobian differs: the check is not vacuous
     p = int(np.flatnonzero(ids % 3 == 1)[0])
     nominal = np.empty((1, 1, 3, 9)), np.empty((1, 1, 3, 9))
-    jacobian.python_jacobians('site', variants[0], mujoco.MjData(variants[0]), full, INTEG,
+    jacobian.python_jacobians('site', variants[0], mujoco.MjData(variants[0]), full,
                               ids[p:p + 1], np.array([0]), np.array([variants[0].site('grip').id]),
                               *nominal)
     assert np.abs(nominal[0][0] - got[0][p]).max() > 0.01
+
+
+MOCAP_XML = """
+<mujoco>
+  <worldbody>
+    <body name="base" mocap="true" pos="0 0 1">
+      <geom type="box" size=".05 .05 .05" contype="0" conaffinity="0"/>
+      <body name="link" pos="0.1 0 0">
+        <joint type="hinge" axis="0 1 0"/>
+        <geom type="capsule" size=".02" fromto="0 0 0 .3 0 0"/>
+        <site name="tip" pos=".3 0 0"/>
+      </body>
+    </body>
+    <body name="rider" pos="0.5 0 0">
+      <freejoint/>
+      <geom type="sphere" size=".05"/>
+      <site name="on_rider" pos="0 .1 0"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_jacobians_read_positions_and_mocap_poses_from_the_row(path):
+    """The compiled loop restores only positions and mocap poses: a model with a mocap body
+    and a free body, states that differ in both, and the whole-row mj_jacSite reference."""
+    model = mujoco.MjModel.from_xml_string(MOCAP_XML)
+    n = 5
+    rng = np.random.default_rng(8)
+    with EnvPool(model, n, nthread=2) as pool:
+        full = pool.get_state(full=True)
+        lay = pool.layout
+        full[:, lay.columns('qpos')] += rng.uniform(-0.4, 0.4, (n, model.nq))
+        full[:, lay.columns('qvel')] = rng.uniform(-1, 1, (n, model.nv))
+        full[:, lay.columns('mocap_pos')] = rng.uniform(-1, 1, (n, 3))
+        quat = rng.standard_normal((n, 4))
+        full[:, lay.columns('mocap_quat')] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+        pool.set_state(full, full=True)
+        full = pool.get_state(full=True)
+        jacp, jacr = pool.site_jacobians(['tip', 'on_rider'])
+    d = mujoco.MjData(model)
+    for env in range(n):
+        mujoco.mj_setState(model, d, full[env], INTEG)
+        mujoco.mj_forward(model, d)
+        for k, name in enumerate(['tip', 'on_rider']):
+            ref_p, ref_r = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+            mujoco.mj_jacSite(model, d, ref_p, ref_r, model.site(name).id)
+            np.testing.assert_array_equal(jacp[env, k], ref_p)
+            np.testing.assert_array_equal(jacr[env, k], ref_r)
+    # the hinge under the mocap body turns with the mocap pose: the rows' poses were read
+    assert np.abs(jacp[0, 0] - jacp[1, 0]).max() > 0.01
+    assert np.abs(jacr[0, 0] - jacr[1, 0]).max() > 0.01
 
 
 def test_bad_body_names_are_refused(panda):
