@@ -15,8 +15,9 @@ identical to a serial ``mj_step`` loop either way::
 cluster, for when one machine is not enough.
 
 Module map: ``pool`` (the class), ``ray_pool`` (over Ray), ``engine`` (Batch and thread
-engines), ``queries`` (batched kinematics for Jacobians and height fields), ``randomization``
-(per-env model patches), ``layout`` (state vector layout), ``jacobian``, ``hfield``,
+engines), ``jacobian`` (MuJoCo's Jacobian loop compiled, ``src/query_kernels.c``),
+``queries`` (batched kinematics for height fields), ``randomization`` (per-env model
+patches), ``layout`` (state vector layout), ``hfield``,
 ``requests`` (every call's argument checks, shared by both pools), ``validate`` (the checks'
 building blocks), ``results`` (returned records).
 """
