@@ -1,4 +1,4 @@
-/* Site and body Jacobians of many pool environments in one C call (pool/native.py).
+/* Site and body Jacobians of many pool environments in one C call (pool/jacobian.py).
  *
  * A Python loop over environments spends most of its time in the interpreter, not in
  * MuJoCo. This loop calls MuJoCo's own mj_setState, mj_kinematics, mj_comPos and
@@ -29,7 +29,7 @@ struct mujoco_api {
   jac_fn jac_body;
 };
 
-/* Bumped whenever a signature below changes; pool/native.py refuses another value. */
+/* Bumped whenever a signature below changes; pool/jacobian.py refuses another value. */
 int32_t mhr_kernels_version(void) { return 3; }
 
 /* One Jacobian query: what every thread shares. */

@@ -32,7 +32,7 @@ _LIB_GLOB = '_query_kernels*.so'
 _MUJOCO_FUNCTIONS = ('mj_setState', 'mj_kinematics', 'mj_comPos', 'mj_jacSite', 'mj_jacBody')
 KINDS = {'site': 0, 'body': 1}
 MAX_LEAN_COPIES = 4    # model copies (tens of MB each for meshy robots) a pool may make
-_SLEEP = int(getattr(mujoco.mjtEnableBit, 'mjENBL_SLEEP', 0))    # MuJoCo >= 3.3.6
+_SLEEP = int(getattr(mujoco.mjtEnableBit, 'mjENBL_SLEEP', 0))    # 0 where MuJoCo has none
 
 
 class _Api(ctypes.Structure):
