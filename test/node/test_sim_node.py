@@ -119,6 +119,18 @@ def settled(device, quiet_s=1.0, timeout=15.0):
     return False
 
 
+def without_stall(device, measure, tries=3):
+    """``measure()`` from a window in which the stepper did not stall: a window the host
+    took the process away from (a stall, which the node reports and drops) measures the
+    host, not the node. The messages themselves are still counted as received."""
+    for _ in range(tries):
+        stalls = device.health()['stalls']
+        got = measure()
+        if device.health()['stalls'] == stalls:
+            return got
+    pytest.fail(f'the stepper stalled in each of {tries} windows: {device.health()}')
+
+
 @pytest.fixture(scope='module')
 def sim():
     h = Harness({'real_time_factor': 1.0, 'publish_rate': 100.0})
@@ -166,7 +178,8 @@ def hold(sim):
 # --- state -----------------------------------------------------------------------------------
 def test_joint_states_every_joint_at_rate_with_sim_stamps(sim):
     sim.collect(JointState, 'joint_states', count=10)   # matched and flowing: then measure
-    got = sim.collect(JointState, 'joint_states', duration=1.5)
+    got = without_stall(sim.device,
+                        lambda: sim.collect(JointState, 'joint_states', duration=1.5))
     assert len(got) >= 75, f'{len(got)} joint_states in 1.5 s at 100 Hz'
     msg = got[-1][1]
     assert list(msg.name) == JOINTS
@@ -182,7 +195,7 @@ def test_joint_states_every_joint_at_rate_with_sim_stamps(sim):
 
 
 def test_clock_follows_sim_time_and_matches_joint_state_stamps(sim):
-    clocks = sim.collect(Clock, '/clock', duration=0.5)
+    clocks = without_stall(sim.device, lambda: sim.collect(Clock, '/clock', duration=0.5))
     assert len(clocks) > 20
     times = [stamp_s(c.clock) for _, c in clocks]
     assert all(b > a for a, b in zip(times, times[1:]))
