@@ -105,11 +105,11 @@ class Harness(SpunNodes):
 
 
 def settled(device, quiet_s=1.0, timeout=15.0):
-    """True once the stepper has run ``quiet_s`` without a new stall. This process's first
-    subscription of a message type loads its type support under the GIL, and the stepper,
-    waiting for the GIL between chunks, stalls and drops that time with a warning (0.33 s
-    seen); the rate and clock tests below measure the steady state, and in two CI runs in
-    one such a stall fell inside their first window."""
+    """True once the stepper has run ``quiet_s`` without a new stall. Right after start the
+    stepper stalled once (0.33 s, dropped with a warning) in one of three Kilted runs, when
+    this process's client made its first subscriptions; with each type subscribed once
+    first, four of four runs had no stall. The rate and clock tests below measure the
+    steady state."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         stalls = device.health()['stalls']
