@@ -395,7 +395,7 @@ class EnvPool:
         """Translational and rotational site Jacobians, each ``(n, nsite, 3, nv)``.
 
         Bit-identical to ``mj_jacSite`` after ``mj_kinematics`` + ``mj_comPos`` on each
-        environment's state, which is what it runs, in C over the worker threads
+        environment's state, which is what it runs, in C on threads of its own
         (``jacobian``). A randomized environment is answered on its variant's model: no
         randomizable field moves a body or a joint axis, so only rounding can differ.
         """
