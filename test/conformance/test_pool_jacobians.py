@@ -29,14 +29,13 @@ def _moved_states(pool, model, rng):
                           model.actuator_ctrlrange, [-1.0, 1.0]).T
         pool.step(5, ctrl=rng.uniform(lo, hi, (NENV, model.nu)))
     full = pool.get_state(full=True)
-    qpos = full[:, pool.layout.columns('qpos')]
+    qpos = full[:, pool.layout.columns('qpos')]     # views: the edits land in ``full``
     for j in range(model.njnt):
         if model.jnt_type[j] in HINGE_SLIDE:
             qpos[:, model.jnt_qposadr[j]] += rng.uniform(-0.3, 0.3, NENV)
     if model.nmocap:
         mocap = full[:, pool.layout.columns('mocap_pos')]
         mocap += rng.uniform(-0.05, 0.05, mocap.shape)
-    full[:, pool.layout.columns('qpos')] = qpos
     pool.set_state(full, full=True)
     return pool.get_state(full=True)
 

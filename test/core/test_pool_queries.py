@@ -196,10 +196,8 @@ def test_jacobians_read_positions_and_mocap_poses_from_the_row(path):
         pool.set_state(full, full=True)
         full = pool.get_state(full=True)
         jacp, jacr = pool.site_jacobians(['tip', 'on_rider'])
-    d = mujoco.MjData(model)
     for env in range(n):
-        mujoco.mj_setState(model, d, full[env], INTEG)
-        mujoco.mj_forward(model, d)
+        _, d = _reference(model, full[env])
         for k, name in enumerate(['tip', 'on_rider']):
             ref_p, ref_r = np.zeros((3, model.nv)), np.zeros((3, model.nv))
             mujoco.mj_jacSite(model, d, ref_p, ref_r, model.site(name).id)
