@@ -19,7 +19,8 @@ from ..config import effort
 from ..errors import DeviceError
 from ..motion import joint_trajectory as jt, move as moves
 
-CHECKS = ('start', 'keyframe', 'move_to', 'unreachable', 'hold', 'trajectory', 'effort')
+CHECKS = ('start', 'keyframe', 'move_to', 'unreachable', 'hold', 'trajectory', 'effort',
+          'step', 'mimic')
 TARGETS = 10            # move_to targets per arm
 RANGE_SHARE = 0.7       # targets come from joint configurations within this share of a range
 STILL_AFTER = 2.0       # simulated seconds a reached target must stay within tolerance
@@ -32,6 +33,13 @@ MOVE_LIMIT = 40.0       # simulated seconds a move may take before the check giv
 PATH_TOL = 0.05         # rad: the FollowJointTrajectory path tolerance the check sets
 GOAL_TOL = 0.01
 TRAJECTORY_TIME = 3.0   # seconds of the FollowJointTrajectory goal
+STEP = 0.04             # rad (m) of a setpoint step, within any servo's linear range
+STEP_FOR = 0.6          # simulated seconds a step response is watched
+MAX_OVERSHOOT = 0.10    # of the step
+MAX_SETTLING = 0.5      # s to within SETTLED of the step, and staying there
+SETTLED = 0.02
+MAX_VARIATION = 1.25    # total variation of the response / the step: chatter and ringing
+MIMIC_TOL = 1e-3        # rad (m) a mimic joint may be off its leader's relation
 
 
 @dataclass
@@ -192,7 +200,7 @@ def check_keyframe(ctx):
     if dev.health()['unstable_events'] != events or not np.isfinite(snap.qpos).all():
         return _fail(ctx, 'keyframe', f'unstable within {STABLE_FOR:g} s at {where}')
     dev.reset()
-    back = float(np.abs(dev.snapshot.qpos - q_ref).max())
+    back = float(np.abs(dev.snapshot.qpos - q_ref).max(initial=0.0))
     if back > 1e-9:
         return _fail(ctx, 'keyframe', f'reset went {back:.3g} off {where}')
     dev.step(ctx.steps(STABLE_FOR))       # and settles again: the next checks start there
@@ -217,8 +225,7 @@ def _sample_targets(ctx, rng, joints, count):
         d.qpos[:] = base
         for j in joints:
             jid = m.joint(j).id
-            lo, hi = m.jnt_range[jid] if m.jnt_limited[jid] else (-np.pi, np.pi)
-            mid, half = (lo + hi) / 2, RANGE_SHARE * (hi - lo) / 2
+            mid, half = _span(ctx, jid, RANGE_SHARE)
             d.qpos[m.jnt_qposadr[jid]] = rng.uniform(mid - half, mid + half)
         mujoco.mj_forward(m, d)
         if _contact_pairs(m, d) - contacts0:
@@ -230,6 +237,19 @@ def _sample_targets(ctx, rng, joints, count):
         prev = d.qpos.copy()     # the device goes from one target to the next
         out.append(point)
     return out
+
+
+def _span(ctx, jid, share):
+    """(middle, half-width) of the joint values a check samples: ``share`` of the range
+    (unlimited: of +-pi), centred, and no wider than the zoo entry's ``span`` (an arm whose
+    joints turn +-2 pi is sampled where a planner would take it, not folded through its
+    own base and the floor)."""
+    m = ctx.model
+    lo, hi = m.jnt_range[jid] if m.jnt_limited[jid] else (-np.pi, np.pi)
+    half = share * (hi - lo) / 2
+    if ctx.zoo.span:
+        half = min(half, share * ctx.zoo.span)
+    return (lo + hi) / 2, half
 
 
 def _clear_line(m, q_from, q_to, contacts0, samples=12):
@@ -519,8 +539,7 @@ def _clear_goal(ctx, rng, joints, tries=200):
         goal = []
         for j in joints:
             jid = m.joint(j).id
-            lo, hi = m.jnt_range[jid] if m.jnt_limited[jid] else (-np.pi, np.pi)
-            mid, half = (lo + hi) / 2, 0.5 * RANGE_SHARE * (hi - lo) / 2
+            mid, half = _span(ctx, jid, 0.5 * RANGE_SHARE)
             goal.append(rng.uniform(mid - half, mid + half))
         q = base.copy()
         q[adr] = goal
@@ -575,9 +594,111 @@ def check_effort(ctx):
     return _pass(ctx, 'effort', detail)
 
 
+def _step_response(q, target, start, dt):
+    """(overshoot share, settling time, total variation / step) of one joint's samples."""
+    size = target - start
+    x = (q - start) / size                      # 0 -> 1 when it follows
+    overshoot = max(0.0, float(x.max()) - 1.0)
+    outside = np.flatnonzero(np.abs(x - 1.0) > SETTLED)
+    settling = (outside[-1] + 1) * dt if outside.size else 0.0
+    variation = float(np.abs(np.diff(np.concatenate([[0.0], x]))).sum())
+    return overshoot, settling, variation
+
+
+def check_step(ctx):
+    """Every position-servo joint stepped by STEP in turn (the others held): the response
+    overshoots by at most MAX_OVERSHOOT, settles within MAX_SETTLING and does not chatter
+    (its total variation, sample by sample, stays near the step itself)."""
+    dev, m = ctx.dev, ctx.model
+    goals = [g for g in ctx.held if g.drive == 'position' and g.max_change_per_s is None]
+    if not goals:
+        return _skip(ctx, 'step', 'no position servo takes a setpoint step')
+    dt = m.opt.timestep
+    n = ctx.steps(STEP_FOR)
+    worst = {'overshoot': (0.0, ''), 'settling': (0.0, ''), 'variation': (0.0, '')}
+    bad = []
+    for g in goals:
+        dev.hold()
+        dev.step(ctx.steps(0.2))
+        adr = int(m.jnt_qposadr[g.joint])
+        q0 = float(dev.snapshot.qpos[adr])
+        lo, hi = (m.jnt_range[g.joint] if m.jnt_limited[g.joint] else (-np.inf, np.inf))
+        sign = 1.0 if q0 + 2 * STEP <= hi else -1.0
+        if not lo <= q0 + sign * STEP <= hi:
+            continue
+        target = q0 + sign * STEP
+        dev.set_goals({g.name: g.to_unit(target)})
+        q = np.empty(n)
+        for k in range(n):
+            dev.step(1)
+            q[k] = dev.snapshot.qpos[adr]
+        over, settle, var = _step_response(q, target, q0, dt)
+        name = m.joint(g.joint).name
+        for key, value in (('overshoot', over), ('settling', settle), ('variation', var)):
+            if value > worst[key][0]:
+                worst[key] = (value, name)
+        if over > MAX_OVERSHOOT or settle > MAX_SETTLING or var > MAX_VARIATION:
+            bad.append(f'{name}: overshoot {over:.0%}, settles in {settle:.3f} s, '
+                       f'variation {var:.2f}')
+        dev.set_goals({g.name: g.to_unit(q0)})
+        dev.step(ctx.steps(0.2))
+    detail = (f'{len(goals)} joints stepped {STEP:g}: worst overshoot '
+              f'{worst["overshoot"][0]:.1%} ({worst["overshoot"][1]}), settling '
+              f'{worst["settling"][0]:.3f} s ({worst["settling"][1]}), variation '
+              f'{worst["variation"][0]:.2f} ({worst["variation"][1]})')
+    ctx.step_worst = worst
+    if bad:
+        return _fail(ctx, 'step', detail + '; ' + '; '.join(bad[:3]))
+    return _pass(ctx, 'step', detail)
+
+
+def _joint_equalities(m):
+    return [e for e in range(m.neq) if int(m.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT)
+            and m.eq_obj2id[e] >= 0]
+
+
+def check_mimic(ctx):
+    """Joints coupled to a leader (URDF ``<mimic>``, MuJoCo joint equalities) follow it
+    when only the leader is driven: the leader moved to three points of its range, each
+    follower is where its polynomial puts it, and the leader stays within its limits."""
+    dev, m = ctx.dev, ctx.model
+    eqs = _joint_equalities(m)
+    if not eqs:
+        return _skip(ctx, 'mimic', 'no mimic joints (joint equalities)')
+    by_joint = {g.joint: g for g in ctx.held}
+    leaders = sorted({int(m.eq_obj2id[e]) for e in eqs if int(m.eq_obj2id[e]) in by_joint})
+    if not leaders:
+        return _skip(ctx, 'mimic', 'no mimic leader is driven to a position')
+    worst, out_of_range = 0.0, []
+    for share in (0.2, 0.8, 0.5):
+        goals = {}
+        for j in leaders:
+            lo, hi = m.jnt_range[j] if m.jnt_limited[j] else (-0.5, 0.5)
+            goals[by_joint[j].name] = by_joint[j].to_unit(lo + share * (hi - lo))
+        dev.set_goals(goals)
+        dev.step(ctx.steps(1.5))
+        q = dev.snapshot.qpos
+        for e in eqs:
+            j1, j2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+            want = np.polyval(m.eq_data[e, 4::-1], q[m.jnt_qposadr[j2]])
+            worst = max(worst, abs(float(q[m.jnt_qposadr[j1]] - want)))
+        for j in leaders:
+            lo, hi = m.jnt_range[j]
+            if m.jnt_limited[j] and not lo - MIMIC_TOL <= q[m.jnt_qposadr[j]] <= hi + MIMIC_TOL:
+                out_of_range.append(m.joint(j).name)
+    detail = (f'{len(eqs)} mimic joints on {len(leaders)} leaders: worst {worst:.2e} off '
+              f'the leader\'s relation')
+    if out_of_range:
+        return _fail(ctx, 'mimic', detail + f'; leaders outside their range: {out_of_range}')
+    if worst > MIMIC_TOL:
+        return _fail(ctx, 'mimic', detail)
+    return _pass(ctx, 'mimic', detail)
+
+
 CHECK_FUNCTIONS = {'start': check_start, 'keyframe': check_keyframe,
                    'move_to': check_move_to, 'unreachable': check_unreachable,
-                   'hold': check_hold, 'trajectory': check_trajectory, 'effort': check_effort}
+                   'hold': check_hold, 'trajectory': check_trajectory, 'effort': check_effort,
+                   'step': check_step, 'mimic': check_mimic}
 
 
 def open_device(zm, folder=None, **kw):

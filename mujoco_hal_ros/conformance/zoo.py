@@ -32,6 +32,9 @@ class ZooModel:
     build: object = None      # MjSpec -> MjSpec edit (variants), None for the file as is
     base: str = None          # the model a variant was made from
     notes: list = field(default_factory=list)
+    urdf: bool = False        # path is a URDF, loaded as robot_description (urdf_zoo)
+    ros2_control: bool = False   # ... with a driver's <ros2_control> block written in
+    span: float = None        # rad: sample joints at most this far from mid-range (None: all)
 
 
 # Cells that fail today, each with what we know of why. The tier reports them as expected
@@ -134,7 +137,8 @@ def models(include_variants=True):
 
 
 def by_name(name):
-    for z in models():
+    from . import urdf_zoo
+    for z in models() + urdf_zoo.models():
         if z.name == name:
             return z
     raise KeyError(f'no zoo model {name!r}; see mujoco_hal_ros.conformance.zoo.models()')
@@ -214,6 +218,9 @@ def materialize(zm, folder=None):
     of the original's assets (MjSpec keeps mesh paths relative to the original file)."""
     if zm.path is None:
         return None
+    if zm.urdf:
+        from . import urdf_zoo
+        return urdf_zoo.materialize(zm, folder)
     if zm.build is None:
         return zm.path
     spec = mujoco.MjSpec.from_file(zm.path)

@@ -42,6 +42,7 @@ import mujoco
 import numpy as np
 
 from ..errors import ModelError
+from . import servo_gains
 from .urdf_out import write_stl
 
 DEFAULT_ERROR = 0.05       # rad or m of error at which a position servo gives full effort
@@ -52,6 +53,7 @@ COMMAND_KINDS = ('position', 'velocity', 'effort')
 MIN_MASS = 1e-6            # kg and kg m^2: what a massless URDF link gets (boundmass/...)
 MIN_INERTIA = 1e-9
 MAX_STL_FACES = 200000     # MuJoCo's STL decoder limit
+FLOOR_CLEARANCE = 0.01     # m between the default floor and a robot hanging below its base
 
 
 def default_cache_dir():
@@ -155,8 +157,10 @@ def _fix_inertia(link, notes):
     fixed = vecs @ np.diag(w) @ vecs.T
     for k, (i, j) in zip(keys, ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))):
         inertia.set(k, repr(float(fixed[i, j])))
+    before = ', '.join(f'{k}={v[k]:.3g}' for k in keys)
+    after = ', '.join(f'{k}={float(inertia.get(k)):.3g}' for k in keys)
     notes.append(f'{link.get("name")}: inertia is no rigid body\'s (not positive definite '
-                 'or A + B < C): replaced by the nearest valid one')
+                 f'or A + B < C): replaced by the nearest valid one ({before} -> {after})')
 
 
 def ros2_control_joints(root):
@@ -216,7 +220,17 @@ def _urdf_limits(root):
     return out
 
 
-def _add_actuators(spec, model, commands, limits):
+def _followers(root):
+    """joint -> leader for every ``<mimic>`` joint: MuJoCo's importer makes each a joint
+    equality (multiplier, offset), so only the leader is driven."""
+    return {j.get('name'): j.find('mimic').get('joint') for j in root.findall('joint')
+            if j.find('mimic') is not None and j.find('mimic').get('joint')}
+
+
+def _add_actuators(spec, commands, limits, followers, notes):
+    """One actuator per commanded joint (every movable joint without a <ros2_control>
+    block), mimic followers left to their equality; gains are sized later (``_size_gains``)
+    from the inertia each joint moves. Returns {actuator name: (kind, params, effort)}."""
     movable = [spec.joints[j] for j in range(len(spec.joints))
                if spec.joints[j].type in (mujoco.mjtJoint.mjJNT_HINGE,
                                           mujoco.mjtJoint.mjJNT_SLIDE)]
@@ -228,8 +242,13 @@ def _add_actuators(spec, model, commands, limits):
         raise ModelError(f'<ros2_control> names joints the URDF has no movable joint for: '
                          f'{unknown}; fix the names (known: {sorted(names)})',
                          where='robot_description')
+    built = {}
     for joint in movable:
         if joint.name not in commands:
+            continue
+        if joint.name in followers:
+            notes.append(f'{joint.name}: mimics {followers[joint.name]} (a joint equality), '
+                         'so it gets no actuator of its own')
             continue
         kind, params = commands[joint.name]['kind'], commands[joint.name]['params']
         lower, upper, effort, velocity = limits.get(joint.name, (None,) * 4)
@@ -238,11 +257,10 @@ def _add_actuators(spec, model, commands, limits):
         act.target = joint.name
         act.trntype = mujoco.mjtTrn.mjTRN_JOINT
         if kind == 'position':
-            kp = float(params.get('kp', (effort / DEFAULT_ERROR) if effort else DEFAULT_KP))
-            act.set_to_position(kp=kp, dampratio=float(params.get('dampratio', 1.0)))
+            act.set_to_position(kp=DEFAULT_KP, kv=1.0)
             lo, hi = lower, upper
         elif kind == 'velocity':
-            act.set_to_velocity(kv=float(params.get('kv', DEFAULT_KV * (effort or 1.0))))
+            act.set_to_velocity(kv=DEFAULT_KV)
             lo, hi = (-velocity, velocity) if velocity else (None, None)
         else:
             act.set_to_motor()
@@ -255,6 +273,73 @@ def _add_actuators(spec, model, commands, limits):
         if effort:
             act.forcerange = [-effort, effort]
             act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        built[joint.name] = (kind, params, effort)
+    return built
+
+
+def _size_gains(spec, built):
+    """Each servo's gains from the inertia its joint moves at the ``home`` keyframe and
+    the timestep (``servo_gains``); a ``kp`` / ``kv`` / ``dampratio`` param of the
+    <ros2_control> interface wins, as the real drive's tuning would."""
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
+    if key >= 0:
+        mujoco.mj_resetDataKeyframe(model, data, key)
+    for kind in ('position', 'velocity'):
+        acts = [a for a in range(model.nu) if model.actuator(a).name in built
+                and built[model.actuator(a).name][0] == kind]
+        if not acts:
+            continue
+        dofs = [int(model.jnt_dofadr[model.actuator_trnid[a, 0]]) for a in acts]
+        efforts = [built[model.actuator(a).name][2] for a in acts]
+        if kind == 'position':
+            ratio = [float(built[model.actuator(a).name][1].get('dampratio', 1.0))
+                     for a in acts]
+            g = servo_gains.servo_gains(model, data, dofs, efforts)
+            for i, a in enumerate(acts):
+                params = built[model.actuator(a).name][1]
+                kp = float(params.get('kp', g.kp[i]))
+                kv = float(params.get('kv', ratio[i] * 2.0 * np.sqrt(kp * g.inertia_held[i])))
+                spec.actuators[a].set_to_position(kp=kp, kv=kv)
+        else:
+            kvs = servo_gains.velocity_gains(model, data, dofs, efforts)
+            for i, a in enumerate(acts):
+                params = built[model.actuator(a).name][1]
+                spec.actuators[a].set_to_velocity(kv=float(params.get('kv', kvs[i])))
+
+
+def _no_self_collision(spec):
+    """As Gazebo does for a model unless it asks for ``self_collide``: the robot's links
+    collide with the world and whatever is spawned into it, not with each other (URDF
+    collision meshes of neighbouring links often overlap; MoveIt's SRDF keeps the planned
+    paths clear of self-contact anyway). contype 2 / conaffinity 1 against the default
+    1 / 1 of every other geom does exactly that."""
+    for geom in spec.geoms:
+        if geom.contype or geom.conaffinity:
+            geom.contype, geom.conaffinity = 2, 1
+
+
+def _log_mass_repairs(root, model, notes):
+    """A note for each link whose mass MuJoCo had to raise (missing or below
+    ``MIN_MASS``), before and after."""
+    for link in root.findall('link'):
+        name = link.get('name')
+        bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name or '')
+        if bid <= 0:
+            continue
+        mass = link.find('inertial/mass')
+        try:
+            given = float(mass.get('value')) if mass is not None else None
+        except (TypeError, ValueError):
+            given = None
+        got = float(model.body_mass[bid])
+        if given is None and link.find('inertial') is None and \
+                (link.find('collision') is not None or link.find('visual') is not None):
+            continue          # the importer derives inertia from the geometry: not a repair
+        if given is None or got > given * (1 + 1e-9) + 1e-12:
+            notes.append(f'{name}: mass {given if given is not None else "missing"} kg -> '
+                         f'{got:.3g} kg (every moving link needs mass; boundmass)')
 
 
 def _compile_lenient(spec, notes):
@@ -294,6 +379,11 @@ def _add_home(spec):
             lo, hi = model.jnt_range[j]
             if not lo <= qpos[adr] <= hi:
                 qpos[adr] = 0.5 * (lo + hi)
+    for e in range(model.neq):     # mimic joints where their equality puts them
+        if int(model.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT) and model.eq_obj2id[e] >= 0:
+            follower = model.jnt_qposadr[model.eq_obj1id[e]]
+            leader = qpos[model.jnt_qposadr[model.eq_obj2id[e]]]
+            qpos[follower] = np.polyval(model.eq_data[e, 4::-1], leader)
     ctrl = np.zeros(model.nu)
     for a in range(model.nu):
         if int(model.actuator_biastype[a]) == int(mujoco.mjtBias.mjBIAS_AFFINE) and \
@@ -311,17 +401,39 @@ def _look_at(pos, target):
     return np.concatenate([x, np.cross(x, f)])
 
 
-def _default_scene(spec, model):
-    """Floor, light and an ``overview`` camera framing the robot's bounding sphere."""
+def _lowest_point(model, data):
+    """The lowest z of any colliding geom's bounding box at ``data``'s pose."""
+    low = np.inf
+    for g in range(model.ngeom):
+        if not (model.geom_contype[g] or model.geom_conaffinity[g]):
+            continue
+        centre, half = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
+        corners = centre + half * np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1)
+                                            for z in (-1, 1)])
+        world = data.geom_xpos[g] + corners @ data.geom_xmat[g].reshape(3, 3).T
+        low = min(low, float(world[:, 2].min()))
+    return low
+
+
+def _default_scene(spec):
+    """Floor, light and an ``overview`` camera framing the robot's bounding sphere. The
+    floor is at the robot's base (z = 0), or just below whatever hangs lower at ``home``
+    (an arm whose zero pose reaches down, a legged robot fixed by its root link)."""
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
+    if key >= 0:
+        mujoco.mj_resetDataKeyframe(model, data, key)
+    mujoco.mj_kinematics(model, data)
+    floor_z = min(0.0, _lowest_point(model, data) - FLOOR_CLEARANCE)
     world = spec.worldbody
     floor = world.add_geom()
     floor.name, floor.type = 'floor', mujoco.mjtGeom.mjGEOM_PLANE
     floor.size = [0.0, 0.0, 0.05]
+    floor.pos = [0.0, 0.0, floor_z]
     floor.rgba = [0.75, 0.75, 0.75, 1.0]
     light = world.add_light()
     light.name, light.pos, light.dir = 'top', [0.0, 0.0, 3.0], [0.0, 0.0, -1.0]
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)
     centre = data.xpos[1:].mean(axis=0) if model.nbody > 1 else np.zeros(3)
     reach = max(0.5, float(np.max(np.linalg.norm(data.xpos[1:] - centre, axis=1),
                                   initial=0.0)) * 3.0)
@@ -332,7 +444,7 @@ def _default_scene(spec, model):
 
 
 def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir=None,
-                    gravcomp=True):
+                    gravcomp=True, self_collide=False):
     """(MJCF path, notes): the robot of ``urdf`` (text) ready to simulate, in the default
     scene or attached to the world of the MJCF file ``scene``."""
     try:
@@ -346,6 +458,9 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
     notes = []
     commands = ros2_control_joints(root)
     limits = _urdf_limits(root)
+    followers = _followers(root)
+    own_option = root.find('mujoco/option')
+    own_integrator = own_option is not None and own_option.get('integrator')
     folder = cache_dir or default_cache_dir()
     _prepare(root, tuple(package_roots), base_dir, folder, notes)
     try:
@@ -354,16 +469,23 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
         robot.compiler.balanceinertia = True
         robot.compiler.boundmass = max(robot.compiler.boundmass, MIN_MASS)
         robot.compiler.boundinertia = max(robot.compiler.boundinertia, MIN_INERTIA)
+        if not own_integrator:
+            # servo damping solved implicitly: a stiff servo on a light link stays stable
+            robot.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
         model = _compile_lenient(robot, notes)
+        _log_mass_repairs(root, model, notes)
     except Exception as err:  # noqa: BLE001 - MuJoCo's importer raises ValueError and more
         raise ModelError(f'MuJoCo could not import the URDF: {err}',
                          where='robot_description') from None
     if gravcomp:
         for body in robot.bodies[1:]:
             body.gravcomp = 1.0
+    if not self_collide:
+        _no_self_collision(robot)
     try:
-        _add_actuators(robot, model, commands, limits)
+        built = _add_actuators(robot, commands, limits, followers, notes)
         _add_home(robot)
+        _size_gains(robot, built)
     except ValueError as err:
         raise ModelError(f'the model built from the URDF does not compile: {err}',
                          where='robot_description') from None
@@ -378,7 +500,7 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
             spec.attach(robot, frame=spec.worldbody.add_frame(), prefix='')
     else:
         spec = robot
-        _default_scene(spec, model)
+        _default_scene(spec)
     try:
         spec.compile()
         with warnings.catch_warnings():
