@@ -17,7 +17,7 @@ import mujoco
 import numpy as np
 
 KINDS = ('arm', 'hand', 'legged', 'gripper', 'passive', 'other')
-VARIANTS = ('torque', 'velocity')
+VARIANTS = ('torque', 'velocity', 'soft')
 MENAGERIE = 'mujoco/playground/assets/mujoco_menagerie'
 
 
@@ -210,7 +210,27 @@ def velocity_variant(spec):
     return spec
 
 
-VARIANT_BUILDERS = {'torque': torque_variant, 'velocity': velocity_variant}
+SOFT_KP = 0.05          # of the servo's own stiffness: a hobby arm's servos
+SOFT_FRICTION = 0.002   # of the effort limit, as dry friction in each joint
+
+
+def soft_variant(spec):
+    """The arm on weak servos, as a low-cost arm's: a twentieth of the stiffness (still
+    critically damped), dry friction in every driven joint, the same effort limits. Its
+    joints settle short of their setpoints by friction / kp, so a move_to lands only when
+    the device corrects for the offset it measures."""
+    model = spec.compile()
+    for act, jid, name, kp, (lo, hi) in _position_actuators(spec, model):
+        soft = kp * SOFT_KP
+        act.set_to_position(kp=soft, dampratio=1.0)
+        act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        act.forcerange = [lo, hi]
+        spec.joint(name).frictionloss = SOFT_FRICTION * min(abs(lo), abs(hi))
+    return spec
+
+
+VARIANT_BUILDERS = {'torque': torque_variant, 'velocity': velocity_variant,
+                    'soft': soft_variant}
 
 
 def materialize(zm, folder=None):

@@ -77,3 +77,66 @@ def velocity_gains(model: mujoco.MjModel, data: mujoco.MjData, dofs, effort,
     cap = np.array([e / full_effort_speed if e and np.isfinite(e) and e > 0 else np.inf
                     for e in effort], dtype=float)
     return np.minimum(kv, cap)
+
+
+# --- gains that follow the configuration ---------------------------------------------------
+# A base joint moves a folded arm's inertia or a stretched one's, several times more; gains
+# sized at one pose ring at the other. Servos the package builds are marked in the model
+# (a custom numeric per actuator: [stiffness cap, damping ratio]) and the stepper sizes
+# them again from the current mass matrix once a chunk (``Schedule.apply``).
+SCHEDULE_PREFIX = 'mujoco_hal_ros/servo/'
+
+
+class Schedule(NamedTuple):
+    actuators: np.ndarray
+    dofs: np.ndarray
+    cap: np.ndarray           # N m/rad: the effort-limit stiffness cap
+    ratio: np.ndarray         # damping ratio
+    w: float
+
+    def apply(self, model: mujoco.MjModel, data: mujoco.MjData, full: np.ndarray) -> None:
+        """Size the marked servos' gains from ``data``'s mass matrix (``full``: an
+        nv x nv scratch array), in ``model``."""
+        mujoco.mj_fullM(model, data, full)
+        held = np.diag(full)[self.dofs]
+        if not (held > 0).all():         # no mass matrix yet (before the first step)
+            return
+        try:
+            free = 1.0 / np.diag(np.linalg.inv(full))[self.dofs]
+        except np.linalg.LinAlgError:
+            free = held
+        free = np.where(np.isfinite(free) & (free > 0), np.minimum(free, held), held)
+        kp = np.minimum(free * self.w * self.w, self.cap)
+        kv = 2.0 * self.ratio * np.sqrt(kp * held)
+        model.actuator_gainprm[self.actuators, 0] = kp
+        model.actuator_biasprm[self.actuators, 1] = -kp
+        model.actuator_biasprm[self.actuators, 2] = -kv
+
+
+def mark(spec, actuator: str, cap: float, ratio: float) -> None:
+    """Mark a servo of ``spec`` for gains that follow the configuration."""
+    numeric = spec.add_numeric()
+    numeric.name = SCHEDULE_PREFIX + actuator
+    numeric.data = [cap if np.isfinite(cap) else 1e12, ratio]
+
+
+def schedule_of(model: mujoco.MjModel):
+    """The marked servos of ``model`` (a ``Schedule``), or None."""
+    acts, caps, ratios = [], [], []
+    for i in range(model.nnumeric):
+        name = model.numeric(i).name
+        if not name.startswith(SCHEDULE_PREFIX):
+            continue
+        a = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, name[len(SCHEDULE_PREFIX):])
+        if a < 0 or model.actuator_trntype[a] != mujoco.mjtTrn.mjTRN_JOINT:
+            continue
+        adr = model.numeric_adr[i]
+        acts.append(a)
+        caps.append(float(model.numeric_data[adr]))
+        ratios.append(float(model.numeric_data[adr + 1]) if model.numeric_size[i] > 1 else 1.0)
+    if not acts:
+        return None
+    acts = np.array(acts)
+    dofs = model.jnt_dofadr[model.actuator_trnid[acts, 0]]
+    return Schedule(acts, dofs, np.array(caps), np.array(ratios),
+                    bandwidth(model.opt.timestep))

@@ -302,6 +302,10 @@ def _size_gains(spec, built):
                 kp = float(params.get('kp', g.kp[i]))
                 kv = float(params.get('kv', ratio[i] * 2.0 * np.sqrt(kp * g.inertia_held[i])))
                 spec.actuators[a].set_to_position(kp=kp, kv=kv)
+                if 'kp' not in params and 'kv' not in params:
+                    e = efforts[i]
+                    cap = e / servo_gains.FULL_EFFORT_AT if e and e > 0 else np.inf
+                    servo_gains.mark(spec, model.actuator(a).name, cap, ratio[i])
         else:
             kvs = servo_gains.velocity_gains(model, data, dofs, efforts)
             for i, a in enumerate(acts):

@@ -67,6 +67,7 @@ class Move:
         self.tolerance = None        # this goal's own position tolerance (m); None: the device's
         self.lower = self.upper = None   # the joint range the move may use (native)
         self.corrections = 0         # re-aims so far (``Planner.correct``)
+        self.limited = []            # joints a re-aim wanted past their range
         self.accepted_wall = time.monotonic()
         self._done = threading.Event()
         self._lock = threading.Lock()
@@ -292,12 +293,18 @@ class Planner:
             move.min_duration = PEAK * distance_to_go(layout, move, snap) / speed_ms
         return move
 
-    def correct(self, move, snap, tolerance, aim_tolerance):
+    def correct(self, move, snap, tolerance, aim_tolerance, setpoint=None):
         """New joint goals for a move that stopped out of tolerance: IK again from where
         the joints and the base really are, so a floating base that shifted under the arm
         (or a joint that ended elsewhere) is taken up the way a driver's outer loop would;
         None when IK has nothing better. Runs on the stepper thread, only at the end of a
-        missed move."""
+        missed move.
+
+        ``setpoint``: where the joints were sent. A soft servo (a hobby arm's, tens of
+        N m/rad against its load, friction or backlash) settles short of it by an offset
+        that a second identical goal would reproduce; the new goal carries that offset, as
+        an integrating position loop on a real arm would, so the joint lands on the
+        solution. A goal the joint range clips is recorded in ``move.limited``."""
         act = move.action
         q_now = snap.qpos[move.joints_qadr].copy()
         move.lower, move.upper = pinned_bounds(self.model, move, snap, q_now)
@@ -313,9 +320,16 @@ class Planner:
                            upper=move.upper)
         if not sol.pos_error < distance_to_go(self.layout, move, snap):
             return None
-        # The new solution itself, not the setpoints plus the difference: a joint held
-        # back by dry friction creeps on to its setpoint, and would overshoot a shifted one.
-        return np.clip(sol.qpos, move.lower, move.upper)
+        goal = sol.qpos
+        if setpoint is not None:
+            # The offset the servo settled at, measured while still: at most what separates
+            # setpoint and joint now, so a joint still creeping on to its setpoint (dry
+            # friction) overshoots the new one by no more than it would have anyway.
+            goal = goal + (np.asarray(setpoint, dtype=float) - q_now)
+        clipped = np.clip(goal, move.lower, move.upper)
+        move.limited = [name for name, hit in
+                        zip(act.joints, np.abs(clipped - goal) > 1e-9) if hit]
+        return clipped
 
     def _self_collides(self, act, jq, q, snap):
         """Whether the arm touches itself at ``q`` where it does not now (scratch data).

@@ -557,8 +557,29 @@ class Device:
         if move.then:
             self._apply_then(stepper, move)
         arrived, message = ended
+        if not arrived:
+            message += self._why_short(move, snap)
         move.finish(self._move_result(move, errors.DONE if arrived else errors.MISSED,
                                       arrived, message, snap))
+
+    def _why_short(self, move, snap):
+        """What held a missed move back, naming the joints: a goal past a joint's range
+        (from a re-aim), or a drive at its effort limit."""
+        m, parts = self.model, []
+        if move.limited:
+            parts.append(f'at a joint limit: {", ".join(move.limited)}')
+        saturated = []
+        for name, a, dof in zip(move.action.joints, move.actuators, move.joints_dof):
+            jid = int(m.actuator_trnid[a, 0])
+            limit = min(float(np.abs(m.actuator_forcerange[a]).min())
+                        if m.actuator_forcelimited[a] else np.inf,
+                        float(np.abs(m.jnt_actfrcrange[jid]).min())
+                        if m.jnt_actfrclimited[jid] else np.inf)
+            if abs(float(snap.qfrc_actuator[dof])) >= limit * (1 - 1e-3):
+                saturated.append(name)
+        if saturated:
+            parts.append(f'at the effort limit: {", ".join(saturated)}')
+        return f' ({"; ".join(parts)})' if parts else ''
 
     def _re_aim(self, stepper, move, snap):
         """Stepper thread: a move that stopped out of tolerance, but near, gets another go
@@ -569,7 +590,8 @@ class Device:
                 or speed >= moves.STILL_SPEED or move.cartesian is not None:
             return False
         tol = self.params['tolerance'] if move.tolerance is None else move.tolerance
-        q = self._planner.correct(move, snap, tol, self.params['aim_tolerance'])
+        q = self._planner.correct(move, snap, tol, self.params['aim_tolerance'],
+                                  setpoint=stepper.joint_setpoint()[move.actuators])
         if q is None:
             return False
         now = stepper.data.time

@@ -21,6 +21,7 @@ import mujoco
 from mujoco import rollout
 import numpy as np
 
+from ..description import servo_gains
 from ..fastpath import sched
 from ..sensors.contacts import active_contacts
 from ..sensors.wrench import WrenchTable
@@ -486,6 +487,10 @@ class Stepper:
         # servo starts taking speeds (a zero speed), as its goal channel does.
         self._pos_mode = np.zeros(model.nu, dtype=bool)
         self._hold_torque = hold_torque          # a HoldTorque, or None
+        # Servos whose gains follow the configuration (the ones the URDF import built)
+        self._schedule = servo_gains.schedule_of(model)
+        self._schedule_full = np.zeros((model.nv, model.nv)) \
+            if self._schedule is not None else None
         self._gravity_data = mujoco.MjData(model) if hold_torque is not None else None
         if hold_torque is not None:
             self._ff_vel = np.zeros(len(hold_torque.actuators))  # the path's speed, last step
@@ -638,6 +643,8 @@ class Stepper:
             self._plans = [p for p in self._plans if p.t_end > times[-1]]
         else:
             rows = None
+        if self._schedule is not None:
+            self._reschedule()
         hold_ff = self._feed_forward()
         if hold_ff is not None:
             acts_ff, ctrl_ff = hold_ff
@@ -812,6 +819,17 @@ class Stepper:
         if v_ref is not None:
             cmd = cmd + v_ref
         return np.clip(cmd, vl.lo[held], vl.hi[held])
+
+    def _reschedule(self):
+        """Size the scheduled servos' gains from the mass matrix of the last step, and
+        give the hold feed-forward the same stiffness and damping."""
+        m, d = self.model, self.data
+        self._schedule.apply(m, d, self._schedule_full)
+        ht = self._hold_torque
+        if ht is not None:
+            ht.kp[:] = m.actuator_gainprm[ht.actuators, 0]
+            ht.kv[:] = np.maximum(-m.actuator_biasprm[ht.actuators, 2], 0.0) + \
+                m.dof_damping[ht.dofs]
 
     def _feed_forward(self):
         """(actuators, ctrl offsets) that make position servos hold against gravity at the
