@@ -14,19 +14,30 @@ prepares the URDF for it and adds what URDF leaves out:
   are balanced and bounded below, and a tensor that is not positive definite (common in
   real packages) is replaced by the nearest one that is, with a note.
 - Actuators come from the ``<ros2_control>`` command interfaces, one per joint, as the
-  real hardware exposes them: ``position`` -> a position servo (``kp`` from the interface's
-  ``<param name="kp">`` or a stiffness that reaches the joint's effort limit at
-  ``DEFAULT_ERROR`` rad/m, critically damped), ``velocity`` -> a velocity servo (``kv``
-  param, default ``DEFAULT_KV`` times the effort scale), ``effort`` -> a motor. The control
-  range is the interface's ``min``/``max`` params, else the URDF limit (position
-  lower/upper, +-velocity, +-effort), and the force range the URDF effort limit. The arm's
-  own bodies get gravity compensation (``gravcomp``): a real arm's position interface
-  holds its pose under gravity, and a servo that sagged would fail the same goal
-  tolerances the real arm meets. A keyframe ``home`` puts every joint inside its range
-  (``keyframe:=home``). Without a ``<ros2_control>`` block every revolute and
-  prismatic joint gets a position servo.
-- The robot is placed in a default scene (floor, light, an ``overview`` camera looking at
-  it) or attached to the world of a user's MJCF ``scene`` file.
+  real hardware exposes them: ``position`` -> a position servo, ``velocity`` -> a velocity
+  servo, ``effort`` -> a motor. Servo gains come from the inertia each joint moves and the
+  timestep (``servo_gains``: critically damped, as fast as the step integrates stably,
+  full effort only for large errors) and follow the pose as the arm moves; an interface's
+  ``kp`` / ``kv`` / ``dampratio`` params win. The control range is the interface's
+  ``min``/``max`` params, else the URDF limit (position lower/upper, +-velocity,
+  +-effort), and the force range the URDF effort limit. The arm's own bodies get gravity
+  compensation (``gravcomp``): a real arm's position interface holds its pose under
+  gravity. A keyframe ``home`` puts every joint inside its range (``keyframe:=home``).
+  Without a ``<ros2_control>`` block every revolute and prismatic joint gets a position
+  servo.
+- ``<mimic>`` joints are MuJoCo joint equalities (multiplier, offset; MuJoCo's importer)
+  as stiff as the step allows; only the leader gets an actuator (a goal channel), the
+  followers' own ranges give way to the leader's, and joint_states reports them all.
+- ``<dynamics damping friction>`` become joint damping and frictionloss, the effort limit
+  each joint's actuator force range. Every repair is noted with before and after: an
+  inertia no rigid body has, a mass raised to ``MIN_MASS``, armature added to a joint
+  that moves almost nothing (``MIN_JOINT_INERTIA``).
+- ``implicitfast`` integration (unless the URDF's ``<mujoco><option>`` says otherwise) and,
+  as Gazebo does by default, no contacts between the robot's own links
+  (``self_collide=True`` keeps them): overlapping collision meshes of neighbouring links
+  are common in description packages, and MoveIt keeps planned paths clear anyway.
+- The robot is placed in a default scene (floor, just below whatever hangs lower than the
+  base at ``home``; light; an ``overview`` camera looking at it) or attached to the world of a user's MJCF ``scene`` file.
 
 The result is written as MJCF into a cache folder (named by content), because the device
 loads a model file; ``model_from_urdf`` returns its path.
@@ -45,13 +56,15 @@ from ..errors import ModelError
 from . import servo_gains
 from .urdf_out import write_stl
 
-DEFAULT_ERROR = 0.05       # rad or m of error at which a position servo gives full effort
-DEFAULT_KP = 100.0         # when the URDF gives no effort limit
+DEFAULT_KP = 100.0         # placeholders until _size_gains sizes each servo
 DEFAULT_KV = 10.0
 READABLE_MESHES = ('.stl', '.obj', '.msh')
 COMMAND_KINDS = ('position', 'velocity', 'effort')
 MIN_MASS = 1e-6            # kg and kg m^2: what a massless URDF link gets (boundmass/...)
 MIN_INERTIA = 1e-9
+# The least a joint may move at the ``home`` pose (kg m^2 for a hinge, kg for a slide):
+# below it, armature (a drive's rotor inertia, which URDF does not carry) makes up the rest.
+MIN_JOINT_INERTIA = {'hinge': 1e-4, 'slide': 1e-3}
 MAX_STL_FACES = 200000     # MuJoCo's STL decoder limit
 FLOOR_CLEARANCE = 0.01     # m between the default floor and a robot hanging below its base
 
@@ -296,11 +309,12 @@ def _size_gains(spec, built):
         if kind == 'position':
             ratio = [float(built[model.actuator(a).name][1].get('dampratio', 1.0))
                      for a in acts]
-            g = servo_gains.servo_gains(model, data, dofs, efforts)
+            kps, kvs, inertia = servo_gains.servo_gains(model, data, dofs, efforts, ratio)
             for i, a in enumerate(acts):
                 params = built[model.actuator(a).name][1]
-                kp = float(params.get('kp', g.kp[i]))
-                kv = float(params.get('kv', ratio[i] * 2.0 * np.sqrt(kp * g.inertia_held[i])))
+                kp = float(params.get('kp', kps[i]))
+                kv = float(params.get('kv', kvs[i] if 'kp' not in params else
+                                      ratio[i] * 2.0 * np.sqrt(kp * inertia[i])))
                 spec.actuators[a].set_to_position(kp=kp, kv=kv)
                 if 'kp' not in params and 'kv' not in params:
                     e = efforts[i]
@@ -311,6 +325,37 @@ def _size_gains(spec, built):
             for i, a in enumerate(acts):
                 params = built[model.actuator(a).name][1]
                 spec.actuators[a].set_to_velocity(kv=float(params.get('kv', kvs[i])))
+
+
+def _armature_floor(spec, notes):
+    """Armature for joints that move almost nothing: massless links (URDF links with no
+    <inertial>, raised to ``MIN_MASS``) on a mimic chain or a fingertip are ill-conditioned
+    at a 2 ms step (an equality on a 1e-9 kg m^2 link spun it at thousands of rad/s), and
+    every real joint carries its drive's rotor inertia anyway. Noted per joint."""
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
+    if key >= 0:
+        mujoco.mj_resetDataKeyframe(model, data, key)
+    mujoco.mj_forward(model, data)
+    full = np.zeros((model.nv, model.nv))
+    mujoco.mj_fullM(model, data, full)
+    raised = []
+    for j in range(model.njnt):
+        kind = {int(mujoco.mjtJoint.mjJNT_HINGE): 'hinge',
+                int(mujoco.mjtJoint.mjJNT_SLIDE): 'slide'}.get(int(model.jnt_type[j]))
+        if kind is None:
+            continue
+        dof = model.jnt_dofadr[j]
+        short = MIN_JOINT_INERTIA[kind] - full[dof, dof]
+        if short > 0:
+            joint = spec.joint(model.joint(j).name)
+            joint.armature = float(joint.armature) + float(short)
+            raised.append(f'{model.joint(j).name} ({full[dof, dof]:.2g})')
+    if raised:
+        notes.append(f'joints moving less than {MIN_JOINT_INERTIA["hinge"]:g} kg m^2 '
+                     f'({MIN_JOINT_INERTIA["slide"]:g} kg on a slide) get armature up to it: '
+                     + ', '.join(raised))
 
 
 def _no_self_collision(spec):
@@ -473,6 +518,18 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
         robot.compiler.balanceinertia = True
         robot.compiler.boundmass = max(robot.compiler.boundmass, MIN_MASS)
         robot.compiler.boundinertia = max(robot.compiler.boundinertia, MIN_INERTIA)
+        for name in followers:
+            # A mimic joint goes where its leader puts it, as ros2_control's mimic joints
+            # do; its own range (often narrower, or the other sign) would fight the equality
+            # and hold the leader back.
+            joint = robot.joint(name)
+            if joint is not None:
+                joint.limited = mujoco.mjtLimited.mjLIMITED_FALSE
+        for eq in robot.equalities:
+            # the mimic coupling as stiff as the step allows (MuJoCo's default 0.02 s time
+            # constant is slower than the servos, and the chain swings against them)
+            if eq.type == mujoco.mjtEq.mjEQ_JOINT:
+                eq.solref = [2.0 * robot.option.timestep, 1.0]
         if not own_integrator:
             # servo damping solved implicitly: a stiff servo on a light link stays stable
             robot.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
@@ -489,6 +546,7 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
     try:
         built = _add_actuators(robot, commands, limits, followers, notes)
         _add_home(robot)
+        _armature_floor(robot, notes)
         _size_gains(robot, built)
     except ValueError as err:
         raise ModelError(f'the model built from the URDF does not compile: {err}',

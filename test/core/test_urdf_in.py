@@ -6,7 +6,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from mujoco_hal_ros.description import urdf_in
+from mujoco_hal_ros.description import servo_gains, urdf_in
 from mujoco_hal_ros.errors import ModelError
 from mujoco_hal_ros.sim.device import Device
 
@@ -46,7 +46,9 @@ def test_ros2_control_command_interfaces_become_actuators_with_urdf_limits(urdf,
     j1 = acts.index('joint1')
     np.testing.assert_allclose(model.actuator_ctrlrange[j1], [-2.8973, 2.8973], atol=1e-9)
     np.testing.assert_allclose(model.actuator_forcerange[j1], [-87, 87], atol=1e-9)
-    assert model.actuator_gainprm[j1, 0] == pytest.approx(87 / urdf_in.DEFAULT_ERROR)
+    # joint1 moves the whole arm: its stiffness reaches the effort cap (full effort at
+    # FULL_EFFORT_AT of error), critically damped on the inertia it moves
+    assert model.actuator_gainprm[j1, 0] == pytest.approx(87 / servo_gains.FULL_EFFORT_AT)
     # every URDF link is a body of the same name (fixed joints kept): the TF frames
     bodies = _names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)
     assert {'link0', 'link7', 'hand', 'left_finger'} <= set(bodies)
