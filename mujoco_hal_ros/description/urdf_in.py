@@ -37,7 +37,8 @@ prepares the URDF for it and adds what URDF leaves out:
   (``self_collide=True`` keeps them): overlapping collision meshes of neighbouring links
   are common in description packages, and MoveIt keeps planned paths clear anyway.
 - The robot is placed in a default scene (floor, just below whatever hangs lower than the
-  base at ``home``; light; an ``overview`` camera looking at it) or attached to the world of a user's MJCF ``scene`` file.
+  base at ``home``; light; an ``overview`` camera looking at it) or attached to the
+  world of a user's MJCF ``scene`` file.
 
 The result is written as MJCF into a cache folder (named by content), because the device
 loads a model file; ``model_from_urdf`` returns its path.

@@ -91,8 +91,8 @@ def test_a_mimic_follower_has_no_actuator_and_moves_with_its_leader(model):
     mujoco.mj_resetDataKeyframe(m, d, 0)
     d.ctrl[m.actuator('finger_a_joint').id] = 0.03
     mujoco.mj_step(m, d, 500)
-    qa, qb = (d.qpos[m.jnt_qposadr[m.joint(n).id]] for n in ('finger_a_joint',
-                                                              'finger_b_joint'))
+    qa, qb = (d.qpos[m.jnt_qposadr[m.joint(n).id]]
+              for n in ('finger_a_joint', 'finger_b_joint'))
     assert qa == pytest.approx(0.03, abs=1e-3) and qb == pytest.approx(qa, abs=1e-3)
 
 
