@@ -192,11 +192,44 @@ def ros2_control_joints(root):
     return out
 
 
+_SIZES = {'sphere': ('radius',), 'cylinder': ('radius', 'length'),
+          'capsule': ('radius', 'length'), 'box': ('size',)}
+
+
+def _degenerate(elem):
+    """Why a visual or collision shape cannot be built (a sphere of radius 0, as real
+    packages carry for a frame marker), or ''."""
+    geometry = elem.find('geometry')
+    for shape in (geometry if geometry is not None else ()):
+        for key in _SIZES.get(shape.tag, ()):
+            try:
+                values = [float(v) for v in (shape.get(key) or '').split()]
+            except ValueError:
+                return f'{shape.tag} {key}="{shape.get(key)}" is no number'
+            if not values or min(values) <= 0:
+                return f'{shape.tag} {key}="{shape.get(key)}": a shape needs a size above 0'
+    return ''
+
+
+def _unexpanded_xacro(root):
+    """The first attribute that still holds xacro (``$(...)`` or ``${...}``), or None."""
+    for elem in root.iter():
+        for key, value in elem.attrib.items():
+            if '$(' in value or '${' in value:
+                return f'<{elem.tag} {key}="{value}">'
+    return None
+
+
 def _prepare(root, package_roots, base_dir, cache_dir, notes):
     """Resolve meshes, drop what MuJoCo cannot read, set the importer's defaults."""
     for link in root.findall('link'):
         for tag in ('visual', 'collision'):
             for elem in link.findall(tag):
+                why = _degenerate(elem)
+                if why:
+                    notes.append(f'{link.get("name")}: {tag} left out ({why})')
+                    link.remove(elem)
+                    continue
                 mesh = elem.find('geometry/mesh')
                 if mesh is None:
                     continue
@@ -505,6 +538,11 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
     if root.tag != 'robot':
         raise ModelError(f'robot_description must be a URDF <robot>, got <{root.tag}>',
                          where='robot_description')
+    xacro = _unexpanded_xacro(root)
+    if xacro:
+        raise ModelError(f'robot_description still holds xacro: {xacro}; give the output '
+                         'of `xacro file.urdf.xacro` (what robot_state_publisher gets), '
+                         'not the source', where='robot_description')
     notes = []
     commands = ros2_control_joints(root)
     limits = _urdf_limits(root)
