@@ -153,7 +153,8 @@ def materialize(zm, folder):
         text = handle.read()
     if zm.ros2_control:
         text = with_ros2_control(text)
-    roots = [share_dir()] + [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
+    roots = [share_dir()] + [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep)
+                             if r]
     path, notes = model_from_urdf(text, package_roots=roots,
                                   base_dir=os.path.dirname(zm.path),
                                   cache_dir=os.path.join(folder, 'urdf') if folder else None)
