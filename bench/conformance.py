@@ -69,7 +69,7 @@ def summary(rows):
         lines.append(f'  step response over {len(steps)} models: worst overshoot '
                      f'{over[0]:.1%} ({over[1]}), worst settling {settle[0]:.3f} s '
                      f'({settle[1]}), worst variation/step {var[0]:.2f} ({var[1]})')
-    traj = [r for r in cells if r.check == 'trajectory' and r.metrics]
+    traj = [r for r in cells if r.check.startswith('trajectory') and r.metrics]
     if traj:
         worst = max(traj, key=lambda r: r.metrics['final_error'])
         ok = sum(r.metrics['final_error'] <= battery.GOAL_TOL and r.passed for r in traj)

@@ -19,8 +19,8 @@ from ..config import effort
 from ..errors import DeviceError
 from ..motion import joint_trajectory as jt, move as moves
 
-CHECKS = ('start', 'keyframe', 'move_to', 'unreachable', 'hold', 'trajectory', 'effort',
-          'step', 'mimic')
+CHECKS = ('start', 'keyframe', 'move_to', 'unreachable', 'hold', 'trajectory',
+          'trajectory_small', 'effort', 'step', 'mimic')
 TARGETS = 10            # move_to targets per arm
 RANGE_SHARE = 0.7       # targets come from joint configurations within this share of a range
 STILL_AFTER = 2.0       # simulated seconds a reached target must stay within tolerance
@@ -33,6 +33,7 @@ MOVE_LIMIT = 40.0       # simulated seconds a move may take before the check giv
 PATH_TOL = 0.05         # rad: the FollowJointTrajectory path tolerance the check sets
 GOAL_TOL = 0.01
 TRAJECTORY_TIME = 3.0   # seconds of the FollowJointTrajectory goal
+SMALL_MOVE = (0.03, 0.15)   # rad (m) each joint moves in the small trajectory
 STEP = 0.04             # rad (m) of a setpoint step, within any servo's linear range
 STEP_FOR = 0.6          # simulated seconds a step response is watched
 MAX_OVERSHOOT = 0.10    # of the step
@@ -488,17 +489,21 @@ def _bare_drift(ctx, snap, adr):
     return worst
 
 
-def check_trajectory(ctx, seed=1):
+def check_trajectory(ctx, seed=1, small=False):
+    """A FollowJointTrajectory goal as MoveIt sends it: large (to a goal anywhere within
+    half of RANGE_SHARE of each range) or ``small`` (each joint SMALL_MOVE from where it
+    is), both along a contact-free joint path; SUCCEEDED within GOAL_TOL."""
     dev, m = ctx.dev, ctx.model
+    name = 'trajectory_small' if small else 'trajectory'
     if ctx.end is None:
-        return _skip(ctx, 'trajectory', _no_end(ctx))
+        return _skip(ctx, name, _no_end(ctx))
     joints = dev.move_action(ctx.end[1]).joints
     rng = np.random.default_rng(seed)
     snap = dev.snapshot
     start = np.array([snap.qpos[m.jnt_qposadr[m.joint(j).id]] for j in joints])
-    goal = _clear_goal(ctx, rng, joints)
+    goal = _clear_goal(ctx, rng, joints, small=small)
     if goal is None:
-        return _fail(ctx, 'trajectory', 'no goal with a contact-free joint path found')
+        return _fail(ctx, name, 'no goal with a contact-free joint path found')
     # As a planner would: no faster than each joint can go within its effort and speed
     # limits.
     speeds = [moves.speed_limit(m, g) for g in _goals_of(dev, joints)]
@@ -508,7 +513,7 @@ def check_trajectory(ctx, seed=1):
         checked = jt.check_trajectory(dev.layout, joints, points, allow_partial=True)
         execution = jt.follow(dev, checked)
     except DeviceError as exc:
-        return _fail(ctx, 'trajectory', f'{exc.code}: {exc}'[:200])
+        return _fail(ctx, name, f'{exc.code}: {exc}'[:200])
     tol = jt.Tolerances.defaults(len(joints), trajectory=np.full(len(joints), PATH_TOL),
                                  goal=np.full(len(joints), GOAL_TOL), goal_time=2.0)
     worst = 0.0
@@ -525,14 +530,18 @@ def check_trajectory(ctx, seed=1):
     final = float(np.abs(verdict.error[0]).max())
     detail += f', final error {final:.1e} rad'
     if verdict.state != 'succeeded':
-        r = _fail(ctx, 'trajectory', f'{detail}: {verdict.message}'[:240])
+        r = _fail(ctx, name, f'{detail}: {verdict.message}'[:240])
     else:
-        r = _pass(ctx, 'trajectory', detail)
+        r = _pass(ctx, name, detail)
     r.metrics = {'final_error': final, 'path_error': worst}
     return r
 
 
-def _clear_goal(ctx, rng, joints, tries=200):
+def check_trajectory_small(ctx):
+    return check_trajectory(ctx, seed=2, small=True)
+
+
+def _clear_goal(ctx, rng, joints, tries=200, small=False):
     """A goal within half of RANGE_SHARE of each joint's range (centred) that the straight
     joint path from here reaches touching nothing the start pose does not, as a planner's
     path would: a timed path through the furniture is no test of the device."""
@@ -545,8 +554,15 @@ def _clear_goal(ctx, rng, joints, tries=200):
     adr = [int(m.jnt_qposadr[m.joint(j).id]) for j in joints]
     for _ in range(tries):
         goal = []
-        for j in joints:
+        for j, a in zip(joints, adr):
             jid = m.joint(j).id
+            if small:
+                lo, hi = m.jnt_range[jid] if m.jnt_limited[jid] else (-np.inf, np.inf)
+                step = rng.uniform(*SMALL_MOVE) * rng.choice((-1.0, 1.0))
+                if not lo <= base[a] + step <= hi:
+                    step = -step
+                goal.append(float(np.clip(base[a] + step, lo, hi)))
+                continue
             mid, half = _span(ctx, jid, 0.5 * RANGE_SHARE)
             goal.append(rng.uniform(mid - half, mid + half))
         q = base.copy()
@@ -762,7 +778,8 @@ def check_mimic(ctx):
 
 CHECK_FUNCTIONS = {'start': check_start, 'keyframe': check_keyframe,
                    'move_to': check_move_to, 'unreachable': check_unreachable,
-                   'hold': check_hold, 'trajectory': check_trajectory, 'effort': check_effort,
+                   'hold': check_hold, 'trajectory': check_trajectory,
+                   'trajectory_small': check_trajectory_small, 'effort': check_effort,
                    'step': check_step, 'mimic': check_mimic}
 
 

@@ -54,7 +54,7 @@ import mujoco
 import numpy as np
 
 from ..errors import ModelError
-from . import servo_gains
+from . import joint_limits, servo_gains
 from .urdf_out import write_stl
 
 DEFAULT_KP = 100.0         # placeholders until _size_gains sizes each servo
@@ -320,6 +320,8 @@ def _add_actuators(spec, commands, limits, followers, notes):
         if effort:
             act.forcerange = [-effort, effort]
             act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        if velocity and velocity > 0:
+            joint_limits.mark_speed(spec, joint.name, velocity)
         built[joint.name] = (kind, params, effort)
     return built
 

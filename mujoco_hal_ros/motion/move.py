@@ -19,6 +19,7 @@ from .trajectory import PEAK, MinJerkPlan, WaypointPlan, duration
 from .. import errors
 from ..checks import finite_number
 from ..config import limits
+from ..description import joint_limits
 from ..errors import ConfigError, DeviceError
 
 COLLISION_RETRIES = 6   # IK restarts that look for an answer where the arm misses itself
@@ -176,9 +177,10 @@ def move_rate(model, goal):
 
 
 def speed_limit(model, goal):
-    """The fastest a path may ask of this goal's joint: ``effort_speed``, and for a
-    velocity servo half its speed limit (the rest is its position loop's to correct)."""
-    rate = effort_speed(model, goal.actuator)
+    """The fastest a path may ask of this goal's joint: ``effort_speed``, the joint's
+    velocity limit (a URDF's, ``joint_limits``), and for a velocity servo half its speed
+    limit (the rest is its position loop's to correct)."""
+    rate = min(effort_speed(model, goal.actuator), joint_limits.speed_of(model, goal.joint))
     if goal.drive == 'velocity' and model.actuator_ctrllimited[goal.actuator]:
         rate = min(rate, 0.5 * float(np.abs(model.actuator_ctrlrange[goal.actuator]).min()))
     return rate

@@ -128,3 +128,18 @@ def test_repairs_are_noted_with_before_and_after(tmp_path):
     _path, notes = urdf_in.model_from_urdf(text, cache_dir=str(tmp_path))
     assert any(n.startswith('bare: mass missing kg ->') for n in notes), notes
     assert any('get armature up to it' in n and 'bare_joint' in n for n in notes), notes
+
+
+def test_urdf_velocity_limits_bound_the_paths_the_device_plans(model):
+    """<limit velocity="2"> is kept in the model; move_to's paths peak no faster."""
+    from mujoco_hal_ros.description import joint_limits
+    from mujoco_hal_ros.motion import move
+    m, _ = model
+    jid = m.joint('wrist').id
+    assert joint_limits.speed_of(m, jid) == pytest.approx(2.0)
+    assert joint_limits.speed_of(m, m.joint('finger_b_joint').id) == np.inf   # no actuator
+
+    class Goal:
+        actuator, joint, drive, native_rate = m.actuator('wrist').id, jid, 'position', None
+    assert move.speed_limit(m, Goal) <= 2.0
+    assert move.move_rate(m, Goal) <= 2.0
