@@ -166,3 +166,42 @@ def test_both_gripper_actions_on_one_name_stop_the_start(panda):
         node.destroy_node()
     finally:
         rclpy.try_shutdown(context=ctx)
+
+
+@pytest.fixture
+def urdf_panda(tmp_path):
+    """example-robot-data's panda.urdf as robot_description: finger_joint2 <mimic>s
+    finger_joint1, so the import gives it a joint equality and no actuator."""
+    from mujoco_hal_ros.conformance import urdf_zoo
+    from mujoco_hal_ros.description.urdf_in import model_from_urdf
+    paths = [p for p in urdf_zoo.urdf_paths() if p.endswith('/panda.urdf')]
+    if not paths:
+        pytest.skip(urdf_zoo.SHARE_MISSING)
+    with open(paths[0], encoding='utf-8') as handle:
+        path, _notes = model_from_urdf(handle.read(), package_roots=[urdf_zoo.share_dir()],
+                                       cache_dir=str(tmp_path))
+    dev = Device(model=path, keyframe='home', real_time_factor=0.0)
+    h = Harness(dev)
+    yield h
+    h.close()
+    dev.close()
+
+
+def test_a_mimic_gripper_is_driven_by_its_leader_and_reports_every_joint(urdf_panda):
+    h = urdf_panda
+    assert h.parts.gripper.gripper.joint == 'panda_finger_joint1'
+    assert 'panda_finger_joint2_goal' not in h.device.layout.goals
+    read = {c.target for c in h.device.layout.reads if c.kind == 'joint'}
+    assert {'panda_finger_joint1', 'panda_finger_joint2'} <= read     # joint_states: both
+    client = ActionClient(h.client, GripperCommand, 'gripper_controller/gripper_cmd')
+    m = h.device.model
+    adr = [m.jnt_qposadr[m.joint(n).id] for n in ('panda_finger_joint1',
+                                                  'panda_finger_joint2')]
+    for target in (0.03, 0.01):
+        gh, res = h.send(client, _goal(target))
+        assert gh.accepted
+        result = h.wait(res, 20.0).result
+        q1, q2 = h.device.snapshot.qpos[adr]
+        assert result.reached_goal and abs(q1 - target) <= 0.002
+        assert abs(q2 - q1) <= 1e-3                     # the follower went with it
+        assert 0.0 <= q1 <= 0.04                        # the leader within its range
