@@ -42,6 +42,7 @@ CRITICAL_SETTLING = 5.83   # a critically damped loop's 2 % settling time, times
 SETTLED = 0.02
 MAX_VARIATION = 1.25    # total variation of the response / the step: chatter and ringing
 MIMIC_TOL = 1e-3        # rad (m) a mimic joint may be off its leader's relation
+HOLD_EFFORT_SHARE = 0.05   # effort within this share of the gravity torque it carries
 
 
 @dataclass
@@ -615,7 +616,37 @@ def check_effort(ctx):
     detail = f'max |effort - MuJoCo| {err:.2e} N m over {len(dofs)} joints'
     if err > 0.02 * scale:
         return _fail(ctx, 'effort', detail)
+    held = _holding_torque(ctx, snap, dofs)
+    if held is not None:
+        off, worst = held
+        detail += f'; holding torque: max |effort - gravity| {off:.2e} N m (of {worst:.3g})'
+        if off > HOLD_EFFORT_SHARE * max(1.0, worst):
+            return _fail(ctx, 'effort', detail)
     return _pass(ctx, 'effort', detail)
+
+
+def _holding_torque(ctx, snap, dofs):
+    """(max |effort - gravity torque|, max |gravity torque|) over the joints whose drives
+    carry their links' weight (``actuatorgravcomp``), on a held arm touching nothing: the
+    gravity torque from an independent ``mj_rne`` at the published pose; None when that
+    does not apply (no such joints, contacts, or a floating base)."""
+    m = ctx.model
+    carried = [dof for dof in dofs if m.jnt_actgravcomp[m.dof_jntid[dof]]]
+    if not carried or _floating(m) or ctx.zoo.kind != 'arm':
+        return None
+    d = mujoco.MjData(m)
+    d.qpos[:] = snap.qpos
+    mujoco.mj_forward(m, d)
+    if d.ncon:
+        return None
+    d.qvel[:] = 0.0
+    d.qacc[:] = 0.0
+    mujoco.mj_forward(m, d)
+    tau = np.empty(m.nv)
+    mujoco.mj_rne(m, d, 0, tau)
+    gravity = (tau - d.qfrc_spring - d.qfrc_constraint)[carried]
+    reported = snap.qfrc_actuator[carried]
+    return float(np.abs(reported - gravity).max()), float(np.abs(gravity).max())
 
 
 def _step_response(q, target, start, dt, band=SETTLED):

@@ -21,8 +21,9 @@ prepares the URDF for it and adds what URDF leaves out:
   ``kp`` / ``kv`` / ``dampratio`` params win. The control range is the interface's
   ``min``/``max`` params, else the URDF limit (position lower/upper, +-velocity,
   +-effort), and the force range the URDF effort limit. The arm's own bodies get gravity
-  compensation (``gravcomp``): a real arm's position interface holds its pose under
-  gravity. A keyframe ``home`` puts every joint inside its range (``keyframe:=home``).
+  compensation (``gravcomp``) through the drives of servo joints (``actuatorgravcomp``):
+  a real arm's position interface holds its pose under gravity, and its effort reads the
+  holding torque. A keyframe ``home`` puts every joint inside its range (``keyframe:=home``).
   Without a ``<ros2_control>`` block every revolute and prismatic joint gets a position
   servo.
 - ``<mimic>`` joints are MuJoCo joint equalities (multiplier, offset; MuJoCo's importer)
@@ -363,6 +364,40 @@ def _size_gains(spec, built):
                 spec.actuators[a].set_to_velocity(kv=float(params.get('kv', kvs[i])))
 
 
+WEIGHT_SHARE = 0.8   # a drive carries its links' weight when that takes at most this share
+
+
+def _drives_carry_weight(spec, built, notes):
+    """The servo joints' drives carry their links' weight (``actgravcomp``): the
+    compensation is actuator force, so effort in joint_states is the holding torque,
+    within the joint's effort limit. A joint whose effort limit is below what holding
+    it at ``home`` takes (a PR2 shoulder: the real one has a spring counterbalance the
+    URDF leaves out) keeps the compensation passive, noted, rather than sag."""
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
+    if key >= 0:
+        mujoco.mj_resetDataKeyframe(model, data, key)
+    mujoco.mj_forward(model, data)
+    data.qvel[:] = 0.0
+    data.qacc[:] = 0.0
+    tau = np.empty(model.nv)
+    mujoco.mj_rne(model, data, 0, tau)
+    passive = []
+    for name, (kind, _params, effort) in built.items():
+        if kind not in ('position', 'velocity'):
+            continue
+        need = abs(float(tau[model.jnt_dofadr[model.joint(name).id]]))
+        if effort and need > WEIGHT_SHARE * effort:
+            passive.append(f'{name} ({need:.3g} of {effort:g} N m)')
+            continue
+        spec.joint(name).actgravcomp = True
+    if passive:
+        notes.append('holding these joints at home takes more than '
+                     f'{WEIGHT_SHARE:.0%} of their effort limit, so their links\' weight is '
+                     'carried passively (a counterbalance): ' + ', '.join(passive))
+
+
 def _armature_floor(spec, notes):
     """Armature for joints that move almost nothing: massless links (URDF links with no
     <inertial>, raised to ``MIN_MASS``) on a mimic chain or a fingertip are ill-conditioned
@@ -587,6 +622,8 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
     try:
         built = _add_actuators(robot, commands, limits, followers, notes)
         _add_home(robot)
+        if gravcomp:
+            _drives_carry_weight(robot, built, notes)
         _armature_floor(robot, notes)
         _size_gains(robot, built)
     except ValueError as err:
