@@ -9,6 +9,7 @@ owns none of their logic: the channels and limits (``config``), the move_to pipe
 """
 
 import collections
+import copy
 import logging
 import os
 import threading
@@ -1061,9 +1062,14 @@ class Device:
         ended = f'{why}: the device changed under the move' if world else \
             f'{why}: the device\'s joints were renumbered; send the goal again'
         t0 = time.perf_counter()
-        self.stepper.post(lambda s: self._swap(s, model, layout, device_spec, world,
-                                               renumber, code, ended, model_path),
-                          wait=True, timeout=30.0)
+        self._trial(model, world, why)
+        try:
+            self.stepper.post(lambda s: self._swap(s, model, layout, device_spec, world,
+                                                   renumber, code, ended, model_path),
+                              wait=True, timeout=30.0)
+        except mujoco.FatalError as exc:     # the state moved on since the trial; refused
+            raise ModelError(f'{why}: MuJoCo failed on the new model ({exc}); nothing was '
+                             f'changed: {scene_edit.memory_fix(model)}', where='scene') from None
         if scene_spec is not None:
             self._scene_spec = scene_spec if isinstance(scene_spec, Scene) \
                 else Scene(spec=scene_spec)
@@ -1075,6 +1081,24 @@ class Device:
                     self._native_all(self.snapshot.setpoint))
         return {'success': True, 'code': errors.DONE, 'generation': self._generation,
                 'kept_moves': not renumber, 'swap_s': time.perf_counter() - t0}
+
+    def _trial(self, model, world, why):
+        """Step the new model once on a copy of the state the swap would give it, on this
+        (the caller's) thread: a scene that overflows MuJoCo's arena, warns or diverges is
+        refused here, and the physics thread never runs it (``world.scene.trial_run``)."""
+        data = mujoco.MjData(model)
+        if world:
+            if model.nkey:
+                mujoco.mj_resetDataKeyframe(model, data, 0)
+        else:
+            old_model = self.model
+            old_data = self.stepper.post(lambda s: copy.copy(s.data), wait=True)
+            try:
+                scene_edit.carry_state(old_model, old_data, model, data)
+            except mujoco.FatalError:
+                pass                   # trial_run's forward meets it again and says why
+            del old_data
+        scene_edit.trial_run(model, data, f'the new scene ({why})')
 
     def _swap(self, s, model, layout, device_spec, world, renumber, code, ended,
               model_path):

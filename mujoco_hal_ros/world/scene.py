@@ -11,13 +11,14 @@ model by name (joints, actuators, mocap bodies), so a spawn does not reset the r
 running move goes on untouched), and whether an edit would take a device channel away.
 """
 
+import math
 import os
 
 import mujoco
 import numpy as np
 
 from ..checks import finite_vector
-from ..errors import InvalidArgument, ModelError, UnknownName, shorten
+from ..errors import DeviceError, InvalidArgument, ModelError, shorten, UnknownName, UNSTABLE
 
 MAX_RESOURCE = 10_000_000      # characters of an MJCF string
 
@@ -211,3 +212,66 @@ def carry_state(old_model, old_data, new_model, new_data):
             new_data.mocap_quat[m_new] = old_data.mocap_quat[m_old]
     new_data.time = old_data.time
     mujoco.mj_forward(new_model, new_data)
+
+
+# --- the trial run: a new model is stepped before it replaces the running one -------------
+TRIAL_STEPS = 1
+ARENA_HEADROOM = 0.9      # a trial that fills more of the arena than this is refused
+_W = mujoco.mjtWarning
+# What a trial must not raise. INERTIA alone is MuJoCo's note on a near-singular mass
+# matrix that it then handles; the arena and state warnings mean a scene that cannot run.
+TRIAL_WARNINGS = {_W.mjWARN_CONTACTFULL: 'contacts overflowed the arena',
+                  _W.mjWARN_CNSTRFULL: 'constraints overflowed the arena',
+                  _W.mjWARN_BADQPOS: 'positions went non-finite',
+                  _W.mjWARN_BADQVEL: 'velocities went non-finite',
+                  _W.mjWARN_BADQACC: 'accelerations went non-finite',
+                  _W.mjWARN_BADCTRL: 'controls went non-finite'}
+ARENA_WARNINGS = (_W.mjWARN_CONTACTFULL, _W.mjWARN_CNSTRFULL)
+
+
+def memory_fix(model, needed=None):
+    """The MJCF change that gives a scene enough arena: ``<size memory="...M"/>`` of about
+    twice what it needed (or twice what it has)."""
+    base = max(int(needed or 0), int(model.narena), 1 << 20)
+    return f'give the scene more arena with <size memory="{math.ceil(2 * base / (1 << 20))}M"' \
+        '/> in its MJCF, or fewer bodies that start overlapping'
+
+
+def trial_run(model, data, what='the new scene', steps=TRIAL_STEPS):
+    """Step a throwaway ``data`` of ``model`` (the state the swap would start from) and
+    refuse the edit when the new scene cannot run: a MuJoCo fatal error (the arena out of
+    memory: ``mj_stackAlloc``), an arena or state warning, a non-finite state, or an arena
+    fuller than ARENA_HEADROOM. Run on the caller's thread, never the physics thread, so
+    a scene that fails costs the running simulation nothing; MODEL_ERROR (or UNSTABLE) names
+    the fix. Returns ``data``, stepped."""
+    data.warning.number[:] = 0
+    try:
+        mujoco.mj_forward(model, data)
+        for _ in range(steps):
+            mujoco.mj_step(model, data)
+    except mujoco.FatalError as exc:
+        text = ' '.join(str(exc).split())
+        if 'memory' in text or 'stackAlloc' in text:
+            raise ModelError(f'{what} runs out of arena memory on its first step ({text}); '
+                             f'nothing was changed: {memory_fix(model)}',
+                             where='scene') from None
+        raise ModelError(f'{what} fails on its first step ({text}); nothing was changed',
+                         where='scene') from None
+    for w, why in TRIAL_WARNINGS.items():
+        if data.warning.number[int(w)] > 0:
+            if w in ARENA_WARNINGS:
+                raise ModelError(f'{what}: {why} on its first step; nothing was changed: '
+                                 f'{memory_fix(model, data.maxuse_arena)}', where='scene')
+            raise DeviceError(UNSTABLE, f'{what}: {why} on its first step; nothing was '
+                              'changed', where='scene', allowed='a scene whose bodies start '
+                              'apart and at rest, with positive masses and inertias')
+    if not (np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all()
+            and np.isfinite(data.qacc).all()):
+        raise DeviceError(UNSTABLE, f'{what} is not finite after its first step; nothing was '
+                          'changed', where='scene', allowed='a scene whose bodies start apart '
+                          'and at rest')
+    if model.narena and data.maxuse_arena > ARENA_HEADROOM * model.narena:
+        raise ModelError(f'{what} fills {data.maxuse_arena / model.narena:.0%} of its arena '
+                         f'on its first step (over {ARENA_HEADROOM:.0%}); nothing was changed: '
+                         f'{memory_fix(model, data.maxuse_arena)}', where='scene')
+    return data

@@ -21,7 +21,7 @@ import os
 
 from geometry_msgs.msg import Vector3
 import mujoco
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import (Bounds, EntityCategory, EntityState, NamedPose, Result,
@@ -34,6 +34,7 @@ from simulation_interfaces.srv import (
     SetEntityInfo, SetEntityState, SetSimulationState, SpawnEntities, SpawnEntity,
     StepSimulation, UnloadWorld)
 
+from ..guard import ActionServer  # every callback guarded
 from .. import conversions as cv
 from ..qos import action_queues, REQUEST_QOS
 from ...config import limits

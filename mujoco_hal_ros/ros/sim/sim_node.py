@@ -18,7 +18,6 @@ import time  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup  # noqa: E402
 from rclpy.logging import LoggingSeverity  # noqa: E402
-from rclpy.node import Node  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
@@ -26,6 +25,7 @@ from ... import fastpath  # noqa: E402
 from .. import conversions as cv, dds_profile  # noqa: E402
 from ..parameters import ALWAYS_DECLARED, refuse_unknown  # noqa: E402, F401 - tests read it
 from ..bridge import CompletionBridge  # noqa: E402
+from ..guard import GuardedNode  # noqa: E402
 from . import markers, params as P  # noqa: E402
 from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .contacts import WrenchServices  # noqa: E402
@@ -44,7 +44,7 @@ STALL_LOG_S = 10.0      # at most one stall line and one unstable line this ofte
 SCENE_POLL_S = 0.1      # how often the scene thread looks for a scene edit
 
 
-class SimNode(Node):
+class SimNode(GuardedNode):
     """The simulated device node; see the package README for topics and services."""
 
     def __init__(self, node_name='sim_node', **kwargs):
