@@ -30,7 +30,7 @@ from ..config.units import parse_quantity
 from . import names
 from ..sensors import catalog, settings as sensor_settings, wrench
 from .render_state import RenderState
-from ..world import pixels as world_pixels, snapshots as world_snapshots, teleport
+from ..world import bounds, pixels as world_pixels, snapshots as world_snapshots, teleport
 from ..world import scene as scene_edit
 from ..world.scene import Scene
 from ..world.world import World
@@ -189,6 +189,9 @@ class Device:
         self._start_path = self.model_path
         self._file_spec = self.spec   # a loaded world uses the device file if it fits
         self._gravcomp_on = bool(gravity_compensation)
+        # Untrusted models (scene edits from a ROS peer) are read in a capped process first
+        # (world.sandbox); None: this process reads them itself (a trusted Python caller).
+        self.sandbox = None
         self.record('connect', {'model': self.model_path, 'keyframe': keyframe},
                     self._native_all(sp))
 
@@ -839,7 +842,7 @@ class Device:
 
     def set_gravity(self, gravity):
         """World gravity (m/s^2, 3 finite numbers) from the next step on."""
-        g = finite_vector(gravity, 3, 'gravity')
+        g = bounds.magnitude(gravity, 3, bounds.MAX_GRAVITY, 'gravity', 'm/s^2')
 
         def apply(s):
             s.model.opt.gravity[:] = g
@@ -955,8 +958,20 @@ class Device:
         with self._edit_lock:
             return self._spawn_entity(resource, name, position, quaternion, namespace)
 
+    def _vet(self, resource, world=False):
+        """The sandbox's look at an untrusted resource (limits, roots), when there is one:
+        its compiled model for a world, else None; refused with nothing changed."""
+        if self.sandbox is None:
+            return None
+        if not isinstance(resource, str) or not resource:
+            raise errors.InvalidArgument('expected an MJCF string or file path',
+                                         where='resource')
+        return self.sandbox.check(resource, world=world)['model']
+
     def _spawn_entity(self, resource, name, position, quaternion, namespace):
         scene = self._scene()
+        scene.check_pose(name, position, quaternion, namespace)   # cheap refusals first
+        self._vet(resource)
         spec, model = scene.spawn(resource, name, position, quaternion, namespace)
         full = f'{namespace.strip("/")}/{name}' if namespace else name
         self.replace_model(model, why=f'spawned {full}', scene_spec=spec)
@@ -993,7 +1008,8 @@ class Device:
             return self._load_world(resource)
 
     def _load_world(self, resource):
-        spec, model = Scene(spec=self._scene().spec).load(resource)
+        vetted = self._vet(resource, world=True)
+        spec, model = Scene(spec=self._scene().spec).load(resource, model=vetted)
         path = resource if not resource.lstrip().startswith('<') else '<string>'
         path = path[len('file://'):] if path.startswith('file://') else path
         self.replace_model(model, world=True, why=f'loaded world {errors.shorten(path)}',
@@ -1266,6 +1282,8 @@ class Device:
         if self.stepper.closed:
             return
         self.stepper.close()
+        if self.sandbox is not None:
+            self.sandbox.close()
         with self._renderers_lock:
             for r in list(self._renderers.values()) + self._retired:
                 r.close()

@@ -13,21 +13,32 @@ running move goes on untouched), and whether an edit would take a device channel
 
 import math
 import os
+import re
 
 import mujoco
 import numpy as np
 
-from ..checks import finite_vector
+from . import bounds
 from ..errors import DeviceError, InvalidArgument, ModelError, shorten, UnknownName, UNSTABLE
 
 MAX_RESOURCE = 10_000_000      # characters of an MJCF string
 
 
-def _name(value, where):
-    if not isinstance(value, str) or not value or len(value) > 256 or \
-            any(c.isspace() for c in value):
-        raise InvalidArgument(f'expected a name without spaces, got {shorten(value)}',
-                              where=where)
+# A spawned entity's name becomes a ROS name part and a TF frame id prefix
+# (``<name>/<body>``): ROS name tokens, at most 256 characters; a namespace is such tokens
+# joined by ``/``. ``../../x`` or ``a b`` would name frames no tool can address.
+_TOKEN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+
+
+def _name(value, where, tokens=1):
+    ok = isinstance(value, str) and 0 < len(value) <= 256
+    parts = value.split('/') if ok else []
+    if not ok or (tokens == 1 and len(parts) != 1) or \
+            not all(_TOKEN.fullmatch(p) for p in parts):
+        raise InvalidArgument(f'{shorten(value)} is not a valid ROS name', where=where,
+                              allowed='letters, digits and _, not starting with a digit'
+                              + (', tokens joined by /' if tokens != 1 else '')
+                              + '; at most 256 characters')
     return value
 
 
@@ -68,10 +79,11 @@ class Scene:
         """The model of this scene's spec (MODEL_ERROR when it does not compile)."""
         return self._compile(self.spec, 'the scene')
 
-    def load(self, resource):
-        """(spec, model) of a whole new world: an MJCF string or file path."""
+    def load(self, resource, model=None):
+        """(spec, model) of a whole new world: an MJCF string or file path; ``model``: its
+        compiled model already (the sandbox's), so it is only parsed here."""
         spec = child_spec(resource)
-        return spec, self._compile(spec, 'the world')
+        return spec, model if model is not None else self._compile(spec, 'the world')
 
     def _compile(self, spec, what):
         try:
@@ -80,28 +92,31 @@ class Scene:
             raise ModelError(f'{what} does not compile: {exc}; nothing was changed',
                              where='scene') from None
 
-    def spawn(self, resource, name, position=(0, 0, 0), quaternion=(1, 0, 0, 0),
-              namespace=''):
-        """(spec, model) with the entity's bodies attached at the pose, named
-        ``<namespace>/<name>/<body>``; the scene is unchanged until ``commit``."""
+    def check_pose(self, name, position=(0, 0, 0), quaternion=(1, 0, 0, 0), namespace=''):
+        """(full name, position, unit quaternion) of a spawn, refused before any model is
+        read: a name that is no ROS name or TF frame, or taken; a position outside the world
+        box; a quaternion that is not a rotation (near-unit ones are normalized)."""
         name = _name(name, 'name')
         if namespace:
-            name = f'{_name(namespace.strip("/"), "namespace")}/{name}'
-        pos = finite_vector(position, 3, 'position')
-        quat = finite_vector(quaternion, 4, 'quaternion')
-        norm = float(np.linalg.norm(quat))
-        if not 0.5 < norm < 2.0:
-            raise InvalidArgument(f'quaternion norm {norm:g} is not a rotation',
-                                  where='quaternion', allowed='a unit quaternion (w, x, y, z)')
+            name = f'{_name(namespace.strip("/"), "namespace", tokens=None)}/{name}'
+        pos = bounds.position(position, 'position')
+        quat = bounds.quaternion(quaternion, 'quaternion')
         prefix = f'{name}/'
         if any(b.name.startswith(prefix) for b in self.spec.bodies):
             raise InvalidArgument(f'an entity {name!r} exists already', where='name',
                                   allowed='a new name, or delete it first')
+        return name, pos, quat
+
+    def spawn(self, resource, name, position=(0, 0, 0), quaternion=(1, 0, 0, 0),
+              namespace=''):
+        """(spec, model) with the entity's bodies attached at the pose, named
+        ``<namespace>/<name>/<body>``; the scene is unchanged until ``commit``."""
+        name, pos, quat = self.check_pose(name, position, quaternion, namespace)
         child = child_spec(resource)
         spec = self.spec.copy()
-        frame = spec.worldbody.add_frame(pos=pos, quat=quat / norm)
+        frame = spec.worldbody.add_frame(pos=pos, quat=quat)
         try:
-            spec.attach(child, prefix=prefix, frame=frame)
+            spec.attach(child, prefix=f'{name}/', frame=frame)
         except Exception as exc:  # noqa: BLE001
             raise ModelError(f'the entity cannot be attached: {exc}; nothing was changed',
                              where='scene') from None

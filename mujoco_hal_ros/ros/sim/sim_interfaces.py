@@ -53,6 +53,11 @@ FEATURES = [F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET,
             F.SPAWNING, F.SPAWNING_RESOURCE_STRING, F.DELETING, F.WORLD_LOADING,
             F.WORLD_RESOURCE_STRING, F.WORLD_UNLOADING] + [
     getattr(F, n) for n in ('SPAWNING_ENTITIES',) if hasattr(F, n)]   # newer releases
+EDIT_FEATURES = {F.SPAWNING, F.SPAWNING_RESOURCE_STRING, F.DELETING, F.WORLD_LOADING,
+                 F.WORLD_RESOURCE_STRING, F.WORLD_UNLOADING} | {
+    getattr(F, n) for n in ('SPAWNING_ENTITIES',) if hasattr(F, n)}
+EDITS_OFF = ('scene edits are turned off on this node (world_edits:=false); ask its '
+             'operator, or use a node that serves them')
 SPAWN_FORMATS = ['mjcf']
 SCENE_EDITS = ('entities are spawned from MJCF (a file uri or a resource_string), placed '
                'in the world frame; the model has no spawnables of its own')
@@ -135,8 +140,14 @@ class SimInterfaces:
             return SimulationState.STATE_PLAYING
         return SimulationState.STATE_STOPPED if self.stopped else SimulationState.STATE_PAUSED
 
+    @property
+    def edits(self):
+        """Whether scene edits are served (the node's world_edits parameter; on without)."""
+        return bool(getattr(getattr(self.node, 'p', None), 'world_edits', True))
+
     def _features(self, _req, resp):
-        resp.features = SimulatorFeatures(features=list(FEATURES),
+        features = [f for f in FEATURES if self.edits or f not in EDIT_FEATURES]
+        resp.features = SimulatorFeatures(features=features,
                                           spawn_formats=list(SPAWN_FORMATS),
                                           custom_info=INFO)
         return resp
@@ -501,9 +512,7 @@ class SimInterfaces:
                                f'placed in the world frame ({self._world_frame()!r} or '
                                'empty)')
         p, o = req.initial_pose.pose.position, req.initial_pose.pose.orientation
-        quat = (o.w, o.x, o.y, o.z)
-        if not any(quat):
-            quat = (1.0, 0.0, 0.0, 0.0)          # an unset orientation: upright
+        quat = (o.w, o.x, o.y, o.z)   # unset is (1, 0, 0, 0); all-zero is INVALID_POSE
         name = req.name
         self._follow()
         bodies = self.catalog.names
@@ -556,10 +565,16 @@ class SimInterfaces:
         return _ok(f'bodies: {", ".join(out["bodies"])[:400]}'), out['name']
 
     async def _spawn(self, req, resp):
+        if not self.edits:
+            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
+            return resp
         resp.result, resp.entity_name = await self._spawn_one(req)
         return resp
 
     async def _spawn_many(self, req, resp):
+        if not self.edits:
+            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
+            return resp
         results = []
         for one in req.spawn_requests:
             result, name = await self._spawn_one(one)
@@ -572,6 +587,9 @@ class SimInterfaces:
         return resp
 
     async def _delete(self, req, resp):
+        if not self.edits:
+            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
+            return resp
         try:
             out = await self.bridge.run(self.device.delete_entity, req.entity)
         except DeviceError as exc:
@@ -584,6 +602,9 @@ class SimInterfaces:
         return resp
 
     async def _load_world(self, req, resp):
+        if not self.edits:
+            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
+            return resp
         R = LoadWorld.Response
         resource, bad = self._resource(req.world_resource)
         if bad is not None:
@@ -604,6 +625,9 @@ class SimInterfaces:
         return resp
 
     async def _unload_world(self, _req, resp):
+        if not self.edits:
+            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
+            return resp
         try:
             out = await self.bridge.run(self.device.unload_world)
         except DeviceError as exc:

@@ -38,6 +38,7 @@ from .description import DescriptionPublisher, model_from_parameters  # noqa: E4
 from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
 from ...sim.device import Device  # noqa: E402
+from ...world.sandbox import Limits, Sandbox  # noqa: E402
 from ...errors import ConfigError, DeviceError  # noqa: E402
 
 STALL_LOG_S = 10.0      # at most one stall line and one unstable line this often
@@ -65,6 +66,13 @@ class SimNode(GuardedNode):
                              start_paused=self.p.start_paused,
                              gravity_compensation=self.p.gravity_compensation or None,
                              move_tolerance=self.p.move_tolerance or None)
+        p = self.p
+        self.device.sandbox = Sandbox(Limits(
+            memory_mb=p.sandbox_memory_mb, cpu_s=p.sandbox_cpu_s, max_bodies=p.world_max_bodies,
+            max_geoms=p.world_max_geoms, max_mesh_vertices=p.world_max_mesh_vertices),
+            roots=p.resource_roots or None)
+        if p.world_edits:
+            self.device.sandbox.warm()     # imports MuJoCo while the node starts
         for name in ('gravity', 'timestep'):
             self._on_set_parameter(name, getattr(self.p, name))
         self._build()

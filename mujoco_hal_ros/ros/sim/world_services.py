@@ -13,7 +13,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from .. import conversions as cv
 from ..qos import REQUEST_QOS
 from ...checks import json_value
-from ...errors import DeviceError, DONE, INVALID_ARGUMENT, INTERNAL_ERROR
+from ...errors import DeviceError, DONE, FORBIDDEN, INVALID_ARGUMENT, INTERNAL_ERROR
 from ...srv import Dynamics, PixelToWorld, Randomize, SaveState, SetJointState
 
 
@@ -114,6 +114,11 @@ class WorldServices:
         return await self._call(resp, run, fill)
 
     async def _randomize(self, req, resp):
+        if not getattr(getattr(self.node, 'p', None), 'world_edits', True):
+            resp.success, resp.code = False, FORBIDDEN
+            resp.message = ('randomize is a scene edit, turned off on this node '
+                            '(world_edits:=false)')
+            return resp
         try:
             fields = json_value(req.fields_json, 'fields_json')
         except DeviceError as exc:
