@@ -149,6 +149,13 @@ class GuardedNode(Node):
     guarded (rclpy's own parameter services included): the base of sim_node and pool_node.
     """
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Services rclpy made without create_service (get_type_description): guarded too.
+        for srv in self.services:
+            if not getattr(srv.callback, GUARDED, False):
+                srv.callback = service(srv.callback, srv.srv_name, self._guard_logger)
+
     def _guard_logger(self):
         return self.get_logger()
 
