@@ -129,14 +129,33 @@ def _wrap(callback, where, logger, on_error):
     return guarded
 
 
+def _response(value, response):
+    """``value`` if it is a response of the service's type; rclpy would fail to send
+    anything else (None, a dict) out of the executor, so it counts as a failure."""
+    if type(value) is not type(response):
+        raise TypeError(f'the callback returned {type(value).__name__}, not '
+                        f'{type(response).__name__}')
+    return value
+
+
 def service(callback, name, logger):
-    """A service callback answering INTERNAL_ERROR in its response on an exception."""
+    """A service callback answering INTERNAL_ERROR in its response on an exception (or on
+    a return value that is no response)."""
+    if callback is None or getattr(callback, GUARDED, False):
+        return callback
     where = f'service {name}'
+    if inspect.iscoroutinefunction(callback):
+        async def checked(request, response):
+            return _response(await callback(request, response), response)
+    else:
+        def checked(request, response):
+            return _response(callback(request, response), response)
+    functools.update_wrapper(checked, callback)
 
     def answer(exc, _request=None, response=None, *_):
         return fill_error(response, short_message(exc, where)) if response is not None \
             else None
-    return _wrap(callback, where, logger, answer)
+    return _wrap(checked, where, logger, answer)
 
 
 def plain(callback, where, logger):

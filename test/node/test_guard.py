@@ -251,3 +251,38 @@ def test_sim_node_answers_failures_injected_into_its_entry_points(sim, monkeypat
     r = sim.call(own.SaveState, 'save_state', own.SaveState.Request(name='after'))
     assert r.success, r.message
     assert wait_for(lambda: dev.snapshot.time > t0, 10.0), 'physics stopped'
+
+
+def test_every_entry_point_of_pool_node_is_guarded_and_a_bad_answer_is_answered(tmp_path):
+    from rclpy.parameter import Parameter
+    from mujoco_hal_ros.ros.pool.pool_node import PoolNode
+    from mujoco_hal_ros.srv import PoolInfo, PoolReset
+    path = tmp_path / 'free.xml'
+    path.write_text('<mujoco><worldbody><body name="box"><freejoint/><geom size=".1"/>'
+                    '</body></worldbody></mujoco>')
+    h = SpunNodes(lambda ctx: [
+        PoolNode(context=ctx, parameter_overrides=[
+            Parameter('model', value=str(path)), Parameter('nbatch', value=2),
+            Parameter('nthread', value=1)]),
+        rclpy.create_node('guard_pool_client', context=ctx)],
+        lambda ctx: MultiThreadedExecutor(num_threads=4, context=ctx))
+    h.spin(120.0)
+    try:
+        node = h.nodes[0]
+        callbacks = [s.callback for s in node.services] + [
+            getattr(w, part) for w in node.waitables if isinstance(w, guard.ActionServer)
+            for part in ('_goal_callback', '_cancel_callback', '_execute_callback',
+                         '_handle_accepted_callback')]
+        assert len(callbacks) > 4
+        assert all(getattr(cb, guard.GUARDED, False) for cb in callbacks)
+        node.info, info = None, node.info          # pool_info now returns no response
+        r = h.call(PoolInfo, 'pool_info', PoolInfo.Request())
+        assert r.nbatch == 0                       # answered (empty), not a dead node
+        node.info = info
+        node.pool.reset, reset = boom, node.pool.reset
+        r = h.call(PoolReset, 'reset', PoolReset.Request())
+        assert not r.success and r.code == INTERNAL_ERROR, r.message
+        node.pool.reset = reset
+        assert h.call(PoolInfo, 'pool_info', PoolInfo.Request()).nbatch == 2
+    finally:
+        h.close()
