@@ -974,8 +974,13 @@ class Device:
         self._vet(resource)
         spec, model = scene.spawn(resource, name, position, quaternion, namespace)
         full = f'{namespace.strip("/")}/{name}' if namespace else name
-        self.replace_model(model, why=f'spawned {full}', scene_spec=spec)
         bodies = scene_edit.entity_bodies(spec, full)
+        if not bodies:
+            # an entity is its bodies: one without any could never be placed or deleted
+            raise errors.InvalidArgument('the MJCF has no body to spawn; nothing was changed',
+                                         where='resource', allowed='an MJCF with at least one '
+                                         '<body> in its <worldbody>')
+        self.replace_model(model, why=f'spawned {full}', scene_spec=spec)
         self._spawned[full] = bodies
         return {'success': True, 'code': errors.DONE, 'name': full, 'bodies': bodies}
 

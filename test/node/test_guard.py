@@ -261,7 +261,7 @@ def test_every_entry_point_of_pool_node_is_guarded_and_a_bad_answer_is_answered(
     path.write_text('<mujoco><worldbody><body name="box"><freejoint/><geom size=".1"/>'
                     '</body></worldbody></mujoco>')
     h = SpunNodes(lambda ctx: [
-        PoolNode(context=ctx, parameter_overrides=[
+        PoolNode(context=ctx, namespace='/pool', parameter_overrides=[
             Parameter('model', value=str(path)), Parameter('nbatch', value=2),
             Parameter('nthread', value=1)]),
         rclpy.create_node('guard_pool_client', context=ctx)],
@@ -276,13 +276,13 @@ def test_every_entry_point_of_pool_node_is_guarded_and_a_bad_answer_is_answered(
         assert len(callbacks) > 4
         assert all(getattr(cb, guard.GUARDED, False) for cb in callbacks)
         node.info, info = None, node.info          # pool_info now returns no response
-        r = h.call(PoolInfo, 'pool_info', PoolInfo.Request())
+        r = h.call(PoolInfo, 'pool/pool_info', PoolInfo.Request())
         assert r.nbatch == 0                       # answered (empty), not a dead node
         node.info = info
         node.pool.reset, reset = boom, node.pool.reset
-        r = h.call(PoolReset, 'reset', PoolReset.Request())
+        r = h.call(PoolReset, 'pool/reset', PoolReset.Request())
         assert not r.success and r.code == INTERNAL_ERROR, r.message
         node.pool.reset = reset
-        assert h.call(PoolInfo, 'pool_info', PoolInfo.Request()).nbatch == 2
+        assert h.call(PoolInfo, 'pool/pool_info', PoolInfo.Request()).nbatch == 2
     finally:
         h.close()
