@@ -286,3 +286,39 @@ def test_every_entry_point_of_pool_node_is_guarded_and_a_bad_answer_is_answered(
         assert h.call(PoolInfo, 'pool/pool_info', PoolInfo.Request()).nbatch == 2
     finally:
         h.close()
+
+
+def test_the_executor_backstop_spins_on_past_an_exception_from_a_task():
+    """What reaches the executor some other way (a task, a future's done-callback) is
+    logged by ``run.spin_guarded`` and the spin goes on; rclpy's ``spin`` would end."""
+    from mujoco_hal_ros.ros.run import spin_guarded
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, args=[])
+    node = Victim(context=ctx)
+    node.healed = True
+    client = rclpy.create_node('backstop_client', context=ctx)
+    executor = MultiThreadedExecutor(num_threads=2, context=ctx)
+    executor.add_node(node)
+    executor.add_node(client)
+    thread = threading.Thread(target=spin_guarded, args=(executor, node), daemon=True)
+    thread.start()
+    try:
+        executor.create_task(boom)
+        executor.create_task(async_boom)
+        cli = client.create_client(Trigger, 'plain')
+        assert cli.wait_for_service(timeout_sec=10.0)
+        for _ in range(3):
+            done = threading.Event()
+            future = cli.call_async(Trigger.Request())
+            future.add_done_callback(lambda _f: done.set())
+            assert done.wait(20.0), 'the executor stopped spinning'
+            assert future.result().success
+        assert thread.is_alive()
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        thread.join(10.0)
+        node.release.set()
+        node.destroy_node()
+        client.destroy_node()
+        rclpy.shutdown(context=ctx)
+    assert not thread.is_alive()
