@@ -59,18 +59,23 @@ class SimNode(GuardedNode):
     def _start(self):
         self.p = self._declare_all()
         fastpath.configure(self.p.fast_paths)     # before the device starts its threads
-        self.urdf_text, urdf_model, self.republish = model_from_parameters(self, self.p)
-        device_file, model = P.device_arguments(self.p, urdf_model)
-        self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
-                             real_time_factor=self.p.real_time_factor,
-                             start_paused=self.p.start_paused,
-                             gravity_compensation=self.p.gravity_compensation or None,
-                             move_tolerance=self.p.move_tolerance or None)
         p = self.p
-        self.device.sandbox = Sandbox(Limits(
+        sandbox = Sandbox(Limits(
             memory_mb=p.sandbox_memory_mb, cpu_s=p.sandbox_cpu_s, max_bodies=p.world_max_bodies,
             max_geoms=p.world_max_geoms, max_mesh_vertices=p.world_max_mesh_vertices),
             roots=p.resource_roots or None)
+        try:     # the sandbox reads a robot_description from the topic, then scene edits
+            self.urdf_text, urdf_model, self.republish = model_from_parameters(self, p, sandbox)
+            device_file, model = P.device_arguments(self.p, urdf_model)
+            self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
+                                 real_time_factor=self.p.real_time_factor,
+                                 start_paused=self.p.start_paused,
+                                 gravity_compensation=self.p.gravity_compensation or None,
+                                 move_tolerance=self.p.move_tolerance or None)
+        except BaseException:
+            sandbox.close()
+            raise
+        self.device.sandbox = sandbox       # closed with the device
         if p.world_edits:
             self.device.sandbox.warm()     # imports MuJoCo while the node starts
         for name in ('gravity', 'timestep'):
