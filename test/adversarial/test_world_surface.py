@@ -298,6 +298,30 @@ def test_teleport_and_snapshot_fields(node, names, positions, velocities, snapsh
         assert r.code in CODES, r.code
 
 
+@settings(max_examples=15, deadline=None)
+@given(count=st.sampled_from([0, 1, 3, 101, 5000]), hostile=st.booleans())
+def test_spawn_entities_batches(node, count, hostile):
+    from simulation_interfaces.msg import SpawnEntity as SpawnRequest
+    dev = node.nodes[0].device
+    gen = dev.generation
+    one = SpawnRequest(name='../x' if hostile else 'twin', allow_renaming=True)
+    one.entity_resource.resource_string = BOX
+    one.initial_pose.pose.position.z = 0.3
+    r = call(node, si.SpawnEntities, 'spawn_entities',
+             si.SpawnEntities.Request(spawn_requests=[one] * count))
+    if count > 100:
+        assert r.result.result != OK and 'at most 100' in r.result.error_message
+        assert dev.generation == gen
+    elif hostile and count:
+        assert r.result.result != OK and dev.generation == gen
+        assert all(x.result.result == si.SpawnEntity.Response.NAME_INVALID
+                   for x in r.results)
+    else:
+        assert r.result.result == OK
+        assert len(r.results) == count
+    clean_up(node)
+
+
 def test_the_node_answers_and_steps_after_all_of_it(node):
     clean_up(node)
     alive_and_stepping(node)

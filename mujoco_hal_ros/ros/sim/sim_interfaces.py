@@ -67,6 +67,7 @@ INFO = ('mujoco_hal_ros sim_node. Entities are the named bodies of the MuJoCo mo
         'but simulation time keeps running forward, so ROS clocks never jump back. '
         'Stepping requires the paused state.')
 FEEDBACK_CHUNKS = 50          # simulate_steps reports progress about this many times
+MAX_SPAWN_BATCH = 100         # spawn_entities: requests in one call
 
 
 def _ok(text=''):
@@ -574,6 +575,11 @@ class SimInterfaces:
     async def _spawn_many(self, req, resp):
         if not self.edits:
             resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
+            return resp
+        if len(req.spawn_requests) > MAX_SPAWN_BATCH:
+            resp.result = _fail(Result.RESULT_OPERATION_FAILED,
+                                f'{len(req.spawn_requests)} spawn requests in one call; send at '
+                                f'most {MAX_SPAWN_BATCH} (each one recompiles the scene)')
             return resp
         results = []
         for one in req.spawn_requests:
