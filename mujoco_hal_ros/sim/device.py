@@ -973,6 +973,8 @@ class Device:
         scene.check_pose(name, position, quaternion, namespace)   # cheap refusals first
         self._vet(resource)
         spec, model = scene.spawn(resource, name, position, quaternion, namespace)
+        if self.sandbox is not None:
+            self.sandbox.check_totals(model)
         full = f'{namespace.strip("/")}/{name}' if namespace else name
         bodies = scene_edit.entity_bodies(spec, full)
         if not bodies:

@@ -166,6 +166,19 @@ class Sandbox:
                                  f'{exc}', where='resource') from None
         return {'counts': head.get('counts', {}), 'model': model}
 
+    def check_totals(self, model):
+        """The whole scene after an edit, compiled here from vetted parts: each spawn was
+        within the limits, so their sum is checked too (LIMIT_EXCEEDED naming it)."""
+        lim = self.limits
+        for what, n, cap, name in (('bodies', model.nbody - 1, lim.max_bodies, 'bodies'),
+                                   ('geoms', model.ngeom, lim.max_geoms, 'geoms'),
+                                   ('mesh vertices', model.nmeshvert, lim.max_mesh_vertices,
+                                    'mesh_vertices')):
+            if n > cap:
+                raise DeviceError(LIMIT_EXCEEDED, f'the scene would have {n} {what}, over the '
+                                  f'limit of {cap} (world_max_{name}); nothing was changed: '
+                                  'delete entities first', where='scene')
+
     def _over(self, what, limit):
         return DeviceError(LIMIT_EXCEEDED, f'reading and compiling the model went over the '
                            f"sandbox's {what} limit ({limit}); nothing was changed: a smaller "

@@ -149,6 +149,21 @@ def test_spawn_and_load_world_go_through_the_sandbox(guarded, tmp_path):
     guarded.delete_entity('crate')
 
 
+def test_the_scene_total_is_capped_too(bench):
+    """Each spawn is within the limits; their sum is checked as well."""
+    bench.sandbox = Sandbox(Limits(max_bodies=bench.model.nbody))   # room for one more
+    try:
+        bench.spawn_entity(BOX, 'first', position=(0.2, 0, 0.2))
+        gen = bench.generation
+        with pytest.raises(errors.DeviceError) as err:
+            bench.spawn_entity(BOX, 'second', position=(0.3, 0, 0.2))
+        assert err.value.code == errors.LIMIT_EXCEEDED and 'world_max_bodies' in str(err.value)
+        assert bench.generation == gen and bench.entity_names() == ['first']
+    finally:
+        bench.sandbox.close()
+        bench.sandbox = None
+
+
 @pytest.mark.parametrize('kw, where', [
     ({'name': '../../x'}, 'name'), ({'name': 'a b'}, 'name'), ({'name': '9lives'}, 'name'),
     ({'name': 'x', 'namespace': '../up'}, 'namespace'),
