@@ -81,6 +81,9 @@ class Sandbox:
             return self._proc
         env = dict(os.environ)
         env['PYTHONPATH'] = os.pathsep.join(p for p in sys.path if p)
+        # glibc reserves 64 MiB of address space per thread arena: with MuJoCo's threads
+        # that alone could reach RLIMIT_AS before a legitimate model does
+        env['MALLOC_ARENA_MAX'] = '2'
         self._proc = subprocess.Popen(
             [sys.executable, '-u', WORKER, str(int(self.limits.memory_mb))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
