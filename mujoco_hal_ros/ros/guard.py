@@ -213,13 +213,14 @@ class ActionServer(_RclpyActionServer):
     def __init__(self, node, action_type, action_name, *args, **kwargs):
         self._guard_name = action_name
         self._guard_node = node
+        self._guard_type = action_type
         super().__init__(node, action_type, action_name, *args, **kwargs)
 
     def _guard_logger(self):
         return self._guard_node.get_logger()
 
     def _error_result(self, exc, part):
-        return fill_error(self._action_type.Result(), short_message(exc, self._where(part)))
+        return fill_error(self._guard_type.Result(), short_message(exc, self._where(part)))
 
     def register_goal_callback(self, goal_callback):
         super().register_goal_callback(_wrap(goal_callback, self._where('goal'),
