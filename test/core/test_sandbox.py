@@ -125,6 +125,19 @@ def test_a_job_over_the_memory_limit_is_refused_and_the_worker_goes_on():
             assert sb.check(BOX)['counts']['bodies'] == 1
 
 
+def test_a_job_over_the_cpu_limit_ends_the_worker_and_is_refused():
+    """343,000 geoms (caps lifted): MuJoCo takes seconds of CPU to read them, and
+    RLIMIT_CPU's SIGXCPU ends the worker after one; the next job gets a new worker."""
+    many = ('<mujoco><worldbody>' + '<replicate count="70" offset="0.01 0 0">' * 3 +
+            '<geom size=".001"/>' + '</replicate>' * 3 + '</worldbody></mujoco>')
+    with _closing(Sandbox(Limits(cpu_s=1.0, max_bodies=10 ** 7, max_geoms=10 ** 7))) as sb:
+        with pytest.raises(errors.DeviceError) as err:
+            sb.check(many)
+        assert err.value.code == errors.LIMIT_EXCEEDED
+        assert 'sandbox_cpu_s = 1' in str(err.value)
+        assert sb.check(BOX)['counts']['bodies'] == 1
+
+
 # --- the device with a sandbox: scene edits from outside --------------------------------
 @pytest.fixture()
 def guarded(bench):
