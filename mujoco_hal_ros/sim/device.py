@@ -1110,9 +1110,10 @@ class Device:
         (the caller's) thread: a scene that overflows MuJoCo's arena, warns or diverges is
         refused here, and the physics thread never runs it (``world.scene.trial_run``)."""
         data = mujoco.MjData(model)
-        if world:
-            if model.nkey:
-                mujoco.mj_resetDataKeyframe(model, data, 0)
+        if world:                     # where a zero-config device starts: home, else key 0
+            key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
+            if key >= 0 or model.nkey:
+                mujoco.mj_resetDataKeyframe(model, data, max(key, 0))
         else:
             old_model = self.model
             old_data = self.stepper.post(lambda s: copy.copy(s.data), wait=True)

@@ -29,6 +29,7 @@ import threading
 import time
 
 from ..errors import DeviceError, LIMIT_EXCEEDED, ModelError
+from .scene import MAX_RESOURCE
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sandbox_worker.py')
 
@@ -43,7 +44,7 @@ class Limits:
     max_bodies: int = 10_000
     max_geoms: int = 50_000
     max_mesh_vertices: int = 5_000_000
-    max_bytes: int = 10_000_000         # characters of an MJCF string or bytes of its file
+    max_bytes: int = MAX_RESOURCE       # characters of an MJCF string or bytes of its file
 
     @property
     def wall_s(self):

@@ -133,7 +133,7 @@ def job(req):
         text, base = res, os.getcwd()
         if len(text) > limits['max_bytes']:
             raise Refused('LIMIT_EXCEEDED', f'{len(text)} characters, over the limit of '
-                          f'{limits["max_bytes"]}', limit=f'max_bytes = {limits["max_bytes"]}')
+                          f'{limits["max_bytes"]}', limit=f'MAX_RESOURCE = {limits["max_bytes"]}')
     else:
         path = res[len('file://'):] if res.startswith('file://') else res
         if roots is not None and not _under(path, roots):
@@ -144,7 +144,7 @@ def job(req):
         size = os.path.getsize(path)
         if size > limits['max_bytes']:
             raise Refused('LIMIT_EXCEEDED', f'{size} bytes, over the limit of '
-                          f'{limits["max_bytes"]}', limit=f'max_bytes = {limits["max_bytes"]}')
+                          f'{limits["max_bytes"]}', limit=f'MAX_RESOURCE = {limits["max_bytes"]}')
         with open(path, 'rb') as handle:
             text = handle.read(limits['max_bytes'] + 1)
         base = os.path.dirname(os.path.abspath(path))
