@@ -322,6 +322,20 @@ def test_spawn_entities_batches(node, count, hostile):
     clean_up(node)
 
 
+@settings(max_examples=30, deadline=None)
+@given(entity=ros_names().filter(lambda n: n != 'block'))
+def test_delete_entity_fields(node, entity):
+    """Any name: refused (NOT_FOUND, or OPERATION_FAILED for a body the device needs) with
+    the scene unchanged, or a spawned entity deleted."""
+    dev = node.nodes[0].device
+    gen = dev.generation
+    r = call(node, si.DeleteEntity, 'delete_entity', si.DeleteEntity.Request(entity=entity))
+    assert len(r.result.error_message) < 5000
+    if r.result.result != OK:
+        assert dev.generation == gen
+    assert dev.model.nu == 4, 'a delete took an actuator of the device'
+
+
 def test_the_node_answers_and_steps_after_all_of_it(node):
     clean_up(node)
     alive_and_stepping(node)
