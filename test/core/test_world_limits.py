@@ -91,3 +91,20 @@ def test_trial_run_refuses_what_cannot_run():
     with pytest.raises(errors.DeviceError) as err:
         scene_edit.trial_run(model, data)
     assert err.value.code == errors.UNSTABLE and 'nothing was changed' in str(err.value)
+
+
+@pytest.mark.parametrize('pattern', ['(a*)*$', '(a+)+', '(a|aa)*', '((ab)*)+', '(.*a){20}',
+                                     r'(\w+\s?)+$', r'(a)\1', 'x' * 300])
+def test_entity_filters_that_backtrack_without_bound_are_refused(pattern):
+    """``(a*)*$`` against a 32-character spawned name holds the GIL for hours: refused."""
+    from mujoco_hal_ros.world.catalog import safe_pattern
+    with pytest.raises(errors.DeviceError) as err:
+        safe_pattern(pattern)
+    assert err.value.code == errors.INVALID_ARGUMENT and err.value.where == 'filter'
+
+
+@pytest.mark.parametrize('pattern', ['^bl', 'a+b*', '(ab)+', 'crate/.*', r'^(box|crate)_\d+$',
+                                     '[(*)]+', r'\(a*\)*', 'x{1,3}y'])
+def test_ordinary_entity_filters_pass(pattern):
+    from mujoco_hal_ros.world.catalog import safe_pattern
+    assert safe_pattern(pattern).pattern == pattern
