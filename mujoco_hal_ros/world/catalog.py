@@ -23,19 +23,23 @@ MAX_TEXT = 1024
 
 
 MAX_PATTERN = 256
+# Unbounded repeats in one filter: k of them cost up to n^k steps on a name of n characters
+# that fails to match; two keep a 256-character name to ~3e4 steps.
+MAX_REPEATS = 2
 _QUANTIFIER = re.compile(r'[*+]|\{\d*,\d*\}|\{\d{2,}\}')
 
 
 def safe_pattern(pattern):
     """``pattern`` compiled, refused when it could backtrack without bound: Python's ``re``
     holds the GIL while it matches, so ``(a*)*$`` against one long spawned name would
-    freeze the whole node for hours. Refused: over MAX_PATTERN characters, a repeated group
-    that itself repeats or alternates (``(a+)+``, ``(a|aa)*``), and backreferences."""
+    freeze the whole node for hours. Refused: over MAX_PATTERN characters, more than
+    MAX_REPEATS unbounded repeats (``.*.*.*``), a repeated group that itself repeats or
+    alternates (``(a+)+``, ``(a|aa)*``), and backreferences."""
     if len(pattern) > MAX_PATTERN:
         raise InvalidArgument(f'a filter of {len(pattern)} characters', where='filter',
                               allowed=f'at most {MAX_PATTERN}')
     groups = []              # per open group: whether it repeats or alternates inside
-    i, risky_after = 0, False
+    i, risky_after, repeats = 0, False, 0
     while i < len(pattern):
         c = pattern[i]
         if c == '\\':
@@ -58,6 +62,12 @@ def safe_pattern(pattern):
                                       'alternates: matching it can take hours',
                                       where='filter', allowed='a pattern without nested '
                                       'repetition, e.g. (ab)+ or a+b*')
+            repeats += 1
+            if repeats > MAX_REPEATS:
+                raise InvalidArgument(f'{shorten(pattern)} has more than {MAX_REPEATS} '
+                                      'unbounded repeats: matching it can take hours',
+                                      where='filter', allowed=f'at most {MAX_REPEATS} of '
+                                      '*, + or {m,}')
             if groups:
                 groups[-1] = True
             i, risky_after = quantifier.end(), False

@@ -94,7 +94,8 @@ def test_trial_run_refuses_what_cannot_run():
 
 
 @pytest.mark.parametrize('pattern', ['(a*)*$', '(a+)+', '(a|aa)*', '((ab)*)+', '(.*a){20}',
-                                     r'(\w+\s?)+$', r'(a)\1', 'x' * 300])
+                                     r'(\w+\s?)+$', r'(a)\1', 'x' * 300, '.*.*.*x',
+                                     'a+b+c+'])
 def test_entity_filters_that_backtrack_without_bound_are_refused(pattern):
     """``(a*)*$`` against a 32-character spawned name holds the GIL for hours: refused."""
     from mujoco_hal_ros.world.catalog import safe_pattern
