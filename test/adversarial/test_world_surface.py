@@ -336,6 +336,22 @@ def test_delete_entity_fields(node, entity):
     assert dev.model.nu == 4, 'a delete took an actuator of the device'
 
 
+@settings(max_examples=40, deadline=None)
+@given(pattern=st.one_of(st.text(alphabet='a()*+?|.{}[]^$\\1,2', max_size=24),
+                         st.sampled_from(['(a*)*$', '(.*a){20}', '.*.*.*.*x', '(a|aa)*',
+                                          '^bl', 'x' * 1000])))
+def test_get_entities_filters(node, pattern):
+    """An entity named by 40 a's is there: a filter that backtracks without bound over it
+    would freeze the node (the GIL held), so such filters are refused."""
+    dev = node.nodes[0].device
+    if 'a' * 40 not in dev.entity_names():
+        dev.spawn_entity(BOX, 'a' * 40, position=(0.5, 0.5, 0.3))
+    req = si.GetEntities.Request()
+    req.filters.filter = pattern
+    r = call(node, si.GetEntities, 'get_entities', req)
+    assert len(r.result.error_message) < 5000
+
+
 def test_the_node_answers_and_steps_after_all_of_it(node):
     clean_up(node)
     alive_and_stepping(node)
