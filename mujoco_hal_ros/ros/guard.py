@@ -111,17 +111,17 @@ def _wrap(callback, where, logger, on_error):
     get_logger = logger if callable(logger) else (lambda: logger)
     if inspect.iscoroutinefunction(callback):
         @functools.wraps(callback)
-        async def guarded(*args):
+        async def guarded(*args, **kwargs):    # kwargs: a timer's TimerInfo, by name
             try:
-                return await callback(*args)
+                return await callback(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - the point of the guard
                 log_failure(get_logger(), where, exc)
                 return on_error(exc, *args)
     else:
         @functools.wraps(callback)
-        def guarded(*args):
+        def guarded(*args, **kwargs):
             try:
-                return callback(*args)
+                return callback(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - the point of the guard
                 log_failure(get_logger(), where, exc)
                 return on_error(exc, *args)
