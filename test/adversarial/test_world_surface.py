@@ -352,6 +352,40 @@ def test_get_entities_filters(node, pattern):
     assert len(r.result.error_message) < 5000
 
 
+def test_the_cases_of_issue_26_get_the_standard_codes(node):
+    """Each case the issue found accepted, refused with the code simulation_interfaces (or
+    mujoco_hal_ros) gives it, the scene unchanged."""
+    R = si.SpawnEntity.Response
+    dev = node.nodes[0].device
+    gen = dev.generation
+
+    def spawn(name='crate', position=(0.2, 0.0, 0.3), orientation=(1.0, 0.0, 0.0, 0.0),
+              resource=BOX, renaming=False):
+        req = si.SpawnEntity.Request(name=name, allow_renaming=renaming)
+        req.entity_resource.resource_string = resource
+        vec3(req.initial_pose.pose.position, position)
+        o = req.initial_pose.pose.orientation
+        o.w, o.x, o.y, o.z = orientation
+        return call(node, si.SpawnEntity, 'spawn_entity', req).result
+    assert spawn(position=(1e308, 0.0, 0.0)).result == R.INVALID_POSE
+    assert spawn(orientation=(0.0, 0.0, 0.0, 0.0)).result == R.INVALID_POSE
+    assert spawn(name='../../x').result == R.NAME_INVALID
+    assert spawn(name='../../x', renaming=True).result == R.NAME_INVALID
+    r = spawn(resource=MILLION)
+    assert r.result == R.RESOURCE_PARSE_ERROR and 'world_max_geoms' in r.error_message
+    req = own.ApplyWrench.Request(body='block')
+    req.force.x = 1e308
+    r = call(node, own.ApplyWrench, 'apply_wrench', req)
+    assert (r.success, r.code) == (False, 'INVALID_ARGUMENT') and 'force' in r.message
+    r = call(node, own.Randomize, 'randomize', own.Randomize.Request(
+        fields_json='{"geom_friction": {"scale": [1, 1e308]}}'))
+    assert (r.success, r.code) == (False, 'INVALID_ARGUMENT')
+    r = call(node, own.Randomize, 'randomize', own.Randomize.Request(fields_json='[' * 10_000))
+    assert (r.success, r.code) == (False, 'INVALID_ARGUMENT') and '32' in r.message
+    assert dev.generation == gen and not dev.wrenches()
+    alive_and_stepping(node)
+
+
 def test_the_node_answers_and_steps_after_all_of_it(node):
     clean_up(node)
     alive_and_stepping(node)
