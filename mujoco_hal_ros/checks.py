@@ -1,11 +1,13 @@
-"""Input checks shared by every boundary: numbers, vectors and names.
+"""Input checks shared by every boundary: numbers, vectors, names and structured text.
 
 Python's ``bool`` is an ``int`` and ``numpy.bool_`` converts to float silently, so a stray
 ``True`` would otherwise become a 1.0 goal; these checks refuse both explicitly.
 """
 
+import json
 import math
 import numbers
+import re
 
 import numpy as np
 
@@ -106,3 +108,48 @@ def named_values(names, values, where, kind='name'):
         raise InvalidArgument(f'{len(names)} {kind}s but {len(values)} values', where=where,
                               allowed=f'one value per {kind}')
     return dict(zip(names, values))
+
+
+# Structured text from outside (a service's JSON field): at most this many bytes, nested at
+# most this deep. Python's json recurses once per level, so 10,000 ``[`` raise
+# RecursionError inside the parser; a depth counted before parsing refuses them in one pass.
+MAX_JSON_BYTES = 4 << 20        # explicit rgba for 200k geoms fits
+MAX_JSON_DEPTH = 32             # randomize needs 3 ({field: [[...]]})
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _constant(name):
+    raise InvalidArgument(f'{name} is not a JSON number', where='json',
+                          allowed='finite numbers only')
+
+
+def json_value(text, where, max_bytes=MAX_JSON_BYTES, max_depth=MAX_JSON_DEPTH):
+    """``text`` parsed as JSON, refused (INVALID_ARGUMENT naming ``where`` and the limit)
+    when it is not a string, longer than ``max_bytes``, nested deeper than ``max_depth``,
+    holds NaN or Infinity, or is not JSON. Size and depth are checked before the parser
+    runs, so no input can make it recurse or allocate without bound."""
+    if not isinstance(text, (str, bytes)):
+        raise InvalidArgument(f'expected JSON text, got {type(text).__name__}', where=where)
+    size = len(text.encode('utf-8', errors='replace') if isinstance(text, str) else text)
+    if size > max_bytes:
+        raise InvalidArgument(f'{size} bytes of JSON is over the limit of {max_bytes}',
+                              where=where, allowed=f'at most {max_bytes} bytes')
+    if isinstance(text, bytes):
+        text = text.decode('utf-8', errors='replace')
+    depth = 0
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token in '[{':
+            depth += 1
+            if depth > max_depth:
+                raise InvalidArgument(f'JSON nested more than {max_depth} deep', where=where,
+                                      allowed=f'at most {max_depth} levels of [] and {{}}')
+        elif token in ']}':
+            depth -= 1
+    try:
+        return json.loads(text, parse_constant=_constant)
+    except InvalidArgument as exc:
+        raise InvalidArgument(str(exc).split(': ', 1)[-1], where=where,
+                              allowed='finite numbers only') from None
+    except (ValueError, RecursionError) as exc:
+        raise InvalidArgument(f'not JSON: {exc}', where=where) from None

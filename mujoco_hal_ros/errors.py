@@ -22,6 +22,7 @@ NOT_PAUSED = 'NOT_PAUSED'
 INTERNAL_ERROR = 'INTERNAL_ERROR'
 TIMEOUT = 'TIMEOUT'
 STEPPER_DEAD = 'STEPPER_DEAD'
+FORBIDDEN = 'FORBIDDEN'      # turned off by the node's configuration (world_edits:=false)
 
 SHORT = 80                # characters of a user's value an error message repeats
 MESSAGE_CAP = 2000        # characters of a whole message (the last line of defence)

@@ -98,6 +98,24 @@ def _run(name, make_node, args, threads, started):
     return 0
 
 
+def spin_guarded(executor, node):
+    """``executor.spin()`` that survives an exception escaping a callback: the backstop
+    behind ``guard`` (which answers the request) for what reaches the executor some other
+    way (a done-callback of a future, a part built on a plain rclpy entity). It is logged
+    with its traceback and the executor spins on; a shutdown still ends it."""
+    from .guard import log_failure
+    while executor.context.ok():
+        try:
+            executor.spin()
+            return
+        except (ExternalShutdownException, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # noqa: BLE001 - one bad callback must not end the node
+            if not executor.context.ok():
+                return
+            log_failure(node.get_logger(), 'the executor', exc)
+
+
 def _spin_until_signal(executor, node):
     """Spin on a thread until a signal; then, with the executor still spinning, let the node
     answer every waiting client (``node.answer_waiting(timeout)`` where it has one)."""
@@ -105,7 +123,7 @@ def _spin_until_signal(executor, node):
 
     def spin():
         try:
-            executor.spin()
+            spin_guarded(executor, node)
         except ExternalShutdownException:
             pass
         except BaseException as exc:  # noqa: BLE001 - raised again on the main thread

@@ -14,8 +14,9 @@ import math
 import mujoco
 import numpy as np
 
-from ..checks import finite_number, finite_vector, is_bool, known_name
+from ..checks import finite_number, is_bool, known_name
 from ..errors import InvalidArgument
+from ..world import bounds
 
 WORLD = 'world'
 
@@ -47,15 +48,16 @@ def check(model, body, force=(0.0, 0.0, 0.0), torque=(0.0, 0.0, 0.0),
     names = body_names(model)
     movable = [n for b, n in enumerate(names) if n and b > 0]
     known_name(body, movable, 'body')
-    f = finite_vector(force, 3, 'force')
-    t = finite_vector(torque, 3, 'torque')
-    p = finite_vector(point, 3, 'point')
+    f = bounds.magnitude(force, 3, bounds.MAX_FORCE, 'force', 'N')
+    t = bounds.magnitude(torque, 3, bounds.MAX_TORQUE, 'torque', 'N m')
+    p = bounds.position(point, 'point')
     if is_bool(duration):
         raise InvalidArgument(f'expected seconds, got boolean {duration!r}', where='duration')
     dur = finite_number(duration, 'duration')
     if dur < 0:
         raise InvalidArgument(f'duration must be 0 (until cleared) or above, got {dur:g}',
                               where='duration', allowed='seconds of simulated time >= 0')
+    dur = bounds.duration(dur, 'duration')
     if frame in (None, '', WORLD):
         fid, fname = -1, WORLD
     else:

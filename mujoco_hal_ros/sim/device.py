@@ -9,6 +9,7 @@ owns none of their logic: the channels and limits (``config``), the move_to pipe
 """
 
 import collections
+import copy
 import logging
 import os
 import threading
@@ -29,7 +30,7 @@ from ..config.units import parse_quantity
 from . import names
 from ..sensors import catalog, settings as sensor_settings, wrench
 from .render_state import RenderState
-from ..world import pixels as world_pixels, snapshots as world_snapshots, teleport
+from ..world import bounds, pixels as world_pixels, snapshots as world_snapshots, teleport
 from ..world import scene as scene_edit
 from ..world.scene import Scene
 from ..world.world import World
@@ -188,6 +189,9 @@ class Device:
         self._start_path = self.model_path
         self._file_spec = self.spec   # a loaded world uses the device file if it fits
         self._gravcomp_on = bool(gravity_compensation)
+        # Untrusted models (scene edits from a ROS peer) are read in a capped process first
+        # (world.sandbox); None: this process reads them itself (a trusted Python caller).
+        self.sandbox = None
         self.record('connect', {'model': self.model_path, 'keyframe': keyframe},
                     self._native_all(sp))
 
@@ -860,7 +864,7 @@ class Device:
 
     def set_gravity(self, gravity):
         """World gravity (m/s^2, 3 finite numbers) from the next step on."""
-        g = finite_vector(gravity, 3, 'gravity')
+        g = bounds.magnitude(gravity, 3, bounds.MAX_GRAVITY, 'gravity', 'm/s^2')
 
         def apply(s):
             s.model.opt.gravity[:] = g
@@ -976,12 +980,31 @@ class Device:
         with self._edit_lock:
             return self._spawn_entity(resource, name, position, quaternion, namespace)
 
+    def _vet(self, resource, world=False):
+        """The sandbox's look at an untrusted resource (limits, roots), when there is one:
+        its compiled model for a world, else None; refused with nothing changed."""
+        if self.sandbox is None:
+            return None
+        if not isinstance(resource, str) or not resource:
+            raise errors.InvalidArgument('expected an MJCF string or file path',
+                                         where='resource')
+        return self.sandbox.check(resource, world=world)['model']
+
     def _spawn_entity(self, resource, name, position, quaternion, namespace):
         scene = self._scene()
+        scene.check_pose(name, position, quaternion, namespace)   # cheap refusals first
+        self._vet(resource)
         spec, model = scene.spawn(resource, name, position, quaternion, namespace)
+        if self.sandbox is not None:
+            self.sandbox.check_totals(model)
         full = f'{namespace.strip("/")}/{name}' if namespace else name
-        self.replace_model(model, why=f'spawned {full}', scene_spec=spec)
         bodies = scene_edit.entity_bodies(spec, full)
+        if not bodies:
+            # an entity is its bodies: one without any could never be placed or deleted
+            raise errors.InvalidArgument('the MJCF has no body to spawn; nothing was changed',
+                                         where='resource', allowed='an MJCF with at least one '
+                                         '<body> in its <worldbody>')
+        self.replace_model(model, why=f'spawned {full}', scene_spec=spec)
         self._spawned[full] = bodies
         return {'success': True, 'code': errors.DONE, 'name': full, 'bodies': bodies}
 
@@ -1014,7 +1037,8 @@ class Device:
             return self._load_world(resource)
 
     def _load_world(self, resource):
-        spec, model = Scene(spec=self._scene().spec).load(resource)
+        vetted = self._vet(resource, world=True)
+        spec, model = Scene(spec=self._scene().spec).load(resource, model=vetted)
         path = resource if not resource.lstrip().startswith('<') else '<string>'
         path = path[len('file://'):] if path.startswith('file://') else path
         self.replace_model(model, world=True, why=f'loaded world {errors.shorten(path)}',
@@ -1083,9 +1107,14 @@ class Device:
         ended = f'{why}: the device changed under the move' if world else \
             f'{why}: the device\'s joints were renumbered; send the goal again'
         t0 = time.perf_counter()
-        self.stepper.post(lambda s: self._swap(s, model, layout, device_spec, world,
-                                               renumber, code, ended, model_path),
-                          wait=True, timeout=30.0)
+        self._trial(model, world, why)
+        try:
+            self.stepper.post(lambda s: self._swap(s, model, layout, device_spec, world,
+                                                   renumber, code, ended, model_path),
+                              wait=True, timeout=30.0)
+        except mujoco.FatalError as exc:     # the state moved on since the trial; refused
+            raise ModelError(f'{why}: MuJoCo failed on the new model ({exc}); nothing was '
+                             f'changed: {scene_edit.memory_fix(model)}', where='scene') from None
         if scene_spec is not None:
             self._scene_spec = scene_spec if isinstance(scene_spec, Scene) \
                 else Scene(spec=scene_spec)
@@ -1097,6 +1126,25 @@ class Device:
                     self._native_all(self.snapshot.setpoint))
         return {'success': True, 'code': errors.DONE, 'generation': self._generation,
                 'kept_moves': not renumber, 'swap_s': time.perf_counter() - t0}
+
+    def _trial(self, model, world, why):
+        """Step the new model once on a copy of the state the swap would give it, on this
+        (the caller's) thread: a scene that overflows MuJoCo's arena, warns or diverges is
+        refused here, and the physics thread never runs it (``world.scene.trial_run``)."""
+        data = mujoco.MjData(model)
+        if world:                     # where a zero-config device starts: home, else key 0
+            key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
+            if key >= 0 or model.nkey:
+                mujoco.mj_resetDataKeyframe(model, data, max(key, 0))
+        else:
+            old_model = self.model
+            old_data = self.stepper.post(lambda s: copy.copy(s.data), wait=True)
+            try:
+                scene_edit.carry_state(old_model, old_data, model, data)
+            except mujoco.FatalError:
+                pass                   # trial_run's forward meets it again and says why
+            del old_data
+        scene_edit.trial_run(model, data, f'the new scene ({why})')
 
     def _swap(self, s, model, layout, device_spec, world, renumber, code, ended,
               model_path):
@@ -1264,6 +1312,8 @@ class Device:
         if self.stepper.closed:
             return
         self.stepper.close()
+        if self.sandbox is not None:
+            self.sandbox.close()
         with self._renderers_lock:
             for r in list(self._renderers.values()) + self._retired:
                 r.close()

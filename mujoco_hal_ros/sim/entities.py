@@ -15,18 +15,12 @@ import numpy as np
 
 from ..checks import finite_vector
 from ..errors import DeviceError, InvalidArgument, UnknownName, shorten
+from ..world.bounds import (INVALID_POSE, MAX_ANGULAR, MAX_LINEAR,  # noqa: F401
+                            MAX_POSITION)
 from .render_state import pose_at
 
 NOT_MOVABLE = 'NOT_MOVABLE'
-INVALID_POSE = 'INVALID_POSE'
 STALE_SCENE = 'STALE_SNAPSHOT'     # the request was made against a model since replaced
-# Bounds on a placed state. MuJoCo resets the whole simulation to its keyframe when a
-# position or velocity passes 1e10 (or the step after overflows), so one teleport of 1e308
-# would undo every other entity and the arm; these are far beyond any scene a device
-# simulates (a 10 km world, a bullet's speed) and far below where the solver gives up.
-MAX_POSITION = 1e4          # m, each coordinate
-MAX_LINEAR = 1e3            # m/s, norm
-MAX_ANGULAR = 1e4           # rad/s, norm
 
 
 class Entities:

@@ -22,6 +22,72 @@ MAX_TAGS = 64
 MAX_TEXT = 1024
 
 
+MAX_PATTERN = 256
+# Unbounded repeats in one filter: k of them cost up to n^k steps on a name of n characters
+# that fails to match; two keep a 256-character name to ~3e4 steps.
+MAX_REPEATS = 2
+_QUANTIFIER = re.compile(r'[*+]|\{\d*,\d*\}|\{\d{2,}\}')
+
+
+def safe_pattern(pattern):
+    """``pattern`` compiled, refused when it could backtrack without bound: Python's ``re``
+    holds the GIL while it matches, so ``(a*)*$`` against one long spawned name would
+    freeze the whole node for hours. Refused: over MAX_PATTERN characters, more than
+    MAX_REPEATS unbounded repeats (``.*.*.*``), a repeated group that itself repeats or
+    alternates (``(a+)+``, ``(a|aa)*``), and backreferences."""
+    if len(pattern) > MAX_PATTERN:
+        raise InvalidArgument(f'a filter of {len(pattern)} characters', where='filter',
+                              allowed=f'at most {MAX_PATTERN}')
+    groups = []              # per open group: whether it repeats or alternates inside
+    i, risky_after, repeats = 0, False, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == '\\':
+            if i + 1 < len(pattern) and pattern[i + 1].isdigit():
+                raise InvalidArgument('backreferences are not served in a filter',
+                                      where='filter')
+            i += 2
+            continue
+        if c == '[':                       # a class: skip to its end
+            j = i + 1 + (pattern[i + 1:i + 2] == '^')
+            j += pattern[j:j + 1] == ']'
+            while j < len(pattern) and pattern[j] != ']':
+                j += 2 if pattern[j] == '\\' else 1
+            i = j + 1
+            continue
+        quantifier = _QUANTIFIER.match(pattern, i)
+        if quantifier:
+            if risky_after:
+                raise InvalidArgument(f'{shorten(pattern)} repeats a group that repeats or '
+                                      'alternates: matching it can take hours',
+                                      where='filter', allowed='a pattern without nested '
+                                      'repetition, e.g. (ab)+ or a+b*')
+            repeats += 1
+            if repeats > MAX_REPEATS:
+                raise InvalidArgument(f'{shorten(pattern)} has more than {MAX_REPEATS} '
+                                      'unbounded repeats: matching it can take hours',
+                                      where='filter', allowed=f'at most {MAX_REPEATS} of '
+                                      '*, + or {m,}')
+            if groups:
+                groups[-1] = True
+            i, risky_after = quantifier.end(), False
+            continue
+        risky_after = False
+        if c == '(':
+            groups.append(False)
+        elif c == ')' and groups:
+            risky_after = groups.pop()
+            if groups and risky_after:
+                groups[-1] = True
+        elif c == '|' and groups:
+            groups[-1] = True
+        i += 1
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise InvalidArgument(f'not a regular expression: {exc}', where='filter') from None
+
+
 class Catalog:
     def __init__(self, model, body_names):
         self.model = model
@@ -101,10 +167,7 @@ class Catalog:
     def filter(self, data, pattern='', categories=(), tags=(), mode_all=False, region=None):
         """Names matching every given filter; ``region`` is ('sphere', centre, radius) or
         ('box', low, high), matched by AABB overlap."""
-        try:
-            rx = re.compile(pattern) if pattern else None
-        except re.error as exc:
-            raise InvalidArgument(f'not a regular expression: {exc}', where='filter') from None
+        rx = safe_pattern(pattern) if pattern else None
         out = []
         for n in self.names:
             if rx is not None and not rx.search(n):

@@ -15,7 +15,8 @@ a uniform offset within +-d of where it is; ``reset`` puts them back at the keyf
 import mujoco
 import numpy as np
 
-from ..checks import finite_number, is_bool
+from . import bounds
+from ..checks import is_bool
 from ..errors import InvalidArgument, UnknownName
 from ..pool import randomization as pool_random
 from ..pool.validate import float_array
@@ -71,14 +72,11 @@ class Randomizer:
                 if isinstance(scale, (str, bytes)) or not hasattr(scale, '__len__') \
                         or len(scale) != 2:
                     raise InvalidArgument('expected [low, high]', where=f'{where}.scale')
-                lo = finite_number(scale[0], f'{where}.scale[0]')
-                hi = finite_number(scale[1], f'{where}.scale[1]')
-                if not 0 <= lo <= hi:
-                    raise InvalidArgument(f'[{lo:g}, {hi:g}] is not a range of factors',
-                                          where=f'{where}.scale', allowed='0 <= low <= high')
+                lo, hi = bounds.scale_range(scale[0], scale[1], f'{where}.scale')
                 arr = base * rng.uniform(lo, hi, size=base.shape)
             else:
                 arr, _ = float_array(value, [base.shape], where, low=FIELDS[key][1])
+            arr = bounds.values(arr, where)
             low = FIELDS[key][1]
             if low is not None and (arr < low).any():
                 raise InvalidArgument(f'values below {low:g}', where=where)
@@ -93,6 +91,7 @@ class Randomizer:
     def _offsets(self, value, rng):
         where = f'randomization[{POSITIONS!r}]'
         half, _ = float_array(value, [(3,)], where, low=0.0)
+        half = bounds.values(half, where, top=bounds.MAX_POSITION)
         return rng.uniform(-half, half, size=(len(self._free_qpos()), 3))
 
     def apply(self, values, data):

@@ -11,22 +11,34 @@ model by name (joints, actuators, mocap bodies), so a spawn does not reset the r
 running move goes on untouched), and whether an edit would take a device channel away.
 """
 
+import math
 import os
+import re
 
 import mujoco
 import numpy as np
 
-from ..checks import finite_vector
-from ..errors import InvalidArgument, ModelError, UnknownName, shorten
+from . import bounds
+from ..errors import DeviceError, InvalidArgument, ModelError, shorten, UnknownName, UNSTABLE
 
 MAX_RESOURCE = 10_000_000      # characters of an MJCF string
 
 
-def _name(value, where):
-    if not isinstance(value, str) or not value or len(value) > 256 or \
-            any(c.isspace() for c in value):
-        raise InvalidArgument(f'expected a name without spaces, got {shorten(value)}',
-                              where=where)
+# A spawned entity's name becomes a ROS name part and a TF frame id prefix
+# (``<name>/<body>``): ROS name tokens, at most 256 characters; a namespace is such tokens
+# joined by ``/``. ``../../x`` or ``a b`` would name frames no tool can address.
+_TOKEN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+
+
+def _name(value, where, tokens=1):
+    ok = isinstance(value, str) and 0 < len(value) <= 256
+    parts = value.split('/') if ok else []
+    if not ok or (tokens == 1 and len(parts) != 1) or \
+            not all(_TOKEN.fullmatch(p) for p in parts):
+        raise InvalidArgument(f'{shorten(value)} is not a valid ROS name', where=where,
+                              allowed='letters, digits and _, not starting with a digit'
+                              + (', tokens joined by /' if tokens != 1 else '')
+                              + '; at most 256 characters')
     return value
 
 
@@ -67,10 +79,11 @@ class Scene:
         """The model of this scene's spec (MODEL_ERROR when it does not compile)."""
         return self._compile(self.spec, 'the scene')
 
-    def load(self, resource):
-        """(spec, model) of a whole new world: an MJCF string or file path."""
+    def load(self, resource, model=None):
+        """(spec, model) of a whole new world: an MJCF string or file path; ``model``: its
+        compiled model already (the sandbox's), so it is only parsed here."""
         spec = child_spec(resource)
-        return spec, self._compile(spec, 'the world')
+        return spec, model if model is not None else self._compile(spec, 'the world')
 
     def _compile(self, spec, what):
         try:
@@ -79,28 +92,31 @@ class Scene:
             raise ModelError(f'{what} does not compile: {exc}; nothing was changed',
                              where='scene') from None
 
-    def spawn(self, resource, name, position=(0, 0, 0), quaternion=(1, 0, 0, 0),
-              namespace=''):
-        """(spec, model) with the entity's bodies attached at the pose, named
-        ``<namespace>/<name>/<body>``; the scene is unchanged until ``commit``."""
+    def check_pose(self, name, position=(0, 0, 0), quaternion=(1, 0, 0, 0), namespace=''):
+        """(full name, position, unit quaternion) of a spawn, refused before any model is
+        read: a name that is no ROS name or TF frame, or taken; a position outside the world
+        box; a quaternion that is not a rotation (near-unit ones are normalized)."""
         name = _name(name, 'name')
         if namespace:
-            name = f'{_name(namespace.strip("/"), "namespace")}/{name}'
-        pos = finite_vector(position, 3, 'position')
-        quat = finite_vector(quaternion, 4, 'quaternion')
-        norm = float(np.linalg.norm(quat))
-        if not 0.5 < norm < 2.0:
-            raise InvalidArgument(f'quaternion norm {norm:g} is not a rotation',
-                                  where='quaternion', allowed='a unit quaternion (w, x, y, z)')
+            name = f'{_name(namespace.strip("/"), "namespace", tokens=None)}/{name}'
+        pos = bounds.position(position, 'position')
+        quat = bounds.quaternion(quaternion, 'quaternion')
         prefix = f'{name}/'
         if any(b.name.startswith(prefix) for b in self.spec.bodies):
             raise InvalidArgument(f'an entity {name!r} exists already', where='name',
                                   allowed='a new name, or delete it first')
+        return name, pos, quat
+
+    def spawn(self, resource, name, position=(0, 0, 0), quaternion=(1, 0, 0, 0),
+              namespace=''):
+        """(spec, model) with the entity's bodies attached at the pose, named
+        ``<namespace>/<name>/<body>``; the scene is unchanged until ``commit``."""
+        name, pos, quat = self.check_pose(name, position, quaternion, namespace)
         child = child_spec(resource)
         spec = self.spec.copy()
-        frame = spec.worldbody.add_frame(pos=pos, quat=quat / norm)
+        frame = spec.worldbody.add_frame(pos=pos, quat=quat)
         try:
-            spec.attach(child, prefix=prefix, frame=frame)
+            spec.attach(child, prefix=f'{name}/', frame=frame)
         except Exception as exc:  # noqa: BLE001
             raise ModelError(f'the entity cannot be attached: {exc}; nothing was changed',
                              where='scene') from None
@@ -211,3 +227,66 @@ def carry_state(old_model, old_data, new_model, new_data):
             new_data.mocap_quat[m_new] = old_data.mocap_quat[m_old]
     new_data.time = old_data.time
     mujoco.mj_forward(new_model, new_data)
+
+
+# --- the trial run: a new model is stepped before it replaces the running one -------------
+TRIAL_STEPS = 1
+ARENA_HEADROOM = 0.9      # a trial that fills more of the arena than this is refused
+_W = mujoco.mjtWarning
+# What a trial must not raise. INERTIA alone is MuJoCo's note on a near-singular mass
+# matrix that it then handles; the arena and state warnings mean a scene that cannot run.
+TRIAL_WARNINGS = {_W.mjWARN_CONTACTFULL: 'contacts overflowed the arena',
+                  _W.mjWARN_CNSTRFULL: 'constraints overflowed the arena',
+                  _W.mjWARN_BADQPOS: 'positions went non-finite',
+                  _W.mjWARN_BADQVEL: 'velocities went non-finite',
+                  _W.mjWARN_BADQACC: 'accelerations went non-finite',
+                  _W.mjWARN_BADCTRL: 'controls went non-finite'}
+ARENA_WARNINGS = (_W.mjWARN_CONTACTFULL, _W.mjWARN_CNSTRFULL)
+
+
+def memory_fix(model, needed=None):
+    """The MJCF change that gives a scene enough arena: ``<size memory="...M"/>`` of about
+    twice what it needed (or twice what it has)."""
+    base = max(int(needed or 0), int(model.narena), 1 << 20)
+    return f'give the scene more arena with <size memory="{math.ceil(2 * base / (1 << 20))}M"' \
+        '/> in its MJCF, or fewer bodies that start overlapping'
+
+
+def trial_run(model, data, what='the new scene', steps=TRIAL_STEPS):
+    """Step a throwaway ``data`` of ``model`` (the state the swap would start from) and
+    refuse the edit when the new scene cannot run: a MuJoCo fatal error (the arena out of
+    memory: ``mj_stackAlloc``), an arena or state warning, a non-finite state, or an arena
+    fuller than ARENA_HEADROOM. Run on the caller's thread, never the physics thread, so
+    a scene that fails costs the running simulation nothing; MODEL_ERROR (or UNSTABLE) names
+    the fix. Returns ``data``, stepped."""
+    data.warning.number[:] = 0
+    try:
+        mujoco.mj_forward(model, data)
+        for _ in range(steps):
+            mujoco.mj_step(model, data)
+    except mujoco.FatalError as exc:
+        text = ' '.join(str(exc).split())
+        if 'memory' in text or 'stackAlloc' in text:
+            raise ModelError(f'{what} runs out of arena memory on its first step ({text}); '
+                             f'nothing was changed: {memory_fix(model)}',
+                             where='scene') from None
+        raise ModelError(f'{what} fails on its first step ({text}); nothing was changed',
+                         where='scene') from None
+    for w, why in TRIAL_WARNINGS.items():
+        if data.warning.number[int(w)] > 0:
+            if w in ARENA_WARNINGS:
+                raise ModelError(f'{what}: {why} on its first step; nothing was changed: '
+                                 f'{memory_fix(model, data.maxuse_arena)}', where='scene')
+            raise DeviceError(UNSTABLE, f'{what}: {why} on its first step; nothing was '
+                              'changed', where='scene', allowed='a scene whose bodies start '
+                              'apart and at rest, with positive masses and inertias')
+    if not (np.isfinite(data.qpos).all() and np.isfinite(data.qvel).all()
+            and np.isfinite(data.qacc).all()):
+        raise DeviceError(UNSTABLE, f'{what} is not finite after its first step; nothing was '
+                          'changed', where='scene', allowed='a scene whose bodies start apart '
+                          'and at rest')
+    if model.narena and data.maxuse_arena > ARENA_HEADROOM * model.narena:
+        raise ModelError(f'{what} fills {data.maxuse_arena / model.narena:.0%} of its arena '
+                         f'on its first step (over {ARENA_HEADROOM:.0%}); nothing was changed: '
+                         f'{memory_fix(model, data.maxuse_arena)}', where='scene')
+    return data

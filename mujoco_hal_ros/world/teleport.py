@@ -9,6 +9,7 @@ when the model limits it, because the solver would otherwise fling the joint bac
 import mujoco
 import numpy as np
 
+from . import bounds
 from ..checks import finite_vector, unique_names
 from ..errors import InvalidArgument, LimitExceeded, UnknownName
 
@@ -34,6 +35,10 @@ def check(model, joint_names, names, positions, velocities):
     v = None if velocities is None or (hasattr(velocities, '__len__') and
                                        len(velocities) == 0) \
         else finite_vector(velocities, len(names), 'velocities')
+    if v is not None and not np.abs(v).max() <= bounds.MAX_ANGULAR:
+        raise InvalidArgument(f'a joint speed of {np.abs(v).max():.4g} is beyond what the '
+                              'simulation can integrate', where='velocities',
+                              allowed=f'|v| <= {bounds.MAX_ANGULAR:g} rad/s or m/s')
     for n, j, value in zip(names, ids, q):
         if model.jnt_limited[j]:
             lo, hi = model.jnt_range[j]

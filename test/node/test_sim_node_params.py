@@ -619,6 +619,22 @@ def test_robot_description_from_the_latched_topic(ctx, tmp_path):
         rsp.destroy_node()
 
 
+def test_a_robot_description_from_the_topic_is_read_in_the_sandbox(ctx, tmp_path):
+    """Any peer may publish robot_description: the model made from it is compiled in the
+    sandbox under the world limits before the device loads it, and refused at start with
+    the limit named."""
+    from std_msgs.msg import String
+    text = _panda_urdf(tmp_path)
+    rsp = rclpy.create_node('robot_state_publisher', context=ctx)
+    pub = rsp.create_publisher(String, 'robot_description', LATCHED)
+    pub.publish(String(data=text))
+    try:
+        with pytest.raises(Exception, match='world_max_geoms = 3'):
+            make(ctx, robot_description='topic', world_max_geoms=3)
+    finally:
+        rsp.destroy_node()
+
+
 def test_scene_without_robot_description_is_refused(ctx, tmp_path):
     scene = tmp_path / 'scene.xml'
     scene.write_text('<mujoco/>')

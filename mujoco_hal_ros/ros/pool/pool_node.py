@@ -29,10 +29,10 @@ import time
 
 import mujoco
 import numpy as np
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.node import Node
 
+from ..guard import ActionServer, GuardedNode  # every callback guarded
 from . import arrays
 from .. import conversions as cv
 from ..bridge import CompletionBridge
@@ -64,7 +64,7 @@ def _names(model, objtype, count):
     return [mujoco.mj_id2name(model, objtype, i) or '' for i in range(count)]
 
 
-class PoolNode(Node):
+class PoolNode(GuardedNode):
     """EnvPool behind an action and three services; see the module docstring."""
 
     def __init__(self, node_name='pool_node', **kwargs):

@@ -25,11 +25,12 @@ import time
 
 import mujoco
 import numpy as np
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
+from ..guard import ActionServer  # every callback guarded
 from .. import conversions as cv
 from ..qos import action_queues, REQUEST_QOS
 from ... import checks, errors

@@ -17,9 +17,10 @@ from std_msgs.msg import String
 from .streams import TF_STATIC_QOS
 from ...description.urdf_in import is_urdf, model_from_urdf
 from ...description.urdf_out import urdf_from_model
-from ...errors import ConfigError
+from ...errors import ConfigError, DeviceError
 
 TOPIC_WAIT_S = 30.0
+MAX_TOPIC_CHARS = 10_000_000     # a robot_description message (a big real URDF: ~1 MB)
 
 
 def read_robot_description(node, value):
@@ -54,17 +55,32 @@ def read_robot_description(node, value):
     return got[0].data, None
 
 
-def model_from_parameters(node, p):
-    """(URDF text or None, MJCF path or None, republish?) from robot_description/scene."""
+def model_from_parameters(node, p, sandbox=None):
+    """(URDF text or None, MJCF path or None, republish?) from robot_description/scene.
+
+    A description taken from the topic comes from whichever peer published it: its size is
+    capped before it is parsed, and the model made from it is read and compiled in
+    ``sandbox`` (``world.sandbox``: memory, CPU and element caps) before the device loads
+    it, so a hostile description is refused at start with the limit named."""
     text, base = read_robot_description(node, p.robot_description)
     if text is None:
         return None, None, True
+    from_topic = p.robot_description.strip() == 'topic'
+    if from_topic and len(text) > MAX_TOPIC_CHARS:
+        raise ConfigError(f'the robot_description message has {len(text)} characters, over '
+                          f'the limit of {MAX_TOPIC_CHARS}', where='parameter robot_description')
     roots = [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
     path, notes = model_from_urdf(text, scene=p.scene or None, package_roots=roots,
                                   base_dir=base)
+    if from_topic and sandbox is not None:
+        try:
+            sandbox.check(path, world=True)
+        except DeviceError as exc:
+            raise ConfigError(f'the robot_description from the topic is refused: {exc}',
+                              where='parameter robot_description') from None
     for note in notes:
         node.get_logger().info(f'robot_description: {note}')
-    return text, path, p.robot_description.strip() != 'topic'
+    return text, path, not from_topic
 
 
 class DescriptionPublisher:

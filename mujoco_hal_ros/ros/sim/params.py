@@ -52,6 +52,14 @@ def _not_empty(value):
     return value.strip()
 
 
+def _roots(value):
+    roots = [r for r in value if r]
+    missing = [r for r in roots if not os.path.isdir(r)]
+    if missing:
+        raise ValueError(f'not a directory: {", ".join(missing)[:200]}')
+    return [os.path.realpath(r) for r in roots]
+
+
 def _world_frame(value):
     if not value:
         raise ValueError('cannot be empty')
@@ -203,6 +211,28 @@ TABLE = ParameterTable([
           rule='jpeg or png', check=lambda v: v.strip().lower()),
     Param('jpeg_quality', 'integer', 90, 'JPEG quality of image_raw/compressed (1..100).',
           range=(1, 100), rule='1..100'),
+    # Who may edit the world, and what one edit may cost (README: Security).
+    Param('world_edits', 'bool', True, 'Serve scene edits to any peer on the ROS domain, as '
+          "Gazebo's services do: spawn_entity(ies), delete_entity, load_world, unload_world "
+          'and randomize. False refuses them (FEATURE_UNSUPPORTED, or FORBIDDEN) and '
+          'get_simulator_features stops listing them.'),
+    Param('resource_roots', 'string_array', [], 'Directories that a file URI of spawn_entity '
+          'or load_world, and every file an MJCF names (include, mesh, texture...), must lie '
+          "under, as Gazebo's GZ_SIM_RESOURCE_PATH; empty: any file this process can read.",
+          check=_roots),
+    Param('sandbox_memory_mb', 'integer', 2048, 'Address space (MiB) of the process that '
+          'reads and compiles an untrusted model (scene edits, load_world) before the node '
+          'takes it; a model that needs more is refused LIMIT_EXCEEDED.',
+          range=(256, 1 << 20), rule='256 MiB and above'),
+    Param('sandbox_cpu_s', 'double', 20.0, 'CPU seconds that process may spend on one model.',
+          range=(1.0, 3600.0), rule='1..3600 s'),
+    Param('world_max_bodies', 'integer', 10000, 'Bodies an edited or loaded world may have '
+          '(<replicate> expanded); more is refused LIMIT_EXCEEDED.', range=(1, 10 ** 7),
+          rule='1 and above'),
+    Param('world_max_geoms', 'integer', 50000, 'Geoms an edited or loaded world may have.',
+          range=(1, 10 ** 8), rule='1 and above'),
+    Param('world_max_mesh_vertices', 'integer', 5000000, 'Mesh vertices an edited or loaded '
+          'world may have.', range=(1, 10 ** 9), rule='1 and above'),
 ])
 
 # The checked values sim_node runs with: one typed, frozen field per TABLE entry.

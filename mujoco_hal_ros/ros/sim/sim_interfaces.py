@@ -21,7 +21,7 @@ import os
 
 from geometry_msgs.msg import Vector3
 import mujoco
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import (Bounds, EntityCategory, EntityState, NamedPose, Result,
@@ -34,6 +34,7 @@ from simulation_interfaces.srv import (
     SetEntityInfo, SetEntityState, SetSimulationState, SpawnEntities, SpawnEntity,
     StepSimulation, UnloadWorld)
 
+from ..guard import ActionServer  # every callback guarded
 from .. import conversions as cv
 from ..qos import action_queues, REQUEST_QOS
 from ...config import limits
@@ -52,6 +53,11 @@ FEATURES = [F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET,
             F.SPAWNING, F.SPAWNING_RESOURCE_STRING, F.DELETING, F.WORLD_LOADING,
             F.WORLD_RESOURCE_STRING, F.WORLD_UNLOADING] + [
     getattr(F, n) for n in ('SPAWNING_ENTITIES',) if hasattr(F, n)]   # newer releases
+EDIT_FEATURES = {F.SPAWNING, F.SPAWNING_RESOURCE_STRING, F.DELETING, F.WORLD_LOADING,
+                 F.WORLD_RESOURCE_STRING, F.WORLD_UNLOADING} | {
+    getattr(F, n) for n in ('SPAWNING_ENTITIES',) if hasattr(F, n)}
+EDITS_OFF = ('scene edits are turned off on this node (world_edits:=false); ask its '
+             'operator, or use a node that serves them')
 SPAWN_FORMATS = ['mjcf']
 SCENE_EDITS = ('entities are spawned from MJCF (a file uri or a resource_string), placed '
                'in the world frame; the model has no spawnables of its own')
@@ -61,6 +67,7 @@ INFO = ('mujoco_hal_ros sim_node. Entities are the named bodies of the MuJoCo mo
         'but simulation time keeps running forward, so ROS clocks never jump back. '
         'Stepping requires the paused state.')
 FEEDBACK_CHUNKS = 50          # simulate_steps reports progress about this many times
+MAX_SPAWN_BATCH = 100         # spawn_entities: requests in one call
 
 
 def _ok(text=''):
@@ -134,8 +141,14 @@ class SimInterfaces:
             return SimulationState.STATE_PLAYING
         return SimulationState.STATE_STOPPED if self.stopped else SimulationState.STATE_PAUSED
 
+    @property
+    def edits(self):
+        """Whether scene edits are served (the node's world_edits parameter; on without)."""
+        return bool(getattr(getattr(self.node, 'p', None), 'world_edits', True))
+
     def _features(self, _req, resp):
-        resp.features = SimulatorFeatures(features=list(FEATURES),
+        features = [f for f in FEATURES if self.edits or f not in EDIT_FEATURES]
+        resp.features = SimulatorFeatures(features=features,
                                           spawn_formats=list(SPAWN_FORMATS),
                                           custom_info=INFO)
         return resp
@@ -500,9 +513,7 @@ class SimInterfaces:
                                f'placed in the world frame ({self._world_frame()!r} or '
                                'empty)')
         p, o = req.initial_pose.pose.position, req.initial_pose.pose.orientation
-        quat = (o.w, o.x, o.y, o.z)
-        if not any(quat):
-            quat = (1.0, 0.0, 0.0, 0.0)          # an unset orientation: upright
+        quat = (o.w, o.x, o.y, o.z)   # unset is (1, 0, 0, 0); all-zero is INVALID_POSE
         name = req.name
         self._follow()
         bodies = self.catalog.names
@@ -555,10 +566,21 @@ class SimInterfaces:
         return _ok(f'bodies: {", ".join(out["bodies"])[:400]}'), out['name']
 
     async def _spawn(self, req, resp):
+        if not self.edits:
+            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
+            return resp
         resp.result, resp.entity_name = await self._spawn_one(req)
         return resp
 
     async def _spawn_many(self, req, resp):
+        if not self.edits:
+            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
+            return resp
+        if len(req.spawn_requests) > MAX_SPAWN_BATCH:
+            resp.result = _fail(Result.RESULT_OPERATION_FAILED,
+                                f'{len(req.spawn_requests)} spawn requests in one call; send at '
+                                f'most {MAX_SPAWN_BATCH} (each one recompiles the scene)')
+            return resp
         results = []
         for one in req.spawn_requests:
             result, name = await self._spawn_one(one)
@@ -571,6 +593,9 @@ class SimInterfaces:
         return resp
 
     async def _delete(self, req, resp):
+        if not self.edits:
+            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
+            return resp
         try:
             out = await self.bridge.run(self.device.delete_entity, req.entity)
         except DeviceError as exc:
@@ -583,6 +608,9 @@ class SimInterfaces:
         return resp
 
     async def _load_world(self, req, resp):
+        if not self.edits:
+            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
+            return resp
         R = LoadWorld.Response
         resource, bad = self._resource(req.world_resource)
         if bad is not None:
@@ -603,6 +631,9 @@ class SimInterfaces:
         return resp
 
     async def _unload_world(self, _req, resp):
+        if not self.edits:
+            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
+            return resp
         try:
             out = await self.bridge.run(self.device.unload_world)
         except DeviceError as exc:

@@ -18,7 +18,6 @@ import time  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup  # noqa: E402
 from rclpy.logging import LoggingSeverity  # noqa: E402
-from rclpy.node import Node  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
@@ -26,6 +25,7 @@ from ... import fastpath  # noqa: E402
 from .. import conversions as cv, dds_profile  # noqa: E402
 from ..parameters import ALWAYS_DECLARED, refuse_unknown  # noqa: E402, F401 - tests read it
 from ..bridge import CompletionBridge  # noqa: E402
+from ..guard import GuardedNode  # noqa: E402
 from . import markers, params as P  # noqa: E402
 from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .contacts import WrenchServices  # noqa: E402
@@ -38,13 +38,14 @@ from .description import DescriptionPublisher, model_from_parameters  # noqa: E4
 from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
 from ...sim.device import Device  # noqa: E402
+from ...world.sandbox import Limits, Sandbox  # noqa: E402
 from ...errors import ConfigError, DeviceError  # noqa: E402
 
 STALL_LOG_S = 10.0      # at most one stall line and one unstable line this often
 SCENE_POLL_S = 0.1      # how often the scene thread looks for a scene edit
 
 
-class SimNode(Node):
+class SimNode(GuardedNode):
     """The simulated device node; see the package README for topics and services."""
 
     def __init__(self, node_name='sim_node', **kwargs):
@@ -58,13 +59,25 @@ class SimNode(Node):
     def _start(self):
         self.p = self._declare_all()
         fastpath.configure(self.p.fast_paths)     # before the device starts its threads
-        self.urdf_text, urdf_model, self.republish = model_from_parameters(self, self.p)
-        device_file, model = P.device_arguments(self.p, urdf_model)
-        self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
-                             real_time_factor=self.p.real_time_factor,
-                             start_paused=self.p.start_paused,
-                             gravity_compensation=self.p.gravity_compensation or None,
-                             move_tolerance=self.p.move_tolerance or None)
+        p = self.p
+        sandbox = Sandbox(Limits(
+            memory_mb=p.sandbox_memory_mb, cpu_s=p.sandbox_cpu_s, max_bodies=p.world_max_bodies,
+            max_geoms=p.world_max_geoms, max_mesh_vertices=p.world_max_mesh_vertices),
+            roots=p.resource_roots or None)
+        try:     # the sandbox reads a robot_description from the topic, then scene edits
+            self.urdf_text, urdf_model, self.republish = model_from_parameters(self, p, sandbox)
+            device_file, model = P.device_arguments(self.p, urdf_model)
+            self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
+                                 real_time_factor=self.p.real_time_factor,
+                                 start_paused=self.p.start_paused,
+                                 gravity_compensation=self.p.gravity_compensation or None,
+                                 move_tolerance=self.p.move_tolerance or None)
+        except BaseException:
+            sandbox.close()
+            raise
+        self.device.sandbox = sandbox       # closed with the device
+        if p.world_edits:
+            self.device.sandbox.warm()     # imports MuJoCo while the node starts
         for name in ('gravity', 'timestep'):
             self._on_set_parameter(name, getattr(self.p, name))
         self._build()

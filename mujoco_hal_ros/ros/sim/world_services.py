@@ -6,15 +6,14 @@ back; the device call blocks on the stepper, so it runs on the bridge's worker a
 coroutine awaits it without holding the executor.
 """
 
-import json
-
 import numpy as np
 from geometry_msgs.msg import PointStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
 
 from .. import conversions as cv
 from ..qos import REQUEST_QOS
-from ...errors import DeviceError, DONE, INVALID_ARGUMENT, INTERNAL_ERROR
+from ...checks import json_value
+from ...errors import DeviceError, DONE, FORBIDDEN, INVALID_ARGUMENT, INTERNAL_ERROR
 from ...srv import Dynamics, PixelToWorld, Randomize, SaveState, SetJointState
 
 
@@ -115,12 +114,15 @@ class WorldServices:
         return await self._call(resp, run, fill)
 
     async def _randomize(self, req, resp):
-        try:
-            fields = json.loads(req.fields_json)
-        except ValueError as exc:
-            resp.success, resp.code = False, INVALID_ARGUMENT
-            resp.message = f'fields_json is not JSON: {exc}'
+        if not getattr(getattr(self.node, 'p', None), 'world_edits', True):
+            resp.success, resp.code = False, FORBIDDEN
+            resp.message = ('randomize is a scene edit, turned off on this node '
+                            '(world_edits:=false)')
             return resp
+        try:
+            fields = json_value(req.fields_json, 'fields_json')
+        except DeviceError as exc:
+            return _refuse(resp, exc)
         seed = int(req.seed) if req.seeded else None
 
         def fill(r, values):

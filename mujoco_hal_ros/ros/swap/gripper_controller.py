@@ -29,10 +29,11 @@ import threading
 import time
 
 from control_msgs.action import GripperCommand
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from sensor_msgs.msg import JointState
 
+from ..guard import ActionServer  # every callback guarded
 from ..bridge import CompletionBridge
 from ..parameters import Param, ParameterTable
 from .trajectory_controller import finish_goal

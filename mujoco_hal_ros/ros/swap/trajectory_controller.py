@@ -27,10 +27,11 @@ from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTrajectoryControllerState
 import numpy as np
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from ..guard import ActionServer  # every callback guarded
 from .. import conversions as cv
 from ..bridge import CompletionBridge
 from ..qos import action_queues
