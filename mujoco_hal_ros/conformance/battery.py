@@ -626,12 +626,16 @@ def check_effort(ctx):
 
 
 def _holding_torque(ctx, snap, dofs):
-    """(max |effort - gravity torque|, max |gravity torque|) over the joints whose drives
-    carry their links' weight (``actuatorgravcomp``), on a held arm touching nothing: the
-    gravity torque from an independent ``mj_rne`` at the published pose; None when that
-    does not apply (no such joints, contacts, or a floating base)."""
+    """(max |effort - gravity torque| beyond the joint's dry friction, max |gravity torque|)
+    over the joints whose drives carry their links' weight (``actuatorgravcomp``) outside
+    mimic chains, on a held arm touching nothing: the gravity torque from an independent
+    ``mj_rne`` at the published pose; None when that does not apply (no such joints,
+    contacts, or a floating base)."""
     m = ctx.model
-    carried = [dof for dof in dofs if m.jnt_actgravcomp[m.dof_jntid[dof]]]
+    coupled = {int(m.jnt_dofadr[j]) for e in _joint_equalities(m)
+               for j in (m.eq_obj1id[e], m.eq_obj2id[e])}
+    carried = [dof for dof in dofs if m.jnt_actgravcomp[m.dof_jntid[dof]]
+               and dof not in coupled]            # a mimic chain shares its load
     if not carried or _floating(m) or ctx.zoo.kind != 'arm':
         return None
     d = mujoco.MjData(m)
@@ -644,9 +648,11 @@ def _holding_torque(ctx, snap, dofs):
     mujoco.mj_forward(m, d)
     tau = np.empty(m.nv)
     mujoco.mj_rne(m, d, 0, tau)
-    gravity = (tau - d.qfrc_spring - d.qfrc_constraint)[carried]
+    gravity = (tau - d.qfrc_spring)[carried]
     reported = snap.qfrc_actuator[carried]
-    return float(np.abs(reported - gravity).max()), float(np.abs(gravity).max())
+    # dry friction holds up to frictionloss of the load wherever the joint came to rest
+    off = np.maximum(np.abs(reported - gravity) - m.dof_frictionloss[carried], 0.0)
+    return float(off.max()), float(np.abs(gravity).max())
 
 
 def _step_response(q, target, start, dt, band=SETTLED):

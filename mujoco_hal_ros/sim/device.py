@@ -277,10 +277,12 @@ class Device:
         return np.maximum(np.diag(full)[dofs], m.dof_M0[dofs])
 
     def _hold_torque(self):
-        """Position servos whose joints do not carry MuJoCo's own actuator gravcomp."""
+        """Position servos: the torque that holds the pose and the lead a moving setpoint
+        needs. A joint whose drive carries MuJoCo's own gravcomp (``actgravcomp``) needs
+        no gravity offset (``qfrc_gravcomp`` takes it out) but still the lead: without it
+        a URDF arm's soft servos lagged a FollowJointTrajectory past its path tolerance."""
         m = self.model
-        acts = [a for a in range(m.nu) if self.layout.drive_of(a) == 'position'
-                and not m.jnt_actgravcomp[m.actuator_trnid[a, 0]]]
+        acts = [a for a in range(m.nu) if self.layout.drive_of(a) == 'position']
         if not acts:
             return None
         jids = m.actuator_trnid[acts, 0]
