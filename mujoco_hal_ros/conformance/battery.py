@@ -102,10 +102,15 @@ class Context:
                 else d.xpos[m.body(name).id]).copy()
 
     def run_move(self, move):
-        """Step a paused device until the move has its result (or MOVE_LIMIT)."""
+        """Step a paused device until the move has its result (or MOVE_LIMIT past the end
+        of its planned path: a joint slow by its velocity limit, a PR2's torso lifting at
+        13 mm/s, plans a long path)."""
         chunk = self.steps(0.05)
         t0 = self.dev.snapshot.time
-        while not move.done() and self.dev.snapshot.time - t0 < MOVE_LIMIT:
+        while not move.done():
+            planned = (move.plan_end - t0) if move.plan_end is not None else 0.0
+            if self.dev.snapshot.time - t0 >= MOVE_LIMIT + max(planned, 0.0):
+                break
             self.dev.step(chunk)
         return move.result
 

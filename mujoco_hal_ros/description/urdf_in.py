@@ -367,33 +367,57 @@ def _size_gains(spec, built):
 WEIGHT_SHARE = 0.8   # a drive carries its links' weight when that takes at most this share
 
 
+GRAVITY_SAMPLES = 64  # poses over which a joint's worst holding torque is taken
+
+
+def _worst_gravity_torque(model):
+    """Per dof, the largest torque gravity asks of it at ``home`` and over
+    GRAVITY_SAMPLES poses drawn within the joint ranges (seeded: the same model gives the
+    same answer)."""
+    data = mujoco.MjData(model)
+    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
+    home = model.key_qpos[key].copy() if key >= 0 else model.qpos0.copy()
+    rng = np.random.default_rng(0)
+    tau = np.empty(model.nv)
+    worst = np.zeros(model.nv)
+    movable = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (
+        int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
+    for k in range(GRAVITY_SAMPLES + 1):
+        data.qpos[:] = home
+        if k:
+            for j in movable:
+                lo, hi = model.jnt_range[j] if model.jnt_limited[j] else (-np.pi, np.pi)
+                data.qpos[model.jnt_qposadr[j]] = rng.uniform(lo, hi)
+        data.qvel[:] = 0.0
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        mujoco.mj_comVel(model, data)
+        data.qacc[:] = 0.0
+        mujoco.mj_rne(model, data, 0, tau)
+        worst = np.maximum(worst, np.abs(tau))
+    return worst
+
+
 def _drives_carry_weight(spec, built, notes):
     """The servo joints' drives carry their links' weight (``actgravcomp``): the
     compensation is actuator force, so effort in joint_states is the holding torque,
     within the joint's effort limit. A joint whose effort limit is below what holding
-    it at ``home`` takes (a PR2 shoulder: the real one has a spring counterbalance the
-    URDF leaves out) keeps the compensation passive, noted, rather than sag."""
+    it takes somewhere in its range (a PR2 shoulder: the real one has a spring
+    counterbalance the URDF leaves out) keeps the compensation passive, noted, rather than
+    sag there."""
     model = spec.compile()
-    data = mujoco.MjData(model)
-    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
-    if key >= 0:
-        mujoco.mj_resetDataKeyframe(model, data, key)
-    mujoco.mj_forward(model, data)
-    data.qvel[:] = 0.0
-    data.qacc[:] = 0.0
-    tau = np.empty(model.nv)
-    mujoco.mj_rne(model, data, 0, tau)
+    need_all = _worst_gravity_torque(model)
     passive = []
     for name, (kind, _params, effort) in built.items():
         if kind not in ('position', 'velocity'):
             continue
-        need = abs(float(tau[model.jnt_dofadr[model.joint(name).id]]))
+        need = float(need_all[model.jnt_dofadr[model.joint(name).id]])
         if effort and need > WEIGHT_SHARE * effort:
             passive.append(f'{name} ({need:.3g} of {effort:g} N m)')
             continue
         spec.joint(name).actgravcomp = True
     if passive:
-        notes.append('holding these joints at home takes more than '
+        notes.append('holding these joints somewhere in their range takes more than '
                      f'{WEIGHT_SHARE:.0%} of their effort limit, so their links\' weight is '
                      'carried passively (a counterbalance): ' + ', '.join(passive))
 
