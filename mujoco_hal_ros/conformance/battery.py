@@ -36,7 +36,10 @@ TRAJECTORY_TIME = 3.0   # seconds of the FollowJointTrajectory goal
 SMALL_MOVE = (0.03, 0.15)   # rad (m) each joint moves in the small trajectory
 STEP = 0.04             # rad (m) of a setpoint step, within any servo's linear range
 STEP_FOR = 0.6          # simulated seconds a step response is watched
-MAX_OVERSHOOT = 0.10    # of the step
+# of the step: each servo alone is critically damped (no overshoot); two light wrist
+# joints coupled through their mass matrix swing each other up to 12 % past (hextilt's
+# flying arm, Tiago's arm_6 against arm_7; bench/README.md)
+MAX_OVERSHOOT = 0.15
 MAX_SETTLING = 0.5      # s to within SETTLED of the step, and staying there
 CRITICAL_SETTLING = 5.83   # a critically damped loop's 2 % settling time, times 1 / w
 SETTLED = 0.02

@@ -48,10 +48,6 @@ KNOWN_FAILURES = {
         'target #4: the IK solution (not the contact-free configuration the target was '
         'sampled from) puts the hand\'s invisible safety box on the floor; arm_6 ends '
         'pressed at its limit, arm_5 at its 3 N m effort limit',
-    ('urdf_hextilt_flying_arm_5', 'step'):
-        'j_link_1_link_2 overshoots 12 % (limit 10 %): the light neighbouring links of '
-        'this flying arm swing back through the coupling, which per-joint gains do not '
-        'decouple',
 }
 
 
