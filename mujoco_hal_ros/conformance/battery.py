@@ -43,7 +43,8 @@ MAX_OVERSHOOT = 0.15
 MAX_SETTLING = 0.5      # s to within SETTLED of the step, and staying there
 CRITICAL_SETTLING = 5.83   # a critically damped loop's 2 % settling time, times 1 / w
 SETTLED = 0.02
-MAX_VARIATION = 1.25    # total variation of the response / the step: chatter and ringing
+MAX_VARIATION = 1.4     # total variation / step: 1 + 2 x overshoot, and no chatter (which
+#                         measured 3 to 100 on the gains the import used to build)
 MIMIC_TOL = 1e-3        # rad (m) a mimic joint may be off its leader's relation
 HOLD_EFFORT_SHARE = 0.05   # effort within this share of the gravity torque it carries
 
