@@ -264,3 +264,27 @@ def rerun_once(items, reruns=1):
     for item in items:
         if item.get_closest_marker('flaky') is None:
             item.add_marker(pytest.mark.flaky(reruns=reruns, reruns_delay=2))
+
+
+def zoo_cell(name, check):
+    """One (zoo model, check) cell as a test case: the battery runs once per model (the
+    checks share one device, in order); a check that does not apply skips with its reason,
+    a cell of ``zoo.KNOWN_FAILURES`` that fails is an expected failure with its reason."""
+    from mujoco_hal_ros.conformance import zoo
+    r = _zoo_results(name)[check]
+    if r.skipped_reason:
+        pytest.skip(r.skipped_reason)
+    known = zoo.KNOWN_FAILURES.get((name, check))
+    if known and not r.passed:
+        pytest.xfail(f'known: {known} ({r.detail})')
+    assert r.passed, f'{name} {check}: {r.detail}'
+
+
+_ZOO_RESULTS = {}
+
+
+def _zoo_results(name):
+    if name not in _ZOO_RESULTS:
+        from mujoco_hal_ros.conformance import battery, zoo
+        _ZOO_RESULTS[name] = {r.check: r for r in battery.run(zoo.by_name(name))}
+    return _ZOO_RESULTS[name]

@@ -327,15 +327,22 @@ def _add_actuators(spec, commands, limits, followers, notes):
     return built
 
 
-def _size_gains(spec, built):
-    """Each servo's gains from the inertia its joint moves at the ``home`` keyframe and
-    the timestep (``servo_gains``); a ``kp`` / ``kv`` / ``dampratio`` param of the
-    <ros2_control> interface wins, as the real drive's tuning would."""
+def _at_home(spec):
+    """(model, data) of ``spec`` compiled, the data at keyframe ``home`` where there is one
+    (positions only: nothing computed yet)."""
     model = spec.compile()
     data = mujoco.MjData(model)
     key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
     if key >= 0:
         mujoco.mj_resetDataKeyframe(model, data, key)
+    return model, data
+
+
+def _size_gains(spec, built):
+    """Each servo's gains from the inertia its joint moves at the ``home`` keyframe and
+    the timestep (``servo_gains``); a ``kp`` / ``kv`` / ``dampratio`` param of the
+    <ros2_control> interface wins, as the real drive's tuning would."""
+    model, data = _at_home(spec)
     for kind in ('position', 'velocity'):
         acts = [a for a in range(model.nu) if model.actuator(a).name in built
                 and built[model.actuator(a).name][0] == kind]
@@ -427,11 +434,7 @@ def _armature_floor(spec, notes):
     <inertial>, raised to ``MIN_MASS``) on a mimic chain or a fingertip are ill-conditioned
     at a 2 ms step (an equality on a 1e-9 kg m^2 link spun it at thousands of rad/s), and
     every real joint carries its drive's rotor inertia anyway. Noted per joint."""
-    model = spec.compile()
-    data = mujoco.MjData(model)
-    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
-    if key >= 0:
-        mujoco.mj_resetDataKeyframe(model, data, key)
+    model, data = _at_home(spec)
     mujoco.mj_forward(model, data)
     full = np.zeros((model.nv, model.nv))
     mujoco.mj_fullM(model, data, full)
@@ -563,11 +566,7 @@ def _default_scene(spec):
     """Floor, light and an ``overview`` camera framing the robot's bounding sphere. The
     floor is at the robot's base (z = 0), or just below whatever hangs lower at ``home``
     (an arm whose zero pose reaches down, a legged robot fixed by its root link)."""
-    model = spec.compile()
-    data = mujoco.MjData(model)
-    key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
-    if key >= 0:
-        mujoco.mj_resetDataKeyframe(model, data, key)
+    model, data = _at_home(spec)
     mujoco.mj_kinematics(model, data)
     floor_z = min(0.0, _lowest_point(model, data) - FLOOR_CLEARANCE)
     world = spec.worldbody

@@ -10,31 +10,18 @@ leader. Each (URDF, check) is a case; a check that does not apply is skipped wit
 reason. ``bench/conformance.py --urdf`` prints the same table.
 """
 
-import functools
-
 import pytest
 
-from mujoco_hal_ros.conformance import battery, urdf_zoo, zoo
+from helpers import zoo_cell
+from mujoco_hal_ros.conformance import battery, urdf_zoo
 
 MODELS = urdf_zoo.models()
-
-
-@functools.lru_cache(maxsize=None)
-def results(name):
-    """The battery runs once per URDF (the checks share one device, in order)."""
-    return {r.check: r for r in battery.run(zoo.by_name(name))}
 
 
 @pytest.mark.parametrize('check', battery.CHECKS)
 @pytest.mark.parametrize('name', [z.name for z in MODELS])
 def test_urdf_zoo(name, check):
-    r = results(name)[check]
-    if r.skipped_reason:
-        pytest.skip(r.skipped_reason)
-    known = zoo.KNOWN_FAILURES.get((name, check))
-    if known and not r.passed:
-        pytest.xfail(f'known: {known} ({r.detail})')
-    assert r.passed, f'{name} {check}: {r.detail}'
+    zoo_cell(name, check)
 
 
 def test_the_zoo_holds_every_urdf_of_the_wheel():

@@ -136,12 +136,8 @@ def test_bad_input_is_refused_saying_what_to_do(tmp_path):
 
 def _example_robot_data_share():
     """<site-packages>/cmeel.prefix/share of the example-robot-data wheel, or None."""
-    import sys
-    for base in sys.path:
-        share = os.path.join(base or '.', 'cmeel.prefix', 'share')
-        if os.path.isdir(os.path.join(share, 'example-robot-data', 'robots')):
-            return share
-    return None
+    from mujoco_hal_ros.conformance import urdf_zoo
+    return urdf_zoo.share_dir()
 
 
 @pytest.mark.parametrize('robot, urdf, actuators', [
