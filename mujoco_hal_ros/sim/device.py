@@ -18,7 +18,7 @@ import time
 import mujoco
 import numpy as np
 
-from ..config import device_file as devfile, effort, limits
+from ..config import device_file as devfile, limits
 from .. import errors
 from ..config.channels import Layout
 from ..checks import finite_number, finite_vector, known_name
@@ -34,23 +34,11 @@ from ..world import bounds, pixels as world_pixels, snapshots as world_snapshots
 from ..world import scene as scene_edit
 from ..world.scene import Scene
 from ..world.world import World
-from .stepper import HoldTorque, Impedance, Stepper, VelocityLoop
+from . import drives as drive_laws
+from .stepper import Stepper
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
-# The joint loop that makes torque motors hold a goal, as a drive's position mode does: its
-# bandwidth, and at most this many radians of it per timestep (it runs once a step).
-IMPEDANCE_HZ = 50.0
-IMPEDANCE_STEP = 0.5
 LOG = logging.getLogger('mujoco_hal_ros.device')
-
-
-def _implicit_damping(model):
-    """Whether the integrator solves joint damping implicitly (1.0) or not (0.0): Euler
-    (unless its damping is disabled) and the implicit integrators do, RK4 does not."""
-    integ = mujoco.mjtIntegrator(model.opt.integrator)
-    if integ == mujoco.mjtIntegrator.mjINT_EULER:
-        return 0.0 if model.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_EULERDAMP else 1.0
-    return 0.0 if integ == mujoco.mjtIntegrator.mjINT_RK4 else 1.0
 
 
 def load_model(path):
@@ -135,7 +123,7 @@ class Device:
                                          where='gravity_compensation')
         self.gravcomp_bodies = []
         if gravity_compensation:
-            self.gravcomp_bodies = self._servo_gravcomp()
+            self.gravcomp_bodies = drive_laws.servo_gravcomp(self.model, self.layout)
         keyframe = keyframe if keyframe is not None else connect.get('keyframe')
         if keyframe is None and spec is None:
             keyframe = self._default_keyframe()
@@ -155,15 +143,12 @@ class Device:
         self.audit = Log(2000)
         self.events = Log(200)
         self.move = None
-        m = self.model
-        drives = [(self.layout.drive_of(a), int(m.jnt_qposadr[m.actuator_trnid[a, 0]])
-                   if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT else -1)
-                  for a in range(m.nu)]
-        self.stepper = Stepper(self.model, self.data, drives=drives,
-                               impedance=self._impedance_loop(),
+        laws = drive_laws.build(self.model, self.layout, self.keyframe)
+        self.stepper = Stepper(self.model, self.data, drives=laws.drives,
+                               impedance=laws.impedance,
                                real_time_factor=rtf, start_paused=bool(start_paused),
-                               keyframe=self.keyframe, hold_torque=self._hold_torque(),
-                               velocity_loop=self._velocity_loop(),
+                               keyframe=self.keyframe, hold_torque=laws.hold_torque,
+                               velocity_loop=laws.velocity_loop,
                                on_chunk=self._after_chunk,
                                on_unstable=self._on_unstable, on_error=self._on_error)
         try:
@@ -235,106 +220,6 @@ class Device:
             LOG.info('gravity compensation off: the model as written; position servos add '
                      'the torque that holds the pose to their ctrl, as a position-mode '
                      'driver does, within their force limits')
-
-    def _servo_gravcomp(self):
-        """Let position servos carry their links' weight inside MuJoCo (opt-in).
-
-        Bodies hanging only from servo-driven hinges or slides get ``gravcomp``, and those
-        joints ``actuatorgravcomp``, so the compensation is an actuator force: it counts in
-        ``qfrc_actuator`` (effort) and within the joint's actuator force range. A body with
-        a free, ball or unactuated joint above it (a legged robot's trunk, a passive
-        pendulum, a payload) keeps its weight.
-        """
-        m = self.model
-        servo_joints = {int(m.actuator_trnid[a, 0]) for a in range(m.nu)
-                        if self.layout.drive_of(a) == 'position'}
-        changed = []
-        for b in range(1, m.nbody):
-            if m.body_gravcomp[b] != 0:
-                continue
-            joints, body = [], b
-            while body > 0:
-                joints.extend(range(m.body_jntadr[body],
-                                    m.body_jntadr[body] + m.body_jntnum[body]))
-                body = m.body_parentid[body]
-            if joints and all(j in servo_joints for j in joints):
-                m.body_gravcomp[b] = 1.0
-                m.jnt_actgravcomp[joints] = 1
-                changed.append(self.layout.bodies[b] or str(b))
-        if changed and hasattr(m, 'flg_gravcomp'):
-            m.flg_gravcomp = True        # MuJoCo skips gravcomp unless the compiler saw some
-        return changed
-
-    def _joint_inertia(self, dofs):
-        """Each dof's own inertia (armature included) at the start pose."""
-        m = self.model
-        d = mujoco.MjData(m)
-        if self.keyframe is not None:
-            mujoco.mj_resetDataKeyframe(m, d, self.keyframe)
-        mujoco.mj_forward(m, d)
-        full = np.zeros((m.nv, m.nv))
-        mujoco.mj_fullM(m, d, full)
-        return np.maximum(np.diag(full)[dofs], m.dof_M0[dofs])
-
-    def _hold_torque(self):
-        """Position servos: the torque that holds the pose and the lead a moving setpoint
-        needs. A joint whose drive carries MuJoCo's own gravcomp (``actgravcomp``) needs
-        no gravity offset (``qfrc_gravcomp`` takes it out) but still the lead: without it
-        a URDF arm's soft servos lagged a FollowJointTrajectory past its path tolerance."""
-        m = self.model
-        acts = [a for a in range(m.nu) if self.layout.drive_of(a) == 'position']
-        if not acts:
-            return None
-        jids = m.actuator_trnid[acts, 0]
-        lo = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 0], -np.inf)
-        hi = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 1], np.inf)
-        dofs = m.jnt_dofadr[jids]
-        return HoldTorque(np.array(acts), dofs, m.actuator_gainprm[acts, 0], lo, hi,
-                          np.maximum(-m.actuator_biasprm[acts, 2], 0.0) + m.dof_damping[dofs],
-                          self._joint_inertia(dofs), m.jnt_bodyid[jids])
-
-    def _impedance_loop(self):
-        """Torque motors on joints, and what the stepper's joint loop needs to drive them
-        to a position (``Stepper._joint_torque``)."""
-        m = self.model
-        acts = [a for a in range(m.nu) if self.layout.drive_of(a) == 'motor_impedance'
-                and self.layout.joint_kind(int(m.actuator_trnid[a, 0]))]
-        if not acts:
-            return None
-        jids = m.actuator_trnid[acts, 0]
-        h = m.opt.timestep
-        w = min(2 * np.pi * IMPEDANCE_HZ, IMPEDANCE_STEP / h)
-        gain = m.actuator_gear[acts, 0] * m.actuator_gainprm[acts, 0]   # torque per ctrl
-        lo, hi = effort.torque_limits(m, acts)
-        return Impedance(np.array(acts), m.jnt_dofadr[jids], gain, m.jnt_qposadr[jids], w,
-                         lo, hi, h * m.dof_damping * _implicit_damping(m))
-
-    def _velocity_loop(self):
-        """Velocity servos on joints, and the outer position loop that holds them to a
-        joint goal (``Stepper._joint_speed``). Its gain makes the servo's kv and the joint's
-        inertia a critically damped loop (position error to speed to torque), no faster
-        than the torque loop's bandwidth and step, so it is stable at the model's timestep."""
-        m = self.model
-        acts = [a for a in range(m.nu) if self.layout.drive_of(a) == 'velocity']
-        if not acts:
-            return None
-        jids = m.actuator_trnid[acts, 0]
-        dofs = m.jnt_dofadr[jids]
-        h = m.opt.timestep
-        w = min(2 * np.pi * IMPEDANCE_HZ, IMPEDANCE_STEP / h)
-        integ = m.actuator_dyntype[acts] == mujoco.mjtDyn.mjDYN_INTEGRATOR
-        # A plain velocity servo pushes kv per unit of speed error; an intvelocity one
-        # integrates its ctrl into a position it holds with kp, so no speed offset adds
-        # torque to it (no hold feed-forward: infinite kv), and kp stands for kv in the gain.
-        kv = np.where(integ, m.actuator_gainprm[acts, 0], -m.actuator_biasprm[acts, 2])
-        damping = kv + m.dof_damping[dofs]          # what resists the joint's speed
-        inertia = self._joint_inertia(dofs)
-        kp = np.minimum(damping / (4.0 * inertia), w * w * inertia / damping)
-        kp = np.minimum(kp, IMPEDANCE_STEP / h)
-        lo = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 0], -np.inf)
-        hi = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 1], np.inf)
-        return VelocityLoop(np.array(acts), m.jnt_qposadr[jids], dofs, kp,
-                            np.where(integ, np.inf, kv), lo, hi)
 
     # --- reading ----------------------------------------------------------------------------
     @property
@@ -1179,14 +1064,9 @@ class Device:
                                  'was changed', where='model')
             self.data = data
             if self._gravcomp_on:
-                self.gravcomp_bodies = self._servo_gravcomp()
+                self.gravcomp_bodies = drive_laws.servo_gravcomp(model, layout)
                 mujoco.mj_forward(model, data)
-            m = model
-            drives = [(layout.drive_of(a), int(m.jnt_qposadr[m.actuator_trnid[a, 0]])
-                       if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT else -1)
-                      for a in range(m.nu)]
-            impedance, hold_torque = self._impedance_loop(), self._hold_torque()
-            velocity_loop = self._velocity_loop()
+            laws = drive_laws.build(model, layout, self.keyframe)
             planner = moves.Planner(model, layout)
             lidars = self._lidar_settings()
         except BaseException:
@@ -1214,9 +1094,9 @@ class Device:
             # renderers two generations old: nobody draws them any more (closed by the caller)
             old = [k for k in self._renderers if k[-1] < self._generation - 1]
             self._retired.extend(self._renderers.pop(k) for k in old)
-        s.swap_model(model, data, drives=drives, impedance=impedance,
-                     hold_torque=hold_torque, keyframe=self.keyframe, plans=plans,
-                     generation=self._generation, velocity_loop=velocity_loop)
+        s.swap_model(model, data, drives=laws.drives, impedance=laws.impedance,
+                     hold_torque=laws.hold_torque, keyframe=self.keyframe, plans=plans,
+                     generation=self._generation, velocity_loop=laws.velocity_loop)
         if not world:
             sp = s.setpoint
             for a, name in enumerate(old_names):

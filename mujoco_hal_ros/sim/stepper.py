@@ -15,13 +15,13 @@ from dataclasses import dataclass
 import math
 import threading
 import time
-from typing import NamedTuple
 
 import mujoco
 from mujoco import rollout
 import numpy as np
 
 from ..description import servo_gains
+from . import drives
 from ..fastpath import sched
 from ..sensors.contacts import active_contacts
 from ..sensors.wrench import WrenchTable
@@ -76,62 +76,6 @@ class Snapshot:
     # setpoint, except that a velocity servo taking speeds gives its joint's position.
     joint_setpoint: np.ndarray = None
     position_mode: np.ndarray = None   # per actuator: a velocity servo held to a position
-
-
-class Impedance(NamedTuple):
-    """The joint loop that makes torque motors hold a goal, as a real drive's position mode
-    does: per actuator, its dof and qpos address and torque per unit of ctrl; the loop's
-    bandwidth and the damping the integrator adds implicitly (per dof of the model)."""
-
-    actuators: np.ndarray
-    dofs: np.ndarray
-    gain: np.ndarray
-    qadrs: np.ndarray
-    w: float                  # rad/s: bandwidth of every joint (decoupled by the inertia)
-    lo: np.ndarray            # joint torque limits (ctrl range, force range, joint's range)
-    hi: np.ndarray
-    implicit_damping: np.ndarray   # timestep * damping the integrator solves for (nv)
-
-
-class HoldTorque(NamedTuple):
-    """Position servos' gravity feed-forward, as a real driver's position mode adds it: per
-    servo, its dof and its kp; ctrl gets ``torque / kp`` on top of the setpoint, so the
-    joint settles where it was sent instead of sagging by ``torque / kp``. The torque is
-    the one that holds the pose at rest (gravity less springs), so effort shows it. A link
-    that rests on another tree (a leg on the ground) is held up by it and gets none: its
-    weight pushed into the floor would tilt the stance."""
-
-    actuators: np.ndarray
-    dofs: np.ndarray
-    kp: np.ndarray
-    lo: np.ndarray            # ctrl range of each servo (MuJoCo clamps ctrl to it anyway)
-    hi: np.ndarray
-    kv: np.ndarray            # servo and joint damping: a moving setpoint gets kv * speed / kp
-    inertia: np.ndarray       # joint inertia at the start pose: and inertia * accel / kp
-    bodies: np.ndarray        # the body each servo's joint moves (its link)
-
-
-class VelocityLoop(NamedTuple):
-    """The outer position loop a real driver runs over a velocity interface in position
-    mode: per velocity servo on a joint, its qpos and dof address; speed command = path
-    speed + ``kp`` * position error + the speed at which the servo's ``kv`` gives the
-    torque that holds the pose, within the servo's ctrl range (its speed limit)."""
-
-    actuators: np.ndarray
-    qadrs: np.ndarray
-    dofs: np.ndarray
-    kp: np.ndarray            # 1/s: speed commanded per unit of position error
-    kv: np.ndarray            # the servo's torque per unit of speed error
-    lo: np.ndarray            # ctrl range of each servo (its speed limit)
-    hi: np.ndarray
-
-
-def _solve(a, b):
-    """``a x = b``; least squares when ``a`` is singular (two motors on one joint)."""
-    try:
-        return np.linalg.solve(a, b)
-    except np.linalg.LinAlgError:
-        return np.linalg.lstsq(a, b, rcond=None)[0]
 
 
 class _Closed:
@@ -755,41 +699,10 @@ class Stepper:
             self._bad_streak = 0
 
     def _joint_torque(self, q_ref, v_ref, a_ref):
-        """The torque motors' torques for one step: each joint driven to ``q_ref`` as a
-        critically damped loop of bandwidth ``w``, decoupled through the inertia the
-        motors see with every other dof free (the current mass matrix, plus the damping
-        the integrator solves implicitly), with gravity, Coriolis, springs and the joints'
-        damping compensated; each motor clipped at its own effort limits.
-
-        The loop is discretised implicitly (backward Euler on its own stiffness and
-        damping): it runs once a step, and an explicit PD this stiff would go unstable at a
-        coarse timestep or on a light link next to a heavy one. MuJoCo's state after the
-        last step gives the mass matrix and the bias forces (as ``qfrc_bias`` always is).
-        """
-        imp, m, d = self._impedance, self.model, self.data
-        h, w = m.opt.timestep, imp.w
-        dofs, tree, local = imp.dofs, self._imp_tree, self._imp_local
-        mujoco.mj_fullM(m, d, self._imp_mass)
-        mass = self._imp_mass[np.ix_(tree, tree)]
-        mass[np.diag_indices(len(tree))] += imp.implicit_damping[tree]
-        minv = np.linalg.solve(mass, self._imp_eye).T      # rows of (M + hD)^-1: the dofs
-        e = q_ref - d.qpos[imp.qadrs]
-        v = d.qvel[dofs]
-        dv = -v if v_ref is None else v_ref - v
-        acc = (w * w * e + 2.0 * w * dv - w * w * h * v) / (1.0 + w * h) ** 2
-        if a_ref is not None:
-            acc = acc + a_ref
-        # Gravity, Coriolis and springs as of the last step; the motors' own joint damping
-        # at the speed now (a drive's velocity loop overcomes it).
-        load = (d.qfrc_bias - d.qfrc_spring - d.qfrc_gravcomp)[tree]
-        load[local] += m.dof_damping[dofs] * v
-        want = acc + minv @ load
-        # A drive at its effort limit gives what it has and no more, and the others do not
-        # make up for it: each drive holds its own joint, as real ones do. Solving the
-        # others again around a saturated one (exact decoupling at any torque) asked them
-        # for its coupling too, which saturated them in turn, and on a humanoid lying on
-        # the floor the torques swung from one limit to the other from step to step.
-        return np.clip(_solve(minv[:, local], want), imp.lo, imp.hi)
+        """The torque motors' torques for one step (``drives.joint_torque``)."""
+        return drives.joint_torque(self._impedance, self.model, self.data, self._imp_tree,
+                                   self._imp_local, self._imp_mass, self._imp_eye, q_ref,
+                                   v_ref, a_ref)
 
     def _velocity_speeds(self, before, rows, smooth):
         """(velocity servos held to positions, their path speeds per step or None) for
@@ -805,20 +718,10 @@ class Stepper:
         return vacts, v_ref * smooth[vacts]
 
     def _joint_speed(self, q_ref, v_ref):
-        """The speed commands of the velocity servos held to positions ``q_ref`` (the
-        ones ``_velocity_speeds`` gives) for one step: path speed, plus ``kp`` times the
-        position error, plus the speed at which the servo's own ``kv`` pushes the torque
-        that holds the joint against gravity, Coriolis and springs now (as a position
-        servo's hold torque); clipped to each servo's speed limit."""
-        vl, d = self._velocity_loop, self.data
-        held = self._pos_mode[vl.actuators]
-        dofs = vl.dofs[held]
-        e = q_ref - d.qpos[vl.qadrs[held]]
-        load = (d.qfrc_bias - d.qfrc_spring - d.qfrc_gravcomp)[dofs]
-        cmd = vl.kp[held] * e + load / vl.kv[held]
-        if v_ref is not None:
-            cmd = cmd + v_ref
-        return np.clip(cmd, vl.lo[held], vl.hi[held])
+        """The speed commands of the velocity servos held to positions ``q_ref`` (the ones
+        ``_velocity_speeds`` gives) for one step (``drives.joint_speed``)."""
+        vl = self._velocity_loop
+        return drives.joint_speed(vl, self._pos_mode[vl.actuators], self.data, q_ref, v_ref)
 
     def _reschedule(self):
         """Size the scheduled servos' gains from the mass matrix of the last step, and
@@ -833,30 +736,11 @@ class Stepper:
 
     def _feed_forward(self):
         """(actuators, ctrl offsets) that make position servos hold against gravity at the
-        current pose (zero velocity), or None. Computed once a chunk on a private MjData."""
-        ht = self._hold_torque
-        if ht is None:
+        current pose, or None (``drives.feed_forward``). Computed once a chunk."""
+        if self._hold_torque is None:
             return None
-        m, d, g = self.model, self.data, self._gravity_data
-        g.qpos[:] = d.qpos
-        g.qvel[:] = 0.0
-        mujoco.mj_kinematics(m, g)
-        mujoco.mj_comPos(m, g)
-        mujoco.mj_comVel(m, g)
-        g.qacc[:] = 0.0
-        tau = np.empty(m.nv)
-        mujoco.mj_rne(m, g, 0, tau)
-        # Springs and the model's own (passive) body gravcomp carry part of it.
-        tau -= d.qfrc_spring + d.qfrc_gravcomp
-        out = tau[ht.dofs] / ht.kp
-        if d.ncon:
-            geoms = d.contact.geom[:d.ncon]
-            b1, b2 = m.geom_bodyid[geoms[:, 0]], m.geom_bodyid[geoms[:, 1]]
-            other = m.body_rootid[b1] != m.body_rootid[b2]
-            if other.any():
-                resting = self._above[np.concatenate([b1[other], b2[other]])].any(axis=0)
-                out = out * ~resting[ht.bodies]
-        return ht.actuators, out
+        return drives.feed_forward(self._hold_torque, self.model, self.data,
+                                   self._gravity_data, self._above)
 
     def _roll_safe(self):
         """mujoco.rollout resets applied forces and equality switches it is not given:

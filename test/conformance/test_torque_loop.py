@@ -1,4 +1,4 @@
-"""The torque-motor joint loop (``Stepper._joint_torque``): a torque motor given a joint
+"""The torque-motor joint loop (``drives.joint_torque``): a torque motor given a joint
 goal holds it as a drive's position mode does, stiff within its effort limits.
 
 The zoo rows that need it are dm_control's and gymnasium's motor-driven models (coarse

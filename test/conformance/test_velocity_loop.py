@@ -1,4 +1,4 @@
-"""The velocity servos' position loop (``Stepper._joint_speed``): a velocity servo given a
+"""The velocity servos' position loop (``drives.joint_speed``): a velocity servo given a
 joint goal (hold, move_to, a trajectory) holds it as a real driver's position mode over a
 velocity interface does, while its goal channel still takes speeds.
 
