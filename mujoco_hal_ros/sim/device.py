@@ -35,6 +35,7 @@ from ..world import scene as scene_edit
 from ..world.scene import Scene
 from ..world.world import World
 from . import drives as drive_laws
+from .events import ModelSwapped, Swaps
 from .stepper import Stepper
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
@@ -177,6 +178,8 @@ class Device:
         # Untrusted models (scene edits from a ROS peer) are read in a capped process first
         # (world.sandbox); None: this process reads them itself (a trusted Python caller).
         self.sandbox = None
+        # Everything that caches this model's addresses follows a swap through here.
+        self.swaps = Swaps()
         self.record('connect', {'model': self.model_path, 'keyframe': keyframe},
                     self._native_all(sp))
 
@@ -1011,6 +1014,7 @@ class Device:
             r.close()
         self.record('replace_model', {'why': why, 'world': bool(world)},
                     self._native_all(self.snapshot.setpoint))
+        self.swaps.emit(ModelSwapped(self._generation, self.model, self.layout, bool(world)))
         return {'success': True, 'code': errors.DONE, 'generation': self._generation,
                 'kept_moves': not renumber, 'swap_s': time.perf_counter() - t0}
 

@@ -2,6 +2,8 @@
 gripper_action_controller serves it, ParallelGripperCommand as
 parallel_gripper_action_controller does."""
 
+import os
+
 import pytest
 
 rclpy = pytest.importorskip('rclpy')
@@ -14,6 +16,8 @@ from rclpy.action import ActionClient  # noqa: E402
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.sim.device import Device  # noqa: E402
 from swap_helpers import Harness  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
 
 @pytest.fixture
@@ -205,3 +209,46 @@ def test_a_mimic_gripper_is_driven_by_its_leader_and_reports_every_joint(urdf_pa
         assert result.reached_goal and abs(q1 - target) <= 0.002
         assert abs(q2 - q1) <= 1e-3                     # the follower went with it
         assert 0.0 <= q1 <= 0.04                        # the leader within its range
+
+
+def _panda_behind_a_crate(path):
+    """Menagerie's Panda with a free crate first in the tree: every joint's qpos address
+    moves by 7 and every dof address by 6, as a load_world of another scene renumbers them."""
+    import mujoco
+    spec = mujoco.MjSpec.from_file(path)
+    spec.meshdir = os.path.join(os.path.dirname(path), spec.meshdir or '')
+    xml = spec.to_xml().replace('<worldbody>', '<worldbody><body name="crate" pos="0.6 0.6 0.3">'
+                                '<freejoint/><geom type="box" size="0.02 0.02 0.02"/></body>', 1)
+    moved = mujoco.MjSpec.from_string(xml)
+    for key in moved.keys:                   # the crate's pose first, then the arm's
+        key.qpos = [0.6, 0.6, 0.3, 1.0, 0.0, 0.0, 0.0] + list(key.qpos)
+    return moved.compile()
+
+
+def test_the_gripper_follows_a_swapped_model_to_its_new_addresses(panda):
+    """load_world renumbers the fingers: the goal moves the finger at its new address (read
+    from the snapshot there), not whatever now sits at the old one; a world without a
+    gripper refuses goals; unload_world brings the fingers back."""
+    import mujoco
+    dev = panda.device
+    client = ActionClient(panda.client, GripperCommand, 'gripper_controller/gripper_cmd')
+    moved = _panda_behind_a_crate(dev.model_path)
+    dev.replace_model(moved, world=True, why='test: load_world')
+    adr = int(moved.jnt_qposadr[moved.joint('finger_joint1').id])
+    assert adr == 7 + 7
+    crate_before = dev.snapshot.qpos[:7].copy()
+    gh, res = panda.send(client, _goal(0.03))
+    assert gh.accepted
+    result = panda.wait(res, 20.0).result
+    assert result.reached_goal and abs(result.position - 0.03) <= 0.002
+    snap = dev.snapshot
+    assert abs(snap.qpos[adr] - 0.03) <= 0.002
+    assert np.allclose(snap.qpos[:2], crate_before[:2], atol=0.05)   # the crate was not driven
+    bench = mujoco.MjModel.from_xml_path(os.path.join(ROOT, 'models', 'bench_arm.xml'))
+    dev.replace_model(bench, world=True, why='test: another robot')
+    gh, res = panda.send(client, _goal(0.02))
+    assert not gh.accepted and res is None
+    dev.unload_world()
+    gh, res = panda.send(client, _goal(0.01))
+    assert gh.accepted
+    assert panda.wait(res, 20.0).result.reached_goal

@@ -236,6 +236,16 @@ def _latest(h, msg_type, topic, pick, timeout=20.0, qos=10):
     return got[0] if got else None
 
 
+def _wait_for(check, timeout=10.0):
+    import time
+    end = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def _spawn_request(name, x, y, z, resource=CRATE):
     req = si.SpawnEntity.Request(name=name)
     req.entity_resource.resource_string = resource
@@ -305,6 +315,16 @@ def test_load_world_and_back_through_sim_node(live):
     state = _latest(live, JointTrajectoryControllerState, 'arm_controller/controller_state',
                     lambda m: True, timeout=1.5)
     assert state is None, f'controller_state for {list(state.joint_names)} in torque_arm'
+    # No address of the bench arm left behind: the joints hold watches are torque_arm's,
+    # and the goal topics are its channels' (the model-swapped event, not a poll).
+    from mujoco_hal_ros.ros.sim.control import _joint_dofs
+    node = live.nodes[0]
+    assert list(node.control._joint_dofs) == list(_joint_dofs(dev.model))
+    assert sorted(node.control.goal_subs) == sorted(dev.layout.goals)
+    client = live.nodes[-1]
+    for name in dev.layout.goals:
+        assert _wait_for(lambda: client.count_subscribers(
+            f'{node.get_namespace().rstrip("/")}/goals/{name}') == 1), name
     r = live.call(si.UnloadWorld, 'unload_world', si.UnloadWorld.Request())
     assert r.result.result == OK, r.result.error_message
     js = _latest(live, JointState, 'joint_states', lambda m: list(m.name) == names)

@@ -47,6 +47,13 @@ STILL_FOR_S = 0.2          # ... for this long
 HOLD_SETTLE_S = 3.0
 
 
+def _joint_dofs(model):
+    """The dofs of the model's hinge and slide joints (what joint_states reports)."""
+    return np.array([model.jnt_dofadr[j] for j in range(model.njnt)
+                     if model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE,
+                                              mujoco.mjtJoint.mjJNT_SLIDE)], dtype=int)
+
+
 class Control:
     """Every request interface of sim_node over one Device."""
 
@@ -62,11 +69,7 @@ class Control:
         self._refused_topic = {}
         self._topic_goals = {}               # goals/<channel> values the worker has not taken
         self._goals_running = 0              # move_to and hold goals not answered yet
-        m = device.model
-        self._joint_dofs = np.array(
-            [m.jnt_dofadr[j] for j in range(m.njnt)
-             if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)],
-            dtype=int)
+        self._joint_dofs = _joint_dofs(device.model)
         n, g = node, self.group
         self.move_action = ActionServer(
             n, MoveToAction, 'move_to', execute_callback=self._counted(self._run_move),
@@ -94,11 +97,27 @@ class Control:
             n.create_service(Describe, 'describe', self._srv_describe, callback_group=g,
                              qos_profile=REQUEST_QOS),
         ]
-        self.goal_subs = [
-            n.create_subscription(Float64, f'goals/{name}',
-                                  lambda msg, name=name: self._on_goal_topic(name, msg), 10,
-                                  callback_group=g)
-            for name in device.layout.goals]
+        self.goal_subs = {}
+        self._follow_goals(device.layout)
+        self._unsubscribe = device.swaps.subscribe(self._follow)
+
+    def _follow(self, event):
+        """The model swapped: the joints hold watches and the goal topics are the new
+        model's (another world's channels get their own ``goals/<name>``)."""
+        self._joint_dofs = _joint_dofs(event.model)
+        self._follow_goals(event.layout)
+
+    def _follow_goals(self, layout):
+        """One ``goals/<name>`` subscription per goal channel of ``layout``, no more."""
+        with self._lock:
+            for name in [n for n in self.goal_subs if n not in layout.goals]:
+                self.node.destroy_subscription(self.goal_subs.pop(name))
+            for name in layout.goals:
+                if name not in self.goal_subs:
+                    self.goal_subs[name] = self.node.create_subscription(
+                        Float64, f'goals/{name}',
+                        lambda msg, name=name: self._on_goal_topic(name, msg), 10,
+                        callback_group=self.group)
 
     def describe(self):
         out = ['move_to (action and service)', 'hold (action and service)', 'set_goals',
@@ -128,6 +147,7 @@ class Control:
 
     def destroy(self):
         """The bridge answers every waiting coroutine (the node closes it)."""
+        self._unsubscribe()
         self.move_action.destroy()
         self.hold_action.destroy()
 

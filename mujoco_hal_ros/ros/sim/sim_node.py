@@ -42,7 +42,6 @@ from ...world.sandbox import Limits, Sandbox  # noqa: E402
 from ...errors import ConfigError, DeviceError  # noqa: E402
 
 STALL_LOG_S = 10.0      # at most one stall line and one unstable line this often
-SCENE_POLL_S = 0.1      # how often the scene thread looks for a scene edit
 
 
 class SimNode(GuardedNode):
@@ -159,6 +158,9 @@ class SimNode(GuardedNode):
             snap, cv.stamp(snap.time)) + self.sensors.static_transforms(cv.stamp(snap.time))))
         self.markers_ready = threading.Event()
         self._markers_stop = threading.Event()
+        self._scene_swapped = threading.Event()     # set by the device's model-swapped event
+        self._unsubscribe_scene = device.swaps.subscribe(
+            lambda _event: self._scene_swapped.set())
         self._markers_lock = threading.Lock()      # destroy_node waits for a publish
         self._slow = MutuallyExclusiveCallbackGroup()
         self.create_timer(1.0 / p.diagnostics_rate, self._publish_diagnostics,
@@ -195,11 +197,15 @@ class SimNode(GuardedNode):
     def _publish_markers(self):
         """The scene thread: markers at start, then whatever hangs on the model and is
         published once (markers, /tf_static, a generated robot_description) again after
-        each scene edit, seen as a new generation in the snapshots (polled, no callback)."""
+        each scene edit, woken by the device's model-swapped event."""
         generation = self.device.snapshot.generation
         self._publish_scene(self.device.model)
         self.markers_ready.set()
-        while not self._markers_stop.wait(SCENE_POLL_S):
+        while True:
+            self._scene_swapped.wait()
+            if self._markers_stop.is_set():
+                return
+            self._scene_swapped.clear()
             snap = self.device.snapshot
             if snap.generation == generation:
                 continue
@@ -363,7 +369,9 @@ class SimNode(GuardedNode):
         self.viewer = self.recording = None
         thread = getattr(self, '_markers_thread', None)
         if thread is not None:
+            self._unsubscribe_scene()
             self._markers_stop.set()
+            self._scene_swapped.set()
             with self._markers_lock:
                 pass                        # a publish in progress has finished
             thread.join(5.0)

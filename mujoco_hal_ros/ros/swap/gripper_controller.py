@@ -173,6 +173,8 @@ class GripperController:
         self.bridge = CompletionBridge(node) if bridge is None else bridge
         self.log = node.get_logger()
         c = controller_table(name).declare(node)
+        self._joint = c.joint
+        self._unsubscribe = None
         try:
             self.gripper = _gripper_for(device.layout, c.joint)
         except ConfigError as err:
@@ -198,6 +200,8 @@ class GripperController:
         g = self.gripper
         self._dof = int(device.model.jnt_dofadr[device.model.joint(g.joint).id])
         self._channel = device.layout.goals[g.channel]
+        # A spawn, delete or load_world renumbers the finger's addresses (or removes it).
+        self._unsubscribe = device.swaps.subscribe(self._follow)
         self._server = ActionServer(
             node, interface.action, f'{name}/gripper_cmd', execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=lambda _h: CancelResponse.ACCEPT,
@@ -215,8 +219,33 @@ class GripperController:
     def describe(self):
         return [f'{self.name}/gripper_cmd'] if self.served else []
 
+    def _follow(self, event):
+        """The model swapped: the finger's qpos and dof addresses and its goal channel
+        again from the new layout. A finger that is gone (another world) or is another joint
+        now ends the running goal aborted, and new goals are refused until one is back."""
+        try:
+            g = _gripper_for(event.layout, self._joint)
+        except ConfigError:
+            g = None
+        with self._lock:
+            old, self.gripper = self.gripper, g
+            if g is not None:
+                self._dof = int(event.model.jnt_dofadr[event.model.joint(g.joint).id])
+                self._channel = event.layout.goals[g.channel]
+            active = None
+            if g is None or old is None or g.joint != old.joint:
+                active, self._active = self._active, None
+        if active is not None:
+            active.finish('aborted', self._result(False, False))
+        if g is None and old is not None:
+            self.log.warning(f'{self.name}: the new model has no gripper; gripper_cmd '
+                             'refuses goals until one is back')
+
     # --- goals ------------------------------------------------------------------------------
     def _on_goal(self, goal):
+        if self.gripper is None:
+            self.log.warning(f'{self.name}: goal rejected: the model has no gripper now')
+            return GoalResponse.REJECT
         try:
             self.interface.target(self.gripper, goal)
         except DeviceError as exc:
@@ -267,12 +296,15 @@ class GripperController:
 
     def _state(self):
         """The finger joint now, as the JointState both actions report."""
-        snap = self.device.snapshot
-        msg = JointState(name=[self.gripper.joint])
+        snap, g, dof = self.device.snapshot, self.gripper, self._dof
+        msg = JointState()
         msg.header.stamp = self.node.get_clock().now().to_msg()
-        msg.position = [self.gripper.position(snap)]
-        msg.velocity = [float(snap.qvel[self._dof])]
-        msg.effort = [float(snap.qfrc_actuator[self._dof])]
+        if g is None or dof >= len(snap.qvel):      # no finger in the model now
+            return msg
+        msg.name = [g.joint]
+        msg.position = [g.position(snap)]
+        msg.velocity = [float(snap.qvel[dof])]
+        msg.effort = [float(snap.qfrc_actuator[dof])]
         return msg
 
     def _result(self, stalled, reached):
@@ -324,6 +356,9 @@ class GripperController:
                 a.handle.publish_feedback(self.interface.feedback(self._state()))
 
     def destroy(self):
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
         with self._lock:
             active, self._active = self._active, None
         if active is not None:
