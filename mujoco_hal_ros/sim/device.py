@@ -33,6 +33,7 @@ from .render_state import RenderState
 from ..world import bounds, pixels as world_pixels, snapshots as world_snapshots, teleport
 from ..world import scene as scene_edit
 from ..world.scene import Scene
+from ..world.edits import SceneEdits
 from ..world.world import World
 from . import drives as drive_laws
 from .events import ModelSwapped, Swaps
@@ -169,10 +170,7 @@ class Device:
         self._generation = self.world.snapshots.generation
         self._render_states = {self._generation: RenderState(self.model)}   # by generation
         self._retired = []            # renderers of replaced models: replace_model closes them
-        self._scene_spec = None       # the Scene edits start from, parsed on the first edit
-        self._spawned = {}            # entity name -> its bodies
-        self._edit_lock = threading.RLock()   # one scene edit at a time, start to end
-        self._start_path = self.model_path
+        self.scene = SceneEdits(self, self.model_path)   # spawn, delete, load, unload
         self._file_spec = self.spec   # a loaded world uses the device file if it fits
         self._gravcomp_on = bool(gravity_compensation)
         # Untrusted models (scene edits from a ROS peer) are read in a capped process first
@@ -848,104 +846,31 @@ class Device:
         every snapshot carries the one its arrays belong to."""
         return self._generation
 
-    def _scene(self):
-        if self._scene_spec is None:
-            self._scene_spec = Scene(self.model_path)
-        return self._scene_spec
-
+    # The scene edits themselves live in world.edits (``self.scene``); these are their doors.
     def entity_names(self):
         """The entities spawned so far (``spawn_entity`` names, namespace included)."""
-        return sorted(self._spawned)
+        return self.scene.names()
 
     def entity_bodies(self, name):
         """The bodies a spawned entity brought, top one first ([] for any other name)."""
-        return list(self._spawned.get(name, ())) if isinstance(name, str) else []
+        return self.scene.bodies(name)
 
     def spawn_entity(self, resource, name, position=(0.0, 0.0, 0.0),
                      quaternion=(1.0, 0.0, 0.0, 0.0), namespace=''):
-        """Attach an MJCF (a string, or a file: a body tree, an object, a whole robot) at a
-        world pose, its names prefixed ``[<namespace>/]<name>/``; the device goes on with
-        its goals and running move. Refused with nothing changed when it does not compile.
-        Returns the entity's full name and its bodies."""
-        with self._edit_lock:
-            return self._spawn_entity(resource, name, position, quaternion, namespace)
-
-    def _vet(self, resource, world=False):
-        """The sandbox's look at an untrusted resource (limits, roots), when there is one:
-        its compiled model for a world, else None; refused with nothing changed."""
-        if self.sandbox is None:
-            return None
-        if not isinstance(resource, str) or not resource:
-            raise errors.InvalidArgument('expected an MJCF string or file path',
-                                         where='resource')
-        return self.sandbox.check(resource, world=world)['model']
-
-    def _spawn_entity(self, resource, name, position, quaternion, namespace):
-        scene = self._scene()
-        scene.check_pose(name, position, quaternion, namespace)   # cheap refusals first
-        self._vet(resource)
-        spec, model = scene.spawn(resource, name, position, quaternion, namespace)
-        if self.sandbox is not None:
-            self.sandbox.check_totals(model)
-        full = f'{namespace.strip("/")}/{name}' if namespace else name
-        bodies = scene_edit.entity_bodies(spec, full)
-        if not bodies:
-            # an entity is its bodies: one without any could never be placed or deleted
-            raise errors.InvalidArgument('the MJCF has no body to spawn; nothing was changed',
-                                         where='resource', allowed='an MJCF with at least one '
-                                         '<body> in its <worldbody>')
-        self.replace_model(model, why=f'spawned {full}', scene_spec=spec)
-        self._spawned[full] = bodies
-        return {'success': True, 'code': errors.DONE, 'name': full, 'bodies': bodies}
+        """Attach an MJCF at a world pose (``SceneEdits.spawn``)."""
+        return self.scene.spawn(resource, name, position, quaternion, namespace)
 
     def delete_entity(self, name):
-        """Remove a spawned entity (by its full name) or any body of the model and what
-        hangs below it; refused when that takes an actuator or sensor of the device."""
-        with self._edit_lock:
-            return self._delete_entity(name)
-
-    def _delete_entity(self, name):
-        if not isinstance(name, str) or not name:
-            raise errors.UnknownName('entity', name, self.entity_names())
-        scene = Scene(spec=self._scene().spec)
-        model = None
-        brought = name if name in self._spawned else None
-        for body in self._spawned.get(name) or [name]:
-            if model is None or mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY,
-                                                  body) >= 0:
-                spec, model = scene.delete(body, brought)
-                scene.commit(spec)
-        self.replace_model(model, why=f'deleted {name}', scene_spec=scene, entity=brought)
-        self._spawned.pop(name, None)
-        return {'success': True, 'code': errors.DONE, 'name': name}
+        """Remove a spawned entity or a body of the model (``SceneEdits.delete``)."""
+        return self.scene.delete(name)
 
     def load_world(self, resource):
-        """Replace the whole model (an MJCF string or file path) while the device stays
-        open: the device file's channels if they fit the new model, else zero-config;
-        running moves end STOPPED, the state starts at the new model's keyframe."""
-        with self._edit_lock:
-            return self._load_world(resource)
-
-    def _load_world(self, resource):
-        vetted = self._vet(resource, world=True)
-        spec, model = Scene(spec=self._scene().spec).load(resource, model=vetted)
-        path = resource if not resource.lstrip().startswith('<') else '<string>'
-        path = path[len('file://'):] if path.startswith('file://') else path
-        self.replace_model(model, world=True, why=f'loaded world {errors.shorten(path)}',
-                           scene_spec=spec, model_path=path)
-        self._spawned.clear()
-        return {'success': True, 'code': errors.DONE, 'model': self.model_path,
-                'zero_config': self.layout.zero_config}
+        """Replace the whole model while the device stays open (``SceneEdits.load_world``)."""
+        return self.scene.load_world(resource)
 
     def unload_world(self):
-        """Back to the world the device was opened with (the robot stays a device)."""
-        with self._edit_lock:
-            model = load_model(self._start_path)
-            self.replace_model(model, world=True, why='world unloaded',
-                               scene_spec=Scene(self._start_path),
-                               model_path=self._start_path)
-            self._spawned.clear()
-        return {'success': True, 'code': errors.DONE, 'model': self.model_path}
+        """Back to the world the device was opened with (``SceneEdits.unload_world``)."""
+        return self.scene.unload_world()
 
     def replace_model(self, model, *, world=False, why='the scene changed', scene_spec=None,
                       model_path=None, entity=None):
@@ -963,7 +888,7 @@ class Device:
         actuators and sensors named ``<entity>/...`` may go (a spawned entity deleted);
         goals on them end, and a move that used them ends PREEMPTED.
         """
-        with self._edit_lock:
+        with self.scene.lock:
             return self._replace_model(model, world, why, scene_spec, model_path, entity)
 
     def _replace_model(self, model, world, why, scene_spec, model_path, entity):
@@ -1006,8 +931,7 @@ class Device:
             raise ModelError(f'{why}: MuJoCo failed on the new model ({exc}); nothing was '
                              f'changed: {scene_edit.memory_fix(model)}', where='scene') from None
         if scene_spec is not None:
-            self._scene_spec = scene_spec if isinstance(scene_spec, Scene) \
-                else Scene(spec=scene_spec)
+            self.scene.adopt(scene_spec)
         with self._renderers_lock:
             retired, self._retired = self._retired, []
         for r in retired:           # GL contexts: freed here, never on the physics thread

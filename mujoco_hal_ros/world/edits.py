@@ -1,0 +1,131 @@
+"""Scene edits at run time: spawn, delete, load and unload, each one model swap of a device.
+
+An edit builds the new model off the physics thread (an untrusted resource read and
+compiled in the sandbox first, when the device has one), then hands it to the device's
+``replace_model``, which trials it and swaps it in at a chunk boundary or refuses it with
+nothing changed. This class owns what the edits share: the ``Scene`` (the editable spec
+the next edit starts from), the registry of spawned entities and the lock that makes one
+edit at a time run start to end (``replace_model`` takes it too).
+"""
+
+import threading
+
+import mujoco
+
+from .. import errors
+from . import scene as scene_edit
+from .scene import Scene
+
+
+class SceneEdits:
+    """The scene edits of one device (``device.scene``)."""
+
+    def __init__(self, device, start_path: str) -> None:
+        self._device = device
+        self._start_path = start_path   # the world unload_world goes back to
+        self._spec = None               # the Scene edits start from, parsed on the first edit
+        self._spawned: dict = {}        # entity name -> its bodies
+        self.lock = threading.RLock()   # one scene edit at a time, start to end
+
+    # --- what the edits share -------------------------------------------------------------
+    def spec(self) -> Scene:
+        """The editable scene the next edit starts from (the model's file, parsed once)."""
+        if self._spec is None:
+            self._spec = Scene(self._device.model_path)
+        return self._spec
+
+    def adopt(self, scene_spec) -> None:
+        """The scene a swap put in place (a ``Scene`` or an ``MjSpec``) is the next start."""
+        self._spec = scene_spec if isinstance(scene_spec, Scene) else Scene(spec=scene_spec)
+
+    def names(self) -> list:
+        """The entities spawned so far (``spawn`` names, namespace included)."""
+        return sorted(self._spawned)
+
+    def bodies(self, name) -> list:
+        """The bodies a spawned entity brought, top one first ([] for any other name)."""
+        return list(self._spawned.get(name, ())) if isinstance(name, str) else []
+
+    def _vet(self, resource, world=False):
+        """The sandbox's look at an untrusted resource (limits, roots), when there is one:
+        its compiled model for a world, else None; refused with nothing changed."""
+        sandbox = self._device.sandbox
+        if sandbox is None:
+            return None
+        if not isinstance(resource, str) or not resource:
+            raise errors.InvalidArgument('expected an MJCF string or file path',
+                                         where='resource')
+        return sandbox.check(resource, world=world)['model']
+
+    # --- the edits ------------------------------------------------------------------------
+    def spawn(self, resource, name, position=(0.0, 0.0, 0.0),
+              quaternion=(1.0, 0.0, 0.0, 0.0), namespace='') -> dict:
+        """Attach an MJCF (a string, or a file: a body tree, an object, a whole robot) at a
+        world pose, its names prefixed ``[<namespace>/]<name>/``; the device goes on with
+        its goals and running move. Refused with nothing changed when it does not compile.
+        Returns the entity's full name and its bodies."""
+        with self.lock:
+            scene = self.spec()
+            scene.check_pose(name, position, quaternion, namespace)   # cheap refusals first
+            self._vet(resource)
+            spec, model = scene.spawn(resource, name, position, quaternion, namespace)
+            sandbox = self._device.sandbox
+            if sandbox is not None:
+                sandbox.check_totals(model)
+            full = f'{namespace.strip("/")}/{name}' if namespace else name
+            bodies = scene_edit.entity_bodies(spec, full)
+            if not bodies:
+                # an entity is its bodies: one without any could never be placed or deleted
+                raise errors.InvalidArgument(
+                    'the MJCF has no body to spawn; nothing was changed', where='resource',
+                    allowed='an MJCF with at least one <body> in its <worldbody>')
+            self._device.replace_model(model, why=f'spawned {full}', scene_spec=spec)
+            self._spawned[full] = bodies
+            return {'success': True, 'code': errors.DONE, 'name': full, 'bodies': bodies}
+
+    def delete(self, name) -> dict:
+        """Remove a spawned entity (by its full name) or any body of the model and what
+        hangs below it; refused when that takes an actuator or sensor of the device."""
+        with self.lock:
+            if not isinstance(name, str) or not name:
+                raise errors.UnknownName('entity', name, self.names())
+            scene = Scene(spec=self.spec().spec)
+            model = None
+            brought = name if name in self._spawned else None
+            for body in self._spawned.get(name) or [name]:
+                if model is None or mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY,
+                                                      body) >= 0:
+                    spec, model = scene.delete(body, brought)
+                    scene.commit(spec)
+            self._device.replace_model(model, why=f'deleted {name}', scene_spec=scene,
+                                       entity=brought)
+            self._spawned.pop(name, None)
+            return {'success': True, 'code': errors.DONE, 'name': name}
+
+    def load_world(self, resource) -> dict:
+        """Replace the whole model (an MJCF string or file path) while the device stays
+        open: the device file's channels if they fit the new model, else zero-config;
+        running moves end STOPPED, the state starts at the new model's keyframe."""
+        with self.lock:
+            vetted = self._vet(resource, world=True)
+            spec, model = Scene(spec=self.spec().spec).load(resource, model=vetted)
+            path = resource if not resource.lstrip().startswith('<') else '<string>'
+            path = path[len('file://'):] if path.startswith('file://') else path
+            device = self._device
+            device.replace_model(model, world=True,
+                                 why=f'loaded world {errors.shorten(path)}',
+                                 scene_spec=spec, model_path=path)
+            self._spawned.clear()
+            return {'success': True, 'code': errors.DONE, 'model': device.model_path,
+                    'zero_config': device.layout.zero_config}
+
+    def unload_world(self) -> dict:
+        """Back to the world the device was opened with (the robot stays a device)."""
+        from ..sim.device import load_model    # the device module imports this one
+        with self.lock:
+            model = load_model(self._start_path)
+            self._device.replace_model(model, world=True, why='world unloaded',
+                                       scene_spec=Scene(self._start_path),
+                                       model_path=self._start_path)
+            self._spawned.clear()
+        return {'success': True, 'code': errors.DONE, 'model': self._device.model_path}
