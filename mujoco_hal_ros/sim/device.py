@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 
 import mujoco
 import numpy as np
@@ -21,19 +22,19 @@ import numpy as np
 from ..config import device_file as devfile, limits
 from .. import errors
 from ..config.channels import Layout
-from ..checks import finite_number, finite_vector, known_name
+from ..checks import known_name
 from ..errors import ConfigError, DeviceError, ModelError
 from ..motion import move as moves
 from ..motion.move import Move  # noqa: F401 - importable from here, as it always was
 from ..motion.trajectory import MinJerkPlan, duration
 from ..config.units import parse_quantity
 from . import names
-from ..sensors import catalog, settings as sensor_settings, wrench
-from .render_state import RenderState
-from ..world import bounds, pixels as world_pixels, snapshots as world_snapshots, teleport
+from ..sensors.device_sensors import Sensing, lidar_settings_of
+from ..render.registry import RenderRegistry
 from ..world import scene as scene_edit
 from ..world.scene import Scene
 from ..world.edits import SceneEdits
+from ..world.runtime import RunTimeWorld
 from ..world.world import World
 from . import drives as drive_laws
 from .events import ModelSwapped, Swaps
@@ -158,19 +159,16 @@ class Device:
         except BaseException:
             self.stepper.close()
             raise
-        self._renderers = {}
-        self._renderers_lock = threading.Lock()
         try:
-            self.sensor_groups()           # a device file naming no such sensor stops here
-            self._lidars = self._lidar_settings()
+            self.sensing = Sensing(self)   # a device file naming no such sensor stops here
         except BaseException:
             self.stepper.close()
             raise
         self.world = World(self.model)
         self._generation = self.world.snapshots.generation
-        self._render_states = {self._generation: RenderState(self.model)}   # by generation
-        self._retired = []            # renderers of replaced models: replace_model closes them
+        self.cameras = RenderRegistry(self, self.model, self._generation)
         self.scene = SceneEdits(self, self.model_path)   # spawn, delete, load, unload
+        self.physics = RunTimeWorld(self, self._stop_move, self._native_all)   # states, ...
         self._file_spec = self.spec   # a loaded world uses the device file if it fits
         self._gravcomp_on = bool(gravity_compensation)
         # Untrusted models (scene edits from a ROS peer) are read in a capped process first
@@ -617,82 +615,6 @@ class Device:
         self.stepper.set_real_time_factor(rtf)
         self.record('real_time_factor', {'real_time_factor': rtf}, {})
 
-    # --- sensors, lidars, contacts and pushes ------------------------------------------------
-    def sensor_groups(self, seed=None, rate=None):
-        """The model's sensors grouped into ROS streams (``sensors.catalog.Group``), with
-        the device file's ``sensors:`` settings; ``seed`` and ``rate`` (Hz, for groups
-        without their own) replace the file's when given. A fresh list (with fresh, seeded
-        noise models) each call, for the one reader that owns it."""
-        spec = dict((self.spec or {}).get('sensors') or {'seed': 0, 'rate': None,
-                                                         'entries': {}})
-        if seed is not None:
-            spec['seed'] = int(seed)
-        if rate is not None:
-            spec['rate'] = float(rate)
-        return catalog.configure(self.model, spec)
-
-    def _lidar_settings(self):
-        from ..sensors.lidar import Lidar
-        lidars = dict((self.spec or {}).get('lidars') or {})
-        for cfg in lidars.values():
-            Lidar(self.model, cfg)            # the site must exist: ConfigError otherwise
-        return lidars
-
-    def lidar_settings(self, extra=None):
-        """The device file's lidars (name -> settings), plus ``extra`` entries
-        ``{name: {'site': ..., ...}}`` checked as a device file's would be."""
-        out = dict(self._lidars)
-        for name, entry in (extra or {}).items():
-            out[name] = sensor_settings.lidar_entry(name, entry, f'lidars.{name}')
-        return out
-
-    def lidar(self, cfg):
-        """A ``sensors.lidar.Lidar`` for checked settings, casting on its own MjData."""
-        from ..sensors.lidar import Lidar
-        return Lidar(self.model, cfg)
-
-    def report_contacts(self, on=True):
-        """Snapshots carry the active contacts (``snapshot.contacts``) while on: for a
-        contacts topic with a subscriber; off, stepping pays nothing for them."""
-        self.stepper.report_contacts(on)
-
-    def apply_wrench(self, body, force=(0.0, 0.0, 0.0), torque=(0.0, 0.0, 0.0),
-                     point=(0.0, 0.0, 0.0), frame=wrench.WORLD, duration=0.0):
-        """Push ``body``: ``force`` (N) and ``torque`` (N m) in ``frame`` (``world`` or a
-        body, whose frame they turn with), at ``point`` (m, in the body's frame), every step
-        for ``duration`` simulated seconds (0: until ``clear_wrenches`` or ``reset``). A new
-        wrench on a body replaces its old one; wrenches on different bodies add up. All
-        arguments are checked first (INVALID_ARGUMENT, UNKNOWN_NAME: nothing changes)."""
-        checked = wrench.check(self.model, body, force, torque, point, frame, duration)
-        w = self.stepper.post(lambda s: s.push(checked), wait=True)
-        self.record('apply_wrench', {'body': body, 'force': list(w.force),
-                                     'torque': list(w.torque), 'point': list(w.point),
-                                     'frame': w.frame_name, 'duration': float(duration)}, {},
-                    sim_time=w.start)
-        until = 'until cleared' if w.end == float('inf') else f'until t={w.end:.6g} s'
-        return {'success': True, 'code': errors.DONE, 'start_time': w.start,
-                'end_time': w.end, 'message': f'pushing {body} {until}'}
-
-    def clear_wrenches(self, bodies=None):
-        """End the wrenches on ``bodies`` (names; None or empty: all); every name is
-        checked first (UNKNOWN_NAME lists the bodies)."""
-        names = wrench.body_names(self.model)
-        ids = None
-        if bodies:
-            if isinstance(bodies, str):
-                raise errors.InvalidArgument('expected a list of body names, got a string',
-                                             where='bodies')
-            ids = [names.index(known_name(b, [n for n in names[1:] if n], 'body'))
-                   for b in bodies]
-        gone = self.stepper.post(lambda s: s.clear_pushes(ids), wait=True)
-        self.record('clear_wrenches', {'bodies': list(bodies or [])}, {})
-        return {'success': True, 'code': errors.DONE,
-                'message': f'cleared {len(gone)} wrench(es)', 'cleared': [names[b] for b in gone]}
-
-    def wrenches(self):
-        """The latched wrenches at the latest snapshot (``sensors.wrench.Wrench``)."""
-        return self.snapshot.wrenches
-
     # --- the world at run time ------------------------------------------------------------
     def _stop_move(self, s, why):
         """Stepper thread: the state was rewritten under the move; hold where it is now."""
@@ -702,142 +624,6 @@ class Device:
                                           s.publish_snapshot()))
         s.hold_now()
         return s.hold_pose()
-
-    def save_state(self, name):
-        """Keep the full physics state under ``name`` (overwriting one of that name)."""
-        name = world_snapshots.snapshot_name(name)
-        state = self.stepper.post(lambda s: world_snapshots.capture(s.model, s.data),
-                                  wait=True)
-        self.world.snapshots.put(name, state)
-        self.record('save_state', {'name': name}, {})
-        return {'success': True, 'code': errors.DONE, 'name': name}
-
-    def load_state(self, name):
-        """Restore a snapshot bit for bit (time keeps going forward) and hold there; a
-        running move ends STOPPED. STALE_SNAPSHOT after a scene change, nothing changed."""
-        name = world_snapshots.snapshot_name(name)
-        state = self.world.snapshots.get(name)
-
-        def apply(s):
-            world_snapshots.restore(s.model, s.data, state)
-            sp = self._stop_move(s, f'state {name!r} loaded')
-            s.publish_snapshot()
-            return sp
-        sp = self.stepper.post(apply, wait=True)
-        self.record('load_state', {'name': name}, self._native_all(sp))
-        return {'success': True, 'code': errors.DONE, 'name': name}
-
-    def delete_state(self, name):
-        self.world.snapshots.delete(world_snapshots.snapshot_name(name))
-
-    def state_names(self):
-        return self.world.snapshots.names()
-
-    def set_joint_state(self, names, positions, velocities=None):
-        """Teleport hinge/slide joints (all-or-nothing, range-checked), forward kinematics
-        after; the servos then hold the new pose and a running move ends STOPPED."""
-        qadr, dadr, q, v = teleport.check(self.model, self.layout.joints, names, positions,
-                                          velocities)
-        request = {'names': list(names), 'positions': q.tolist(),
-                   'velocities': None if v is None else v.tolist()}
-
-        def apply(s):
-            teleport.apply(s.model, s.data, qadr, dadr, q, v)
-            sp = self._stop_move(s, 'joints teleported')
-            s.publish_snapshot()
-            return sp
-        sp = self.stepper.post(apply, wait=True)
-        self.record('set_joint_state', request, self._native_all(sp))
-        return {'success': True, 'code': errors.DONE}
-
-    def set_gravity(self, gravity):
-        """World gravity (m/s^2, 3 finite numbers) from the next step on."""
-        g = bounds.magnitude(gravity, 3, bounds.MAX_GRAVITY, 'gravity', 'm/s^2')
-
-        def apply(s):
-            s.model.opt.gravity[:] = g
-        self.stepper.post(apply, wait=True)
-        self.record('gravity', {'gravity': g.tolist()}, {})
-        return g.tolist()
-
-    def set_timestep(self, timestep):
-        """Integration timestep in seconds (0 < dt <= 0.1) from the next step on."""
-        dt = finite_number(timestep, 'timestep')
-        if not 0 < dt <= 0.1:
-            raise errors.InvalidArgument(f'{dt:g} s is not a usable timestep',
-                                         where='timestep', allowed='0 < timestep <= 0.1 s')
-
-        def apply(s):
-            s.model.opt.timestep = dt
-        self.stepper.post(apply, wait=True)
-        self.record('timestep', {'timestep': dt}, {})
-        return dt
-
-    @property
-    def gravity(self):
-        return [float(x) for x in self.model.opt.gravity]
-
-    @property
-    def timestep(self):
-        return float(self.model.opt.timestep)
-
-    def _live_state(self):
-        dyn = self.world.dynamics
-        return self.stepper.post(lambda s: dyn.capture(s.data), wait=True)
-
-    def mass_matrix(self):
-        """(nv, nv) joint-space inertia of the live state."""
-        return self.world.dynamics.mass_matrix(self._live_state())
-
-    def inverse_dynamics(self, qacc):
-        """(nv,) generalized forces giving ``qacc`` (nv finite numbers) at the live state."""
-        qacc = finite_vector(qacc, self.model.nv, 'qacc')
-        return self.world.dynamics.inverse_dynamics(self._live_state(), qacc)
-
-    def jacobian(self, name, kind=None):
-        """(jacp, jacr), each (3, nv), of a site or body (``kind`` 'site'/'body'; by default
-        a site of that name, else a body) at the live state."""
-        if kind is None:
-            kind = 'site' if name in self.layout.sites else 'body'
-        return self.world.dynamics.jacobian(self._live_state(), kind, name,
-                                            self.layout.sites, self.layout.bodies)
-
-    def pixel_to_world(self, camera, pixels, width=None, height=None):
-        """World points (n, 3) of camera pixels ``[(u, v), ...]`` through the depth render
-        at the latest snapshot; background (far-plane) and invalid depths are refused."""
-        snap = self.snapshot
-        if width is None and height is None:
-            return self._pixel_to_world(
-                self.renderer(camera, depth=True, generation=snap.generation), pixels, snap)
-        # A size of the caller's own gets a renderer of its own, closed after: caching one
-        # per size asked would let requests pile up GL contexts without bound.
-        from ..render.camera import CameraRenderer
-        camera, width, height = self._image(camera, width, height)
-        with CameraRenderer(self._state_of(snap.generation).model, camera, width, height,
-                            depth=True) as r:
-            return self._pixel_to_world(r, pixels, snap)
-
-    def _pixel_to_world(self, r, pixels, snap):
-        px = world_pixels.check_pixels(pixels, r.width, r.height)
-        intr = r.intrinsics()
-        with self.render_state(snap) as d:
-            depth = r.render_depth(d)
-            pos, rot = r.optical_pose(d)
-        return world_pixels.to_world(depth, intr, pos, rot, px,
-                                     world_pixels.far_plane(self.model_of(snap.generation)))
-
-    def randomize(self, fields, seed=None):
-        """Randomize model fields of the running sim (``world.randomize``); ``reset`` undoes
-        it. Checked as a whole first: a bad field changes nothing."""
-        rnd = self.world.randomizer
-        values = self.stepper.post(lambda s: rnd.check(fields, seed), wait=True)
-
-        def apply(s):
-            rnd.apply(values, s.data)
-            s.publish_snapshot()
-        self.stepper.post(apply, wait=True)
-        self.record('randomize', {'fields': sorted(values), 'seed': seed}, {})
-        return {k: v.tolist() for k, v in values.items()}
 
     # --- scene edits: the model swapped at run time --------------------------------------
     @property
@@ -932,10 +718,7 @@ class Device:
                              f'changed: {scene_edit.memory_fix(model)}', where='scene') from None
         if scene_spec is not None:
             self.scene.adopt(scene_spec)
-        with self._renderers_lock:
-            retired, self._retired = self._retired, []
-        for r in retired:           # GL contexts: freed here, never on the physics thread
-            r.close()
+        self.cameras.close_retired()   # GL contexts: freed here, never on the physics thread
         self.record('replace_model', {'why': why, 'world': bool(world)},
                     self._native_all(self.snapshot.setpoint))
         self.swaps.emit(ModelSwapped(self._generation, self.model, self.layout, bool(world)))
@@ -966,7 +749,7 @@ class Device:
         """Stepper thread, between chunks: the new model in, all or nothing."""
         saved = {k: getattr(self, k) for k in (
             'model', 'data', 'layout', 'spec', 'keyframe', 'keyframe_name', 'gravcomp_bodies',
-            'model_path', '_planner', '_lidars')}
+            'model_path', '_planner')}
         old_model, old_data = s.model, s.data
         try:
             data = mujoco.MjData(model)
@@ -996,7 +779,7 @@ class Device:
                 mujoco.mj_forward(model, data)
             laws = drive_laws.build(model, layout, self.keyframe)
             planner = moves.Planner(model, layout)
-            lidars = self._lidar_settings()
+            lidars = lidar_settings_of(model, self.spec)
         except BaseException:
             for k, v in saved.items():
                 setattr(self, k, v)
@@ -1013,15 +796,10 @@ class Device:
             move.finish(moves.result(saved['layout'], move, code, False, ended, s.snapshot))
             gone = gone + list(move.actuators)       # its path stops where it is now
         plans = [p for p in s.running_plans() if p.release(gone)] if not renumber else ()
-        self._planner, self._lidars = planner, lidars
+        self._planner = planner
+        self.sensing.adopt(lidars)
         self._generation = self.world.follow(model)
-        self._render_states[self._generation] = RenderState(model)
-        for g in [g for g in self._render_states if g < self._generation - 1]:
-            del self._render_states[g]
-        with self._renderers_lock:
-            # renderers two generations old: nobody draws them any more (closed by the caller)
-            old = [k for k in self._renderers if k[-1] < self._generation - 1]
-            self._retired.extend(self._renderers.pop(k) for k in old)
+        self.cameras.follow(model, self._generation)
         s.swap_model(model, data, drives=laws.drives, impedance=laws.impedance,
                      hold_torque=laws.hold_torque, keyframe=self.keyframe, plans=plans,
                      generation=self._generation, velocity_loop=laws.velocity_loop)
@@ -1042,70 +820,6 @@ class Device:
         LOG.info('scene generation %d: %s', self._generation,
                  'moves kept' if not renumber else 'moves ended')
 
-    # --- cameras ----------------------------------------------------------------------------
-    def _image(self, camera, width, height):
-        """(camera, width, height): an image channel's own, or a camera of the model's."""
-        chan = next((i for i in self.layout.images if i.name == camera), None)
-        if chan is not None and camera not in self.layout.cameras:
-            camera = chan.camera
-        if chan is not None:
-            width = chan.width if width is None else width
-            height = chan.height if height is None else height
-        return camera, 640 if width is None else width, 480 if height is None else height
-
-    def renderer(self, camera, width=None, height=None, depth=False, background=False,
-                 generation=None):
-        """A camera renderer owned by the device (closed with it). ``camera`` is a camera
-        of the model or an image channel (whose size is then the default); ``background``
-        as in ``CameraRenderer``. It draws the model of ``generation`` (by default the
-        latest snapshot's): pose it only from snapshots of that generation."""
-        from ..render.camera import CameraRenderer
-        if generation is None:
-            generation = self.snapshot.generation
-        model = self._state_of(generation).model
-        camera, width, height = self._image(camera, width, height)
-        key = (camera, width, height, bool(depth), bool(background), generation)
-        with self._renderers_lock:
-            if self.closed:
-                raise errors.ClosedError('the device')
-            if key not in self._renderers:
-                self._renderers[key] = CameraRenderer(model, camera, width, height,
-                                                      depth=depth, background=background)
-            return self._renderers[key]
-
-    def model_of(self, generation):
-        """The model of a scene generation (the current one or the one before), for
-        readers that pose their own MjData from a snapshot (``snapshot.generation``)."""
-        return self._state_of(generation).model
-
-    def _state_of(self, generation):
-        state = self._render_states.get(generation)
-        if state is None:
-            raise DeviceError(world_snapshots.STALE_SNAPSHOT, f'scene generation {generation} '
-                              'was replaced; use the latest snapshot', where='snapshot')
-        return state
-
-    def render_state(self, snap=None):
-        """``with device.render_state(snap) as data:`` the device's render MjData posed at
-        ``snap`` (the latest snapshot by default), for as long as the block runs: the one
-        way to draw from it, so two cameras never pose it under each other. The MjData is
-        of the model ``snap`` belongs to (its ``generation``)."""
-        snap = snap or self.snapshot
-        return self._state_of(snap.generation).posed(snap)
-
-    def render_data(self, snap=None):
-        """A new MjData of its own posed at ``snap`` (the latest by default): for a caller
-        that keeps it; ``render_state`` draws without the copy."""
-        snap = snap or self.snapshot
-        return self._state_of(snap.generation).copy_of(snap)
-
-    def render(self, camera, width=None, height=None, png=False):
-        """RGB array (or PNG bytes) of a camera or image channel at the latest snapshot."""
-        snap = self.snapshot
-        r = self.renderer(camera, width, height, generation=snap.generation)
-        with self.render_state(snap) as d:
-            return r.render_png(d) if png else r.render_rgb(d)
-
     # --- audit ------------------------------------------------------------------------------
     def record(self, kind, request, native, sim_time=None):
         """Add an audit entry: what was asked (``request``, in the caller's units) and what
@@ -1124,21 +838,40 @@ class Device:
         self.stepper.close()
         if self.sandbox is not None:
             self.sandbox.close()
-        with self._renderers_lock:
-            for r in list(self._renderers.values()) + self._retired:
-                r.close()
-            self._renderers.clear()
-            self._retired.clear()
+        self.cameras.close()
 
     @property
     def closed(self):
         return self.stepper.closed
+
+    def __getattr__(self, name):
+        """The calls that moved to the device's parts (``physics``, ``sensing``,
+        ``cameras``) still answer under their old names, with a DeprecationWarning."""
+        part = _MOVED.get(name)
+        parts = self.__dict__
+        if part is None or part not in parts:
+            raise AttributeError(f'{type(self).__name__!r} object has no attribute {name!r}')
+        warnings.warn(f'Device.{name} moved to Device.{part}.{name}', DeprecationWarning,
+                      stacklevel=2)
+        return getattr(parts[part], name)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+_MOVED = {
+    **dict.fromkeys(('save_state', 'load_state', 'delete_state', 'state_names',
+                     'set_joint_state', 'set_gravity', 'set_timestep', 'gravity', 'timestep',
+                     'mass_matrix', 'inverse_dynamics', 'jacobian', 'pixel_to_world',
+                     'randomize'), 'physics'),
+    **dict.fromkeys(('sensor_groups', 'lidar_settings', 'lidar', 'report_contacts',
+                     'apply_wrench', 'clear_wrenches', 'wrenches'), 'sensing'),
+    **dict.fromkeys(('renderer', 'model_of', 'render_state', 'render_data', 'render'),
+                    'cameras'),
+}
 
 
 def device_file_load(path):

@@ -39,7 +39,7 @@ class Entities:
             generation = self.device.snapshot.generation
         if generation == self.generation:
             return
-        model = self.device.model_of(generation)
+        model = self.device.cameras.model_of(generation)
         bodies = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
                   for b in range(model.nbody)]
         with self._lock:

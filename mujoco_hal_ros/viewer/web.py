@@ -118,7 +118,7 @@ class WebViewer:
         """A scene edit swapped the device's model: save the new one where the view's
         process finds it and the record that makes it switch (``serve.reload_record``)."""
         generation = snap.generation
-        model = self.device.model_of(generation)
+        model = self.device.cameras.model_of(generation)
         if self._frame_size < 2:
             raise ConfigError('the view cannot switch from a model without any state; '
                               'restart the web viewer', where='web_viewer')

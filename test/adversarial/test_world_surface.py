@@ -82,7 +82,7 @@ def clean_up(h):
     dev = h.nodes[0].device
     for name in dev.entity_names():
         dev.delete_entity(name)
-    dev.clear_wrenches()
+    dev.sensing.clear_wrenches()
     dev.reset()
 
 
@@ -254,9 +254,9 @@ def test_apply_wrench_fields(node, data, hostile):
     if r.success:
         assert sane(force, bounds.MAX_FORCE) and sane(torque, bounds.MAX_TORQUE)
         assert sane(point, bounds.MAX_POSITION) and 0 <= duration <= bounds.MAX_DURATION
-        dev.clear_wrenches()
+        dev.sensing.clear_wrenches()
     else:
-        assert not dev.wrenches()
+        assert not dev.sensing.wrenches()
 
 
 @settings(max_examples=50, deadline=None)
@@ -382,7 +382,7 @@ def test_the_cases_of_issue_26_get_the_standard_codes(node):
     assert (r.success, r.code) == (False, 'INVALID_ARGUMENT')
     r = call(node, own.Randomize, 'randomize', own.Randomize.Request(fields_json='[' * 10_000))
     assert (r.success, r.code) == (False, 'INVALID_ARGUMENT') and '32' in r.message
-    assert dev.generation == gen and not dev.wrenches()
+    assert dev.generation == gen and not dev.sensing.wrenches()
     alive_and_stepping(node)
 
 

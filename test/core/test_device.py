@@ -418,16 +418,16 @@ def test_stop_runs_the_safe_state_action(open_device, h):
 
 def test_render_camera_and_image_channel(bench):
     try:
-        img = bench.render('overhead', 64, 48)
+        img = bench.cameras.render('overhead', 64, 48)
     except DeviceError as exc:                      # no GL on this machine
         pytest.skip(f'no offscreen GL: {exc}')
     assert img.shape == (48, 64, 3) and img.dtype == np.uint8 and img.any()
-    png = bench.render('overhead', 32, 24, png=True)
+    png = bench.cameras.render('overhead', 32, 24, png=True)
     assert png[:8] == b'\x89PNG\r\n\x1a\n'
-    assert bench.renderer('overhead') is bench.renderer('overhead', 640, 480)
-    refuse(errors.UNKNOWN_NAME, bench.render, 'ceiling')
-    refuse(errors.INVALID_ARGUMENT, bench.render, 'overhead', 4096, 48)
-    refuse(errors.INVALID_ARGUMENT, bench.render, 'overhead', True, 48)
+    assert bench.cameras.renderer('overhead') is bench.cameras.renderer('overhead', 640, 480)
+    refuse(errors.UNKNOWN_NAME, bench.cameras.render, 'ceiling')
+    refuse(errors.INVALID_ARGUMENT, bench.cameras.render, 'overhead', 4096, 48)
+    refuse(errors.INVALID_ARGUMENT, bench.cameras.render, 'overhead', True, 48)
 
 
 def test_everything_reported_is_plain_json(open_device, h):

@@ -25,10 +25,10 @@ def two_poses(bench):
 @needs_gl
 def test_render_and_a_stream_at_once_draw_their_own_snapshots(bench):
     before, after = two_poses(bench)
-    stream = bench.renderer('overhead', W, H, depth=True)    # a camera stream's renderer
-    with bench.render_state(before) as data:
+    stream = bench.cameras.renderer('overhead', W, H, depth=True)    # a camera stream's renderer
+    with bench.cameras.render_state(before) as data:
         want_before = stream.render_rgb(data)
-    want_after = bench.render('overhead', W, H)              # the latest snapshot: after
+    want_after = bench.cameras.render('overhead', W, H)              # the latest snapshot: after
     assert not np.array_equal(want_before, want_after), 'the two poses look the same'
     wrong = {'render': 0, 'stream': 0}
     failed = []
@@ -36,7 +36,7 @@ def test_render_and_a_stream_at_once_draw_their_own_snapshots(bench):
     def render_loop():
         try:
             for _ in range(ROUNDS):
-                if not np.array_equal(bench.render('overhead', W, H), want_after):
+                if not np.array_equal(bench.cameras.render('overhead', W, H), want_after):
                     wrong['render'] += 1
         except Exception as exc:  # noqa: BLE001 - reported by the test thread
             failed.append(exc)
@@ -44,7 +44,7 @@ def test_render_and_a_stream_at_once_draw_their_own_snapshots(bench):
     def stream_loop():
         try:
             for _ in range(ROUNDS):
-                with bench.render_state(before) as data:
+                with bench.cameras.render_state(before) as data:
                     frame = stream.submit(data, rgb=True).result()
                 if not np.array_equal(frame.rgb_top_down(), want_before):
                     wrong['stream'] += 1
@@ -63,8 +63,8 @@ def test_render_and_a_stream_at_once_draw_their_own_snapshots(bench):
 def test_render_data_is_the_callers_own(bench):
     """``render_data`` hands out a new MjData posed at the snapshot, never the shared one."""
     before, after = two_poses(bench)
-    mine = bench.render_data(before)
-    with bench.render_state(after) as shared:
+    mine = bench.cameras.render_data(before)
+    with bench.cameras.render_state(after) as shared:
         assert shared is not mine
         assert not np.array_equal(shared.xpos, mine.xpos)
     np.testing.assert_array_equal(mine.qpos, before.qpos)

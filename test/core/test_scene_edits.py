@@ -79,30 +79,30 @@ def test_goals_and_names_follow_a_spawn(bench):
 
 
 def test_cameras_draw_the_new_scene(bench):
-    before = bench.render('overhead')
-    old = bench.renderer('overhead')
+    before = bench.cameras.render('overhead')
+    old = bench.cameras.renderer('overhead')
     bench.spawn_entity(BOX, 'box5', position=[0.0, 0.0, 0.1])
-    assert bench.render('overhead').shape == before.shape
+    assert bench.cameras.render('overhead').shape == before.shape
     bench.spawn_entity(BOX, 'box6', position=[0.1, 0.0, 0.1])
     assert old.closed                       # two generations old: its GL context is freed
-    assert not bench.renderer('overhead').closed
+    assert not bench.cameras.renderer('overhead').closed
     with pytest.raises(errors.DeviceError) as err:
-        bench.render_data(types.SimpleNamespace(generation=0))
+        bench.cameras.render_data(types.SimpleNamespace(generation=0))
     assert err.value.code == world_snapshots.STALE_SNAPSHOT
 
 
 def test_a_snapshot_saved_before_a_spawn_is_stale(bench):
-    bench.save_state('before')
+    bench.physics.save_state('before')
     bench.spawn_entity(BOX, 'box4', position=[0.3, 0.0, 0.1])
     with pytest.raises(errors.DeviceError) as err:
-        bench.load_state('before')
+        bench.physics.load_state('before')
     assert err.value.code == world_snapshots.STALE_SNAPSHOT
-    bench.save_state('after')
-    bench.load_state('after')
+    bench.physics.save_state('after')
+    bench.physics.load_state('after')
 
 
 def test_a_bad_edit_changes_nothing(bench):
-    bench.set_joint_state(['pan'], [0.3])
+    bench.physics.set_joint_state(['pan'], [0.3])
     bench.step(5)
     nbody, gen, qpos = bench.model.nbody, bench.generation, bench.snapshot.qpos.copy()
     model = bench.model
@@ -130,7 +130,7 @@ def test_load_world_and_back(bench):
     assert bench.layout.zero_config and bench.layout.actuators != names
     bench.step(20)
     assert bench.snapshot.qpos.shape == (bench.model.nq,)
-    assert bench.render_data().qpos.shape == (bench.model.nq,)
+    assert bench.cameras.render_data().qpos.shape == (bench.model.nq,)
     bench.unload_world()
     assert list(bench.layout.actuators) == names and not bench.layout.zero_config
     bench.step(20)

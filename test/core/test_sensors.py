@@ -29,7 +29,7 @@ def rig(open_device, h):
 
 
 def group(dev, name, settings_=None):
-    groups = catalog.configure(dev.model, settings_) if settings_ else dev.sensor_groups()
+    groups = catalog.configure(dev.model, settings_) if settings_ else dev.sensing.sensor_groups()
     return next(g for g in groups if g.name == name)
 
 
@@ -66,7 +66,7 @@ def test_go1_imu_at_rest_reads_gravity_and_no_rotation(open_device, tmp_path, h)
 
 
 def test_rig_groups_and_known_readings(rig):
-    groups = {g.name: g for g in rig.sensor_groups()}
+    groups = {g.name: g for g in rig.sensing.sensor_groups()}
     assert {n: g.kind for n, g in groups.items()} == {
         'block_imu': 'imu', 'ft': 'wrench', 'range': 'range', 'pad_touch': 'touch', 'puck': 'pose',
         'puck_vel': 'generic', 'clock': 'generic', 'joint_states': 'joints',
@@ -141,14 +141,14 @@ def test_sensor_settings_are_strict(rig, h, open_device):
     dev = open_device(doc, start_paused=True)
     ft = group(dev, 'ft')
     assert (ft.rate, ft.frame) == (250, 'wrist_ft')
-    front = dev.lidar_settings()['front']
+    front = dev.sensing.lidar_settings()['front']
     assert front['rays'] == 90 and front['fov'] == pytest.approx(np.pi)
 
 
 # --- lidar ----------------------------------------------------------------------------------
 def test_lidar_sees_the_box_at_its_distance_and_not_itself(rig):
-    cfg = rig.lidar_settings({'front': {'site': 'lidar'}})['front']
-    scanner = rig.lidar(cfg)
+    cfg = rig.sensing.lidar_settings({'front': {'site': 'lidar'}})['front']
+    scanner = rig.sensing.lidar(cfg)
     scan = scanner.scan(rig.snapshot)
     az = scanner.pattern.azimuths
     assert len(scan.ranges) == 360 and scanner.planar
@@ -156,9 +156,10 @@ def test_lidar_sees_the_box_at_its_distance_and_not_itself(rig):
     assert scan.ranges[front] == pytest.approx(2.0, abs=1e-6)    # box face at x = 2.0
     assert np.isinf(scan.ranges[back])                           # its own arm excluded
     assert scan.points[front] == pytest.approx([2.0, 0.0, 0.0], abs=1e-6)
-    own = rig.lidar(dict(cfg, exclude_robot=False)).scan(rig.snapshot)
+    own = rig.sensing.lidar(dict(cfg, exclude_robot=False)).scan(rig.snapshot)
     assert own.ranges[back] == pytest.approx(0.48, abs=1e-6)
-    cloud = rig.lidar(dict(cfg, rays=36, vertical_rays=5, vertical_fov=0.4)).scan(rig.snapshot)
+    cloud = rig.sensing.lidar(dict(cfg, rays=36, vertical_rays=5,
+                                   vertical_fov=0.4)).scan(rig.snapshot)
     assert cloud.points.shape == (180, 3)
     pts = cloud.points[np.isfinite(cloud.ranges)]
     box = pts[(np.abs(pts[:, 1]) < 0.4) & (pts[:, 2] > -0.49) & (pts[:, 0] > 1.0)]
@@ -168,9 +169,10 @@ def test_lidar_sees_the_box_at_its_distance_and_not_itself(rig):
 
 
 def test_lidar_on_a_world_site_sees_the_world(rig):
-    cfg = rig.lidar_settings({'w': {'site': 'world_scan', 'rays': 4, 'vertical_rays': 3,
-                                    'vertical_fov': np.pi / 2}})['w']
-    scan = rig.lidar(cfg).scan(rig.snapshot)
+    cfg = rig.sensing.lidar_settings({'w': {'site': 'world_scan', 'rays': 4,
+                                            'vertical_rays': 3,
+                                            'vertical_fov': np.pi / 2}})['w']
+    scan = rig.sensing.lidar(cfg).scan(rig.snapshot)
     down = scan.ranges[:4]                        # elevation -45 degrees, first row
     assert np.allclose(down, 0.5 * np.sqrt(2), atol=1e-6)      # the floor, 0.5 m below
 
@@ -183,8 +185,8 @@ def test_lidar_pattern_full_turn_has_no_duplicate_ray():
 # --- point clouds and compression -----------------------------------------------------------
 @needs_gl
 def test_point_cloud_of_the_floor_is_planar_to_a_millimetre(rig):
-    r = rig.renderer('down', 160, 120, depth=True)
-    with rig.render_state() as data:
+    r = rig.cameras.renderer('down', 160, 120, depth=True)
+    with rig.cameras.render_state() as data:
         depth = r.render_depth(data)
     proj = pointcloud.Projector(160, 120, *r.intrinsics())
     pts = proj.points(depth).reshape(-1, 3)
@@ -219,7 +221,7 @@ def test_compressed_frames_decode_within_the_codec_error():
 # --- contacts -------------------------------------------------------------------------------
 def test_contacts_only_when_asked_and_carry_the_weight(rig):
     assert rig.snapshot.contacts is None
-    rig.report_contacts(True)
+    rig.sensing.report_contacts(True)
     rig.step(1)
     con = rig.snapshot.contacts
     block = mujoco.mj_name2id(rig.model, mujoco.mjtObj.mjOBJ_BODY, 'block')
@@ -227,7 +229,7 @@ def test_contacts_only_when_asked_and_carry_the_weight(rig):
     assert len(mine) == 4
     assert np.allclose(mine['normal'], [0, 0, 1], atol=1e-6)
     assert mine['force'][:, 2].sum() == pytest.approx(1.5 * G, rel=1e-2)
-    rig.report_contacts(False)
+    rig.sensing.report_contacts(False)
     rig.step(1)
     assert rig.snapshot.contacts is None
 
@@ -240,32 +242,33 @@ def puck_state(dev):
 
 def test_apply_wrench_lifts_a_free_body_as_newton_says(rig):
     t0, _z0, v0 = puck_state(rig)
-    out = rig.apply_wrench('puck', force=[0, 0, 30.0], duration=0.5)
+    out = rig.sensing.apply_wrench('puck', force=[0, 0, 30.0], duration=0.5)
     assert out['success'] and out['end_time'] == pytest.approx(t0 + 0.5)
-    assert [w.body_name for w in rig.wrenches()] == ['puck']
+    assert [w.body_name for w in rig.sensing.wrenches()] == ['puck']
     rig.step(250)
     t1, _z1, v1 = puck_state(rig)
     assert (v1 - v0) / (t1 - t0) == pytest.approx(30.0 / 1.0 - G, rel=1e-3)
-    assert rig.wrenches() == ()                         # it ended with its duration
+    assert rig.sensing.wrenches() == ()                         # it ended with its duration
     rig.step(100)
     t2, _z2, v2 = puck_state(rig)
     assert (v2 - v1) / (t2 - t1) == pytest.approx(-G, rel=1e-3)
 
 
 def test_wrenches_latch_add_up_clear_and_reset(rig):
-    rig.apply_wrench('puck', force=[0, 0, G])             # floats: until cleared
-    rig.apply_wrench('block', force=[1, 0, 0], point=[0, 0, 0.1], frame='block')
-    assert {w.body_name for w in rig.wrenches()} == {'puck', 'block'}
+    rig.sensing.apply_wrench('puck', force=[0, 0, G])             # floats: until cleared
+    rig.sensing.apply_wrench('block', force=[1, 0, 0], point=[0, 0, 0.1], frame='block')
+    assert {w.body_name for w in rig.sensing.wrenches()} == {'puck', 'block'}
     _t, _z, v0 = puck_state(rig)
     rig.step(100)
     assert puck_state(rig)[2] == pytest.approx(v0, abs=1e-9)
-    out = rig.clear_wrenches(['block'])
-    assert out['cleared'] == ['block'] and [w.body_name for w in rig.wrenches()] == ['puck']
+    out = rig.sensing.clear_wrenches(['block'])
+    assert out['cleared'] == ['block']
+    assert [w.body_name for w in rig.sensing.wrenches()] == ['puck']
     rig.reset()
-    assert rig.wrenches() == ()
-    rig.apply_wrench('puck', torque=[0, 0, 1])
-    rig.clear_wrenches()
-    assert rig.wrenches() == ()
+    assert rig.sensing.wrenches() == ()
+    rig.sensing.apply_wrench('puck', torque=[0, 0, 1])
+    rig.sensing.clear_wrenches()
+    assert rig.sensing.wrenches() == ()
     rig.step(2)
     assert not rig.stepper.snapshot.qvel[9:12].any()
 
@@ -291,17 +294,17 @@ def test_bad_pushes_are_refused_and_change_nothing(rig, kw, error):
     kw = dict({'body': 'puck', 'force': [0, 0, 1.0]}, **kw)
     before = rig.snapshot.time
     with pytest.raises(error) as err:
-        rig.apply_wrench(**kw)
+        rig.sensing.apply_wrench(**kw)
     assert isinstance(err.value, DeviceError)
-    assert rig.wrenches() == () and rig.snapshot.time == before
+    assert rig.sensing.wrenches() == () and rig.snapshot.time == before
     if error is UnknownName:
         assert 'puck' in str(err.value)
 
 
 def test_bad_clears_are_refused_whole(rig):
-    rig.apply_wrench('puck', force=[0, 0, 1.0])
+    rig.sensing.apply_wrench('puck', force=[0, 0, 1.0])
     with pytest.raises(UnknownName, match='block'):
-        rig.clear_wrenches(['puck', 'nobody'])
+        rig.sensing.clear_wrenches(['puck', 'nobody'])
     with pytest.raises(InvalidArgument):
-        rig.clear_wrenches('puck')
-    assert [w.body_name for w in rig.wrenches()] == ['puck']
+        rig.sensing.clear_wrenches('puck')
+    assert [w.body_name for w in rig.sensing.wrenches()] == ['puck']

@@ -172,7 +172,7 @@ def test_apply_wrench_through_the_service(rig):
     assert not res.success and res.code == 'INVALID_ARGUMENT'
     res = rig.call(ApplyWrench, 'apply_wrench', ApplyWrench.Request(body='nobody'))
     assert res.code == 'UNKNOWN_NAME' and 'puck' in res.message
-    assert rig.device.wrenches() == ()
+    assert rig.device.sensing.wrenches() == ()
     req = ApplyWrench.Request(body='puck', duration=0.0)
     req.force.z = G * 1.0                                       # floats the 1 kg puck
     res = rig.call(ApplyWrench, 'apply_wrench', req)
@@ -184,6 +184,6 @@ def test_apply_wrench_through_the_service(rig):
     markers = rig.collect(MarkerArray, 'wrench_markers', count=1)[-1]
     assert any(m.ns == 'wrenches' for m in markers.markers)
     res = rig.call(ClearWrenches, 'clear_wrenches', ClearWrenches.Request(bodies=['nobody']))
-    assert res.code == 'UNKNOWN_NAME' and len(rig.device.wrenches()) == 1
+    assert res.code == 'UNKNOWN_NAME' and len(rig.device.sensing.wrenches()) == 1
     res = rig.call(ClearWrenches, 'clear_wrenches', ClearWrenches.Request())
-    assert res.success and list(res.cleared) == ['puck'] and rig.device.wrenches() == ()
+    assert res.success and list(res.cleared) == ['puck'] and rig.device.sensing.wrenches() == ()

@@ -272,7 +272,7 @@ def test_camera_image_and_info_share_a_stamp_and_show_the_scene(sim):
     assert pixels.std() > 10, 'blank image'
     # row 0 at the top: the frame matches a top-down render of the (resting) arm, and not
     # that render upside down
-    expected = sim.node.device.render('overhead').astype(int)
+    expected = sim.node.device.cameras.render('overhead').astype(int)
     off = np.abs(pixels.astype(int) - expected).mean()
     assert off < 2.0 and off < np.abs(pixels.astype(int) - expected[::-1]).mean() / 5
     info = got['info'][-1]

@@ -282,8 +282,8 @@ def test_depth_camera_publishes_metres_matching_the_rgb_frame(ctx):
     client.create_subscription(CameraInfo, 'overhead/depth/camera_info', info.append, 5)
     try:
         wait_for(lambda: len(depth) >= 2 and len(rgb) >= 2 and info, 30.0, period=0.1)
-        expected = node.device.renderer('overhead', 640, 480, depth=True).render_depth(
-            node.device.render_data())
+        expected = node.device.cameras.renderer('overhead', 640, 480, depth=True).render_depth(
+            node.device.cameras.render_data())
     finally:
         spinner.stop(5.0)
         ex.shutdown(timeout_sec=2.0)

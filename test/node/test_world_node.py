@@ -162,17 +162,18 @@ def test_gravity_and_timestep_parameters(ctx):
     node = SimNode(context=ctx, parameter_overrides=[
         Parameter('gravity', value=[0.0, 0.0, -1.62]), Parameter('timestep', value=0.001)])
     try:
-        assert node.device.gravity == [0.0, 0.0, -1.62] and node.device.timestep == 0.001
+        assert node.device.physics.gravity == [0.0, 0.0, -1.62]
+        assert node.device.physics.timestep == 0.001
         res = node.set_parameters([Parameter('gravity', value=[0.0, 0.0, -9.81])])
-        assert res[0].successful and node.device.gravity == [0.0, 0.0, -9.81]
+        assert res[0].successful and node.device.physics.gravity == [0.0, 0.0, -9.81]
         res = node.set_parameters([Parameter('gravity', value=[0.0, 1.0])])
-        assert not res[0].successful and node.device.gravity == [0.0, 0.0, -9.81]
+        assert not res[0].successful and node.device.physics.gravity == [0.0, 0.0, -9.81]
         res = node.set_parameters([Parameter('gravity', value=[0.0, 0.0, float('nan')])])
         assert not res[0].successful
         res = node.set_parameters([Parameter('timestep', value=0.002)])
-        assert res[0].successful and node.device.timestep == 0.002
+        assert res[0].successful and node.device.physics.timestep == 0.002
         res = node.set_parameters([Parameter('timestep', value=0.5)])
-        assert not res[0].successful and node.device.timestep == 0.002
+        assert not res[0].successful and node.device.physics.timestep == 0.002
     finally:
         node.destroy_node()
 

@@ -309,8 +309,8 @@ class CameraPublisher:
         c = s.cfg
         snap = self.device.snapshot
         try:
-            renderer = self.device.renderer(c.camera, c.width, c.height, depth=c.depth,
-                                            generation=snap.generation)
+            renderer = self.device.cameras.renderer(c.camera, c.width, c.height,
+                                                    depth=c.depth, generation=snap.generation)
         except DeviceError as err:
             if snap.generation == 0 and s.generation == 0:
                 raise
@@ -333,7 +333,7 @@ class CameraPublisher:
                 s.projector = Projector(c.width, c.height, *renderer.intrinsics())
             if self.raw:
                 s.info_bytes = cdr.HeaderFirstBytes(serialize_message(s.info))
-        with self.device.render_state(snap) as data:      # the device's one render lock
+        with self.device.cameras.render_state(snap) as data:      # the device's one render lock
             job = renderer.submit(data, rgb=True, depth=c.depth)
         return s, job, snap.time, snap.generation
 

@@ -2,7 +2,7 @@
 
 Streams of the sensor thread (``sensors.SensorPublisher``). Contacts cost the stepper an
 ``mj_contactForce`` per active contact, so the device computes them only while
-``contacts`` or ``contact_markers`` has a subscriber (``Device.report_contacts``).
+``contacts`` or ``contact_markers`` has a subscriber (``Device.sensing.report_contacts``).
 The message is our own ``mujoco_hal_ros/Contacts``: ROS 2 has no standard contact message
 (Gazebo's is ``ros_gz_interfaces/Contacts``, which is not a core package), so this one
 carries what MuJoCo gives: both bodies and geoms, position, normal, force and torque.
@@ -68,13 +68,13 @@ class ContactStream:
         want = any(p is not None and p.get_subscription_count() > 0 for p in self._pubs)
         if want != self._reporting:
             self._reporting = want
-            self.device.report_contacts(want)
+            self.device.sensing.report_contacts(want)
 
     def stop(self):
         if self._reporting:
             self._reporting = False
             try:
-                self.device.report_contacts(False)
+                self.device.sensing.report_contacts(False)
             except Exception:  # noqa: BLE001 - the device may be closed already
                 pass
 
@@ -145,7 +145,7 @@ class WrenchServices:
     async def _apply(self, req, res):
         try:
             out = await self.bridge.call(
-                self.device.apply_wrench, req.body, force=cv.vec(req.force),
+                self.device.sensing.apply_wrench, req.body, force=cv.vec(req.force),
                 torque=cv.vec(req.torque), point=cv.vec(req.point),
                 frame=req.reference_frame or 'world', duration=req.duration)
         except DeviceError as err:
@@ -157,7 +157,7 @@ class WrenchServices:
 
     async def _clear(self, req, res):
         try:
-            out = await self.bridge.call(self.device.clear_wrenches, list(req.bodies))
+            out = await self.bridge.call(self.device.sensing.clear_wrenches, list(req.bodies))
         except DeviceError as err:
             res.success, res.code, res.message = False, err.code, str(err)
             return res

@@ -4,7 +4,7 @@ One thread of its own (``sim_node-sensors``), like the state publisher's and for
 reasons: no executor hand-off per message, never in the way of a service. It reads only
 ``device.snapshot`` and a lidar's private MjData. Each stream samples in simulated time
 at its rate (a snapshot it has already sent is not sent again), and only while someone
-subscribes; contacts are even computed only then (``Device.report_contacts``). The
+subscribes; contacts are even computed only then (``Device.sensing.report_contacts``). The
 readings (``sensors.catalog``), noise, scans and contact records are the core's; this
 module turns them into messages:
 
@@ -85,7 +85,7 @@ class SensorPublisher:
         self._lidar_streams = []     # (stream, settings, frame): recast for a new model
         self.generation = device.snapshot.generation
         if params.sensors:
-            self.groups = [g for g in device.sensor_groups(
+            self.groups = [g for g in device.sensing.sensor_groups(
                 seed=params.sensor_seed if params.sensor_seed >= 0 else None,
                 rate=params.sensor_rate or None) if g.enabled]
         for g in self.groups:
@@ -93,8 +93,8 @@ class SensorPublisher:
             msg_type = _TYPES[g.kind]
             pub = node.create_publisher(msg_type, f'sensors/{g.name}', SENSOR_QOS)
             self.streams.append(_Stream(pub, 1.0 / g.rate, build))
-        for cfg in device.lidar_settings(_lidar_entries(params)).values():
-            scanner = device.lidar(cfg)
+        for cfg in device.sensing.lidar_settings(_lidar_entries(params)).values():
+            scanner = device.sensing.lidar(cfg)
             frame = self.frames.prefix + cfg['frame'] if cfg['frame'] else \
                 self.site_frame(scanner.site)
             self._frame_of_site(scanner.site, frame)
@@ -349,7 +349,7 @@ class SensorPublisher:
         """A scene edit swapped the model: lidars cast into the new one and contacts name
         its bodies; the sensor streams go on while their sensors kept their addresses,
         else they stop (said once)."""
-        model = self.device.model_of(snap.generation)
+        model = self.device.cameras.model_of(snap.generation)
         if self.groups and scene_edit.renumbered(self.model, model):
             self.logger.info('sensors: the new scene renumbered the model\'s sensors; their '
                              'topics stop until sim_node restarts')
@@ -358,7 +358,7 @@ class SensorPublisher:
             self.groups = []
         for stream, cfg, frame in self._lidar_streams:
             try:
-                stream.build = self._scan(self.device.lidar(cfg), cfg, frame)
+                stream.build = self._scan(self.device.sensing.lidar(cfg), cfg, frame)
             except DeviceError as err:
                 self.logger.info(f'lidar {cfg["name"]}: not in the new scene ({err}); it '
                                  'stops')

@@ -335,7 +335,7 @@ class SimInterfaces:
         b = filters.bounds
         region = catalog.region(int(b.type), [(p.x, p.y, p.z) for p in b.points])
         snap = self._follow()
-        with self.device.render_state(snap) as d:
+        with self.device.cameras.render_state(snap) as d:
             return self.catalog.filter(d, filters.filter,
                                        [int(c.category) for c in filters.categories],
                                        list(filters.tags.tags),
@@ -370,7 +370,7 @@ class SimInterfaces:
         """The latest snapshot, with the catalogue of its model (after a scene edit)."""
         snap = self.device.snapshot
         if snap.generation != self._catalog_generation:
-            model = self.device.model_of(snap.generation)
+            model = self.device.cameras.model_of(snap.generation)
             self.catalog.follow(model, [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
                                         for b in range(model.nbody)])
             self._catalog_generation = snap.generation
@@ -416,7 +416,7 @@ class SimInterfaces:
     def _get_bounds(self, req, resp):
         if not self._known(req.entity, resp):
             return resp
-        with self.device.render_state(self._follow()) as d:
+        with self.device.cameras.render_state(self._follow()) as d:
             box = self.catalog.bounds(req.entity, d)
         self._box(resp.bounds, box)
         resp.result = _ok('' if box is not None else 'the entity has no geometry')

@@ -115,9 +115,9 @@ class SimNode(GuardedNode):
         if name == 'real_time_factor':
             self.device.set_real_time_factor(value)
         elif name == 'gravity' and value:
-            self.device.set_gravity(value)
+            self.device.physics.set_gravity(value)
         elif name == 'timestep' and value:
-            self.device.set_timestep(value)
+            self.device.physics.set_timestep(value)
 
     # --- assembly ---------------------------------------------------------------------------
     def _build(self):
@@ -211,7 +211,7 @@ class SimNode(GuardedNode):
                 continue
             generation = snap.generation
             try:
-                model = self.device.model_of(generation)
+                model = self.device.cameras.model_of(generation)
             except DeviceError:
                 continue                      # replaced again meanwhile: the next look
             self.frames = self.frames.for_model(model)

@@ -225,7 +225,7 @@ class StatePublisher:
     def _follow(self, snap):
         """A scene edit swapped the model: joint names, addresses, frames and the packed
         layouts are the new model's from this snapshot on (this thread's own caches)."""
-        model = self.device.model_of(snap.generation)
+        model = self.device.cameras.model_of(snap.generation)
         self.frames = self.frames.for_model(model)
         self.joint_names, self._qadr, self._dadr = moving_joints(model)
         self._js = JointState(name=list(self.joint_names))

@@ -29,6 +29,7 @@ def _refuse(resp, exc):
 class WorldServices:
     def __init__(self, node, device, bridge, world_frame):
         self.node, self.device, self.bridge = node, device, bridge
+        self.physics = device.physics        # the running world: states, teleports, queries
         self.world_frame = world_frame
         group = ReentrantCallbackGroup()
         table = (
@@ -52,20 +53,20 @@ class WorldServices:
         return resp
 
     def _names(self, resp, _value):
-        resp.names = self.device.state_names()
+        resp.names = self.physics.state_names()
 
     async def _save(self, req, resp):
-        return await self._call(resp, lambda: self.device.save_state(req.name), self._names)
+        return await self._call(resp, lambda: self.physics.save_state(req.name), self._names)
 
     async def _load(self, req, resp):
-        return await self._call(resp, lambda: self.device.load_state(req.name), self._names)
+        return await self._call(resp, lambda: self.physics.load_state(req.name), self._names)
 
     async def _delete(self, req, resp):
-        return await self._call(resp, lambda: self.device.delete_state(req.name), self._names)
+        return await self._call(resp, lambda: self.physics.delete_state(req.name), self._names)
 
     async def _teleport(self, req, resp):
         vel = list(req.velocities) or None
-        return await self._call(resp, lambda: self.device.set_joint_state(
+        return await self._call(resp, lambda: self.physics.set_joint_state(
             list(req.names), list(req.positions), vel))
 
     async def _pixels(self, req, resp):
@@ -77,8 +78,8 @@ class WorldServices:
 
         def run():
             snap_time = self.device.snapshot.time
-            pts = self.device.pixel_to_world(req.camera, list(zip(req.u, req.v)), width,
-                                             height)
+            pts = self.physics.pixel_to_world(req.camera, list(zip(req.u, req.v)), width,
+                                              height)
             return snap_time, pts
 
         def fill(r, value):
@@ -99,11 +100,11 @@ class WorldServices:
 
         def run():
             if query == 'mass_matrix':
-                return self.device.mass_matrix()
+                return self.physics.mass_matrix()
             if query == 'inverse_dynamics':
-                return self.device.inverse_dynamics(list(req.qacc))[None, :]
+                return self.physics.inverse_dynamics(list(req.qacc))[None, :]
             if query == 'jacobian':
-                jacp, jacr = self.device.jacobian(req.name, req.kind or None)
+                jacp, jacr = self.physics.jacobian(req.name, req.kind or None)
                 return np.vstack([jacp, jacr])
             raise DeviceError(INVALID_ARGUMENT, f'unknown query {query[:80]!r}',
                               where='query', allowed='mass_matrix, inverse_dynamics, jacobian')
@@ -127,7 +128,7 @@ class WorldServices:
 
         def fill(r, values):
             r.fields = sorted(values)
-        return await self._call(resp, lambda: self.device.randomize(fields, seed), fill)
+        return await self._call(resp, lambda: self.physics.randomize(fields, seed), fill)
 
     def destroy(self):
         for srv in self._services:

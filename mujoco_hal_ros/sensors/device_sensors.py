@@ -1,0 +1,104 @@
+"""A device's sensing and pushing: the sensor streams its device file configures, its
+lidars, the contacts its snapshots carry, and the wrenches it applies to bodies.
+
+Every request is checked here in the caller's thread (an unknown body, a non-finite force:
+refused with nothing changed); what is accepted goes to the physics thread through the
+device's one door (``device.stepper.post``) and into its audit.
+"""
+
+from .. import errors
+from ..checks import known_name
+from . import catalog, settings as sensor_settings, wrench
+
+
+def lidar_settings_of(model, spec) -> dict:
+    """The device file's lidars (name -> settings), each site checked on ``model``."""
+    from .lidar import Lidar
+    lidars = dict((spec or {}).get('lidars') or {})
+    for cfg in lidars.values():
+        Lidar(model, cfg)                 # the site must exist: ConfigError otherwise
+    return lidars
+
+
+class Sensing:
+    """``device.sensing``: sensors, lidars, contacts and wrenches of one device."""
+
+    def __init__(self, device) -> None:
+        self._device = device
+        self.sensor_groups()              # a device file naming no such sensor stops here
+        self._lidars = lidar_settings_of(device.model, device.spec)
+
+    def adopt(self, lidars: dict) -> None:
+        """A swapped model's lidars (checked with ``lidar_settings_of`` before the swap)."""
+        self._lidars = lidars
+
+    def sensor_groups(self, seed=None, rate=None) -> list:
+        """The model's sensors grouped into ROS streams (``sensors.catalog.Group``), with
+        the device file's ``sensors:`` settings; ``seed`` and ``rate`` (Hz, for groups
+        without their own) replace the file's when given. A fresh list (with fresh, seeded
+        noise models) each call, for the one reader that owns it."""
+        device = self._device
+        spec = dict((device.spec or {}).get('sensors') or {'seed': 0, 'rate': None,
+                                                           'entries': {}})
+        if seed is not None:
+            spec['seed'] = int(seed)
+        if rate is not None:
+            spec['rate'] = float(rate)
+        return catalog.configure(device.model, spec)
+
+    def lidar_settings(self, extra=None) -> dict:
+        """The device file's lidars (name -> settings), plus ``extra`` entries
+        ``{name: {'site': ..., ...}}`` checked as a device file's would be."""
+        out = dict(self._lidars)
+        for name, entry in (extra or {}).items():
+            out[name] = sensor_settings.lidar_entry(name, entry, f'lidars.{name}')
+        return out
+
+    def lidar(self, cfg):
+        """A ``sensors.lidar.Lidar`` for checked settings, casting on its own MjData."""
+        from .lidar import Lidar
+        return Lidar(self._device.model, cfg)
+
+    def report_contacts(self, on=True) -> None:
+        """Snapshots carry the active contacts (``snapshot.contacts``) while on: for a
+        contacts topic with a subscriber; off, stepping pays nothing for them."""
+        self._device.stepper.report_contacts(on)
+
+    def apply_wrench(self, body, force=(0.0, 0.0, 0.0), torque=(0.0, 0.0, 0.0),
+                     point=(0.0, 0.0, 0.0), frame=wrench.WORLD, duration=0.0) -> dict:
+        """Push ``body``: ``force`` (N) and ``torque`` (N m) in ``frame`` (``world`` or a
+        body, whose frame they turn with), at ``point`` (m, in the body's frame), every step
+        for ``duration`` simulated seconds (0: until ``clear_wrenches`` or ``reset``). A new
+        wrench on a body replaces its old one; wrenches on different bodies add up. All
+        arguments are checked first (INVALID_ARGUMENT, UNKNOWN_NAME: nothing changes)."""
+        device = self._device
+        checked = wrench.check(device.model, body, force, torque, point, frame, duration)
+        w = device.stepper.post(lambda s: s.push(checked), wait=True)
+        device.record('apply_wrench', {'body': body, 'force': list(w.force),
+                                       'torque': list(w.torque), 'point': list(w.point),
+                                       'frame': w.frame_name, 'duration': float(duration)},
+                      {}, sim_time=w.start)
+        until = 'until cleared' if w.end == float('inf') else f'until t={w.end:.6g} s'
+        return {'success': True, 'code': errors.DONE, 'start_time': w.start,
+                'end_time': w.end, 'message': f'pushing {body} {until}'}
+
+    def clear_wrenches(self, bodies=None) -> dict:
+        """End the wrenches on ``bodies`` (names; None or empty: all); every name is
+        checked first (UNKNOWN_NAME lists the bodies)."""
+        device = self._device
+        names = wrench.body_names(device.model)
+        ids = None
+        if bodies:
+            if isinstance(bodies, str):
+                raise errors.InvalidArgument('expected a list of body names, got a string',
+                                             where='bodies')
+            ids = [names.index(known_name(b, [n for n in names[1:] if n], 'body'))
+                   for b in bodies]
+        gone = device.stepper.post(lambda s: s.clear_pushes(ids), wait=True)
+        device.record('clear_wrenches', {'bodies': list(bodies or [])}, {})
+        return {'success': True, 'code': errors.DONE,
+                'message': f'cleared {len(gone)} wrench(es)', 'cleared': [names[b] for b in gone]}
+
+    def wrenches(self):
+        """The latched wrenches at the latest snapshot (``sensors.wrench.Wrench``)."""
+        return self._device.snapshot.wrenches

@@ -1,0 +1,162 @@
+"""The world at run time: saved states, teleports, gravity and timestep, dynamics queries
+of the live state, pixels to world points and domain randomization, on a running device.
+
+Each request is checked in the caller's thread, then runs on the physics thread through the
+device's one door (``device.stepper.post``) and is recorded in the device's audit. A request
+that rewrites the state under a running move ends the move STOPPED and holds the new pose
+(the device's ``stop_move``, passed in: the move is the device's to end).
+"""
+
+import mujoco  # noqa: F401 - the types these calls take and return
+
+from .. import errors
+from ..checks import finite_number, finite_vector
+from . import bounds, pixels as world_pixels, snapshots as world_snapshots, teleport
+
+
+class RunTimeWorld:
+    """``device.physics``: what a simulation interface may do to the running world."""
+
+    def __init__(self, device, stop_move, native) -> None:
+        self._device = device
+        self._stop_move = stop_move     # (stepper, why) -> setpoint: end the move, hold
+        self._native = native           # setpoint -> the audit's actuator: value form
+
+    def save_state(self, name):
+        """Keep the full physics state under ``name`` (overwriting one of that name)."""
+        name = world_snapshots.snapshot_name(name)
+        state = self._device.stepper.post(
+            lambda s: world_snapshots.capture(s.model, s.data), wait=True)
+        self._device.world.snapshots.put(name, state)
+        self._device.record('save_state', {'name': name}, {})
+        return {'success': True, 'code': errors.DONE, 'name': name}
+
+    def load_state(self, name):
+        """Restore a snapshot bit for bit (time keeps going forward) and hold there; a
+        running move ends STOPPED. STALE_SNAPSHOT after a scene change, nothing changed."""
+        name = world_snapshots.snapshot_name(name)
+        state = self._device.world.snapshots.get(name)
+
+        def apply(s):
+            world_snapshots.restore(s.model, s.data, state)
+            sp = self._stop_move(s, f'state {name!r} loaded')
+            s.publish_snapshot()
+            return sp
+        sp = self._device.stepper.post(apply, wait=True)
+        self._device.record('load_state', {'name': name}, self._native(sp))
+        return {'success': True, 'code': errors.DONE, 'name': name}
+
+    def delete_state(self, name):
+        self._device.world.snapshots.delete(world_snapshots.snapshot_name(name))
+
+    def state_names(self):
+        return self._device.world.snapshots.names()
+
+    def set_joint_state(self, names, positions, velocities=None):
+        """Teleport hinge/slide joints (all-or-nothing, range-checked), forward kinematics
+        after; the servos then hold the new pose and a running move ends STOPPED."""
+        device = self._device
+        qadr, dadr, q, v = teleport.check(device.model, device.layout.joints, names,
+                                          positions, velocities)
+        request = {'names': list(names), 'positions': q.tolist(),
+                   'velocities': None if v is None else v.tolist()}
+
+        def apply(s):
+            teleport.apply(s.model, s.data, qadr, dadr, q, v)
+            sp = self._stop_move(s, 'joints teleported')
+            s.publish_snapshot()
+            return sp
+        sp = self._device.stepper.post(apply, wait=True)
+        self._device.record('set_joint_state', request, self._native(sp))
+        return {'success': True, 'code': errors.DONE}
+
+    def set_gravity(self, gravity):
+        """World gravity (m/s^2, 3 finite numbers) from the next step on."""
+        g = bounds.magnitude(gravity, 3, bounds.MAX_GRAVITY, 'gravity', 'm/s^2')
+
+        def apply(s):
+            s.model.opt.gravity[:] = g
+        self._device.stepper.post(apply, wait=True)
+        self._device.record('gravity', {'gravity': g.tolist()}, {})
+        return g.tolist()
+
+    def set_timestep(self, timestep):
+        """Integration timestep in seconds (0 < dt <= 0.1) from the next step on."""
+        dt = finite_number(timestep, 'timestep')
+        if not 0 < dt <= 0.1:
+            raise errors.InvalidArgument(f'{dt:g} s is not a usable timestep',
+                                         where='timestep', allowed='0 < timestep <= 0.1 s')
+
+        def apply(s):
+            s.model.opt.timestep = dt
+        self._device.stepper.post(apply, wait=True)
+        self._device.record('timestep', {'timestep': dt}, {})
+        return dt
+
+    @property
+    def gravity(self):
+        return [float(x) for x in self._device.model.opt.gravity]
+
+    @property
+    def timestep(self):
+        return float(self._device.model.opt.timestep)
+
+    def _live_state(self):
+        dyn = self._device.world.dynamics
+        return self._device.stepper.post(lambda s: dyn.capture(s.data), wait=True)
+
+    def mass_matrix(self):
+        """(nv, nv) joint-space inertia of the live state."""
+        return self._device.world.dynamics.mass_matrix(self._live_state())
+
+    def inverse_dynamics(self, qacc):
+        """(nv,) generalized forces giving ``qacc`` (nv finite numbers) at the live state."""
+        qacc = finite_vector(qacc, self._device.model.nv, 'qacc')
+        return self._device.world.dynamics.inverse_dynamics(self._live_state(), qacc)
+
+    def jacobian(self, name, kind=None):
+        """(jacp, jacr), each (3, nv), of a site or body (``kind`` 'site'/'body'; by default
+        a site of that name, else a body) at the live state."""
+        if kind is None:
+            kind = 'site' if name in self._device.layout.sites else 'body'
+        layout = self._device.layout
+        return self._device.world.dynamics.jacobian(self._live_state(), kind, name,
+                                                    layout.sites, layout.bodies)
+
+    def pixel_to_world(self, camera, pixels, width=None, height=None):
+        """World points (n, 3) of camera pixels ``[(u, v), ...]`` through the depth render
+        at the latest snapshot; background (far-plane) and invalid depths are refused."""
+        snap = self._device.snapshot
+        if width is None and height is None:
+            return self._pixel_to_world(self._device.cameras.renderer(
+                camera, depth=True, generation=snap.generation), pixels, snap)
+        # A size of the caller's own gets a renderer of its own, closed after: caching one
+        # per size asked would let requests pile up GL contexts without bound.
+        from ..render.camera import CameraRenderer
+        camera, width, height = self._device.cameras.image_size(camera, width, height)
+        with CameraRenderer(self._device.cameras.model_of(snap.generation), camera, width, height,
+                            depth=True) as r:
+            return self._pixel_to_world(r, pixels, snap)
+
+    def _pixel_to_world(self, r, pixels, snap):
+        px = world_pixels.check_pixels(pixels, r.width, r.height)
+        intr = r.intrinsics()
+        with self._device.cameras.render_state(snap) as d:
+            depth = r.render_depth(d)
+            pos, rot = r.optical_pose(d)
+        return world_pixels.to_world(depth, intr, pos, rot, px,
+                                     world_pixels.far_plane(
+                                         self._device.cameras.model_of(snap.generation)))
+
+    def randomize(self, fields, seed=None):
+        """Randomize model fields of the running sim (``world.randomize``); ``reset`` undoes
+        it. Checked as a whole first: a bad field changes nothing."""
+        rnd = self._device.world.randomizer
+        values = self._device.stepper.post(lambda s: rnd.check(fields, seed), wait=True)
+
+        def apply(s):
+            rnd.apply(values, s.data)
+            s.publish_snapshot()
+        self._device.stepper.post(apply, wait=True)
+        self._device.record('randomize', {'fields': sorted(values), 'seed': seed}, {})
+        return {k: v.tolist() for k, v in values.items()}
