@@ -28,6 +28,10 @@ import time
 
 import pytest
 
+# Debug runs: the stepper's thread-only methods check their caller's thread (sim/stepper.py);
+# set before anything imports the package, and inherited by the nodes the tests start.
+os.environ.setdefault('MUJOCO_HAL_ROS_CHECK_THREADS', '1')
+
 _DOMAIN_LOCK = None
 
 

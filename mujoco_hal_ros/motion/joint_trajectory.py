@@ -532,7 +532,11 @@ class Execution:
     def desired(self, t):
         return self.plan.state(t)
 
-    def taken_over(self, stepper, now=None):
+    def running(self, device):
+        """Whether the plan still ran at the device's latest snapshot; any thread."""
+        return any(p is self.plan for p in device.snapshot.plans)
+
+    def taken_over(self, device, now=None):
         """True when something else (reset, hold, set_goals, move_to) replaced the plan.
 
         The plans and the time are read from one snapshot, so a plan that just ended is
@@ -541,7 +545,7 @@ class Execution:
         """
         if not self.plan.intact:
             return True
-        snap = stepper.snapshot
+        snap = device.snapshot
         present = any(p is self.plan for p in snap.plans)
         if present or snap.time >= self.plan.t_end - 1e-9:
             self._missing_since = None
@@ -575,7 +579,7 @@ def follow(device, checked, *, delay=0.0, smooth_positions=False):
         device.preempt_moves_touching(list(acts))
         return plan
 
-    plan = device.stepper.post(apply, wait=True)
+    plan = device.on_physics(apply, wait=True)
     device.record('trajectory', {'joints': checked.joints, 'points': len(checked.times),
                                  'duration_s': checked.duration},
                   {device.layout.actuators[a]: float(v)
@@ -596,7 +600,7 @@ def hold(device, actuators):
         pos, _vel, _acc = _start_state(s, acts, now)
         s.release(acts, hold_at=pos)
         return pos
-    pos = device.stepper.post(apply, wait=True)
+    pos = device.on_physics(apply, wait=True)
     device.record('hold', {'actuators': [device.layout.actuators[a] for a in acts]},
                   {device.layout.actuators[a]: float(v) for a, v in zip(acts, pos)})
     return pos

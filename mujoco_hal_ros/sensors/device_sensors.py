@@ -3,7 +3,7 @@ lidars, the contacts its snapshots carry, and the wrenches it applies to bodies.
 
 Every request is checked here in the caller's thread (an unknown body, a non-finite force:
 refused with nothing changed); what is accepted goes to the physics thread through the
-device's one door (``device.stepper.post``) and into its audit.
+device's one door (``device.on_physics``) and into its audit.
 """
 
 from .. import errors
@@ -62,7 +62,7 @@ class Sensing:
     def report_contacts(self, on=True) -> None:
         """Snapshots carry the active contacts (``snapshot.contacts``) while on: for a
         contacts topic with a subscriber; off, stepping pays nothing for them."""
-        self._device.stepper.report_contacts(on)
+        self._device.on_physics(lambda s: s.report_contacts(on), wait=False)
 
     def apply_wrench(self, body, force=(0.0, 0.0, 0.0), torque=(0.0, 0.0, 0.0),
                      point=(0.0, 0.0, 0.0), frame=wrench.WORLD, duration=0.0) -> dict:
@@ -73,7 +73,7 @@ class Sensing:
         arguments are checked first (INVALID_ARGUMENT, UNKNOWN_NAME: nothing changes)."""
         device = self._device
         checked = wrench.check(device.model, body, force, torque, point, frame, duration)
-        w = device.stepper.post(lambda s: s.push(checked), wait=True)
+        w = device.on_physics(lambda s: s.push(checked), wait=True)
         device.record('apply_wrench', {'body': body, 'force': list(w.force),
                                        'torque': list(w.torque), 'point': list(w.point),
                                        'frame': w.frame_name, 'duration': float(duration)},
@@ -94,7 +94,7 @@ class Sensing:
                                              where='bodies')
             ids = [names.index(known_name(b, [n for n in names[1:] if n], 'body'))
                    for b in bodies]
-        gone = device.stepper.post(lambda s: s.clear_pushes(ids), wait=True)
+        gone = device.on_physics(lambda s: s.clear_pushes(ids), wait=True)
         device.record('clear_wrenches', {'bodies': list(bodies or [])}, {})
         return {'success': True, 'code': errors.DONE,
                 'message': f'cleared {len(gone)} wrench(es)', 'cleared': [names[b] for b in gone]}

@@ -287,6 +287,18 @@ class Device:
         return {g.name: float(g.to_unit(values[g.actuator]))
                 for g in self.layout.goals.values()}
 
+    def on_physics(self, fn, wait=True, timeout=10.0):
+        """The one door to the physics thread for code outside ``sim/``: ``fn(stepper)``
+        runs there between two chunks (``Stepper.post``); with ``wait``, its value comes
+        back (or its exception is raised here). What a closure may do on that thread is the
+        stepper's thread-only methods, checked in debug runs (MUJOCO_HAL_ROS_CHECK_THREADS)."""
+        return self.stepper.post(fn, wait=wait, timeout=timeout)
+
+    @property
+    def paused(self):
+        """Whether stepping is paused (``pause``); ``step`` then advances it."""
+        return self.stepper.paused
+
     def health(self):
         h = self.stepper.health()
         h['moving'] = self.snapshot.moving

@@ -12,7 +12,9 @@ goal costs a few microseconds per chunk, not per step.
 
 from concurrent.futures import Future
 from dataclasses import dataclass
+import functools
 import math
+import os
 import threading
 import time
 
@@ -41,6 +43,31 @@ MAX_LAG_S = 0.25
 STEP_CHUNK = 200
 BAD_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
                 mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADCTRL)
+
+
+# Debug runs (the test suite sets it): the stepper-thread-only methods check that they run
+# on the stepper thread, so a call that skipped the one door (``post``) fails where it is
+# made instead of racing the physics. Off, the methods are left undecorated: no cost.
+CHECK_THREADS = os.environ.get('MUJOCO_HAL_ROS_CHECK_THREADS', '') not in ('', '0')
+
+
+def physics_thread_only(method):
+    """Mark a Stepper method that only the stepper thread may call (checked in debug runs:
+    ``MUJOCO_HAL_ROS_CHECK_THREADS=1``); before the thread starts and after it ends the
+    caller owns the stepper alone, so those calls pass."""
+    if not CHECK_THREADS:
+        return method
+
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        thread = getattr(self, '_thread', None)
+        if thread is not None and thread.is_alive() and threading.current_thread() is not thread:
+            raise RuntimeError(
+                f'Stepper.{method.__name__} runs on the physics thread only, called from '
+                f'{threading.current_thread().name!r}: post it (device.on_physics(fn), or '
+                'stepper.post(fn) inside sim/)')
+        return method(self, *args, **kwargs)
+    return checked
 
 
 @dataclass
@@ -283,12 +310,14 @@ class Stepper:
         self.setpoint = self.initial_setpoint()
         self._pos_mode[:] = False
 
+    @physics_thread_only
     def hold_pose(self):
         """Setpoints that hold the current pose (``initial_setpoint``) replace the ones
         there are (stepper thread only); a copy of them."""
         self._hold_initial()
         return self.setpoint.copy()
 
+    @physics_thread_only
     def hold_now(self):
         """Freeze every setpoint where its path is now and stop velocity servos
         (stepper thread only): holding means not moving."""
@@ -308,6 +337,7 @@ class Stepper:
             self.setpoint[vl.actuators[speeds]] = self.data.qpos[vl.qadrs[speeds]]
             self._pos_mode[vl.actuators] = True
 
+    @physics_thread_only
     def joint_setpoint(self):
         """The setpoints as joint positions (stepper thread only): what a move or a
         trajectory starts from. A velocity servo taking speeds gives its joint's position."""
@@ -318,6 +348,7 @@ class Stepper:
             sp[vl.actuators[speeds]] = self.data.qpos[vl.qadrs[speeds]]
         return sp
 
+    @physics_thread_only
     def goal_setpoint(self):
         """The setpoints in their goal channels' meaning (stepper thread only): what a
         ``set_goals`` ramp starts from. A velocity servo held to a position gives the speed
@@ -330,11 +361,13 @@ class Stepper:
         return sp
 
     # --- pushes and contacts -----------------------------------------------------------
+    @physics_thread_only
     def push(self, checked):
         """Latch a checked wrench (``sensors.wrench.check``) from now (stepper thread
         only); the ``Wrench``."""
         return self._wrenches.add(dict(checked), self.data.time)
 
+    @physics_thread_only
     def clear_pushes(self, bodies=None):
         """End the wrenches on ``bodies`` (ids; None: all) now (stepper thread only); the
         ids of the bodies that had one."""
@@ -348,6 +381,7 @@ class Stepper:
         self._want_contacts = bool(on)
 
     # --- plans: written on the stepper thread, read anywhere through the snapshot ---------
+    @physics_thread_only
     def take_over(self, plan, positions=False):
         """Run ``plan``; older plans give up its actuators (stepper thread only).
         ``positions``: the plan gives joint positions (a move, a trajectory), which
@@ -357,6 +391,7 @@ class Stepper:
         self.set_position_mode(plan.actuators, positions)
         self._plans.append(plan)
 
+    @physics_thread_only
     def release(self, actuators, hold_at=None):
         """Older plans give up these actuators (a plan left with none ends); with
         ``hold_at`` (joint positions), their setpoints stay there (stepper thread only)."""
@@ -370,6 +405,7 @@ class Stepper:
         thread only; readers elsewhere: ``Snapshot.position_mode``)."""
         return self._pos_mode.copy()
 
+    @physics_thread_only
     def set_position_mode(self, actuators, positions):
         """Whether these actuators' setpoints and paths are joint positions (velocity
         servos then run the position loop) or their own ctrl meaning (stepper thread only):
@@ -379,6 +415,7 @@ class Stepper:
             acts = np.asarray(actuators, dtype=int)
             self._pos_mode[acts[np.isin(acts, vl.actuators)]] = bool(positions)
 
+    @physics_thread_only
     def running_plans(self):
         """The plans as they are at this instant, between two requests (stepper thread
         only: a request posted before this one may have changed them since the snapshot)."""
@@ -395,6 +432,7 @@ class Stepper:
         over (it is missing only once the snapshot's time is past its end)."""
         return any(p is plan for p in self.snapshot.plans)
 
+    @physics_thread_only
     def publish_snapshot(self):
         """Copy the state into a new snapshot now (stepper thread only), so what a request
         changed reads back at once; returns it."""
@@ -457,6 +495,7 @@ class Stepper:
             self._imp_eye = np.eye(len(self._imp_tree))[self._imp_local].T
 
     # --- the model swapped at run time (scene edits) -------------------------------------
+    @physics_thread_only
     def swap_model(self, model, data, *, drives, impedance, hold_torque, keyframe, plans,
                    generation, velocity_loop=None):
         """Step ``model``/``data`` from the next chunk on (stepper thread only, between

@@ -2,7 +2,7 @@
 of the live state, pixels to world points and domain randomization, on a running device.
 
 Each request is checked in the caller's thread, then runs on the physics thread through the
-device's one door (``device.stepper.post``) and is recorded in the device's audit. A request
+device's one door (``device.on_physics``) and is recorded in the device's audit. A request
 that rewrites the state under a running move ends the move STOPPED and holds the new pose
 (the device's ``stop_move``, passed in: the move is the device's to end).
 """
@@ -25,7 +25,7 @@ class RunTimeWorld:
     def save_state(self, name):
         """Keep the full physics state under ``name`` (overwriting one of that name)."""
         name = world_snapshots.snapshot_name(name)
-        state = self._device.stepper.post(
+        state = self._device.on_physics(
             lambda s: world_snapshots.capture(s.model, s.data), wait=True)
         self._device.world.snapshots.put(name, state)
         self._device.record('save_state', {'name': name}, {})
@@ -42,7 +42,7 @@ class RunTimeWorld:
             sp = self._stop_move(s, f'state {name!r} loaded')
             s.publish_snapshot()
             return sp
-        sp = self._device.stepper.post(apply, wait=True)
+        sp = self._device.on_physics(apply, wait=True)
         self._device.record('load_state', {'name': name}, self._native(sp))
         return {'success': True, 'code': errors.DONE, 'name': name}
 
@@ -66,7 +66,7 @@ class RunTimeWorld:
             sp = self._stop_move(s, 'joints teleported')
             s.publish_snapshot()
             return sp
-        sp = self._device.stepper.post(apply, wait=True)
+        sp = self._device.on_physics(apply, wait=True)
         self._device.record('set_joint_state', request, self._native(sp))
         return {'success': True, 'code': errors.DONE}
 
@@ -76,7 +76,7 @@ class RunTimeWorld:
 
         def apply(s):
             s.model.opt.gravity[:] = g
-        self._device.stepper.post(apply, wait=True)
+        self._device.on_physics(apply, wait=True)
         self._device.record('gravity', {'gravity': g.tolist()}, {})
         return g.tolist()
 
@@ -89,7 +89,7 @@ class RunTimeWorld:
 
         def apply(s):
             s.model.opt.timestep = dt
-        self._device.stepper.post(apply, wait=True)
+        self._device.on_physics(apply, wait=True)
         self._device.record('timestep', {'timestep': dt}, {})
         return dt
 
@@ -103,7 +103,7 @@ class RunTimeWorld:
 
     def _live_state(self):
         dyn = self._device.world.dynamics
-        return self._device.stepper.post(lambda s: dyn.capture(s.data), wait=True)
+        return self._device.on_physics(lambda s: dyn.capture(s.data), wait=True)
 
     def mass_matrix(self):
         """(nv, nv) joint-space inertia of the live state."""
@@ -152,11 +152,11 @@ class RunTimeWorld:
         """Randomize model fields of the running sim (``world.randomize``); ``reset`` undoes
         it. Checked as a whole first: a bad field changes nothing."""
         rnd = self._device.world.randomizer
-        values = self._device.stepper.post(lambda s: rnd.check(fields, seed), wait=True)
+        values = self._device.on_physics(lambda s: rnd.check(fields, seed), wait=True)
 
         def apply(s):
             rnd.apply(values, s.data)
             s.publish_snapshot()
-        self._device.stepper.post(apply, wait=True)
+        self._device.on_physics(apply, wait=True)
         self._device.record('randomize', {'fields': sorted(values), 'seed': seed}, {})
         return {k: v.tolist() for k, v in values.items()}

@@ -11,6 +11,8 @@ passing such a file.
 import ast
 import os
 
+import pytest
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 PACKAGE = os.path.join(ROOT, 'mujoco_hal_ros')
 # Underscore names that are public API of the standard library, and the MuJoCo bindings'
@@ -99,3 +101,26 @@ def test_the_scan_finds_a_reach_in(tmp_path):
     found = violations(str(bad))
     assert len(found) == 2, found
     assert any('_Closed' in v for v in found) and any('._theirs' in v for v in found)
+
+
+def test_nothing_outside_sim_touches_the_stepper():
+    """One door to the physics thread: code outside ``sim/`` goes through the device
+    (``on_physics``, ``snapshot``, ``paused``), never ``<anything>.stepper``."""
+    found = []
+    for path in package_files():
+        if os.path.relpath(path, PACKAGE).split(os.sep)[0] == 'sim':
+            continue
+        with open(path) as f:
+            tree = ast.parse(f.read(), path)
+        found += [f'{os.path.relpath(path, ROOT)}:{node.lineno}' for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and node.attr == 'stepper']
+    assert not found, f'the stepper reached from outside sim/: {found}'
+
+
+def test_a_thread_only_stepper_call_from_another_thread_fails_in_debug_runs(bench):
+    """The check that keeps the one door the only one (on in the test suite)."""
+    from mujoco_hal_ros.sim import stepper
+    assert stepper.CHECK_THREADS, 'the suite runs with MUJOCO_HAL_ROS_CHECK_THREADS=1'
+    with pytest.raises(RuntimeError, match='physics thread only'):
+        bench.stepper.hold_now()
+    assert bench.on_physics(lambda s: s.hold_now() or 'held') == 'held'

@@ -136,7 +136,7 @@ class SimInterfaces:
 
     # --- simulation state -----------------------------------------------------------------
     def state(self):
-        if not self.device.stepper.paused:
+        if not self.device.paused:
             self.stopped = False          # played meanwhile (e.g. through sim_node's pause)
             return SimulationState.STATE_PLAYING
         return SimulationState.STATE_STOPPED if self.stopped else SimulationState.STATE_PAUSED
@@ -211,7 +211,7 @@ class SimInterfaces:
 
     # --- stepping -------------------------------------------------------------------------
     def _check_steps(self, steps):
-        if not self.device.stepper.paused:
+        if not self.device.paused:
             return _fail(Result.RESULT_OPERATION_FAILED,
                          'stepping needs the paused state: set_simulation_state to '
                          'STATE_PAUSED (2) first')

@@ -438,7 +438,7 @@ class TrajectoryController:
         if old.handle is not None:
             self.counts['preempted'] += 1
             old.finish('aborted', Result.INVALID_GOAL, text)
-        if left.size and self.device.stepper.owns(old.execution.plan):
+        if left.size and old.execution.running(self.device):
             return left.copy()
         return None
 
@@ -496,11 +496,11 @@ class TrajectoryController:
         a = self._active
         if a is None or self._starting:
             return
-        stepper = self.device.stepper
+        device = self.device
         acts = a.execution.checked.actuators
         if a.handle is None:                       # topic trajectories carry no tolerances
-            if a.execution.taken_over(stepper) or \
-                    stepper.snapshot.time >= a.execution.t_end:
+            if a.execution.taken_over(device) or \
+                    device.snapshot.time >= a.execution.t_end:
                 self._active = None
             return
         if a.handle.is_cancel_requested:
@@ -508,13 +508,13 @@ class TrajectoryController:
             self.bridge.post(self._hold_then_finish, a, acts, 'canceled', Result.SUCCESSFUL,
                              'canceled; holding position')
             return
-        if a.execution.taken_over(stepper):
+        if a.execution.taken_over(device):
             a.finish('aborted', Result.INVALID_GOAL,
                      'another command took over the joints (reset, hold, set_goals, move_to '
                      'or a stability reset)')
             self._active = None
             return
-        v = jt.evaluate(a.execution, stepper.snapshot, a.tolerances)
+        v = jt.evaluate(a.execution, device.snapshot, a.tolerances)
         now = time.monotonic()
         if self.monitor_rate > 0 and now - a.last_feedback >= 1.0 / self.monitor_rate:
             a.last_feedback = now
