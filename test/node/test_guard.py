@@ -231,8 +231,9 @@ def test_sim_node_answers_failures_injected_into_its_entry_points(sim, monkeypat
     from mujoco_hal_ros import srv as own
     node = sim.nodes[0]
     dev = node.device
-    _injected(monkeypatch, dev, 'randomize', 'spawn_entity', 'save_state', 'apply_wrench',
-              'describe', 'step', 'health', 'load_world')
+    _injected(monkeypatch, dev, 'spawn_entity', 'describe', 'step', 'health', 'load_world')
+    _injected(monkeypatch, dev.physics, 'randomize', 'save_state')
+    _injected(monkeypatch, dev.sensing, 'apply_wrench')
     r = sim.call(own.Randomize, 'randomize', own.Randomize.Request(fields_json='{}'))
     assert r.code == INTERNAL_ERROR and 'injected failure' in r.message
     r = sim.call(own.SaveState, 'save_state', own.SaveState.Request(name='a'))
