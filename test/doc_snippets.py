@@ -12,6 +12,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 README = os.path.join(ROOT, 'README.md')
@@ -44,12 +45,14 @@ def blocks(path=README, lang=None, tag=None):
 
 
 def run_python(code, env=None, timeout=120.0, cwd=None):
-    """Run ``code`` in a fresh interpreter; (exit code, stdout + stderr)."""
+    """Run ``code`` in a fresh interpreter; (exit code, stdout + stderr). It runs outside
+    the source tree (default: the temp folder), whose ``mujoco_hal_ros`` lacks the generated
+    interfaces, so it imports the installed package as a user's script does."""
     full = dict(os.environ)
     full.update(env or {})
     full.setdefault('MUJOCO_GL', 'egl')
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                         timeout=timeout, env=full, cwd=cwd or ROOT)
+                         timeout=timeout, env=full, cwd=cwd or tempfile.gettempdir())
     return out.returncode, out.stdout + out.stderr
 
 
