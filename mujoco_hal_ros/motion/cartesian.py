@@ -15,6 +15,7 @@ joint's speed is its slope times the profile's speed, so the duration is exact, 
 
 from dataclasses import dataclass, field
 import math
+from typing import Optional
 
 import numpy as np
 
@@ -73,7 +74,7 @@ class CartesianPath:
     length: float
     reached_fraction: float
     message: str = ''
-    _v: np.ndarray = field(default=None, repr=False)
+    _v: Optional[np.ndarray] = field(default=None, repr=False)
 
     def sample(self, t):
         """Setpoint at time ``t`` (clamped to the path): the min-jerk fraction of the path,

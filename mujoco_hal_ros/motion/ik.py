@@ -20,6 +20,7 @@ no dynamics, and every array in the hot loop is sized once.
 from dataclasses import dataclass, field
 import math
 import numbers
+from typing import Optional
 
 import mujoco
 import numpy as np
@@ -54,7 +55,7 @@ class IKResult:
     reached: np.ndarray
     iterations: int
     restarts: int
-    reached_axis: np.ndarray = field(default=None, repr=False)
+    reached_axis: Optional[np.ndarray] = field(default=None, repr=False)
 
     @property
     def code(self):
@@ -160,7 +161,7 @@ def chain_joints(model, body_id):
 # Name resolution and chain walking cost more than a whole warm-started solve; a compiled
 # model's structure cannot change, so it is resolved once per (model, point, joints). The
 # entry holds the model itself, so its id cannot be reused by another while cached.
-_STRUCTURE_CACHE = {}
+_STRUCTURE_CACHE: dict = {}
 _STRUCTURE_CACHE_SIZE = 64
 
 

@@ -13,7 +13,9 @@ the library has it, and ``step(sel, nstep, sensors)`` raising ``StepFailed`` wit
 failing environments and MuJoCo's message.
 """
 
+import importlib
 import re
+from typing import Any
 
 import mujoco
 
@@ -24,10 +26,10 @@ try:  # mujoco >= 4.0
 except ImportError:  # mujoco 3.x
     _mujoco_batch = None
 
-_mjbatch = None
+_mjbatch: Any = None
 if _mujoco_batch is None:
     try:  # built for one MuJoCo 3.x release; on another its import fails and threads serve
-        import mjbatch as _mjbatch
+        _mjbatch = importlib.import_module('mjbatch')
     except Exception:  # noqa: BLE001 - absent or not loadable here: the same answer
         _mjbatch = None
 

@@ -287,11 +287,11 @@ class RayPool:
                     failure = failure or (parts[i][0], exc)
             if failure is not None:
                 self._put_back([k for k, _, _ in parts])
-                k, exc = failure
-                cause = exc.cause
+                k, task_error = failure
+                cause = task_error.cause
                 if isinstance(cause, ShardFailure):
                     raise _as_device_error(cause, int(self._bounds[k])) from None
-                raise cause if isinstance(cause, BaseException) else exc
+                raise cause if isinstance(cause, BaseException) else task_error
             if not lost:
                 return out
             for i in lost:
