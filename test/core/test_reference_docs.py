@@ -3,7 +3,7 @@
 ``doc/reference/device_file.md`` is generated from the key sets the device file parser
 accepts (``scripts/gen_docs.py``): it must equal a fresh generation, and a key the parser
 accepts without a description must stop the generator. The node pages need rclpy and a
-node start: ``test/node/test_reference_docs.py``. The conformance tables take the whole
+node start: ``test/node/test_node_reference_docs.py``. The conformance tables take the whole
 zoo (minutes) to regenerate; here they must at least list exactly the zoo's models, and
 have only the battery's checks as columns, and fail only where ``zoo.KNOWN_FAILURES`` says
 why.
