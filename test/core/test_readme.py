@@ -2,7 +2,7 @@
 
 Untagged ``python`` blocks run here, each in a fresh interpreter, and must print what their
 comments promise. Blocks that need a running sim_node or a recorded bag run in
-``test/e2e/test_readme_e2e.py``. Shell blocks must parse (``bash -n``), and every
+``test/e2e/test_examples_e2e.py``. Shell blocks must parse (``bash -n``), and every
 ``ros2 action send_goal`` / ``ros2 service call`` in them must name an interface that
 exists, with a request whose fields that interface has, and a name the generated sim_node
 reference lists.
@@ -71,7 +71,7 @@ def test_every_untagged_python_block_is_tested_here():
     for b in _python_blocks():
         assert any(key in b.body for key in tested), (
             f'{b} is not run by any test: give it a test in this file, or a readme-test tag '
-            'and a test in test/e2e/test_readme_e2e.py')
+            'and a test in test/e2e/test_examples_e2e.py')
 
 
 @pytest.mark.parametrize('block', blocks(lang='sh'), ids=str)
