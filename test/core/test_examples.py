@@ -11,7 +11,8 @@ from doc_snippets import ROOT, run_python
 
 EXAMPLES = os.path.join(ROOT, 'examples')
 PURE = ('core_move_to.py', 'pool_evaluate.py')
-OVER_ROS = ('follow_joint_trajectory.py', 'spawn_and_snapshot.py', 'record_and_read.py')
+OVER_ROS = ('follow_joint_trajectory.py', 'spawn_and_snapshot.py', 'record_and_read.py',
+            'pool_node_evaluate.py')
 
 
 def _run(name, *args):

@@ -1,5 +1,5 @@
-"""The README's ROS snippets and the ROS examples, run as a user runs them: a sim_node
-started from the installed executable, then each script in a process of its own.
+"""The README's ROS snippets and the ROS examples, run as a user runs them: a sim_node (or a
+pool_node) started from the installed executable, then each script in a process of its own.
 
 One sim_node serves the whole module (each script leaves it as it found it: the box is
 deleted, the simulation unpaused). It records only joint_states, /tf and contacts, which
@@ -23,21 +23,29 @@ from helpers import (child_env, node_command, ros_args, START_S,  # noqa: E402
 EXAMPLES = os.path.join(ROOT, 'examples')
 
 
+def _node(folder, executable, params):
+    """The installed node in its own process group, in ``folder``; stop it with
+    ``stop_process``."""
+    log = open(folder / f'{executable}.log', 'wb')
+    env = dict(os.environ)
+    env.update(child_env())
+    proc = subprocess.Popen(node_command(executable) + ros_args(params), stdout=log,
+                            stderr=subprocess.STDOUT, env=env, cwd=folder,
+                            start_new_session=True)
+    proc.log = log
+    return proc
+
+
 @pytest.fixture(scope='module')
 def sim_node(tmp_path_factory):
     folder = tmp_path_factory.mktemp('sim_node')
-    log = open(folder / 'sim_node.log', 'wb')
-    env = dict(os.environ)
-    env.update(child_env())
-    cmd = node_command('sim_node') + ros_args(
-        ['record_topics:=[/joint_states,/tf,/contacts]', 'thread_priority:=0'])
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=folder,
-                            start_new_session=True)
+    proc = _node(folder, 'sim_node',
+                 ['record_topics:=[/joint_states,/tf,/contacts]', 'thread_priority:=0'])
     try:
         yield folder
     finally:
         stop_process(proc)
-        log.close()
+        proc.log.close()
 
 
 def _env():
@@ -90,3 +98,16 @@ def test_record_example_and_the_readme_reader_read_the_bag(sim_node):
     code, text = run_python(f'bag_folder = {bag!r}\n' + block.body, env=_env(), cwd=sim_node)
     assert code == 0, f'{block} failed:\n{text[-3000:]}'
     assert "['pan', 'lift', 'elbow', 'wrist']" in text, text
+
+
+def test_pool_node_evaluate_example_ranks_the_rollouts(tmp_path):
+    proc = _node(tmp_path, 'pool_node', ['nbatch:=16', 'nthread:=2', 'keyframe:=rest'])
+    try:
+        out = _example('pool_node_evaluate.py', tmp_path)
+    finally:
+        stop_process(proc)
+        proc.log.close()
+    m = re.search(r'^16 rollouts of 100 steps \([\d.]+ s simulated\); best #(\d+): '
+                  r'cost ([\d.]+) \(median ([\d.]+)\)$', out, re.M)
+    assert m, out
+    assert 0 <= int(m.group(1)) < 16 and float(m.group(2)) <= float(m.group(3))
