@@ -315,6 +315,12 @@ def _node_page(title, intro, node, source):
     return '\n'.join(out).rstrip('\n') + '\n'
 
 
+def _private_name(name):
+    """A node name no other process uses: the graph is read by node name, and a node of the
+    same name elsewhere on the domain (a ``make run``) would add its entities."""
+    return f'{name}_gen_docs_{os.getpid()}'
+
+
 def _with_node(make):
     import rclpy
     ctx = rclpy.Context()
@@ -338,7 +344,7 @@ def _close(node):
 def sim_node_page():
     os.environ.setdefault('MUJOCO_GL', 'egl')
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
-    node = _with_node(lambda ctx: SimNode(context=ctx))
+    node = _with_node(lambda ctx: SimNode(_private_name('sim_node'), context=ctx))
     try:
         return _node_page(
             'sim_node reference', 'What `sim_node` declares and creates, read from the node '
@@ -356,7 +362,7 @@ def sim_node_page():
 def pool_node_page():
     from mujoco_hal_ros.pool import MAX_NTHREAD
     from mujoco_hal_ros.ros.pool.pool_node import PoolNode
-    node = _with_node(lambda ctx: PoolNode(context=ctx))
+    node = _with_node(lambda ctx: PoolNode(_private_name('pool_node'), context=ctx))
     try:
         # the thread limit is 4 x this machine's cores: the page says so, not the number
         return _node_page(
