@@ -13,7 +13,7 @@ ENV := set +u; . $(VENV)/bin/activate && . $(INSTALL)/setup.bash; set -u;
 ROS_DOMAIN_ID ?= 42
 export ROS_DOMAIN_ID
 
-.PHONY: setup build run test bench bench-mjbatch clean constraints
+.PHONY: setup build run test bench bench-mjbatch clean constraints docs
 
 setup:
 	@bash scripts/setup.sh
@@ -33,6 +33,11 @@ test: setup
 	  --build-base $(BUILD) --install-base $(INSTALL) \
 	  --event-handlers console_direct+ --pytest-args -q || true
 	@$(ENV) python scripts/test_summary.py $(BUILD)
+
+# Rewrite doc/reference/ from the nodes and the device file parser (make test fails when a
+# page differs from its source).
+docs: setup
+	@$(ENV) python scripts/gen_docs.py
 
 bench: setup
 	@$(ENV) for b in bench/bench_*.py; do echo "== $$b"; python $$b --quick || exit 1; done

@@ -8,10 +8,16 @@ import json
 import math
 import numbers
 import re
+from typing import Any
 
 import numpy as np
 
 from .errors import InvalidArgument, UnknownName, shorten
+
+# In type hints: numbers in any shape a caller may hand over (a float, a list, a tuple, an
+# ndarray), checked and converted by the function that takes them. numpy's own ArrayLike is
+# a union that arithmetic on the unconverted value does not type-check against.
+Vector = Any
 
 
 def is_bool(value):

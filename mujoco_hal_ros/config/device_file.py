@@ -13,9 +13,11 @@ lines of nested aliases expand to billions of values the moment anything walks t
 counted.
 """
 
+from collections.abc import Mapping
 import copy
 import os
 import re
+from typing import Any, Optional, Union
 
 import yaml
 
@@ -73,7 +75,7 @@ def _name(value, where):
 _FLOAT = re.compile(r'^\s*[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+\s*$')
 
 
-def number(value, where):
+def number(value: Any, where: str) -> float:
     # YAML 1.1 reads 1e-3 (no dot) as a string; it is plainly a number, so take it.
     if isinstance(value, str) and _FLOAT.match(value):
         value = float(value)
@@ -82,7 +84,7 @@ def number(value, where):
     return finite_float(value, 'number', where)
 
 
-def vector3(value, where):
+def vector3(value: Any, where: str) -> list[float]:
     if not isinstance(value, (list, tuple)) or len(value) != 3:
         raise ConfigError(f'expected 3 numbers, got {shorten(value)}', where=where)
     out = [number(v, f'{where}[{i}]') for i, v in enumerate(value)]
@@ -224,7 +226,7 @@ def _connect(section):
     return connect
 
 
-def parse(doc, source='device file'):
+def parse(doc: Optional[dict], source: str = 'device file') -> dict:
     """Check a loaded device-file mapping; return it with channels and actions normalised."""
     if doc is None:
         doc = {}
@@ -330,7 +332,7 @@ def _no_duplicates(loader, node, deep=False):
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 
 
-def load(path):
+def load(path: Union[str, os.PathLike]) -> dict:
     """Read and check a device file; errors name the file and the key."""
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise ConfigError(f'expected a device file path, got {shorten(path)}', where='device_file')
@@ -353,7 +355,7 @@ def load(path):
     return spec
 
 
-def loads(text, source='device file'):
+def loads(text: Union[str, bytes], source: str = 'device file') -> dict:
     """Read and check device-file YAML text, bounded as ``load`` is; errors name the key."""
     if isinstance(text, bytes):
         text = text.decode('utf-8', errors='replace')
@@ -372,7 +374,8 @@ def loads(text, source='device file'):
     return parse(doc, source=source)
 
 
-def model_path(spec, override=None, environ=os.environ):
+def model_path(spec: dict, override: Optional[str] = None,
+               environ: Mapping[str, str] = os.environ) -> str:
     """The MJCF path: an explicit override, else the variable named by connect.mujoco."""
     if override:
         return override

@@ -2,10 +2,14 @@
 them: its ctrl range times its gain, its force range, then its joint's actuator force
 range. The device's joint loop stays within them; the battery judges a hold by them."""
 
+from collections.abc import Sequence
+
+import mujoco
 import numpy as np
 
 
-def torque_limits(model, actuators):
+def torque_limits(model: mujoco.MjModel,
+                  actuators: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(lo, hi) joint torques (forces on a slide) each motor in ``actuators`` can give;
     infinite where the model sets no limit."""
     lo, hi = np.full(len(actuators), -np.inf), np.full(len(actuators), np.inf)

@@ -8,11 +8,15 @@ through arithmetic on a huge value must be refused, never waved through by ``v >
 
 import math
 import numbers
+from typing import Any, Optional, TYPE_CHECKING
 
 import numpy as np
 
 from ..checks import finite_number, finite_vector, is_bool, known_name
 from ..errors import InvalidArgument, LimitExceeded, shorten
+
+if TYPE_CHECKING:     # channels imports the device file parser; only the hints need it
+    from .channels import Action, Layout
 
 MAX_STEPS = 1_000_000
 # MuJoCo's mjMAXVAL: a control beyond it is "Nan, Inf or huge value in CTRL", which the
@@ -20,7 +24,8 @@ MAX_STEPS = 1_000_000
 MAX_NATIVE = 1e10
 
 
-def outside(value, lo, hi, slack=0.0):
+def outside(value: float, lo: Optional[float], hi: Optional[float],
+            slack: float = 0.0) -> bool:
     """True when ``value`` is NaN or beyond ``lo``/``hi`` (None = unbounded) by > slack."""
     if value != value:
         return True
@@ -28,14 +33,14 @@ def outside(value, lo, hi, slack=0.0):
         (hi is not None and not value <= hi + slack)
 
 
-def limit_text(lo, hi, unit):
+def limit_text(lo: Optional[float], hi: Optional[float], unit: str) -> str:
     """A channel's range as an error's ``allowed`` text, open ends written as inf."""
-    lo = '-inf' if lo is None else f'{lo:g}'
-    hi = 'inf' if hi is None else f'{hi:g}'
-    return f'{lo}..{hi} {unit}'.strip()
+    low = '-inf' if lo is None else f'{lo:g}'
+    high = 'inf' if hi is None else f'{hi:g}'
+    return f'{low}..{high} {unit}'.strip()
 
 
-def check_goals(layout, goals):
+def check_goals(layout: 'Layout', goals: Any) -> dict[str, float]:
     """{channel: value in its unit} -> {channel: native target}; refuses the whole set."""
     if not isinstance(goals, dict) or not goals:
         raise InvalidArgument('expected one or more channel: value pairs', where='goals',
@@ -53,7 +58,8 @@ def check_goals(layout, goals):
         if outside(native, -MAX_NATIVE, MAX_NATIVE):
             raise LimitExceeded(f'{v:g} {g.unit} is beyond any control MuJoCo accepts',
                                 where=name, allowed=limit_text(
-                                    *sorted((g.to_unit(-MAX_NATIVE), g.to_unit(MAX_NATIVE))),
+                                    min(g.to_unit(-MAX_NATIVE), g.to_unit(MAX_NATIVE)),
+                                    max(g.to_unit(-MAX_NATIVE), g.to_unit(MAX_NATIVE)),
                                     g.unit))
         if outside(native, g.native_lo, g.native_hi, 1e-9):
             raise LimitExceeded(f'{v:g} {g.unit} is beyond what actuator {g.actuator_name!r} '
@@ -63,7 +69,8 @@ def check_goals(layout, goals):
     return out
 
 
-def check_move(act, args, point, speed):
+def check_move(act: 'Action', args: Any, point: Any,
+               speed: Any) -> tuple[np.ndarray, Optional[float]]:
     """A move_to request -> (target point in metres, speed in m/s or None).
 
     Arguments come either as ``args`` in the action's own units or as ``point`` in metres;
@@ -106,7 +113,7 @@ def check_move(act, args, point, speed):
             elif name in act.axes:
                 target[act.axes[name]] = v * arg.scale
     zero = not is_bool(speed) and isinstance(speed, (numbers.Real, np.number, np.ndarray)) \
-        and np.ndim(speed) == 0 and speed == 0          # 0 asks for the default speed
+        and np.ndim(speed) == 0 and speed == 0  # type: ignore[arg-type]  # 0: the default
     if speed is not None and not zero:
         v = finite_number(speed, 'speed')
         if not v >= 0:
@@ -136,7 +143,7 @@ def _check_arg(arg, value, action):
                             argument=arg.name, limit=[arg.min, arg.max])
 
 
-def check_aim(aim):
+def check_aim(aim: Any) -> tuple[np.ndarray, np.ndarray]:
     """The one check of an aim, ``(local axis, world direction)``, for move_to requests and
     the IK and Cartesian planners alike: two finite non-zero 3-vectors, returned as unit
     vectors."""
@@ -167,7 +174,7 @@ def _direction(value, where):
     return v / norm
 
 
-def real_time_factor(value):
+def real_time_factor(value: Any) -> float:
     v = finite_number(value, 'real_time_factor')
     if not v >= 0:
         raise InvalidArgument(f'{v:g} is negative', where='real_time_factor',
@@ -175,7 +182,7 @@ def real_time_factor(value):
     return v
 
 
-def step_count(n):
+def step_count(n: Any) -> int:
     if is_bool(n) or not isinstance(n, (int, np.integer)):
         raise InvalidArgument(f'expected a whole number of steps, got {shorten(n)}',
                               where='step')
@@ -184,7 +191,7 @@ def step_count(n):
     return int(n)
 
 
-def tolerance(value, where='tolerance'):
+def tolerance(value: Any, where: str = 'tolerance') -> float:
     """A move's position tolerance in metres: finite and above zero."""
     v = finite_number(value, where)
     if not v > 0:

@@ -7,6 +7,7 @@ parse through the same tables, so a limit written in mm checks a target sent in 
 
 import math
 import re
+from typing import Any, Optional
 
 from ..errors import ConfigError
 
@@ -21,7 +22,7 @@ PERCENT = 'percent'
 _QUANTITY = re.compile(r'^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)\s*$')
 
 
-def kind_of(unit):
+def kind_of(unit: str) -> Optional[str]:
     """'angle', 'length', 'time', 'percent', or None for a unit we pass through."""
     if unit in ('percent', '%'):
         return PERCENT
@@ -31,7 +32,7 @@ def kind_of(unit):
     return None
 
 
-def scale(unit, kind, where):
+def scale(unit: str, kind: str, where: str) -> float:
     """Factor from ``unit`` to the SI unit of ``kind`` ('angle' or 'length')."""
     table = KINDS[kind]
     if unit not in table:
@@ -40,7 +41,7 @@ def scale(unit, kind, where):
     return table[unit]
 
 
-def rate_scale(unit, kind, where):
+def rate_scale(unit: str, kind: str, where: str) -> float:
     """Factor for a speed unit like 'mm/s' or 'deg/s' (a bare unit means per second)."""
     base, _, per = unit.partition('/')
     factor = scale(base, kind, where)
@@ -59,7 +60,7 @@ def _split(unit):
     return (kind, bool(per)), factor
 
 
-def conversion(unit, native_unit, where):
+def conversion(unit: str, native_unit: str, where: str) -> float:
     """Factor from ``unit`` to ``native_unit`` (same kind: 'deg' to 'rad', 'mm/s' to 'm/s')."""
     if unit == native_unit:
         return 1.0
@@ -71,7 +72,8 @@ def conversion(unit, native_unit, where):
     return a[1] / b[1]
 
 
-def linear_map(unit, kind, lo, hi, where):
+def linear_map(unit: str, kind: str, lo: Optional[float], hi: Optional[float],
+               where: str) -> tuple[float, float]:
     """(scale, offset) with native = scale * value + offset for a channel's unit.
 
     ``kind`` is what the native value is ('angle', 'length' or None for an actuator
@@ -89,7 +91,7 @@ def linear_map(unit, kind, lo, hi, where):
     return scale(unit, kind, where), 0.0
 
 
-def finite_float(value, what, where):
+def finite_float(value: Any, what: str, where: str) -> float:
     """A number (int or float) as a finite float; an int too large for a float, NaN or an
     infinity is a ConfigError: 'expected a finite <what>'."""
     try:
@@ -101,7 +103,8 @@ def finite_float(value, what, where):
     return out
 
 
-def parse_quantity(value, kind, where, default_unit=None):
+def parse_quantity(value: Any, kind: str, where: str,
+                   default_unit: Optional[str] = None) -> float:
     """'4 ms' -> 0.004, '1 mm' -> 0.001, a bare number in ``default_unit`` (SI if None)."""
     if isinstance(value, bool):
         raise ConfigError(f'expected a {kind} like "4 ms", got {value!r}', where=where)

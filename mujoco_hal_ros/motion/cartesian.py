@@ -15,10 +15,12 @@ joint's speed is its slope times the profile's speed, so the duration is exact, 
 
 from dataclasses import dataclass, field
 import math
+from typing import Any, Optional, Sequence
 
+import mujoco
 import numpy as np
 
-from ..checks import finite_number
+from ..checks import Vector, finite_number
 from ..errors import InvalidArgument
 from ..config import limits
 from .ik import IKSolver, angle_between, bound_vector, check_int, check_positive, vector3
@@ -40,7 +42,7 @@ def _min_jerk_rate(tau):
     return 30.0 * tau * tau * (1.0 - tau) ** 2
 
 
-def min_jerk_inverse(s):
+def min_jerk_inverse(s: Vector) -> np.ndarray:
     """Normalised time at which the min-jerk profile has done ``s`` of the path (bisection:
     the profile is monotonic, and Newton stalls where its slope vanishes at both ends)."""
     s = np.clip(np.asarray(s, dtype=np.float64), 0.0, 1.0)
@@ -73,9 +75,9 @@ class CartesianPath:
     length: float
     reached_fraction: float
     message: str = ''
-    _v: np.ndarray = field(default=None, repr=False)
+    _v: Any = field(default=None, repr=False)     # path speeds, set by straight_line
 
-    def sample(self, t):
+    def sample(self, t: float) -> np.ndarray:
         """Setpoint at time ``t`` (clamped to the path): the min-jerk fraction of the path,
         then linear interpolation between the waypoints bracketing it, which is exactly
         the curve whose deviation was checked."""
@@ -120,9 +122,14 @@ class _Aim:
         return _rotation(self.axis, u * self.angle) @ self.start
 
 
-def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=None,
-                  joints=None, q_start=None, lower=None, upper=None, tolerance=1e-3,
-                  aim_tolerance=np.deg2rad(3.0), max_speed=None, max_waypoints=2000):
+def straight_line(model: mujoco.MjModel, data: mujoco.MjData, target: Vector, *,
+                  max_rates: Vector, site: Optional[str] = None,
+                  body: Optional[str] = None, aim: Any = None,
+                  joints: Optional[Sequence[str]] = None, q_start: Optional[Vector] = None,
+                  lower: Optional[Vector] = None, upper: Optional[Vector] = None,
+                  tolerance: float = 1e-3, aim_tolerance: float = np.deg2rad(3.0),
+                  max_speed: Optional[float] = None,
+                  max_waypoints: int = 2000) -> CartesianPath:
     """Plan the tool (a site or body origin) along the straight segment to ``target``.
 
     ``data`` is scratch, as for ``ik.solve``, and is left at the last waypoint; ``q_start``
@@ -241,20 +248,20 @@ def straight_line(model, data, target, *, max_rates, site=None, body=None, aim=N
         work.append((um, r.qpos, ub, qb))
         work.append((ua, qa, um, r.qpos))
 
-    u = np.array(out_u)
+    u_path = np.array(out_u)
     q = np.array(out_q)
     solver.fk(q[-1])
     with np.errstate(all='ignore'):
-        times, duration, v = _time(u, q, rates, np.array(progress), speed)
+        times, duration, v = _time(u_path, q, rates, np.array(progress), speed)
     if not (math.isfinite(duration) and np.isfinite(times).all()):
         raise InvalidArgument('the path would take forever (its duration overflows): a rate '
                               'or speed limit is too close to zero', where='max_speed'
                               if speed is not None else 'max_rates',
                               allowed='positive limits the joints can move at')
     return CartesianPath(success=not message, times=times, qpos=q,
-                         joint_names=solver.joint_names, u=u, max_deviation=max_dev,
+                         joint_names=solver.joint_names, u=u_path, max_deviation=max_dev,
                          max_aim_deviation=max_aim, duration=duration, length=length,
-                         reached_fraction=float(u[-1]), message=message, _v=v)
+                         reached_fraction=float(u_path[-1]), message=message, _v=v)
 
 
 def _time(u, q, rates, progress, speed):

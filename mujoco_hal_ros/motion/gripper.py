@@ -24,12 +24,16 @@ velocity and effort that are checked and reported, not applied).
 """
 
 from dataclasses import dataclass
+from typing import Any, Optional, Sequence, TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
 from ..checks import finite_number, is_bool, unique_names
 from ..errors import InvalidArgument, UnknownName
+
+if TYPE_CHECKING:     # the hints only; channels is a sibling package
+    from ..config.channels import Layout
 
 MIN_ARM_JOINTS = 3
 MAX_FINGER_JOINTS = 4
@@ -51,9 +55,9 @@ def _subtree_joints(model, b, children):
     return out
 
 
-def finger_joints(model):
+def finger_joints(model: mujoco.MjModel) -> list[int]:
     """Sorted ids of the joints zero-config counts as fingers (see the module docstring)."""
-    children = {b: [] for b in range(model.nbody)}
+    children: dict[int, list[int]] = {b: [] for b in range(model.nbody)}
     for b in range(1, model.nbody):
         children[int(model.body_parentid[b])].append(b)
     out = set()
@@ -86,7 +90,7 @@ class Gripper:
     hi: float
     to_ctrl: tuple = (1.0, 0.0)         # ctrl = a * position + b (native units)
 
-    def native_goal(self, position):
+    def native_goal(self, position: float) -> float:
         """The channel's native value (ctrl) for a finger position; refused outside range."""
         position = finite_number(position, 'command.position')   # no bool, NaN, 1e400
         if not self.lo - 1e-9 <= position <= self.hi + 1e-9:
@@ -97,7 +101,7 @@ class Gripper:
         a, b = self.to_ctrl
         return a * min(max(position, self.lo), self.hi) + b
 
-    def position(self, snapshot):
+    def position(self, snapshot: Any) -> float:
         return float(snapshot.qpos[self.qpos_adr])
 
 
@@ -129,7 +133,8 @@ def _optional_limit(values, joint, field):
     return value
 
 
-def parallel_command(gripper, names, positions, velocities=(), efforts=()):
+def parallel_command(gripper: Gripper, names: Sequence[str], positions: Sequence[float],
+                     velocities: Sequence[float] = (), efforts: Sequence[float] = ()) -> float:
     """A ParallelGripperCommand's ``command`` (JointState fields) -> the finger position
     asked for, checked against the gripper; DeviceError with the reason otherwise, so the
     goal is rejected before anything moves. Velocity and effort limits are checked only."""
@@ -155,7 +160,7 @@ def _range(model, j):
     return -np.inf, np.inf
 
 
-def find_gripper(layout):
+def find_gripper(layout: 'Layout') -> Optional[Gripper]:
     """The gripper zero-config finds in ``layout`` (a channels.Layout), or None."""
     model = layout.model
     fingers = finger_joints(model)

@@ -20,12 +20,13 @@ no dynamics, and every array in the hot loop is sized once.
 from dataclasses import dataclass, field
 import math
 import numbers
+from typing import Any, Optional, Sequence
 
 import mujoco
 import numpy as np
 
 from .. import errors
-from ..checks import finite_number, finite_vector, is_bool
+from ..checks import Vector, finite_number, finite_vector, is_bool
 from ..config import limits
 from ..errors import InvalidArgument, UnknownName
 
@@ -54,19 +55,19 @@ class IKResult:
     reached: np.ndarray
     iterations: int
     restarts: int
-    reached_axis: np.ndarray = field(default=None, repr=False)
+    reached_axis: Optional[np.ndarray] = field(default=None, repr=False)
 
     @property
-    def code(self):
+    def code(self) -> str:
         """The shared result code, so the ROS layer need not re-derive it."""
         return errors.DONE if self.success else errors.UNREACHABLE
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, float]:
         """Joint name -> value, the form a goal message wants."""
         return dict(zip(self.joint_names, (float(v) for v in self.qpos)))
 
 
-def check_int(value, where, minimum):
+def check_int(value: Any, where: str, minimum: int) -> int:
     if is_bool(value) or not isinstance(value, (numbers.Integral, np.integer)):
         raise InvalidArgument(f'expected an integer, got {value!r}', where=where,
                               allowed=f'an integer >= {minimum}')
@@ -75,7 +76,7 @@ def check_int(value, where, minimum):
     return int(value)
 
 
-def check_positive(value, where):
+def check_positive(value: Any, where: str) -> float:
     out = finite_number(value, where)
     if out <= 0.0:
         raise InvalidArgument(f'must be positive, got {out}', where=where,
@@ -83,7 +84,7 @@ def check_positive(value, where):
     return out
 
 
-def vector3(value, where):
+def vector3(value: Any, where: str) -> np.ndarray:
     """``finite_vector(value, 3)`` with a fast path for the common clean inputs (a float64
     array or a tuple of floats), whose per-element checks would cost more than a solve."""
     if type(value) is np.ndarray:
@@ -95,7 +96,8 @@ def vector3(value, where):
     return finite_vector(value, 3, where)
 
 
-def bound_vector(values, length, where, *, allow=(-math.inf, math.inf)):
+def bound_vector(values: Any, length: int, where: str, *,
+                 allow: tuple[float, ...] = (-math.inf, math.inf)) -> np.ndarray:
     """Like ``finite_vector`` but an infinity in ``allow`` passes: it means "no bound" (a
     joint without a goal limit, a joint without a rate limit). NaN and bools are refused."""
     items = None
@@ -145,10 +147,10 @@ def _resolve_point(model, site, body):
     return 'body', ident, ident
 
 
-def chain_joints(model, body_id):
+def chain_joints(model: mujoco.MjModel, body_id: int) -> list[int]:
     """Joint ids on the path from the world to ``body_id``, root first."""
     jntadr, jntnum, parent = model.body_jntadr, model.body_jntnum, model.body_parentid
-    out = []
+    out: list[int] = []
     b = body_id
     while b > 0:
         start = int(jntadr[b])
@@ -160,7 +162,7 @@ def chain_joints(model, body_id):
 # Name resolution and chain walking cost more than a whole warm-started solve; a compiled
 # model's structure cannot change, so it is resolved once per (model, point, joints). The
 # entry holds the model itself, so its id cannot be reused by another while cached.
-_STRUCTURE_CACHE = {}
+_STRUCTURE_CACHE: dict = {}
 _STRUCTURE_CACHE_SIZE = 64
 
 
@@ -240,8 +242,10 @@ class IKSolver:
     ``data`` is scratch: every solve overwrites its ``qpos`` and kinematics, nothing else.
     """
 
-    def __init__(self, model, data, *, site=None, body=None, joints=None, lower=None,
-                 upper=None):
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, *,
+                 site: Optional[str] = None, body: Optional[str] = None,
+                 joints: Optional[Sequence[str]] = None, lower: Optional[Vector] = None,
+                 upper: Optional[Vector] = None) -> None:
         if not isinstance(model, mujoco.MjModel):
             raise InvalidArgument(f'expected a mujoco.MjModel, got {type(model).__name__}',
                                   where='model')
@@ -295,18 +299,18 @@ class IKSolver:
 
     # -- validation of per-solve inputs ------------------------------------------------
 
-    def current(self):
+    def current(self) -> np.ndarray:
         """The chosen joints' values as ``data`` holds them now."""
         return self._qpos[self.qadr].copy()
 
-    def check_q(self, q, where='q_init'):
+    def check_q(self, q: Any, where: str = 'q_init') -> np.ndarray:
         if q is None:
             return self.current()
         return finite_vector(q, len(self.joint_ids), where)
 
     # -- kinematics ----------------------------------------------------------------------
 
-    def fk(self, q):
+    def fk(self, q: Vector) -> tuple[np.ndarray, np.ndarray]:
         """Position and 3x3 orientation of the point at ``q`` (copies; data is overwritten)."""
         self._qpos[self.qadr] = q
         mujoco.mj_kinematics(self.model, self.data)
@@ -327,8 +331,9 @@ class IKSolver:
 
     # -- solving ----------------------------------------------------------------------------
 
-    def solve(self, target, *, aim=None, q_init=None, tolerance=1e-3,
-              aim_tolerance=np.deg2rad(3.0), max_iter=100, max_restarts=10, seed=0):
+    def solve(self, target: Any, *, aim: Any = None, q_init: Any = None,
+              tolerance: Any = 1e-3, aim_tolerance: Any = np.deg2rad(3.0), max_iter: Any = 100,
+              max_restarts: Any = 10, seed: Any = 0) -> IKResult:
         """Validate, then solve; see the module function ``solve`` for the meaning."""
         target = vector3(target, 'target')
         axis, direction = (None, None) if aim is None else limits.check_aim(aim)
@@ -341,8 +346,10 @@ class IKSolver:
         return self.run(target, axis, direction, q0, tolerance, aim_tolerance, max_iter,
                         max_restarts, seed)
 
-    def run(self, target, axis, direction, q0, tolerance, aim_tolerance, max_iter=100,
-            max_restarts=10, seed=0):
+    def run(self, target: np.ndarray, axis: Optional[np.ndarray],
+            direction: Optional[np.ndarray], q0: np.ndarray, tolerance: float,
+            aim_tolerance: float, max_iter: int = 100, max_restarts: int = 10,
+            seed: int = 0) -> IKResult:
         """The unchecked solve: arguments already validated (unit aim vectors, floats)."""
         model, data = self.model, self.data
         kinematics = mujoco.mj_kinematics
@@ -374,7 +381,7 @@ class IKSolver:
             er *= AIM_WEIGHT
             return np.concatenate((ep, er)), pe2 + float(er @ er), pe2, ae, w
 
-        best = None  # (success, cost, qa, pe2, ae)
+        best: Any = None  # (success, cost, qa, pe2, ae)
         iterations = 0
         restarts = 0
         sampler = None
@@ -490,7 +497,7 @@ class _Sampler:
         return np.clip(self._rng.uniform(self._lo, self._hi), *self._clip)
 
 
-def angle_between(a, b):
+def angle_between(a: np.ndarray, b: np.ndarray) -> float:
     """Radians between two directions: the one measure of an aim's error, for IK results,
     Cartesian paths and move results alike."""
     return math.atan2(float(np.linalg.norm(np.cross(a, b))), float(a @ b))
@@ -515,9 +522,12 @@ def _rotation_to(w, d):
     return axis * (math.pi / np.linalg.norm(axis)), angle
 
 
-def solve(model, data, target, *, site=None, body=None, aim=None, joints=None, q_init=None,
-          tolerance=1e-3, aim_tolerance=np.deg2rad(3.0), max_iter=100, max_restarts=10,
-          seed=0, lower=None, upper=None):
+def solve(model: mujoco.MjModel, data: mujoco.MjData, target: Any, *,
+          site: Optional[str] = None, body: Optional[str] = None, aim: Any = None,
+          joints: Optional[Sequence[str]] = None, q_init: Any = None, tolerance: Any = 1e-3,
+          aim_tolerance: Any = np.deg2rad(3.0), max_iter: Any = 100, max_restarts: Any = 10,
+          seed: Any = 0, lower: Optional[Vector] = None,
+          upper: Optional[Vector] = None) -> IKResult:
     """Joint values that put a site (or a body's origin) at ``target``.
 
     ``data`` is scratch and is overwritten (pass a private copy; on return it holds the best

@@ -15,16 +15,20 @@ import array
 from dataclasses import dataclass
 import math
 import time
+from typing import Any, Optional, Sequence, TYPE_CHECKING
 
 import numpy as np
 
 from .. import errors
 from ..config import limits
-from ..checks import finite_number, unique_names
+from ..checks import Vector, finite_number, unique_names
 from ..errors import (ConfigError, DeviceError, InvalidArgument, LimitExceeded, UnknownName,
                       shorten)
 from .gripper import finger_joints
 from .trajectory import Plan
+
+if TYPE_CHECKING:     # the hints only; channels is a sibling package
+    from ..config.channels import GoalChannel, Layout
 
 SAMPLES_PER_SEGMENT = 48      # spline samples per segment when checking limits between points
 MAX_SAMPLES = 20000           # ... fewer (at least 8) per segment on very long trajectories
@@ -34,7 +38,7 @@ POSITION_DRIVES = ('position', 'motor_impedance', 'velocity')
 CONFIRM_S = 0.02              # wall seconds a missing plan must stay missing to count
 
 
-def trajectory_joints(layout):
+def trajectory_joints(layout: 'Layout') -> dict[str, 'GoalChannel']:
     """{joint name: goal channel} for every joint a goal channel drives to a position.
 
     A trajectory names joints, the device file names goal channels; this is the one map
@@ -51,7 +55,8 @@ def trajectory_joints(layout):
     return out
 
 
-def controller_joints(layout, names=None, where='joints'):
+def controller_joints(layout: 'Layout', names: Any = None,
+                      where: str = 'joints') -> list[str]:
     """The joints a trajectory controller owns: ``names`` checked, else every driven joint
     that is not a finger (``gripper.finger_joints``), as a real arm's arm_controller.
 
@@ -88,11 +93,11 @@ class Checked:
     dof_adr: np.ndarray
     times: np.ndarray                  # time_from_start of each point, seconds
     positions: np.ndarray              # (points, joints)
-    velocities: object                 # list of (joints,) arrays or None, one per point
-    accelerations: object
+    velocities: list                   # (joints,) arrays or None, one per point
+    accelerations: list
 
     @property
-    def duration(self):
+    def duration(self) -> float:
         return float(self.times[-1])
 
 
@@ -129,8 +134,9 @@ def _vector(values, n, where):
     return np.array([finite_number(v, f'{where}[{i}]') for i, v in enumerate(values)])
 
 
-def check_trajectory(layout, joint_names, points, *, controller_joints=None,
-                     allow_partial=False, multi_dof_joints=()):
+def check_trajectory(layout: 'Layout', joint_names: Any, points: Any, *,
+                     controller_joints: Optional[Sequence[str]] = None,
+                     allow_partial: bool = False, multi_dof_joints: Sequence[str] = ()) -> Checked:
     """Validate a trajectory against the device, or raise a DeviceError naming the problem.
 
     ``points`` are dicts or objects with ``time_from_start`` (seconds), ``positions`` and
@@ -310,7 +316,9 @@ def _knot_velocities(times, pos, v_start):
     return vel
 
 
-def spline(checked, start_pos, start_vel=None, start_acc=None, *, smooth_positions=False):
+def spline(checked: Checked, start_pos: Vector, start_vel: Optional[Vector] = None,
+           start_acc: Optional[Vector] = None, *,
+           smooth_positions: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(knot times, coefficients (segments, joints, 6)) the way joint_trajectory_controller
     interpolates: per segment quintic when both ends carry velocities and accelerations,
     cubic Hermite with velocities, linear with positions only; with ``smooth_positions`` a
@@ -400,7 +408,8 @@ def _evaluate(knots, coeffs, rel):
     return pos, vel, acc
 
 
-def check_spline(checked, knots, coeffs, start_pos):
+def check_spline(checked: Checked, knots: np.ndarray, coeffs: np.ndarray,
+                 start_pos: Vector) -> None:
     """Refuse a spline that leaves the goal limits or exceeds a channel's rate between points.
 
     Points alone are not enough: a cubic or quintic through in-limit points can overshoot.
@@ -450,7 +459,8 @@ def _segment_name(checked, knots, seg):
 class TrajectoryPlan(Plan):
     """A joint trajectory as a stepper plan: piecewise polynomials in simulated time."""
 
-    def __init__(self, actuators, t0, knots, coeffs):
+    def __init__(self, actuators: Vector, t0: float, knots: np.ndarray,
+                 coeffs: np.ndarray) -> None:
         knots = np.asarray(knots, dtype=float)
         super().__init__(actuators, t0, t0 + float(knots[-1]))
         self.knots = knots
@@ -458,22 +468,22 @@ class TrajectoryPlan(Plan):
         self.original = self.actuators.copy()
 
     @property
-    def end(self):
+    def end(self) -> np.ndarray:
         return _evaluate(self.knots, self.coeffs, [self.knots[-1]])[0][0]
 
     def _keep(self, mask):
         self.coeffs = self.coeffs[:, mask, :]
 
-    def sample(self, times):
+    def sample(self, times: Vector) -> np.ndarray:
         return _evaluate(self.knots, self.coeffs, np.asarray(times) - self.t0)[0]
 
-    def state(self, t):
+    def state(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Desired (positions, velocities, accelerations) at simulated time t."""
         p, v, a = _evaluate(self.knots, self.coeffs, [t - self.t0])
         return p[0], v[0], a[0]
 
     @property
-    def intact(self):
+    def intact(self) -> bool:
         """False once another command took over any of its actuators."""
         return self.actuators.size == self.original.size
 
@@ -500,7 +510,8 @@ def _start_state(stepper, actuators, now):
     return pos, vel, acc
 
 
-def preview(device, checked, *, smooth_positions=False):
+def preview(device: Any, checked: Checked, *,
+            smooth_positions: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Check the whole path from the current setpoint without moving anything.
 
     What a goal callback runs: the final check happens again when the plan starts, from
@@ -516,27 +527,27 @@ def preview(device, checked, *, smooth_positions=False):
 class Execution:
     """A trajectory handed to the stepper: its plan and where it sits in simulated time."""
 
-    def __init__(self, checked, plan):
+    def __init__(self, checked: Checked, plan: TrajectoryPlan) -> None:
         self.checked = checked
         self.plan = plan
-        self._missing_since = None
+        self._missing_since: Optional[float] = None
 
     @property
-    def t0(self):
+    def t0(self) -> float:
         return self.plan.t0
 
     @property
-    def t_end(self):
+    def t_end(self) -> float:
         return self.plan.t_end
 
-    def desired(self, t):
+    def desired(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.plan.state(t)
 
-    def running(self, device):
+    def running(self, device: Any) -> bool:
         """Whether the plan still ran at the device's latest snapshot; any thread."""
         return any(p is self.plan for p in device.snapshot.plans)
 
-    def taken_over(self, device, now=None):
+    def taken_over(self, device: Any, now: Optional[float] = None) -> bool:
         """True when something else (reset, hold, set_goals, move_to) replaced the plan.
 
         The plans and the time are read from one snapshot, so a plan that just ended is
@@ -557,7 +568,8 @@ class Execution:
         return now - self._missing_since >= CONFIRM_S
 
 
-def follow(device, checked, *, delay=0.0, smooth_positions=False):
+def follow(device: Any, checked: Checked, *, delay: float = 0.0,
+           smooth_positions: bool = False) -> Execution:
     """Start the trajectory on the stepper (all or nothing) and return its ``Execution``.
 
     Built on the stepper thread from the setpoint at that instant, so the path starts
@@ -587,7 +599,7 @@ def follow(device, checked, *, delay=0.0, smooth_positions=False):
     return Execution(checked, plan)
 
 
-def hold(device, actuators):
+def hold(device: Any, actuators: Vector) -> np.ndarray:
     """Freeze these actuators where their path is now; other joints keep moving.
 
     Cancelling a trajectory stops its joints only, as joint_trajectory_controller does;
@@ -620,7 +632,9 @@ class Tolerances:
     goal_time: float = 0.0            # seconds after the end; 0 waits as long as it takes
 
     @classmethod
-    def defaults(cls, n, *, trajectory=None, goal=None, stopped_velocity=0.01, goal_time=0.0):
+    def defaults(cls, n: int, *, trajectory: Optional[Vector] = None,
+                 goal: Optional[Vector] = None, stopped_velocity: float = 0.01,
+                 goal_time: float = 0.0) -> 'Tolerances':
         """joint_trajectory_controller's constraints: per-joint trajectory and goal position
         tolerances, stopped_velocity_tolerance and goal_time."""
         z = np.zeros(n)
@@ -629,12 +643,12 @@ class Tolerances:
                    np.asarray(goal if goal is not None else z, dtype=float),
                    np.full(n, float(stopped_velocity)), z.copy(), float(goal_time))
 
-    def select(self, index):
+    def select(self, index: Vector) -> 'Tolerances':
         """The tolerances of a subset of joints (a goal naming only some of them)."""
         idx = np.asarray(index, dtype=int)
-        return Tolerances(*(getattr(self, f)[idx] for f in (
+        return Tolerances(**{f: getattr(self, f)[idx] for f in (
             'path_position', 'path_velocity', 'path_acceleration', 'goal_position',
-            'goal_velocity', 'goal_acceleration')), goal_time=self.goal_time)
+            'goal_velocity', 'goal_acceleration')}, goal_time=self.goal_time)
 
 
 def _override(current, value, where):
@@ -650,16 +664,17 @@ def _override(current, value, where):
                           allowed='above 0, 0 (controller default) or -1 (no tolerance)')
 
 
-def goal_tolerances(defaults, joints, path=(), goal=(), goal_time=0.0):
+def goal_tolerances(defaults: Tolerances, joints: Sequence[str], path: Any = (), goal: Any = (),
+                    goal_time: float = 0.0) -> Tolerances:
     """Merge a FollowJointTrajectory goal's tolerances into the controller defaults.
 
     ``path``/``goal`` are sequences of (name, position, velocity, acceleration). A name that
     is not one of the goal's joints is refused: a tolerance that silently applies to
     nothing is a safety check the caller believes in but does not get.
     """
-    tol = Tolerances(*(getattr(defaults, f).copy() for f in (
+    tol = Tolerances(**{f: getattr(defaults, f).copy() for f in (
         'path_position', 'path_velocity', 'path_acceleration', 'goal_position',
-        'goal_velocity', 'goal_acceleration')), goal_time=defaults.goal_time)
+        'goal_velocity', 'goal_acceleration')}, goal_time=defaults.goal_time)
     for kind, entries in (('path', path), ('goal', goal)):
         try:
             entries = [tuple(e) for e in entries]
@@ -702,7 +717,7 @@ class Verdict:
     message: str = ''
 
 
-def evaluate(execution, snapshot, tolerances):
+def evaluate(execution: Execution, snapshot: Any, tolerances: Tolerances) -> Verdict:
     """Desired vs actual from one snapshot, and what joint_trajectory_controller would do.
 
     Before the end: any path tolerance exceeded aborts. After the end: success once every

@@ -10,17 +10,21 @@ and parameters; none of it owns the stepper, so the device decides what runs whe
 
 import threading
 import time
+from typing import Any, Callable, Optional, TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
 from . import cartesian, ik
-from .trajectory import PEAK, MinJerkPlan, WaypointPlan, duration
+from .trajectory import PEAK, MinJerkPlan, Plan, WaypointPlan, duration
 from .. import errors
-from ..checks import finite_number
+from ..checks import Vector, finite_number
 from ..config import limits
 from ..description import joint_limits
 from ..errors import ConfigError, DeviceError
+
+if TYPE_CHECKING:     # the hints only; channels is a sibling package
+    from ..config.channels import Action, GoalChannel, Layout
 
 COLLISION_RETRIES = 6   # IK restarts that look for an answer where the arm misses itself
 IK_SHARE = 0.2       # IK solves to this share of the tolerance; the servos get the rest
@@ -44,37 +48,38 @@ class Move:
     solved joints and where they put the point.
     """
 
-    def __init__(self, target, point, action):
+    def __init__(self, target: Vector, point: tuple, action: Any) -> None:
         self.target = np.asarray(target, dtype=float)
         self.point = point          # ('site'|'body', name)
         self.action = action
-        self.result = None
-        self.plan_end = None
-        self.duration = None
-        self.best_miss = None
-        self.best_time = None
-        self.planned = None          # where the solved joints put the point, and its miss
-        self.planned_miss = None
-        self.actuators = []
-        self.joints_qadr = []
-        self.joints_dof = []
-        self.rates = []
-        self.aim = None
-        self.then = {}
-        self.q_goal = None
-        self.path = None
-        self.cartesian = None        # the straight line, for path == 'cartesian'
+        self.result: Optional[dict] = None
+        self.plan_end: Optional[float] = None
+        self.duration: Optional[float] = None
+        self.best_miss: Optional[float] = None
+        self.best_time: Optional[float] = None
+        self.planned: Any = None     # where the solved joints put the point, and its miss
+        self.planned_miss: Optional[float] = None
+        self.actuators: list[int] = []
+        self.joints_qadr: list[int] = []
+        self.joints_dof: list[int] = []
+        self.rates: list[float] = []
+        self.aim: Any = None
+        self.then: dict[str, float] = {}
+        self.q_goal: Any = None
+        self.path: Optional[str] = None
+        self.cartesian: Any = None   # the straight line, for path == 'cartesian'
         self.min_duration = 0.0      # what the requested tool speed allows at the least
-        self.tolerance = None        # this goal's own position tolerance (m); None: the device's
-        self.lower = self.upper = None   # the joint range the move may use (native)
+        self.tolerance: Optional[float] = None  # this goal's own (m); None: the device's
+        self.lower: Any = None       # the joint range the move may use (native)
+        self.upper: Any = None
         self.corrections = 0         # re-aims so far (``Planner.correct``)
-        self.limited = []            # joints a re-aim wanted past their range
+        self.limited: list[str] = []   # joints a re-aim wanted past their range
         self.accepted_wall = time.monotonic()
         self._done = threading.Event()
         self._lock = threading.Lock()
-        self._callbacks = []
+        self._callbacks: list[Callable[['Move'], Any]] = []
 
-    def finish(self, result):
+    def finish(self, result: dict) -> None:
         with self._lock:
             if self.result is not None:
                 return
@@ -84,7 +89,7 @@ class Move:
         for fn in callbacks:
             fn(self)
 
-    def add_done_callback(self, fn):
+    def add_done_callback(self, fn: Callable[['Move'], Any]) -> None:
         """``fn(move)`` once the move has its result: on the thread that finishes it (the
         stepper's: keep it short), or here at once if it already has one."""
         with self._lock:
@@ -93,15 +98,15 @@ class Move:
                 return
         fn(self)
 
-    def done(self):
+    def done(self) -> bool:
         return self._done.is_set()
 
-    def wait(self, timeout=None):
+    def wait(self, timeout: Optional[float] = None) -> bool:
         return self._done.wait(timeout)
 
 
 # --- where a point is -----------------------------------------------------------------------
-def point_pos(layout, snap, point):
+def point_pos(layout: 'Layout', snap: Any, point: tuple) -> np.ndarray:
     """Where a ``('site'|'body', name)`` point is in a snapshot (world frame, a copy)."""
     kind, name = point
     if kind == 'site':
@@ -109,7 +114,7 @@ def point_pos(layout, snap, point):
     return snap.xpos[layout.bodies.index(name)].copy()
 
 
-def point_mat(layout, snap, point):
+def point_mat(layout: 'Layout', snap: Any, point: tuple) -> np.ndarray:
     """The point's frame in a snapshot, as a 3x3 rotation (world from local)."""
     kind, name = point
     if kind == 'site':
@@ -119,7 +124,7 @@ def point_mat(layout, snap, point):
     return mat.reshape(3, 3)
 
 
-def aim_error(layout, snap, point, aim):
+def aim_error(layout: 'Layout', snap: Any, point: tuple, aim: Any) -> Optional[float]:
     """Radians between where the point's aim axis points and where it should (None
     without an aim)."""
     if aim is None:
@@ -129,12 +134,13 @@ def aim_error(layout, snap, point, aim):
     return ik.angle_between(world, toward / np.linalg.norm(toward))
 
 
-def distance_to_go(layout, move, snap):
+def distance_to_go(layout: 'Layout', move: Move, snap: Any) -> float:
     """Metres from where the move's point is in ``snap`` to its target."""
     return float(np.linalg.norm(point_pos(layout, snap, move.point) - move.target))
 
 
-def result(layout, move, code, success, message, snap):
+def result(layout: 'Layout', move: Move, code: str, success: bool, message: str,
+           snap: Any) -> dict:
     """The result dict of a move, measured in ``snap``."""
     reached = point_pos(layout, snap, move.point)
     out = {'success': bool(success), 'code': code, 'message': message,
@@ -148,7 +154,8 @@ def result(layout, move, code, success, message, snap):
 
 
 # --- the request ----------------------------------------------------------------------------
-def check_request(act, args, point, speed, aim, wait, timeout, path):
+def check_request(act: 'Action', args: Any, point: Any, speed: Any, aim: Any, wait: Any,
+                  timeout: Any, path: Any) -> tuple:
     """Refuse a bad move_to request before anything is solved; the checked
     ``(target, speed_ms, aim, path, timeout)`` (``path`` None: the action's own)."""
     if not isinstance(wait, (bool, np.bool_)):
@@ -165,7 +172,7 @@ def check_request(act, args, point, speed, aim, wait, timeout, path):
     return target, speed_ms, aim, path or act.path, timeout
 
 
-def move_rate(model, goal):
+def move_rate(model: mujoco.MjModel, goal: 'GoalChannel') -> float:
     """The joint speed a move_to path peaks at on this goal: its ``max_change_per_s``, else
     a moderate default (``MOVE_RATE``). A goal without a rate jumps when set directly; a
     move that jumped its setpoints would slam a zero-config arm into what it meets."""
@@ -176,7 +183,7 @@ def move_rate(model, goal):
     return min(MOVE_RATE[kind], speed_limit(model, goal))
 
 
-def speed_limit(model, goal):
+def speed_limit(model: mujoco.MjModel, goal: 'GoalChannel') -> float:
     """The fastest a path may ask of this goal's joint: ``effort_speed``, the joint's
     velocity limit (a URDF's, ``joint_limits``), and for a velocity servo half its speed
     limit (the rest is its position loop's to correct)."""
@@ -186,7 +193,7 @@ def speed_limit(model, goal):
     return rate
 
 
-def effort_speed(model, actuator):
+def effort_speed(model: mujoco.MjModel, actuator: int) -> float:
     """The joint speed at which the joint's damping takes half of the actuator's force
     limit: faster, the arm could not follow within its effort limits. (A servo's own kv
     is no load: the driver leads its setpoint by kv * speed / kp.)"""
@@ -203,7 +210,7 @@ def effort_speed(model, actuator):
     return 0.5 * min(limits) / damping
 
 
-def goal_for_joint(layout, joint, act):
+def goal_for_joint(layout: 'Layout', joint: str, act: 'Action') -> 'GoalChannel':
     """The goal channel that drives a joint of the action, as a joint-position channel
     (``Layout.position_view``: a velocity servo's is its joint's position); ConfigError if
     none does."""
@@ -214,7 +221,8 @@ def goal_for_joint(layout, joint, act):
     raise ConfigError(f'joint {joint!r} has no goal channel', where=f'actions.{act.name}')
 
 
-def joint_bounds(layout, act):
+def joint_bounds(layout: 'Layout',
+                 act: 'Action') -> tuple[list, np.ndarray, np.ndarray]:
     """The action's goal channels, and the native joint range each may move in: the
     channel's own limits narrowed by the device file's min/max."""
     goals = [goal_for_joint(layout, j, act) for j in act.joints]
@@ -229,13 +237,14 @@ def joint_bounds(layout, act):
 class Planner:
     """Solves move_to requests on a private MjData, one at a time, off the stepper."""
 
-    def __init__(self, model, layout):
+    def __init__(self, model: mujoco.MjModel, layout: 'Layout') -> None:
         self.model = model
         self.layout = layout
         self._scratch = mujoco.MjData(model)
         self._lock = threading.Lock()
 
-    def plan(self, act, snap, target, speed_ms, aim, path, tolerance, aim_tolerance):
+    def plan(self, act: 'Action', snap: Any, target: np.ndarray, speed_ms: Optional[float],
+             aim: Any, path: str, tolerance: float, aim_tolerance: float) -> Move:
         """A ``Move`` for the action from the state in ``snap``, ready for ``start_plan``;
         UNREACHABLE (nothing moved) when no joints within limits put the point there."""
         model, layout = self.model, self.layout
@@ -295,7 +304,8 @@ class Planner:
             move.min_duration = PEAK * distance_to_go(layout, move, snap) / speed_ms
         return move
 
-    def correct(self, move, snap, tolerance, aim_tolerance, setpoint=None):
+    def correct(self, move: Move, snap: Any, tolerance: float, aim_tolerance: float,
+                setpoint: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
         """New joint goals for a move that stopped out of tolerance: IK again from where
         the joints and the base really are, so a floating base that shifted under the arm
         (or a joint that ended elsewhere) is taken up the way a driver's outer loop would;
@@ -357,7 +367,9 @@ class Planner:
         d.qpos[jq] = q
         return bool(pairs() - now)
 
-    def near_start(self, sol, target, q_start, lower, upper, snap, tol, aim_tol, common):
+    def near_start(self, sol: Any, target: np.ndarray, q_start: np.ndarray,
+                   lower: np.ndarray, upper: np.ndarray, snap: Any, tol: float,
+                   aim_tol: float, common: dict) -> Any:
         """An answer nearer the start for one a random restart found: the descent from
         the start stalled (a joint near its limit), and a restart drawn anywhere in the
         ranges may land on the far branch of the arm, whose joint path sweeps through
@@ -396,7 +408,8 @@ class Planner:
         return sol
 
 
-def pinned_bounds(model, move, snap, q_now):
+def pinned_bounds(model: mujoco.MjModel, move: Move, snap: Any,
+                  q_now: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The move's joint bounds, less what a servo pinned at its ctrl limit cannot reach: a
     joint that stopped short of its setpoint with its ctrl (setpoint plus the gravity
     feed-forward) clamped at the range's end pushing toward it can go no further that way,
@@ -434,7 +447,7 @@ def _unreachable(act, target, sol, tol, aim_tol):
 
 
 # --- on the stepper thread ------------------------------------------------------------------
-def start_plan(model, move, start, now):
+def start_plan(model: mujoco.MjModel, move: Move, start: np.ndarray, now: float) -> Plan:
     """The move's path from setpoints ``start`` at simulated time ``now``: the Cartesian
     line's waypoints, or one synchronised min-jerk segment to the solved joints."""
     cart = move.cartesian
@@ -450,15 +463,17 @@ def start_plan(model, move, start, now):
     return MinJerkPlan(move.actuators, start, move.q_goal, now, T)
 
 
-def correction_plan(move, start, q_goal, now):
+def correction_plan(move: Move, start: np.ndarray, q_goal: np.ndarray,
+                    now: float) -> MinJerkPlan:
     """A short min-jerk path from setpoints ``start`` to a re-aim's joint goals."""
     T = max(duration(q_goal - start, move.rates), CORRECT_TIME)
     return MinJerkPlan(move.actuators, start, q_goal, now, T)
 
 
-def then_plans(layout, then, setpoint, now):
+def then_plans(layout: 'Layout', then: dict, setpoint: np.ndarray,
+               now: float) -> list[Plan]:
     """Min-jerk paths from ``setpoint`` to an action's ``then`` goals (native values)."""
-    plans = []
+    plans: list[Plan] = []
     for name, native in then.items():
         g = layout.goals[name]
         start = setpoint[g.actuator]
@@ -467,7 +482,8 @@ def then_plans(layout, then, setpoint, now):
     return plans
 
 
-def settle(layout, move, snap, tolerance, aim_tolerance):
+def settle(layout: 'Layout', move: Move, snap: Any, tolerance: float,
+           aim_tolerance: float) -> Optional[tuple[bool, str]]:
     """After the move's path ended: None while the point may still get closer, else
     ``(arrived, message)``. Keeps the move's best miss so far.
 

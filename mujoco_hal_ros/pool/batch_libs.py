@@ -13,10 +13,14 @@ the library has it, and ``step(sel, nstep, sensors)`` raising ``StepFailed`` wit
 failing environments and MuJoCo's message.
 """
 
+import importlib
 import re
+from typing import Any, Optional, Sequence
 
 import mujoco
+import numpy as np
 
+from ..checks import Vector
 from .randomization import DERIVED, FIELDS, view
 
 try:  # mujoco >= 4.0
@@ -24,10 +28,10 @@ try:  # mujoco >= 4.0
 except ImportError:  # mujoco 3.x
     _mujoco_batch = None
 
-_mjbatch = None
+_mjbatch: Any = None
 if _mujoco_batch is None:
     try:  # built for one MuJoCo 3.x release; on another its import fails and threads serve
-        import mjbatch as _mjbatch
+        _mjbatch = importlib.import_module('mjbatch')
     except Exception:  # noqa: BLE001 - absent or not loadable here: the same answer
         _mjbatch = None
 
@@ -39,7 +43,7 @@ class StepFailed(Exception):
     """MuJoCo raised in some simulations of a step: ``ids`` (None: not known which of
     those listed) and its ``message``."""
 
-    def __init__(self, ids, message):
+    def __init__(self, ids: Optional[Vector], message: str) -> None:
         super().__init__(message)
         self.ids = ids
         self.message = message
@@ -56,7 +60,8 @@ class MujocoBatch:
 
     library = 'mujoco.batch'
 
-    def __init__(self, variants, variant_of, nsim, nthread):
+    def __init__(self, variants: Sequence[mujoco.MjModel], variant_of: np.ndarray, nsim: int,
+                 nthread: int) -> None:
         batch = _mujoco_batch.Batch(variants[0], nsim, nthread)
         if len(variants) > 1:
             batch.set_models([variants[v] for v in variant_of.tolist()])
@@ -65,19 +70,19 @@ class MujocoBatch:
         self.warning = batch.warning
 
     @staticmethod
-    def unsupported(variants):
+    def unsupported(variants: Sequence[mujoco.MjModel]) -> Optional[str]:
         model = variants[0]
         missing = [k for k in _randomizable(model)
                    if view(model, k).size and k not in _mujoco_batch.MODEL_FIELDS]
         return f'mujoco.batch cannot expand {", ".join(missing)}' if missing else None
 
-    def bind(self, name):
+    def bind(self, name: str) -> Any:
         return self.raw.bind(name)
 
-    def expand(self, key):
+    def expand(self, key: str) -> Any:
         return self.raw.expand(key)
 
-    def step(self, sel, nstep, sensors):
+    def step(self, sel: Any, nstep: int, sensors: bool) -> None:
         try:
             self.raw.step(sel, nstep, _STAGE_ACC if sensors else _STAGE_NONE)
         except _mujoco_batch.SimulationError as exc:
@@ -91,7 +96,8 @@ class PublicMjbatch:
 
     library = 'mjbatch'
 
-    def __init__(self, variants, variant_of, nsim, nthread):
+    def __init__(self, variants: Sequence[mujoco.MjModel], variant_of: np.ndarray, nsim: int,
+                 nthread: int) -> None:
         try:
             batch = _mjbatch.Batch(variants[0], num_sims=nsim, num_threads=nthread)
         except Exception as exc:  # noqa: BLE001 - e.g. sleep enabled: the caller falls back
@@ -101,18 +107,18 @@ class PublicMjbatch:
         self.warning = batch.bind('warning')
 
     @staticmethod
-    def unsupported(variants):
+    def unsupported(variants: Sequence[mujoco.MjModel]) -> Optional[str]:
         if len(variants) > 1:
             return 'mjbatch runs one model for every simulation (it has no set_models)'
         return None
 
-    def bind(self, name):
+    def bind(self, name: str) -> Any:
         return self.raw.bind(name)
 
-    def expand(self, key):
+    def expand(self, key: str) -> Any:
         return self.raw.expand(key[4:] if key.startswith('opt.') else key)
 
-    def step(self, sel, nstep, sensors):
+    def step(self, sel: Any, nstep: int, sensors: bool) -> None:
         try:
             self.raw.step(sel, nstep)
             if sensors:
@@ -127,12 +133,12 @@ class PublicMjbatch:
                              f'first environment that failed; others may have too)') from None
 
 
-def mujoco_batch():
+def mujoco_batch() -> Any:
     """MuJoCo's own ``mujoco.batch`` module (MuJoCo >= 4.0), or None: the one import of it."""
     return _mujoco_batch
 
 
-def library():
+def library() -> Any:
     """The adapter class for the batch library here, or None."""
     if _mujoco_batch is not None:
         return MujocoBatch
@@ -141,7 +147,7 @@ def library():
     return None
 
 
-def why_none():
+def why_none() -> str:
     """Why no batch library is here, saying how to get one."""
     return (f'mujoco {mujoco.__version__} has no mujoco.batch (MuJoCo >= 4.0) and the public '
             f'mjbatch library is not importable with it (pip install mjbatch, built for one '

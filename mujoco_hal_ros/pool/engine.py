@@ -26,11 +26,13 @@ are per thread and per model variant, never per environment.
 import copy
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Optional, Sequence
 
 import mujoco
 import numpy as np
 
 from . import batch_libs
+from ..checks import Vector
 from ..errors import INTERNAL_ERROR, DeviceError
 from .layout import INTEGRATION
 from .randomization import Scratch, view
@@ -41,7 +43,7 @@ _BAD = [int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQ
         int(mujoco.mjtWarning.mjWARN_BADQACC)]
 
 
-def batch_available():
+def batch_available() -> bool:
     """Whether a C++ batch library is here: ``mujoco.batch`` (MuJoCo 4.0 and later), or the
     public ``mjbatch`` on the MuJoCo 3.x release it was built for (``batch_libs``)."""
     return batch_libs.library() is not None
@@ -55,23 +57,23 @@ class Slot:
     costs about a microsecond.
     """
 
-    def __init__(self, variants):
+    def __init__(self, variants: Sequence[mujoco.MjModel]) -> None:
         self._variants = variants
         self.datas = [mujoco.MjData(m) for m in variants]
         self.warnings = [d.warning.number for d in self.datas]
-        self._scratch = [None] * len(variants)
+        self._scratch: list[Any] = [None] * len(variants)
 
-    def data(self, variant):
+    def data(self, variant: int) -> mujoco.MjData:
         return self.datas[variant]
 
-    def scratch(self, variant):
+    def scratch(self, variant: int) -> Any:
         """The private model copy for patched environments; made on first use (a model's
         worth of time and memory), never per environment."""
         if self._scratch[variant] is None:
             self._scratch[variant] = Scratch(copy.copy(self._variants[variant]))
         return self._scratch[variant]
 
-    def release(self):
+    def release(self) -> None:
         self.datas = []
         self.warnings = []
         self._scratch = [None] * len(self._variants)
@@ -89,14 +91,14 @@ class Workers:
     CHUNKS_PER_THREAD = 4
     MIN_CHUNK = 2
 
-    def __init__(self, variants, nthread):
+    def __init__(self, variants: Sequence[mujoco.MjModel], nthread: int) -> None:
         self.nthread = nthread
         self.slots = [Slot(variants) for _ in range(nthread)]
         self._executor = None
         if nthread > 1:
             self._executor = ThreadPoolExecutor(nthread - 1, thread_name_prefix='envpool')
 
-    def run(self, fn, n, parallel=True):
+    def run(self, fn: Callable[[Any, Any], Any], n: int, parallel: bool = True) -> None:
         """Call ``fn(slot, range)`` over contiguous chunks covering ``range(n)``; wait for all.
 
         Exceptions propagate after every participant has stopped, so no worker is still
@@ -130,7 +132,7 @@ class Workers:
         if errors:
             raise errors[0]
 
-    def close(self):
+    def close(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
@@ -138,7 +140,7 @@ class Workers:
             slot.release()
 
 
-def simulation_error(env_ids, message):
+def simulation_error(env_ids: Any, message: str) -> DeviceError:
     """The pool's error for MuJoCo raising inside a step: which environments, and why."""
     shown = ', '.join(str(e) for e in env_ids[:5]) + (', ...' if len(env_ids) > 5 else '')
     return DeviceError(INTERNAL_ERROR, f'MuJoCo raised an error stepping environment(s) '
@@ -158,16 +160,18 @@ class ThreadEngine:
     name = 'threads'
     library = None
 
-    def __init__(self, variants, variant_of, workers, patches, layout, rows):
+    def __init__(self, variants: Sequence[mujoco.MjModel], variant_of: np.ndarray,
+                 workers: Any, patches: Any, layout: Any, rows: np.ndarray) -> None:
         self._variants = variants
         self._variant_of = variant_of
         self._workers = workers
         self._patches = patches
         self._ctrl_cols = layout.columns('ctrl')
         self._nsensordata = variants[0].nsensordata
-        self.state = rows
+        self.state: Any = rows
 
-    def step(self, ids, nstep, const, per_step, sensors):
+    def step(self, ids: np.ndarray, nstep: int, const: Any, per_step: Any,
+             sensors: bool) -> tuple[np.ndarray, Any, np.ndarray]:
         """Step ``ids`` and commit; returns ``(rows, sensordata or None, unstable)``.
 
         The rows are stepped in a private copy committed only after every environment
@@ -225,10 +229,10 @@ class ThreadEngine:
         self.state[ids] = rows
         return rows, sens, unstable
 
-    def sync(self, envs):
+    def sync(self, envs: Vector) -> None:
         """Randomization is read from the PatchStore at every step: nothing to copy."""
 
-    def close(self):
+    def close(self) -> None:
         self.state = None
 
 
@@ -248,32 +252,34 @@ class BatchEngine:
 
     name = 'batch'
 
-    def __init__(self, variants, variant_of, nthread, patches, layout, rows):
+    def __init__(self, variants: Sequence[mujoco.MjModel], variant_of: np.ndarray,
+                 nthread: int, patches: Any, layout: Any, rows: np.ndarray) -> None:
         self._variants = variants
         self._patches = patches
         self._nbatch = len(rows)
         self._lib = batch_libs.library()(variants, variant_of, self._nbatch, nthread)
         self.library = self._lib.library
-        self.state = self._lib.state
+        self.state: Any = self._lib.state
         self.state[:] = rows
         self._ctrl = self.state[:, layout.columns('ctrl')]
         self._warning = self._lib.warning
         self._nsensordata = variants[0].nsensordata
-        self._sensordata = None
-        self._expanded = {}  # randomizable or derived field -> live (nbatch, ...) values
+        self._sensordata: Any = None
+        self._expanded: dict = {}  # randomizable or derived field -> live (nbatch, ...) values
 
     @staticmethod
-    def supports(variants):
+    def supports(variants: Sequence[mujoco.MjModel]) -> Optional[str]:
         """Why no batch library here can run these models exactly, or None when one can."""
         lib = batch_libs.library()
         return batch_libs.why_none() if lib is None else lib.unsupported(variants)
 
     @property
-    def batch(self):
+    def batch(self) -> Any:
         """The library's own batch object."""
         return self._lib.raw
 
-    def step(self, ids, nstep, const, per_step, sensors):
+    def step(self, ids: np.ndarray, nstep: int, const: Any, per_step: Any,
+             sensors: bool) -> tuple[np.ndarray, Any, np.ndarray]:
         """Step ``ids`` and commit; returns ``(rows, sensordata or None, unstable)``.
 
         The library steps its rows in place, and a simulation MuJoCo raised in keeps its old
@@ -282,7 +288,8 @@ class BatchEngine:
         """
         n = len(ids)
         if n == self._nbatch:      # distinct and in range, so every env in order
-            ordered, sids, sel, rows_at = True, ids, None, slice(None)
+            ordered, sids, sel = True, ids, None
+            rows_at: Any = slice(None)
         else:
             order = np.argsort(ids, kind='stable')
             ordered = bool((order == np.arange(n)).all())
@@ -325,7 +332,7 @@ class BatchEngine:
                 sens = self._sensordata.copy() if full else self._sensordata[ids]
         return rows, sens, unstable
 
-    def sync(self, envs):
+    def sync(self, envs: Vector) -> None:
         """Write the PatchStore's values for ``envs`` into the batch's per-sim fields.
 
         Fields another environment expanded go back to the nominal values for these
@@ -344,6 +351,6 @@ class BatchEngine:
                 sel = envs[has[envs]]
                 values[sel] = patches.values[key][sel]
 
-    def close(self):
+    def close(self) -> None:
         self._lib = self.state = self._ctrl = self._warning = self._sensordata = None
         self._expanded = {}

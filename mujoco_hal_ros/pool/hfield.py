@@ -7,6 +7,8 @@ against ``mj_ray`` on the real hfield geom). Points outside the field come back 
 than a clamped edge height so a caller cannot mistake "off the map" for flat ground.
 """
 
+from typing import Any, Optional
+
 import mujoco
 import numpy as np
 
@@ -15,7 +17,7 @@ from ..errors import InvalidArgument
 FRAMES = ('world', 'body', 'yaw')
 
 
-def grid(model, hfield_id):
+def grid(model: mujoco.MjModel, hfield_id: int) -> tuple[np.ndarray, tuple[float, float]]:
     """``(heights (nrow, ncol) in metres above the geom origin, half extents (sx, sy))``."""
     nrow = int(model.hfield_nrow[hfield_id])
     ncol = int(model.hfield_ncol[hfield_id])
@@ -25,7 +27,7 @@ def grid(model, hfield_id):
     return data.reshape(nrow, ncol) * size[2], (float(size[0]), float(size[1]))
 
 
-def geom_of(model, hfield_id):
+def geom_of(model: mujoco.MjModel, hfield_id: int) -> Optional[int]:
     """The first geom that instantiates the height field (it carries the world pose)."""
     for g in range(model.ngeom):
         if (model.geom_type[g] == mujoco.mjtGeom.mjGEOM_HFIELD
@@ -34,7 +36,7 @@ def geom_of(model, hfield_id):
     return None
 
 
-def to_world_xy(points, frame, body_pos, body_mat):
+def to_world_xy(points: np.ndarray, frame: str, body_pos: Any, body_mat: Any) -> np.ndarray:
     """Offsets ``(m, 2|3)`` to world xy ``(n, m, 2)`` given per-env body poses ``(n, 3|9)``.
 
     'body' applies the full body rotation (a tilted trunk looks at tilted offsets); 'yaw' uses
@@ -56,7 +58,8 @@ def to_world_xy(points, frame, body_pos, body_mat):
     return np.stack([x, y], axis=-1)
 
 
-def sample(heights, half, world_xy, geom_pos, geom_mat):
+def sample(heights: np.ndarray, half: tuple[float, float], world_xy: np.ndarray,
+           geom_pos: np.ndarray, geom_mat: np.ndarray) -> np.ndarray:
     """World z of the bilinear surface under ``world_xy (n, m, 2)``; NaN outside the grid.
 
     The geom may be yawed and shifted but not tilted: a tilted field has no single "height

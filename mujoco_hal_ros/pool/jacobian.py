@@ -21,6 +21,7 @@ import copy
 import ctypes
 import glob
 import os
+from typing import Any, Optional, Sequence
 
 import mujoco
 import numpy as np
@@ -83,12 +84,12 @@ def _load():
 _KERNEL, _WHY = _load()
 
 
-def why_unavailable():
+def why_unavailable() -> Optional[str]:
     """None where the compiled loop is in use, else why the Python loop answers instead."""
     return _WHY
 
 
-def kinematic_parts(layout):
+def kinematic_parts(layout: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(offsets, specs)``: the parts of an integration row that kinematics reads.
 
     Positions and mocap poses only: restoring the rest (velocities, controls, warm start, a
@@ -103,7 +104,9 @@ def kinematic_parts(layout):
     return np.asarray(offsets, dtype=np.int64), np.asarray(specs, dtype=np.int32)
 
 
-def native_jacobians(kind, model, datas, state, parts, rows, slots, objs, jacp, jacr):
+def native_jacobians(kind: str, model: mujoco.MjModel, datas: Sequence[mujoco.MjData],
+                     state: np.ndarray, parts: Any, rows: np.ndarray, slots: np.ndarray,
+                     objs: np.ndarray, jacp: np.ndarray, jacr: np.ndarray) -> None:
     """Jacobians of ``objs`` at ``state[rows]`` into ``jacp[slots]``, ``jacr[slots]``, in C
     on ``len(datas)`` threads (``datas``: one scratch MjData of ``model``'s sizes each).
 
@@ -121,7 +124,9 @@ def native_jacobians(kind, model, datas, state, parts, rows, slots, objs, jacp, 
        jacp.shape[-1], jacp.ctypes.data, jacr.ctypes.data)
 
 
-def python_jacobians(kind, model, datas, state, parts, rows, slots, objs, jacp, jacr):
+def python_jacobians(kind: str, model: mujoco.MjModel, datas: Sequence[mujoco.MjData],
+                     state: np.ndarray, parts: Any, rows: np.ndarray, slots: np.ndarray,
+                     objs: np.ndarray, jacp: np.ndarray, jacr: np.ndarray) -> None:
     """The loop a user would write, whole rows restored, on ``datas[0]``: the fallback where
     the compiled loop is missing (threads would only queue on the GIL), and the reference."""
     del parts
@@ -138,7 +143,7 @@ def python_jacobians(kind, model, datas, state, parts, rows, slots, objs, jacp, 
 jacobians = native_jacobians if _KERNEL is not None else python_jacobians
 
 
-def lean_models(variants):
+def lean_models(variants: Sequence[mujoco.MjModel]) -> tuple[mujoco.MjModel, ...]:
     """The models the loop runs, one per variant: copies whose bodies own no geoms.
 
     MuJoCo's kinematics poses each body's geoms with the body; without them it does the

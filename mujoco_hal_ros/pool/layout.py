@@ -28,13 +28,13 @@ def _elementary_bits():
 class StateLayout:
     """Offsets of the elementary components inside the integration and physics vectors."""
 
-    def __init__(self, model):
+    def __init__(self, model: mujoco.MjModel) -> None:
         self.full_size = mujoco.mj_stateSize(model, INTEGRATION)
         self.size = mujoco.mj_stateSize(model, FULLPHYSICS)
         self.components = []  # (name, offset in physics vector, size)
         self.full_components = []  # (name, offset in integration vector, size)
         self._slices = {}
-        physics_cols = []
+        physics_cols: list = []
         offset = 0
         physics_offset = 0
         for bit, name in _elementary_bits():
@@ -52,14 +52,14 @@ class StateLayout:
             raise RuntimeError('mjtState layout does not add up; MuJoCo changed its state order')
         self.physics_columns = np.asarray(physics_cols, dtype=np.intp)
 
-    def columns(self, name):
+    def columns(self, name: str) -> slice:
         """Slice of component ``name`` (e.g. 'qpos', 'ctrl') inside an integration row."""
         return self._slices[name]
 
     @property
-    def names(self):
+    def names(self) -> list[str]:
         return [name for name, _, _ in self.components]
 
-    def describe(self, full=False):
+    def describe(self, full: bool = False) -> list:
         """``[(name, offset, size), ...]`` for a message that ships the flat vector."""
         return list(self.full_components if full else self.components)

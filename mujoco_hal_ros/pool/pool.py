@@ -11,10 +11,12 @@ or failed call leaves every environment exactly as it was.
 """
 
 import threading
+from typing import Any, Callable, Optional, Sequence, Union
 
 import mujoco
 import numpy as np
 
+from ..checks import Vector
 from ..errors import ClosedError, InvalidArgument, ModelError
 from . import hfield as hf
 from . import jacobian as jac
@@ -25,7 +27,7 @@ from .queries import Queries
 from .randomization import FIELDS, PatchStore, view
 from .requests import (MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD, Requests, check_costs,  # noqa: F401
                        check_engine, check_flag, check_models, check_variant_of, user_call)
-from .results import EvaluateResult, ForwardResult, step_result
+from .results import EvaluateResult, ForwardResult, step_result, StepResult
 from .validate import integer
 
 
@@ -48,8 +50,9 @@ class EnvPool:
         randomization, which mujoco.batch cannot combine with variants.
     """
 
-    def __init__(self, model, nbatch, *, nthread=1, variant_of=None, keyframe=None,
-                 engine='auto'):
+    def __init__(self, model: Union[mujoco.MjModel, Sequence[mujoco.MjModel]], nbatch: int, *,
+                 nthread: int = 1, variant_of: Optional[Vector] = None,
+                 keyframe: Union[int, str, None] = None, engine: str = 'auto') -> None:
         check_engine(engine)
         if engine == 'batch' and not batch_available():
             raise InvalidArgument(f"engine='batch' needs a batch library: {batch_libs.why_none()}",
@@ -68,7 +71,7 @@ class EnvPool:
         self._requests = Requests(self._variants, vmap, self.layout)
         self._ctrl_cols = self.layout.columns('ctrl')
         key = None if keyframe is None else self._requests.keyframe(keyframe, range(nvar))
-        self._base_rows = {}  # (variant, keyframe or None) -> integration row after reset
+        self._base_rows: dict = {}  # (variant, keyframe or None) -> integration row after reset
         self._patches = PatchStore(self._variants, self._nbatch)
         self._lock = threading.RLock()
         self._closed = False
@@ -102,68 +105,68 @@ class EnvPool:
 
     # ------------------------------------------------------------------ description
     @property
-    def nbatch(self):
+    def nbatch(self) -> int:
         return self._nbatch
 
     @property
-    def nthread(self):
+    def nthread(self) -> int:
         return self._nthread
 
     @property
-    def engine(self):
+    def engine(self) -> str:
         """'batch' or 'threads': the engine stepping the environments now."""
         return self._engine.name
 
     @property
-    def engine_library(self):
+    def engine_library(self) -> Optional[str]:
         """'mujoco.batch' or 'mjbatch' on the batch engine, None on threads."""
         return self._engine.library
 
     @property
-    def variants(self):
+    def variants(self) -> tuple[mujoco.MjModel, ...]:
         """The nominal models; treat as read-only (randomization never writes into them)."""
         return self._variants
 
     @property
-    def model(self):
+    def model(self) -> mujoco.MjModel:
         return self._variants[0]
 
     @property
-    def variant_of(self):
+    def variant_of(self) -> np.ndarray:
         return self._variant_of.copy()
 
     @property
-    def state_size(self):
+    def state_size(self) -> int:
         """Width of a ``get_state()`` row: ``mj_stateSize(m, mjSTATE_FULLPHYSICS)``."""
         return self.layout.size
 
     @property
-    def full_state_size(self):
+    def full_state_size(self) -> int:
         """Width of a ``get_state(full=True)`` row: ``mjSTATE_INTEGRATION``."""
         return self.layout.full_size
 
     @property
-    def state_names(self):
+    def state_names(self) -> list[str]:
         return self.layout.names
 
-    def state_layout(self, full=False):
+    def state_layout(self, full: bool = False) -> list:
         """``[(component, offset, size), ...]`` describing a state row for a ROS message."""
         return self.layout.describe(full)
 
     @property
-    def randomizable_fields(self):
+    def randomizable_fields(self) -> tuple[str, ...]:
         return tuple(FIELDS)
 
     @property
-    def site_names(self):
+    def site_names(self) -> list[str]:
         return list(self._requests.site_names)
 
     @property
-    def body_names(self):
+    def body_names(self) -> list[str]:
         return list(self._requests.body_names)
 
     @property
-    def variant_patches_refused(self):
+    def variant_patches_refused(self) -> bool:
         """True when randomization is refused: variants on mujoco.batch by request."""
         return (self._engine.name == 'batch' and len(self._variants) > 1
                 and self._engine_choice == 'batch')
@@ -174,7 +177,7 @@ class EnvPool:
                 f'variants={len(self._variants)}, engine={self._engine.name}, {state})')
 
     # ------------------------------------------------------------------ lifecycle
-    def close(self):
+    def close(self) -> None:
         """Stop the worker threads and drop scratch data; later calls raise ClosedError."""
         with self._lock:
             if self._closed:
@@ -228,7 +231,7 @@ class EnvPool:
         return np.stack(rows)
 
     # ------------------------------------------------------------------ state
-    def get_state(self, env_ids=None, *, full=False):
+    def get_state(self, env_ids: Optional[Vector] = None, *, full: bool = False) -> np.ndarray:
         """``(n, state_size)`` mjSTATE_FULLPHYSICS rows (``full``: mjSTATE_INTEGRATION)."""
         with self._lock:
             self._check_open()
@@ -237,7 +240,8 @@ class EnvPool:
             rows = self._state[ids]
             return rows if full else rows[:, self.layout.physics_columns]
 
-    def set_state(self, states, env_ids=None, *, full=False):
+    def set_state(self, states: Vector, env_ids: Optional[Vector] = None, *,
+                  full: bool = False) -> None:
         """Overwrite the state of listed environments; the others are untouched.
 
         Physics rows are applied as ``mj_resetData`` + ``mj_setState(FULLPHYSICS)`` would:
@@ -258,7 +262,7 @@ class EnvPool:
         rows[:, self.layout.physics_columns] = physics
         return rows
 
-    def field_values(self, field, env_ids=None):
+    def field_values(self, field: str, env_ids: Optional[Vector] = None) -> np.ndarray:
         """Effective ``(n, *shape)`` values of a randomizable field (patched or nominal)."""
         with self._lock:
             self._check_open()
@@ -270,7 +274,7 @@ class EnvPool:
                 out[p] = self._patches.effective(self._variant_of[env], env, field)
             return out
 
-    def randomized(self, env_ids=None):
+    def randomized(self, env_ids: Optional[Vector] = None) -> np.ndarray:
         """``(n,)`` bool: which environments currently run on patched model values."""
         with self._lock:
             self._check_open()
@@ -278,7 +282,8 @@ class EnvPool:
             return self._patches.patched[ids]
 
     # ------------------------------------------------------------------ reset
-    def reset(self, env_ids=None, *, keyframe=None, states=None, randomization=None):
+    def reset(self, env_ids: Optional[Vector] = None, *, keyframe: Union[int, str, None] = None,
+              states: Optional[Vector] = None, randomization: Optional[dict] = None) -> None:
         """Reset only the listed environments; all others keep state and model values.
 
         Args:
@@ -330,7 +335,8 @@ class EnvPool:
         self._state[ids] = rows
 
     # ------------------------------------------------------------------ stepping
-    def step(self, nstep=1, ctrl=None, env_ids=None, *, sensors=False):
+    def step(self, nstep: int = 1, ctrl: Optional[Vector] = None,
+             env_ids: Optional[Vector] = None, *, sensors: bool = False) -> StepResult:
         """Advance the listed environments ``nstep`` steps; return only their final state.
 
         Args:
@@ -377,7 +383,7 @@ class EnvPool:
                 target[p] = source
         return out
 
-    def forward(self, env_ids=None):
+    def forward(self, env_ids: Optional[Vector] = None) -> ForwardResult:
         """Sensors and kinematics at the current state (mj_forward); no time advances."""
         with self._lock:
             self._check_open()
@@ -391,7 +397,8 @@ class EnvPool:
         got = self._queries.gather(kind, self._state, ids)
         return got if got is not None else self._gather(ids, fields, stage)
 
-    def site_jacobians(self, sites, env_ids=None):
+    def site_jacobians(self, sites: Sequence[Union[str, int]],
+                       env_ids: Optional[Vector] = None) -> tuple[np.ndarray, np.ndarray]:
         """Translational and rotational site Jacobians, each ``(n, nsite, 3, nv)``.
 
         Bit-identical to ``mj_jacSite`` after ``mj_kinematics`` + ``mj_comPos`` on each
@@ -405,7 +412,8 @@ class EnvPool:
             ids = self._requests.ids(env_ids)
             return self._jacobians('site', ids, sids)
 
-    def body_jacobians(self, bodies, env_ids=None):
+    def body_jacobians(self, bodies: Sequence[Union[str, int]],
+                       env_ids: Optional[Vector] = None) -> tuple[np.ndarray, np.ndarray]:
         """Translational and rotational Jacobians of body origins, each ``(n, nbody, 3, nv)``.
 
         As ``site_jacobians`` with ``mj_jacBody``, for models that have no sites where the
@@ -444,7 +452,9 @@ class EnvPool:
         sel = np.nonzero(self._variant_of[ids] == variant)[0]
         return sel if sel.size else None
 
-    def hfield_heights(self, hfield, points, frame='world', body=None, env_ids=None):
+    def hfield_heights(self, hfield: Union[str, int], points: Vector, frame: str = 'world',
+                       body: Union[str, int, None] = None,
+                       env_ids: Optional[Vector] = None) -> np.ndarray:
         """World z of a height field under points given in a world, body or yaw frame.
 
         Args:
@@ -477,8 +487,12 @@ class EnvPool:
             return out
 
     # ------------------------------------------------------------------ evaluate
-    def evaluate(self, ctrl, nstep=None, *, keyframe=None, initial_state=None, env_ids=None,
-                 randomization=None, cost=None, progress=None, chunk_steps=50):
+    def evaluate(self, ctrl: Vector, nstep: Optional[int] = None, *,
+                 keyframe: Union[int, str, None] = None, initial_state: Optional[Vector] = None,
+                 env_ids: Optional[Vector] = None, randomization: Optional[dict] = None,
+                 cost: Optional[Callable[[np.ndarray, np.ndarray], Vector]] = None,
+                 progress: Optional[Callable[[float], Any]] = None,
+                 chunk_steps: int = 50) -> EvaluateResult:
         """Reset, roll open-loop controls forward in chunks, return final states and costs.
 
         Args:

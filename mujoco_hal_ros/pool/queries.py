@@ -14,6 +14,7 @@ its own loop. (Jacobians have their own compiled loop: ``jacobian``.)
 """
 
 import copy
+from typing import Optional, Sequence
 
 import mujoco
 import numpy as np
@@ -33,11 +34,12 @@ _NO_CONTACT = int(mujoco.mjtDisableBit.mjDSBL_CONTACT) | int(
 class Queries:
     """Lazily made query batches, one per kind in ``KINDS``."""
 
-    def __init__(self, variants, variant_of, nthread):
+    def __init__(self, variants: Sequence[mujoco.MjModel], variant_of: np.ndarray,
+                 nthread: int) -> None:
         self._variants = variants
         self._variant_of = variant_of
         self._nthread = nthread
-        self._batches = {}     # kind -> (Batch, {field: bound array}) or None: unavailable
+        self._batches: dict = {}     # kind -> (Batch, {field: bound array}) or None: unavailable
 
     def _batch(self, kind):
         if kind not in self._batches:
@@ -59,7 +61,7 @@ class Queries:
             return None
         return batch, bound, models
 
-    def gather(self, kind, state, ids):
+    def gather(self, kind: str, state: np.ndarray, ids: np.ndarray) -> Optional[dict]:
         """``{field: (n, ...)}`` at the rows ``state[ids]``, or None where unavailable."""
         made = self._batch(kind)
         if made is None:
@@ -81,5 +83,5 @@ class Queries:
             return {f: np.take(v, ids, axis=0) for f, v in bound.items()}
         return {f: v[ids] for f, v in bound.items()}
 
-    def close(self):
+    def close(self) -> None:
         self._batches = {}

@@ -22,9 +22,12 @@ A reset without randomization drops the environment's patch, which is how nomina
 back; nothing is ever written into the shared nominal model.
 """
 
+from typing import Any, Iterable, Optional, Sequence
+
 import mujoco
 import numpy as np
 
+from ..checks import Vector
 from ..errors import InvalidArgument, UnknownName
 from .validate import float_array
 
@@ -53,14 +56,14 @@ DERIVED = ('body_subtreemass', 'body_invweight0', 'dof_invweight0', 'dof_M0',
            'light_dir0')
 
 
-def view(model, key):
+def view(model: mujoco.MjModel, key: str) -> np.ndarray:
     """Writable array view of a model field given as 'body_mass' or 'opt.gravity'."""
     if key.startswith('opt.'):
         return getattr(model.opt, key[4:])
     return getattr(model, key)
 
 
-def check_patch(model, randomization, n):
+def check_patch(model: mujoco.MjModel, randomization: Any, n: int) -> dict:
     """Validate a ``{field: values}`` dict for ``n`` environments; returns float arrays.
 
     Values may be per environment ``(n, *shape)`` or one ``shape`` for all of them.
@@ -87,13 +90,13 @@ def _derived_keys(model):
 class Scratch:
     """A worker's private copy of one variant and which patch it currently holds."""
 
-    def __init__(self, model):
+    def __init__(self, model: mujoco.MjModel) -> None:
         self.model = model
-        self.applied = frozenset()   # keys whose values differ from nominal right now
+        self.applied: frozenset = frozenset()   # keys whose values differ from nominal right now
         self.holding = None          # (env, version) whose patch is fully applied
-        self._views = {}
+        self._views: dict = {}
 
-    def view(self, key):
+    def view(self, key: str) -> np.ndarray:
         """Cached field view: building one from MjModel costs about a microsecond."""
         out = self._views.get(key)
         if out is None:
@@ -104,29 +107,29 @@ class Scratch:
 class PatchStore:
     """Per-environment overrides of model fields, stored densely per field."""
 
-    def __init__(self, variants, nbatch):
+    def __init__(self, variants: Sequence[mujoco.MjModel], nbatch: int) -> None:
         self.variants = variants
         self.nbatch = nbatch
         self.derived = _derived_keys(variants[0])
-        self.values = {}  # key -> (nbatch, *shape) float64, allocated on first use
-        self.keys_of = [frozenset()] * nbatch
+        self.values: dict = {}  # key -> (nbatch, *shape) float64, allocated on first use
+        self.keys_of: list[frozenset] = [frozenset()] * nbatch
         self.version = [0] * nbatch
         # whole-pool masks, so a reset of many environments needs no per-environment loop
         self.patched = np.zeros(nbatch, dtype=bool)
-        self.has = {}     # key -> (nbatch,) bool: which environments store a value for it
+        self.has: dict = {}     # key -> (nbatch,) bool: which environments store a value for it
         self._nominal = [Scratch(m) for m in variants]  # only for cached read-only views
 
-    def shape(self, key):
+    def shape(self, key: str) -> tuple:
         return view(self.variants[0], key).shape
 
-    def check(self, randomization, n):
+    def check(self, randomization: Any, n: int) -> dict:
         """Validate a ``{field: values}`` dict for ``n`` environments; see ``check_patch``."""
         return check_patch(self.variants[0], randomization, n)
 
-    def needs_const(self, keys):
+    def needs_const(self, keys: Iterable[str]) -> bool:
         return any(FIELDS[k][0] for k in keys)
 
-    def compute(self, slot, variant, env, patch):
+    def compute(self, slot: Any, variant: int, env: int, patch: dict) -> dict:
         """Effective field values for one env: its patch plus mj_setConst outputs if needed.
 
         Derived constants equal to nominal are not stored (a friction-only patch stays one
@@ -149,7 +152,7 @@ class PatchStore:
         scratch.holding = None
         return out
 
-    def commit(self, env, values):
+    def commit(self, env: int, values: Optional[dict]) -> None:
         """Store a computed patch for ``env`` (``None`` or empty drops it)."""
         self.version[env] += 1
         for key in self.keys_of[env]:
@@ -170,7 +173,7 @@ class PatchStore:
         self.keys_of[env] = frozenset(values)
         self.patched[env] = True
 
-    def drop(self, envs):
+    def drop(self, envs: Vector) -> None:
         """Back to nominal values for ``envs``; only the patched ones cost a Python step."""
         for env in np.asarray(envs)[self.patched[envs]].tolist():
             self.commit(env, None)
@@ -181,7 +184,7 @@ class PatchStore:
             scratch.view(key)[...] = nominal.view(key)
         scratch.applied = scratch.applied & keep
 
-    def model_for(self, slot, variant, env):
+    def model_for(self, slot: Any, variant: int, env: int) -> mujoco.MjModel:
         """The model env ``env`` must run on: nominal, or the slot's scratch with its patch."""
         keys = self.keys_of[env]
         if not keys:
@@ -197,11 +200,11 @@ class PatchStore:
         scratch.holding = tag
         return scratch.model
 
-    def effective(self, variant, env, key):
+    def effective(self, variant: int, env: int, key: str) -> np.ndarray:
         """Current value of ``key`` for ``env`` (patched or nominal), as a copy."""
         if key in self.keys_of[env]:
             return self.values[key][env].copy()
         return np.array(view(self.variants[variant], key), dtype=np.float64, copy=True)
 
-    def nbytes(self):
+    def nbytes(self) -> int:
         return sum(v.nbytes for v in self.values.values())

@@ -20,16 +20,19 @@ need it, creating a pool does.
 import functools
 import os
 import threading
+from typing import Any, Callable, Optional, Sequence, Union
 
+import mujoco
 import numpy as np
 
+from ..checks import Vector
 from ..errors import INTERNAL_ERROR, ClosedError, ConfigError, DeviceError
 from .engine import simulation_error
 from .layout import StateLayout
 from .randomization import FIELDS, view
 from .requests import (MAX_NBATCH, MAX_NTHREAD, Requests, check_costs, check_engine,
                        check_flag, check_models, check_variant_of, user_call)
-from .results import EvaluateResult, ForwardResult, step_result
+from .results import EvaluateResult, ForwardResult, step_result, StepResult
 from .validate import integer
 
 RESPAWN_TIMEOUT_S = 120.0
@@ -89,45 +92,48 @@ class Shard:
     driver can re-create this shard anywhere after losing it.
     """
 
-    def __init__(self, variants, nbatch, nthread, variant_of, keyframe, engine):
+    def __init__(self, variants: Sequence[mujoco.MjModel], nbatch: int, nthread: int,
+                 variant_of: Optional[Vector], keyframe: Union[int, str, None],
+                 engine: str) -> None:
         from .pool import EnvPool
         self.pool = EnvPool(variants, nbatch, nthread=nthread, variant_of=variant_of,
                             keyframe=keyframe, engine=engine)
 
-    def info(self):
+    def info(self) -> dict:
         import ray
         return {'engine': self.pool.engine, 'pid': os.getpid(),
                 'node_id': ray.get_runtime_context().get_node_id(),
                 'rows': self.pool.get_state(full=True)}
 
     @_carried
-    def step(self, ids, nstep, ctrl, sensors):
+    def step(self, ids: np.ndarray, nstep: int, ctrl: Any, sensors: bool) -> Any:
         res = self.pool.step(nstep, ctrl, ids, sensors=sensors)
         return self.pool.get_state(ids, full=True), res.sensordata, res.unstable
 
     @_carried
-    def reset(self, ids, keyframe, states, randomization):
+    def reset(self, ids: np.ndarray, keyframe: Any, states: Any, randomization: Any) -> Any:
         self.pool.reset(ids, keyframe=keyframe, states=states, randomization=randomization)
         return self.pool.get_state(ids, full=True)
 
     @_carried
-    def set_state(self, ids, states, full):
+    def set_state(self, ids: np.ndarray, states: Any, full: bool) -> Any:
         self.pool.set_state(states, ids, full=full)
         return self.pool.get_state(ids, full=True)
 
     @_carried
-    def evaluate(self, ids, ctrl, keyframe, states, randomization, chunk_steps):
+    def evaluate(self, ids: np.ndarray, ctrl: Any, keyframe: Any, states: Any,
+                 randomization: Any, chunk_steps: int) -> Any:
         res = self.pool.evaluate(ctrl, keyframe=keyframe, initial_state=states, env_ids=ids,
                                  randomization=randomization, chunk_steps=chunk_steps)
         return (self.pool.get_state(ids, full=True), res.sensordata, res.steps_done,
                 res.unstable)
 
     @_carried
-    def query(self, method, ids, *args):
+    def query(self, method: str, ids: np.ndarray, *args: Any) -> Any:
         return getattr(self.pool, method)(*args, env_ids=ids)
 
     @_carried
-    def restore(self, groups, rows):
+    def restore(self, groups: Any, rows: Any) -> None:
         """Back to ``rows`` and the listed randomizations, whatever this shard held before."""
         self.pool.reset()
         for ids, patch in groups:
@@ -152,8 +158,12 @@ class RayPool:
       init_options: extra ``ray.init`` arguments when the pool connects.
     """
 
-    def __init__(self, model, nbatch, *, nshard=None, nthread=1, variant_of=None, keyframe=None,
-                 engine='auto', address=None, actor_options=None, init_options=None):
+    def __init__(self, model: Union[mujoco.MjModel, Sequence[mujoco.MjModel]], nbatch: int, *,
+                 nshard: Optional[int] = None, nthread: int = 1,
+                 variant_of: Optional[Vector] = None, keyframe: Union[int, str, None] = None,
+                 engine: str = 'auto', address: Optional[str] = None,
+                 actor_options: Optional[dict] = None,
+                 init_options: Optional[dict] = None) -> None:
         check_engine(engine)
         variants = check_models(model)
         self._nbatch = integer(nbatch, 'nbatch', 1, MAX_NBATCH)
@@ -176,13 +186,13 @@ class RayPool:
                               f'{address!r} cannot apply; pass address=None to use that '
                               f'connection', where='address')
         if not ray.is_initialized():
-            opts = {'include_dashboard': False, 'log_to_driver': False}
+            opts: dict[str, Any] = {'include_dashboard': False, 'log_to_driver': False}
             opts.update(init_options or {})
             if address not in (None, 'local'):
                 opts['address'] = address
             ray.init(**opts)
             self._owns_ray = True
-        options = {'num_cpus': 1, 'scheduling_strategy': 'SPREAD'}
+        options: dict[str, Any] = {'num_cpus': 1, 'scheduling_strategy': 'SPREAD'}
         options.update(actor_options or {})
         if nshard is None:
             cpus = ray.cluster_resources().get('CPU', 1) / max(options['num_cpus'], 1e-3)
@@ -196,7 +206,7 @@ class RayPool:
         self._rows = np.empty((self._nbatch, self.layout.full_size))
         self._patch_of = [None] * self._nbatch   # last randomization per environment
         self._nodes = [None] * self._nshard
-        self._engine_name = None
+        self._engine_name: Optional[str] = None
         self._respawns = 0
         try:
             self._actors = [self._spawn(k) for k in range(self._nshard)]
@@ -287,11 +297,11 @@ class RayPool:
                     failure = failure or (parts[i][0], exc)
             if failure is not None:
                 self._put_back([k for k, _, _ in parts])
-                k, exc = failure
-                cause = exc.cause
+                k, task_error = failure
+                cause = task_error.cause
                 if isinstance(cause, ShardFailure):
                     raise _as_device_error(cause, int(self._bounds[k])) from None
-                raise cause if isinstance(cause, BaseException) else exc
+                raise cause if isinstance(cause, BaseException) else task_error
             if not lost:
                 return out
             for i in lost:
@@ -351,27 +361,27 @@ class RayPool:
     body_names = property(lambda self: list(self._requests.body_names))
 
     @property
-    def engine(self):
+    def engine(self) -> Optional[str]:
         """The engine the shards' EnvPools step with ('batch' or 'threads')."""
         return self._engine_name
 
     @property
-    def shard_nodes(self):
+    def shard_nodes(self) -> list:
         """Ray node id of each shard actor now (changes when a lost shard is re-created)."""
         return list(self._nodes)
 
     @property
-    def shard_bounds(self):
+    def shard_bounds(self) -> list[tuple[int, int]]:
         """``[(first env, end)]`` of each shard."""
         return [(int(a), int(b)) for a, b in zip(self._bounds[:-1], self._bounds[1:])]
 
     @property
-    def respawns(self):
+    def respawns(self) -> int:
         """How many times a lost shard was re-created."""
         return self._respawns
 
     @_serialised
-    def shard_rows(self):
+    def shard_rows(self) -> np.ndarray:
         """``(nbatch, full_state_size)`` rows read from the shard actors themselves.
 
         ``get_state`` answers from the driver's copy; this asks the shards, to check that
@@ -380,7 +390,7 @@ class RayPool:
         infos = self._ray.get([a.info.remote() for a in self._actors])
         return np.concatenate([info['rows'] for info in infos])
 
-    def state_layout(self, full=False):
+    def state_layout(self, full: bool = False) -> list:
         return self.layout.describe(full)
 
     def __repr__(self):
@@ -389,7 +399,7 @@ class RayPool:
                 f'nthread={self._nthread}, engine={self._engine_name}, {state})')
 
     # ------------------------------------------------------------------ lifecycle
-    def close(self):
+    def close(self) -> None:
         """Kill every shard actor (and a Ray this pool started); later calls raise."""
         lock = getattr(self, '_lock', None)
         if lock is None or self._closed:
@@ -431,14 +441,15 @@ class RayPool:
 
     # ------------------------------------------------------------------ state
     @_serialised
-    def get_state(self, env_ids=None, *, full=False):
+    def get_state(self, env_ids: Optional[Vector] = None, *, full: bool = False) -> np.ndarray:
         """From the driver's rows, which every changing call keeps current: no shard call."""
         ids = self._requests.ids(env_ids)
         rows = self._rows[ids]
         return rows if check_flag(full, 'full') else rows[:, self.layout.physics_columns]
 
     @_serialised
-    def set_state(self, states, env_ids=None, *, full=False):
+    def set_state(self, states: Vector, env_ids: Optional[Vector] = None, *,
+                  full: bool = False) -> None:
         ids = self._requests.ids(env_ids)
         full = check_flag(full, 'full')
         rows = self._requests.states(states, len(ids), full, 'states')
@@ -447,7 +458,7 @@ class RayPool:
         self._commit(parts, got)
 
     @_serialised
-    def field_values(self, field, env_ids=None):
+    def field_values(self, field: str, env_ids: Optional[Vector] = None) -> np.ndarray:
         ids = self._requests.ids(env_ids)
         self._requests.field(field)
         parts = self._split(ids)
@@ -457,13 +468,14 @@ class RayPool:
         return self._concat(len(ids), parts, got)
 
     @_serialised
-    def randomized(self, env_ids=None):
+    def randomized(self, env_ids: Optional[Vector] = None) -> np.ndarray:
         ids = self._requests.ids(env_ids)
         return np.array([bool(self._patch_of[e]) for e in ids.tolist()], dtype=bool)
 
     # ------------------------------------------------------------------ calls
     @_serialised
-    def reset(self, env_ids=None, *, keyframe=None, states=None, randomization=None):
+    def reset(self, env_ids: Optional[Vector] = None, *, keyframe: Union[int, str, None] = None,
+              states: Optional[Vector] = None, randomization: Optional[dict] = None) -> None:
         """As EnvPool.reset; refused before any shard is touched when any argument is bad."""
         ids, physics, patch = self._requests.reset(env_ids, keyframe, states, randomization,
                                                    self._patches_refused())
@@ -482,7 +494,8 @@ class RayPool:
         self._commit(parts, self._run(parts, 'reset', args), ids, patch)
 
     @_serialised
-    def step(self, nstep=1, ctrl=None, env_ids=None, *, sensors=False):
+    def step(self, nstep: int = 1, ctrl: Optional[Vector] = None,
+             env_ids: Optional[Vector] = None, *, sensors: bool = False) -> StepResult:
         ids, nstep, sensors, const, per_step = self._requests.step(nstep, ctrl, env_ids,
                                                                    sensors)
         ctrl = const if per_step is None else per_step
@@ -510,7 +523,7 @@ class RayPool:
         return parts, got
 
     @_serialised
-    def forward(self, env_ids=None):
+    def forward(self, env_ids: Optional[Vector] = None) -> ForwardResult:
         ids = self._requests.ids(env_ids)
         parts, got = self._query('forward', ids)
         if not parts:
@@ -532,17 +545,21 @@ class RayPool:
                 self._concat(n, parts, [g[1] for g in got]))
 
     @_serialised
-    def site_jacobians(self, sites, env_ids=None):
+    def site_jacobians(self, sites: Sequence[Union[str, int]],
+                       env_ids: Optional[Vector] = None) -> tuple[np.ndarray, np.ndarray]:
         sids = self._requests.sites(sites)
         return self._pair('site_jacobians', self._requests.ids(env_ids), sids)
 
     @_serialised
-    def body_jacobians(self, bodies, env_ids=None):
+    def body_jacobians(self, bodies: Sequence[Union[str, int]],
+                       env_ids: Optional[Vector] = None) -> tuple[np.ndarray, np.ndarray]:
         bids = self._requests.bodies(bodies)
         return self._pair('body_jacobians', self._requests.ids(env_ids), bids)
 
     @_serialised
-    def hfield_heights(self, hfield, points, frame='world', body=None, env_ids=None):
+    def hfield_heights(self, hfield: Union[str, int], points: Vector, frame: str = 'world',
+                       body: Union[str, int, None] = None,
+                       env_ids: Optional[Vector] = None) -> np.ndarray:
         hid, pts, frame, bid, ids, _ = self._requests.hfield(hfield, points, frame, body,
                                                              env_ids)
         parts, got = self._query('hfield_heights', ids, hid, pts, frame, bid)
@@ -552,8 +569,12 @@ class RayPool:
 
     # ------------------------------------------------------------------ evaluate
     @_serialised
-    def evaluate(self, ctrl, nstep=None, *, keyframe=None, initial_state=None, env_ids=None,
-                 randomization=None, cost=None, progress=None, chunk_steps=50):
+    def evaluate(self, ctrl: Vector, nstep: Optional[int] = None, *,
+                 keyframe: Union[int, str, None] = None, initial_state: Optional[Vector] = None,
+                 env_ids: Optional[Vector] = None, randomization: Optional[dict] = None,
+                 cost: Optional[Callable[[np.ndarray, np.ndarray], Vector]] = None,
+                 progress: Optional[Callable[[float], Any]] = None,
+                 chunk_steps: int = 50) -> EvaluateResult:
         """As EnvPool.evaluate. Without ``progress`` each shard runs its share in one call;
         with it the driver steps every shard one chunk at a time and calls ``progress``
         between chunks, so a lost shard reruns only its current chunk."""

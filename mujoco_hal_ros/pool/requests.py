@@ -8,11 +8,12 @@ requests for actors on other machines.
 """
 
 import os
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import mujoco
 import numpy as np
 
-from ..checks import is_bool
+from ..checks import Vector, is_bool
 from ..errors import DeviceError, InvalidArgument, ModelError, UnknownName, shorten
 from . import hfield as hf
 from .engine import ENGINES
@@ -29,18 +30,18 @@ _SIGNATURE = ('nq', 'nv', 'nu', 'na', 'nbody', 'njnt', 'ngeom', 'nsite', 'nsenso
               'nmocap', 'neq', 'nhfield', 'nuserdata', 'ntendon', 'ncam', 'nlight')
 
 
-def names(model, objtype, count):
+def names(model: mujoco.MjModel, objtype: Any, count: int) -> list[str]:
     return [mujoco.mj_id2name(model, objtype, i) or '' for i in range(count)]
 
 
-def check_engine(engine):
+def check_engine(engine: Any) -> str:
     if not isinstance(engine, str) or engine not in ENGINES:
         raise InvalidArgument(f'unknown engine {shorten(engine)}', where='engine',
                               allowed=', '.join(ENGINES))
     return engine
 
 
-def check_models(model):
+def check_models(model: Any) -> list[mujoco.MjModel]:
     """One MjModel or a non-empty list of variants with identical sizes, as a list."""
     variants = [model] if isinstance(model, mujoco.MjModel) else model
     if isinstance(variants, (str, bytes)) or not hasattr(variants, '__len__'):
@@ -59,7 +60,7 @@ def check_models(model):
     return variants
 
 
-def check_variant_of(variant_of, nbatch, nvar):
+def check_variant_of(variant_of: Optional[Vector], nbatch: int, nvar: int) -> np.ndarray:
     """``(nbatch,)`` intp variant index per environment; default ``i % nvar``."""
     if variant_of is None:
         return np.arange(nbatch, dtype=np.intp) % nvar
@@ -71,7 +72,7 @@ def check_variant_of(variant_of, nbatch, nvar):
     return vmap.astype(np.intp)
 
 
-def check_flag(value, where):
+def check_flag(value: Any, where: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise InvalidArgument(f'expected True or False, got {shorten(value)}', where=where,
                               allowed='bool')
@@ -81,7 +82,8 @@ def check_flag(value, where):
 class Requests:
     """The checks of one pool: ``nbatch`` environments on ``variants[variant_of[i]]``."""
 
-    def __init__(self, variants, variant_of, layout):
+    def __init__(self, variants: Sequence[mujoco.MjModel], variant_of: np.ndarray,
+                 layout: Any) -> None:
         self.variants = variants
         self.variant_of = variant_of
         self.nbatch = len(variant_of)
@@ -91,10 +93,10 @@ class Requests:
         self.body_names = names(m0, mujoco.mjtObj.mjOBJ_BODY, m0.nbody)
         self.hfield_names = names(m0, mujoco.mjtObj.mjOBJ_HFIELD, m0.nhfield)
 
-    def ids(self, ids):
+    def ids(self, ids: Optional[Vector]) -> np.ndarray:
         return env_ids(ids, self.nbatch)
 
-    def keyframe(self, keyframe, variants):
+    def keyframe(self, keyframe: Any, variants: Iterable[int]) -> Any:
         """The keyframe must exist in every variant the listed environments use."""
         for v in variants:
             m = self.variants[v]
@@ -102,13 +104,14 @@ class Requests:
                           'keyframe')
         return keyframe
 
-    def field(self, field):
+    def field(self, field: Any) -> str:
         """A randomizable field name."""
         if field not in FIELDS:
             raise UnknownName('randomizable field', field, list(FIELDS), where='field')
         return field
 
-    def ctrl(self, ctrl, n, nstep, where='ctrl'):
+    def ctrl(self, ctrl: Any, n: int, nstep: Optional[int],
+             where: str = 'ctrl') -> tuple[Any, Any]:
         """Returns ``(constant (n, nu) or None, per-step (n, nstep, nu) or None)``."""
         if ctrl is None:
             return None, None
@@ -120,13 +123,13 @@ class Requests:
             return np.broadcast_to(arr, (n, nu)), None
         return None, arr
 
-    def states(self, states, n, full, where):
+    def states(self, states: Any, n: int, full: bool, where: str) -> np.ndarray:
         """``(n, width)`` rows; physics rows unless ``full``."""
         width = self.layout.full_size if full else self.layout.size
         arr, which = float_array(states, [(n, width), (width,)], where)
         return np.broadcast_to(arr, (n, width)) if which else arr
 
-    def step(self, nstep, ctrl, ids, sensors):
+    def step(self, nstep: Any, ctrl: Any, ids: Any, sensors: Any) -> tuple:
         """``(ids, nstep, sensors, const ctrl, per-step ctrl)`` for a step call."""
         ids = self.ids(ids)
         nstep = integer(nstep, 'nstep', 1, MAX_NSTEP)
@@ -134,7 +137,8 @@ class Requests:
         const, per_step = self.ctrl(ctrl, len(ids), nstep)
         return ids, nstep, sensors, const, per_step
 
-    def reset(self, ids, keyframe, states, randomization, patch_refused=False):
+    def reset(self, ids: Any, keyframe: Any, states: Any, randomization: Any,
+              patch_refused: bool = False) -> tuple:
         """``(ids, physics rows or None, patch or None)``; the keyframe is checked too.
 
         ``patch_refused``: the pool runs variants on ``mujoco.batch`` by request, which
@@ -160,7 +164,8 @@ class Requests:
                     where='randomization', allowed="engine='auto' or 'threads'")
         return ids, rows, patch
 
-    def evaluate(self, ctrl, nstep, ids, cost, progress, chunk_steps):
+    def evaluate(self, ctrl: Any, nstep: Any, ids: Any, cost: Any, progress: Any,
+                 chunk_steps: Any) -> tuple:
         """``(ids, per-step ctrl (n, steps, nu), chunk_steps)`` for an evaluate call."""
         ids = self.ids(ids)
         n = len(ids)
@@ -194,13 +199,13 @@ class Requests:
         return np.array([name_or_index(s, names_, kind, f'{kind}s') for s in values],
                         dtype=np.intp)
 
-    def sites(self, sites):
+    def sites(self, sites: Any) -> np.ndarray:
         return self._objects(sites, self.site_names, 'site')
 
-    def bodies(self, bodies):
+    def bodies(self, bodies: Any) -> np.ndarray:
         return self._objects(bodies, self.body_names, 'body')
 
-    def hfield(self, hfield, points, frame, body, ids):
+    def hfield(self, hfield: Any, points: Any, frame: Any, body: Any, ids: Any) -> tuple:
         """``(hfield id, points (m, 2|3), frame, body id or None, ids, geom per variant)``."""
         hid = name_or_index(hfield, self.hfield_names, 'hfield', 'hfield')
         if frame not in hf.FRAMES:
@@ -228,7 +233,7 @@ class Requests:
         return hid, pts, frame, bid, ids, geoms
 
 
-def user_call(fn, where, *args):
+def user_call(fn: Callable[..., Any], where: str, *args: Any) -> Any:
     """A user callback; whatever it raises becomes an error naming it."""
     try:
         return fn(*args)
@@ -240,7 +245,7 @@ def user_call(fn, where, *args):
                               where=where) from exc
 
 
-def check_costs(out, n):
+def check_costs(out: Any, n: int) -> np.ndarray:
     """What a cost callback returned, as ``(n,)`` float64, or the error saying what it was."""
     try:
         costs = np.asarray(out, dtype=np.float64)

@@ -5,7 +5,7 @@ grow with ``nstep``.
 """
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -43,7 +43,8 @@ class EvaluateResult:
     unstable: np.ndarray     # (n,) bool, any chunk
 
 
-def step_result(layout, ids, rows, sens, unstable):
+def step_result(layout: Any, ids: np.ndarray, rows: np.ndarray, sens: Any,
+                unstable: np.ndarray) -> StepResult:
     """A StepResult from integration rows ``(n, full_state_size)`` in ``ids`` order."""
     return StepResult(env_ids=ids.copy(), state=rows[:, layout.physics_columns],
                       time=rows[:, layout.columns('time')][:, 0].copy(),

@@ -6,6 +6,7 @@ booleans because NumPy silently turns ``[True, 0.5]`` into ``[1.0, 0.5]``.
 """
 
 import numbers
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -13,7 +14,7 @@ from ..checks import is_bool
 from ..errors import InvalidArgument, UnknownName, shorten
 
 
-def integer(value, where, low, high):
+def integer(value: Any, where: str, low: int, high: int) -> int:
     """An int in ``[low, high]``; booleans and floats are refused, even integral ones."""
     if is_bool(value) or not isinstance(value, (numbers.Integral, np.integer)):
         raise InvalidArgument(f'expected an integer, got {type(value).__name__} {shorten(value)}',
@@ -25,7 +26,7 @@ def integer(value, where, low, high):
     return value
 
 
-def contains_bool(values):
+def contains_bool(values: Any) -> bool:
     stack = [values]
     while stack:
         item = stack.pop()
@@ -40,7 +41,7 @@ def contains_bool(values):
     return False
 
 
-def env_ids(ids, nbatch, where='env_ids'):
+def env_ids(ids: Any, nbatch: int, where: str = 'env_ids') -> np.ndarray:
     """Distinct environment indices as an intp array; ``None`` means every environment."""
     if ids is None:
         return np.arange(nbatch, dtype=np.intp)
@@ -83,7 +84,8 @@ def _matches(actual, shape):
         a == s if s is not None else a >= 1 for a, s in zip(actual, shape))
 
 
-def float_array(values, shapes, where, *, low=None):
+def float_array(values: Any, shapes: Sequence[tuple], where: str, *,
+                low: Optional[float] = None) -> tuple[np.ndarray, int]:
     """A finite float64 array whose shape is one of ``shapes``; returns ``(array, index)``.
 
     ``index`` tells which of the allowed shapes matched so callers can broadcast; a ``None``
@@ -118,7 +120,7 @@ def float_array(values, shapes, where, *, low=None):
     return arr, index
 
 
-def name_or_index(value, names, kind, where):
+def name_or_index(value: Any, names: Sequence[str], kind: str, where: str) -> int:
     """Resolve a MuJoCo object given by name or index; names list every id in order."""
     if isinstance(value, str):
         try:

@@ -77,6 +77,18 @@ class Log(collections.deque):
         return items[-last:] if last else items
 
 
+def _builtin_arm():
+    """(device file, model) of the built-in bench arm, or ConfigError saying what to pass."""
+    from ..menagerie import bench_arm_device_file, bench_arm_path
+    device_file, model = bench_arm_device_file(), bench_arm_path()
+    if not device_file or not model or not os.path.exists(model):
+        raise ConfigError('the built-in bench arm (config/bench_arm.yaml, models/bench_arm.xml)'
+                          ' was not found in the source tree or the mujoco_hal_ros share '
+                          'directory; source install/setup.bash, or pass a device file or '
+                          'model=', where='device')
+    return device_file, model
+
+
 class Device:
     """A MuJoCo model as a device: goals, move_to, hold, reads and cameras."""
 
@@ -93,6 +105,8 @@ class Device:
         if model is not None and (not isinstance(model, (str, os.PathLike)) or not str(model)):
             raise ModelError(f'expected an MJCF path, got {model!r}', where='model')
         model = os.fspath(model) if model is not None else None
+        if spec is None and device_file is None and not model:
+            device_file, model = _builtin_arm()    # as sim_node does with no parameters
         if spec is None and isinstance(device_file, dict):
             spec = devfile.parse(device_file)
         elif spec is None and device_file is not None:

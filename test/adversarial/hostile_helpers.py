@@ -119,3 +119,53 @@ def unchanged(dev, before, steps=5):
     assert np.array_equal(setpoint, before[0]), 'a refused request changed a setpoint'
     assert plans == before[2] == 0, 'a refused request left a plan'
     assert np.allclose(qpos, before[1], atol=1e-6), 'a refused request moved the arm'
+
+
+def run_to_end(dev, move, steps=500, rounds=60):
+    """Step a paused device until an accepted move ends; returns its result dict."""
+    for _ in range(rounds):
+        if move.done():
+            break
+        dev.step(steps)
+    assert move.done(), f'an accepted move_to did not end within {steps * rounds} steps'
+    return move.result
+
+
+def accepted_move(dev, move, point=None):
+    """What an accepted move_to must do: a Move to a finite target (the point asked, when
+    one was), run to an end the device reports: DONE with the point within the move's
+    tolerance, or MISSED saying how far it stayed; then back to the keyframe."""
+    from mujoco_hal_ros import errors
+    assert hasattr(move, 'target') and hasattr(move, 'done'), f'not a Move: {move!r}'
+    assert move.target.shape == (3,) and np.isfinite(move.target).all(), move.target
+    if point is not None:
+        assert np.allclose(move.target, np.asarray(point, dtype=float).reshape(3)), (
+            move.target, point)
+    result = run_to_end(dev, move)
+    assert result['code'] in (errors.DONE, errors.MISSED), result
+    assert result['success'] == (result['code'] == errors.DONE), result
+    assert np.allclose(result['target'], move.target), result
+    if result['code'] == errors.DONE:
+        assert result['miss'] <= move.tolerance + 1e-9, result
+    else:
+        assert result['miss'] > 0 and result['message'], result
+    settle(dev)
+    return result
+
+
+def accepted_goals(dev, goals, natives, before):
+    """What an accepted set_goals must do: every named channel's goal becomes the value
+    asked (in its unit), the others keep theirs, and the paths get there."""
+    layout = dev.layout
+    now = dev.goals()
+    for name, value in now.items():
+        want = (layout.goals[name].to_unit(natives[name]) if name in natives
+                else before[name])
+        assert np.isclose(value, want, rtol=1e-9, atol=1e-9), (name, value, want)
+    for _ in range(40):
+        if all(np.isclose(dev.goals(setpoint=True)[n], now[n], atol=1e-6) for n in natives):
+            break
+        dev.step(500)
+    setpoint = dev.goals(setpoint=True)
+    assert all(np.isclose(setpoint[n], now[n], atol=1e-6) for n in natives), (setpoint, now)
+    settle(dev)

@@ -1,10 +1,11 @@
 """Limits kernel and Device requests under hostile values: refused with a code, nothing moved."""
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 import numpy as np
 
-from hostile_helpers import (hostile_scalars, hostile_vectors, is_refusal, names, refused,
-                             settle, small_floats, state_of, unchanged)
+from hostile_helpers import (accepted_goals, accepted_move, hostile_scalars, hostile_vectors,
+                             is_refusal, names, refused, settle, small_floats,
+                             state_of, unchanged)
 from mujoco_hal_ros.config import limits
 
 GOALS = ['pan_goal', 'lift_goal', 'elbow_goal', 'wrist_goal']
@@ -17,6 +18,18 @@ def goal_dicts():
                         max_size=5),
         st.dictionaries(st.sampled_from(GOALS), hostile_scalars(), min_size=1, max_size=4),
         hostile_scalars(), st.lists(st.sampled_from(GOALS), max_size=3))
+
+
+def sane_goals():
+    """Goals inside every channel's limits (degrees): the accepted branch must run too."""
+    return st.dictionaries(st.sampled_from(GOALS), small_floats(-80.0, 80.0), min_size=1,
+                           max_size=4)
+
+
+def workspace_points():
+    """Points inside the bench arm's workspace box, in metres (most of them reachable)."""
+    return st.tuples(small_floats(0.14, 0.2), small_floats(-0.06, 0.06),
+                     small_floats(0.03, 0.09)).map(list)
 
 
 @settings(max_examples=200, deadline=None)
@@ -34,33 +47,38 @@ def test_check_goals_refuses_with_a_code_or_returns_finite_natives(bench, goals)
 
 
 @settings(max_examples=120, deadline=None)
-@given(goals=goal_dicts())
+@given(goals=st.one_of(goal_dicts(), sane_goals()))
 def test_set_goals_is_all_or_nothing(bench, goals):
     before = state_of(bench)
+    goals_before = bench.goals()
     try:
-        limits.check_goals(bench.layout, goals)
-        good = True
+        natives = limits.check_goals(bench.layout, goals)
     except Exception:   # noqa: BLE001 - checked by the test above
-        good = False
-    if good:
-        bench.set_goals(goals)        # a good input never raises
-        settle(bench)
+        natives = None
+    if natives is not None:
+        out = bench.set_goals(goals)        # a good input never raises
+        assert out['success'] and out['code'] == 'STARTED', out
+        accepted_goals(bench, goals, natives, goals_before)
         return
     assert refused(lambda: bench.set_goals(goals)) is not None
     unchanged(bench, before)
 
 
 @settings(max_examples=120, deadline=None)
-@given(point=hostile_vectors(3), speed=st.one_of(st.none(), hostile_scalars()),
+@given(point=st.one_of(hostile_vectors(3), workspace_points()),
+       speed=st.one_of(st.none(), hostile_scalars()),
        aim=st.one_of(st.none(), st.tuples(hostile_vectors(3), hostile_vectors(3)),
                      hostile_scalars()),
        site=st.one_of(st.none(), names(['tip'])))
+@example(point=[0.17, 0.0, 0.06], speed=None, aim=None, site='tip')        # accepted ones
+@example(point=[0.15, 0.04, 0.05], speed=0.05, aim=([1, 0, 0], [0, 0, -1]), site=None)
 def test_move_to_refuses_hostile_points_speeds_aims_and_sites(bench, point, speed, aim, site):
     before = state_of(bench)
-    err = refused(lambda: bench.move_to(point=point, speed=speed, aim=aim, site=site,
-                                        wait=False))
+    moves = []
+    err = refused(lambda: moves.append(bench.move_to(point=point, speed=speed, aim=aim,
+                                                     site=site, wait=False)))
     if err is None:                  # something sane got through: it must be a real move
-        settle(bench)
+        accepted_move(bench, moves[0], point)
         return
     unchanged(bench, before)
 
@@ -72,10 +90,11 @@ def test_move_to_refuses_hostile_points_speeds_aims_and_sites(bench, point, spee
 def test_move_to_a_reachable_point_refuses_hostile_speeds_and_aims(bench, speed, aim):
     """The point is fine, so the speed and the aim are what gets checked."""
     before = state_of(bench)
-    err = refused(lambda: bench.move_to(point=[0.17, 0.0, 0.06], speed=speed, aim=aim,
-                                        wait=False))
+    moves = []
+    err = refused(lambda: moves.append(bench.move_to(point=[0.17, 0.0, 0.06], speed=speed,
+                                                     aim=aim, wait=False)))
     if err is None:
-        settle(bench)
+        accepted_move(bench, moves[0], [0.17, 0.0, 0.06])
         return
     unchanged(bench, before)
 
@@ -85,13 +104,19 @@ def test_move_to_a_reachable_point_refuses_hostile_speeds_and_aims(bench, speed,
        args=st.one_of(st.none(), hostile_scalars(),
                       st.dictionaries(names(ARGS, hashable=True),
                                       st.one_of(hostile_scalars(), small_floats(-1e6, 1e6)),
-                                      max_size=4)))
+                                      max_size=4),
+                      workspace_points().map(lambda p: {k: v * 1000 for k, v in zip(ARGS, p)})))
 def test_run_action_refuses_hostile_names_and_arguments(bench, action, args):
     before = state_of(bench)
-    err = refused(lambda: bench.run_action(action, args, wait=False)
-                  if action != 'hold' else bench.run_action(action, args))
+    out = []
+    err = refused(lambda: out.append(bench.run_action(action, args, wait=False)
+                                     if action != 'hold' else bench.run_action(action, args)))
+    if err is None and action == 'hold':
+        assert out[0]['success'] and out[0]['code'] == 'DONE', out[0]
+        unchanged(bench, before)         # held where it was: nothing moves
+        return
     if err is None:
-        settle(bench)
+        accepted_move(bench, out[0])
         return
     unchanged(bench, before)
 
@@ -100,11 +125,14 @@ def test_run_action_refuses_hostile_names_and_arguments(bench, action, args):
 @given(x=st.floats(140, 200), y=st.floats(-60, 60), z=st.floats(30, 90))
 def test_run_action_in_the_workspace_never_raises_a_refusal_of_input(bench, x, y, z):
     try:
-        bench.run_action('move_to', {'x': x, 'y': y, 'z': z}, wait=False)
+        move = bench.run_action('move_to', {'x': x, 'y': y, 'z': z}, wait=False)
     except Exception as exc:   # noqa: BLE001
         # the workspace box may hold points the IK cannot reach; never a bad-input refusal
         assert getattr(exc, 'code', None) == 'UNREACHABLE', repr(exc)
-    settle(bench)
+        settle(bench)
+        return
+    result = accepted_move(bench, move, [x / 1000, y / 1000, z / 1000])
+    assert result['code'] == 'DONE', result
 
 
 @settings(max_examples=150, deadline=None)

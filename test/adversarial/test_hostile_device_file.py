@@ -81,13 +81,40 @@ def test_alias_bombs_are_refused_at_once_naming_the_key(key, depth, width):
     assert info.value.where.startswith('a1') and 'alias' in str(info.value)
 
 
+def nested(kind, depth):
+    """A well-formed YAML document with ``depth`` lists or mappings inside each other under
+    ``description``: only the depth limit can refuse it for its depth (a malformed one is
+    refused by the YAML parser whatever the limit)."""
+    if kind == 'flow list':
+        return 'description: ' + '[' * depth + ']' * depth + '\n'
+    if kind == 'flow map':
+        return 'description: ' + '{a: ' * depth + '1' + '}' * depth + '\n'
+    if kind == 'block list':
+        return 'description:\n' + ''.join('  ' * (i + 1) + '-\n' for i in range(depth))
+    return 'description:\n' + ''.join('  ' * (i + 1) + 'a:\n' for i in range(depth))
+
+
+DEEP = f'nested more than {device_file.MAX_DEPTH} deep'
+KINDS = ['flow list', 'flow map', 'block list', 'block map']
+
+
 @settings(max_examples=40, deadline=None)
-@given(depth=st.integers(device_file.MAX_DEPTH, 5000),
-       opener=st.sampled_from(['[', '{a: ', '- ', '{? ']))
-def test_deep_nesting_is_a_config_error(depth, opener):
-    text = opener * depth if opener != '- ' else ''.join(
-        '  ' * i + '-\n' for i in range(min(depth, 300)))
-    loads_config_error_or_spec(text)
+@given(depth=st.integers(device_file.MAX_DEPTH + 1, 5000), kind=st.sampled_from(KINDS))
+def test_deep_nesting_is_a_config_error(depth, kind):
+    if kind.startswith('block'):
+        depth = min(depth, 300)          # indentation grows as depth squared: 300 is 90 kB
+    with pytest.raises(ConfigError) as info:
+        device_file.loads(nested(kind, depth))
+    assert DEEP in str(info.value), str(info.value)[:300]
+    assert info.value.where.startswith('description'), info.value.where[:100]
+
+
+@pytest.mark.parametrize('kind', KINDS)
+def test_nesting_within_the_limit_is_read(kind):
+    """Refused for what it holds (a description must be a name), not for its depth."""
+    with pytest.raises(ConfigError) as info:
+        device_file.loads(nested(kind, device_file.MAX_DEPTH - 4))
+    assert DEEP not in str(info.value) and 'expected a name' in str(info.value)
 
 
 @settings(max_examples=40, deadline=None)

@@ -6,8 +6,8 @@ import subprocess
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
 FAKE_MAKE = """#!/bin/bash
-if [ "$ROS_WHEELS" = kilted ]; then echo "10 passed, 0 failed, 2 skipped"
-else echo "8 passed, 1 failed, 3 skipped"; exit 1; fi
+if [ "$ROS_WHEELS" = kilted ]; then echo "10 passed, 0 failed, 2 skipped, 1 rerun"
+else echo "8 passed, 1 failed, 3 skipped, 2 rerun"; exit 1; fi
 """
 
 
@@ -20,9 +20,9 @@ def test_ci_labels_each_distro_and_sums_them(tmp_path):
                          capture_output=True, text=True, timeout=60)
     lines = out.stdout.splitlines()
     assert out.returncode == 1                                # jazzy failed
-    assert 'kilted: 10 passed, 0 failed, 2 skipped' in lines
-    assert 'jazzy: 8 passed, 1 failed, 3 skipped' in lines
-    assert lines[-1] == '18 passed, 1 failed, 5 skipped'
+    assert 'kilted: 10 passed, 0 failed, 2 skipped, 1 rerun' in lines
+    assert 'jazzy: 8 passed, 1 failed, 3 skipped, 2 rerun' in lines
+    assert lines[-1] == '18 passed, 1 failed, 5 skipped, 3 rerun'
 
 
 def test_each_distro_has_its_wheels_and_pins():

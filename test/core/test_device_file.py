@@ -137,7 +137,9 @@ def test_model_lookup_errors(write_yaml, tmp_path, h):
     bad.write_text('<mujoco><worldbody><body><joint type="hinge"/></body></mujoco>')
     refused(MODEL_ERROR, 'MuJoCo could not load', path, environ={'MY_ARM': str(bad)})
     refused(CONFIG_ERROR, 'connect', write_yaml('device: x\n'), environ={})
-    refused(CONFIG_ERROR, 'device', None)
+    # neither a device file nor a model: the built-in bench arm, as sim_node opens it
+    with Device(None, real_time_factor=0, start_paused=True) as arm:
+        assert arm.describe()['id'] == 'bench-arm' and arm.model_path.endswith('bench_arm.xml')
     refused(MODEL_ERROR, 'model', model=12)
     refused(MODEL_ERROR, 'not found', model=str(tmp_path / 'none.xml'))
     # An explicit model path wins over the environment variable.

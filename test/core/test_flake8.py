@@ -7,7 +7,7 @@ import sys
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-PATHS = ['mujoco_hal_ros', 'test', 'bench', 'launch', 'scripts']
+PATHS = ['mujoco_hal_ros', 'test', 'bench', 'launch', 'scripts', 'examples']
 
 
 def test_flake8_clean():
