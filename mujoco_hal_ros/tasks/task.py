@@ -407,9 +407,8 @@ class Task:
             return t.name, role, (lambda pc, cc=cc, dist=dist: (
                 lambda f: np.linalg.norm(f.sens[:, pc] - f.command[:, cc], axis=1) < dist), pos)
         if t.kind == 'contact':
-            g1 = self._id('geom', a['geom1'], f'{key}.geom1')
-            g2 = self._id('geom', a['geom2'], f'{key}.geom2')
-            del g1, g2
+            self._id('geom', a['geom1'], f'{key}.geom1')
+            self._id('geom', a['geom2'], f'{key}.geom2')
             found = self._sensors.need(_S.mjSENS_CONTACT, _OBJ['geom'], a['geom1'], _OBJ['geom'],
                                        a['geom2'], intprm=[1, 0, 1])
             return t.name, role, (lambda c: (lambda f: f.sens[:, c[0]] > 0), found)
