@@ -36,6 +36,18 @@ from .task import Frame, Task
 MAX_EPISODES = 10_000_000
 
 
+class _PadSlots(dict):
+    def __missing__(self, slot):
+        return np.array([slot, -1])
+
+
+# PAD: a batch of one environment reaches the policy as two rows, the second all zeros with
+# slot -1. NumPy's ``obs @ w`` runs a different BLAS kernel (gemv) for one row than for many
+# (gemm), whose sums round differently in the last bit, and the tail of an evaluation, or a
+# run on one environment, would then differ from the same episodes run in a batch.
+PAD_SLOTS = _PadSlots()
+
+
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> Tuple[float, float]:
     """95 % Wilson score interval of a success rate: sound at 0 % and 100 %, unlike p +- 2se."""
     if n <= 0:
@@ -230,7 +242,12 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
         ids = np.nonzero(active)[0]
         frame = Frame(qpos[ids], qvel[ids], sens[ids], cmd[ids], last[ids], last[ids])
         obs = task.observe(frame)
-        act = check_actions(policy.act(obs, ids), len(ids), task, policy.name, ep_of[ids])
+        if len(ids) == 1:   # see PAD: two rows keep a matrix product on its batched kernel
+            out = policy.act(np.concatenate([obs, np.zeros_like(obs)]), PAD_SLOTS[ids[0]])
+            out = out[:1] if isinstance(out, np.ndarray) and out.ndim == 2 else out
+        else:
+            out = policy.act(obs, ids)
+        act = check_actions(out, len(ids), task, policy.name, ep_of[ids])
         sp = amap.apply(act, setpoint[ids])
         res = pool.step(task.decimation, ctrl=amap.full_ctrl(sp), env_ids=ids, sensors=True)
         env_steps += len(ids)
