@@ -77,6 +77,7 @@ class TaskSpec:
     name: str
     model: str
     source_dir: Optional[str] = None
+    source: str = 'task'                     # the file name errors start with
     keyframe: Optional[str] = None
     qpos: Optional[Tuple[float, ...]] = None
     qvel: Optional[Tuple[float, ...]] = None
@@ -417,7 +418,7 @@ def parse(data: Dict[str, Any], source: str = 'task', source_dir: Optional[str] 
     c.mapping(data, '', TOP_KEYS, required=['name', 'model', 'horizon', 'observation',
                                             'action'])
     spec = TaskSpec(name=c.name(data['name'], 'name'), model=c.name(data['model'], 'model'),
-                    source_dir=source_dir)
+                    source_dir=source_dir, source=source)
     if 'start' in data:
         st = c.mapping(data['start'], 'start', ['keyframe', 'qpos', 'qvel'])
         if 'keyframe' in st:

@@ -88,7 +88,7 @@ class EpisodeDraw:
 def _model_file(spec: TaskSpec) -> str:
     from .. import menagerie
     name = spec.model
-    where = f'{spec.name}: model'
+    where = f'{spec.source}: model'
     if name == 'bench_arm':
         path = menagerie.bench_arm_path()
         if path is None:
@@ -145,7 +145,7 @@ class Task:
     def __init__(self, spec: TaskSpec):
         self.spec = spec
         self.name = spec.name
-        src = spec.name
+        self._src = src = spec.source
         path = _model_file(spec)
         try:
             mspec = mujoco.MjSpec.from_file(path)
@@ -158,9 +158,14 @@ class Task:
                                            ('geom', nominal.ngeom), ('joint', nominal.njnt),
                                            ('sensor', nominal.nsensor),
                                            ('actuator', nominal.nu),
-                                           ('key', nominal.nkey))}
+                                           ('key', nominal.nkey),
+                                           ('camera', nominal.ncam))}
         if spec.base is not None:
             self._id('body', spec.base, 'base')
+        if spec.video.get('camera'):
+            self._id('camera', spec.video['camera'], 'video.camera')
+        if spec.video.get('track'):
+            self._id('body', spec.video['track'], 'video.track')
         self._sensors = _Sensors(mspec)
         self._obs = [self._observation(t, i, nominal) for i, t in enumerate(spec.observation)]
         self._pred = [self._predicate(t, 'success') for t in spec.success] + \
@@ -206,7 +211,7 @@ class Task:
     def _id(self, kind, name, key):
         names = self._names[kind]
         if name not in names:
-            raise UnknownName(kind, name, [n for n in names if n], where=f'{self.name}: {key}')
+            raise UnknownName(kind, name, [n for n in names if n], where=f'{self._src}: {key}')
         return names.index(name)
 
     def _base(self, body, key):
@@ -215,7 +220,7 @@ class Task:
             return body
         if self.spec.base is None:
             raise TaskError('needs a body, and the task names no base body',
-                            where=f'{self.name}: {key}', allowed='body: NAME, or base: NAME '
+                            where=f'{self._src}: {key}', allowed='body: NAME, or base: NAME '
                             'at the top of the task file')
         return self.spec.base
 
@@ -289,7 +294,7 @@ class Task:
             chosen = names if a['names'] is None else list(a['names'])
             for k, n in enumerate(chosen):
                 if n not in names:
-                    raise UnknownName('command', n, names, where=f'{self.name}: {key}.names[{k}]')
+                    raise UnknownName('command', n, names, where=f'{self._src}: {key}.names[{k}]')
             offsets = self._command_offsets()
             cols = np.concatenate([np.arange(*offsets[n]) for n in chosen]) if chosen else \
                 np.zeros(0, dtype=np.intp)
@@ -374,11 +379,11 @@ class Task:
     def _command_cols(self, name, key, size=None):
         offsets = self._command_offsets()
         if name not in offsets:
-            raise UnknownName('command', name, list(offsets), where=f'{self.name}: {key}')
+            raise UnknownName('command', name, list(offsets), where=f'{self._src}: {key}')
         lo, hi = offsets[name]
         if size is not None and hi - lo != size:
             raise TaskError(f'command {name!r} has {hi - lo} numbers; this term needs {size}',
-                            where=f'{self.name}: {key}')
+                            where=f'{self._src}: {key}')
         return np.arange(lo, hi)
 
     def _predicate(self, t: Term, role: str):
@@ -506,7 +511,7 @@ class Task:
             if values is not None:
                 if len(values) != size:
                     raise TaskError(f'has {len(values)} numbers; the model has {attr} of '
-                                    f'size {size}', where=f'{self.name}: start.{attr}')
+                                    f'size {size}', where=f'{self._src}: start.{attr}')
                 getattr(d, attr)[:] = values
         mujoco.mj_forward(m, d)
         self.start_state = np.empty(mujoco.mj_stateSize(m, FULLPHYSICS))
@@ -527,7 +532,7 @@ class Task:
                    if int(m.jnt_type[j]) not in _HINGE_SLIDE]
             if bad:
                 raise TaskError(f'joint {bad[0]!r} is not a hinge or slide; place free bodies '
-                                'with reset.bodies', where=f'{self.name}: reset.joint_noise')
+                                'with reset.bodies', where=f'{self._src}: reset.joint_noise')
             self._noise = (np.asarray([m.jnt_qposadr[j] for j in jids]),
                            np.asarray([m.jnt_dofadr[j] for j in jids]), jn['qpos'], jn['qvel'])
         self._bodies = []
@@ -536,7 +541,7 @@ class Task:
             jnt = [j for j in range(m.njnt) if m.jnt_bodyid[j] == bid]
             if len(jnt) != 1 or int(m.jnt_type[jnt[0]]) != _FREE:
                 raise TaskError(f'body {body!r} has no free joint, so it has no pose to place',
-                                where=f'{self.name}: reset.bodies.{body}',
+                                where=f'{self._src}: reset.bodies.{body}',
                                 allowed='bodies with a <freejoint/>')
             self._bodies.append((int(m.jnt_qposadr[jnt[0]]), ranges))
         self._fields = []
@@ -555,7 +560,7 @@ class Task:
                 width = shape[-1] if len(shape) > 1 else 1
                 if len(shape) < 2 or max(ft.columns) >= width:
                     raise TaskError(f'field {ft.field} has {width} column(s)',
-                                    where=f'{self.name}: {key}.columns')
+                                    where=f'{self._src}: {key}.columns')
                 cols = np.asarray(ft.columns, dtype=np.intp)
             self._fields.append((ft, rows, cols))
 
