@@ -65,14 +65,14 @@ class RandomPolicy(Policy):
 
     def reset(self, slots, episodes):
         for s, e in zip(np.asarray(slots).tolist(), np.asarray(episodes).tolist()):
-            self._rng[s] = np.random.default_rng([self.seed, e, 101])
+            self._rng[s] = np.random.Generator(np.random.Philox(key=[self.seed, e * 8 + 7]))
 
     def act(self, obs, slots):
         out = np.empty((len(obs), self.act_size))
         for p, s in enumerate(np.asarray(slots).tolist()):
             rng = self._rng.get(s)
-            if rng is None:       # a slot nobody reset (direct use): seeded by the slot
-                rng = self._rng[s] = np.random.default_rng([self.seed, -1 - s, 101])
+            if rng is None:       # a slot nobody reset (direct use, padding): its own stream
+                rng = self._rng[s] = np.random.default_rng([self.seed, abs(s), 101])
             out[p] = rng.uniform(-1.0, 1.0, self.act_size)
         return out
 
