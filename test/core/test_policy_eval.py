@@ -165,6 +165,14 @@ def test_falling_is_reported_by_its_predicate():
         assert e.failure in task.failure_names and e.steps < task.horizon
 
 
+def test_contact_predicate_names_the_table_hit(reach):
+    """Tilting the lift joint forward drives the hand into the table: 'hit_table'."""
+    down = np.array([0.0, 1.0, 0.0, 0.0])
+    report = evaluate(reach, lambda obs: np.tile(down, (len(obs), 1)), 3, 3)
+    for e in report.episodes:
+        assert e.failure == 'hit_table' and e.ended_by == 'hit_table' and e.steps < 40
+
+
 def test_task_without_success_predicates_succeeds_by_lasting(reach):
     data = _yaml('reach')
     data.pop('success')
