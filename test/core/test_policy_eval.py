@@ -463,3 +463,19 @@ def test_video_of_a_chosen_episode(tmp_path):
         frames = [f.to_ndarray(format='rgb24') for f in c.decode(video=0)]
     assert len(frames) == report.episodes[2].steps + 1
     assert frames[0].std() > 5          # a scene, not a blank frame
+
+
+def test_frame_rotations_match_mujoco():
+    from mujoco_hal_ros.tasks.task import gravity_in_frame, quat_rotate_inv, tilt
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((20, 4))
+    q /= np.linalg.norm(q, axis=1)[:, None]
+    v = rng.standard_normal((20, 3))
+    mats = []
+    for qi in q:
+        mat = np.zeros(9)
+        mujoco.mju_quat2Mat(mat, qi)
+        mats.append(mat.reshape(3, 3))
+    assert np.allclose(quat_rotate_inv(q, v), [m.T @ x for m, x in zip(mats, v)])
+    assert np.allclose(gravity_in_frame(q), [m.T @ [0, 0, -1] for m in mats])
+    assert np.allclose(tilt(q), [np.arccos(np.clip(m[2, 2], -1, 1)) for m in mats])
