@@ -112,7 +112,7 @@ class TaskEnv(gymnasium.Env if gymnasium is not None else object):
 
     metadata = {'render_modes': []}
 
-    def __init__(self, task, seed: int = 0):
+    def __init__(self, task: Any, seed: int = 0):
         _need_gymnasium()
         if isinstance(task, str):
             from . import load_task
@@ -132,7 +132,7 @@ class TaskEnv(gymnasium.Env if gymnasium is not None else object):
         self._episode += 1
         return obs[0], {'episode': self._episode - 1}
 
-    def step(self, action):
+    def step(self, action: np.ndarray) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
         act = np.asarray(action, dtype=np.float64).reshape(1, self.task.act_size)
         if not np.isfinite(act).all():
             raise ValueError('actions must be finite numbers')
@@ -152,7 +152,7 @@ class TaskVectorEnv(VectorEnv):
 
     metadata = {'autoreset_mode': AutoresetMode.NEXT_STEP if gymnasium is not None else None}
 
-    def __init__(self, task, num_envs: int, seed: int = 0, nthread: int = 1):
+    def __init__(self, task: Any, num_envs: int, seed: int = 0, nthread: int = 1):
         _need_gymnasium()
         if isinstance(task, str):
             from . import load_task
@@ -174,7 +174,8 @@ class TaskVectorEnv(VectorEnv):
         self._next += n
         return eps
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
+              ) -> Tuple[np.ndarray, Dict[str, Any]]:
         if seed is not None:
             self._seed, self._next = int(seed) if not isinstance(seed, list) else \
                 int(seed[0]), 0
@@ -182,8 +183,11 @@ class TaskVectorEnv(VectorEnv):
         self._done[:] = False
         return obs, {}
 
-    def step(self, actions):
+    def step(self, actions: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                 Dict[str, Any]]:
         act = np.asarray(actions, dtype=np.float64).reshape(self.num_envs, self.task.act_size)
+        if not np.isfinite(act).all():
+            raise ValueError('actions must be finite numbers')
         reward = np.zeros(self.num_envs)
         term = np.zeros(self.num_envs, dtype=bool)
         trunc = np.zeros(self.num_envs, dtype=bool)

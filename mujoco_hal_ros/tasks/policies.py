@@ -50,7 +50,7 @@ class ZeroPolicy(Policy):
     def __init__(self, act_size: int):
         self.act_size = act_size
 
-    def act(self, obs, slots):
+    def act(self, obs: np.ndarray, slots: np.ndarray) -> np.ndarray:
         return np.zeros((len(obs), self.act_size))
 
 
@@ -63,11 +63,11 @@ class RandomPolicy(Policy):
         self.act_size, self.seed = act_size, int(seed)
         self._rng = {}
 
-    def reset(self, slots, episodes):
+    def reset(self, slots: np.ndarray, episodes: np.ndarray) -> None:
         for s, e in zip(np.asarray(slots).tolist(), np.asarray(episodes).tolist()):
             self._rng[s] = np.random.Generator(np.random.Philox(key=[self.seed, e * 8 + 7]))
 
-    def act(self, obs, slots):
+    def act(self, obs: np.ndarray, slots: np.ndarray) -> np.ndarray:
         out = np.empty((len(obs), self.act_size))
         for p, s in enumerate(np.asarray(slots).tolist()):
             rng = self._rng.get(s)
@@ -80,7 +80,7 @@ class RandomPolicy(Policy):
 class CallablePolicy(Policy):
     """A user function or object: ``f(obs) -> actions``, optional ``f.reset(slots, episodes)``."""
 
-    def __init__(self, fn, name: str = 'callable'):
+    def __init__(self, fn: Any, name: str = 'callable'):
         if isinstance(fn, type):
             fn = fn()
         if not callable(fn):
@@ -90,12 +90,12 @@ class CallablePolicy(Policy):
         self.obs_size = _size_attr(fn, 'obs_size')
         self.act_size = _size_attr(fn, 'act_size')
 
-    def reset(self, slots, episodes):
+    def reset(self, slots: np.ndarray, episodes: np.ndarray) -> None:
         reset = getattr(self.fn, 'reset', None)
         if callable(reset):
             reset(slots, episodes)
 
-    def act(self, obs, slots):
+    def act(self, obs: np.ndarray, slots: np.ndarray) -> np.ndarray:
         return self.fn(obs)
 
 
@@ -148,7 +148,7 @@ class OnnxPolicy(Policy):
         self.obs_size = ins[0].shape[1] if isinstance(ins[0].shape[1], int) else None
         self.act_size = outs[0].shape[1] if isinstance(outs[0].shape[1], int) else None
 
-    def act(self, obs, slots):
+    def act(self, obs: np.ndarray, slots: np.ndarray) -> np.ndarray:
         return self.session.run([self._out], {self._in: obs.astype(self._dtype, copy=False)})[0]
 
 
@@ -222,7 +222,7 @@ def check_actions(out, n: int, task, name: str, episodes=None) -> np.ndarray:
     return arr
 
 
-def make_policy(policy, task, seed: int = 0) -> Policy:
+def make_policy(policy: Any, task, seed: int = 0) -> Policy:
     """A checked Policy from ``zero``, ``random``, ``FILE.onnx``, ``module:attr``, a Policy
     or a callable; refused (InvalidArgument) when it does not fit ``task``."""
     if isinstance(policy, Policy):
