@@ -479,3 +479,88 @@ def test_frame_rotations_match_mujoco():
     assert np.allclose(quat_rotate_inv(q, v), [m.T @ x for m, x in zip(mats, v)])
     assert np.allclose(gravity_in_frame(q), [m.T @ [0, 0, -1] for m in mats])
     assert np.allclose(tilt(q), [np.arccos(np.clip(m[2, 2], -1, 1)) for m in mats])
+
+
+def test_every_frame_observation_matches_mujoco():
+    """Poses and velocities in world and base frames against MjData, on a yawed, moving Go1."""
+    _need_go1()
+    data = _yaml('walk_forward')
+    data['observation'] = [
+        {'body_pos': {'body': 'FR_calf', 'frame': 'base'}},
+        {'body_quat': {'body': 'FR_calf', 'frame': 'world'}},
+        {'site_pos': {'site': 'head', 'frame': 'world'}},
+        {'site_quat': {'site': 'head', 'frame': 'base'}},
+        {'body_angvel': {'body': 'trunk', 'frame': 'world'}},
+        {'body_linvel': {'body': 'FR_calf', 'frame': 'world'}},
+        {'body_pos': 'trunk'}]
+    task = Task.from_dict(data, 'frames.yaml', BUILTIN_DIR)
+    m = task.model
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    d.qpos[:3] = [0.4, -0.2, 0.35]
+    d.qpos[3:7] = [np.cos(0.4), 0.1, 0.05, np.sin(0.4)]
+    d.qpos[3:7] /= np.linalg.norm(d.qpos[3:7])
+    d.qvel[:] = np.random.default_rng(1).standard_normal(m.nv)
+    mujoco.mj_forward(m, d)
+    obs = task.observe(Frame(d.qpos[None].copy(), d.qvel[None].copy(),
+                             d.sensordata[None].copy(), np.zeros((1, 2)),
+                             np.zeros((1, 12)), np.zeros((1, 12))))[0]
+    trunk, calf = m.body('trunk').id, m.body('FR_calf').id
+    rot = d.xmat[trunk].reshape(3, 3)
+    head = m.site('head').id
+    vel = np.zeros(6)
+    at = 0
+
+    def take(size):
+        nonlocal at
+        at += size
+        return obs[at - size:at]
+
+    assert np.allclose(take(3), rot.T @ (d.xpos[calf] - d.xpos[trunk]))
+    q = take(4)
+    assert np.allclose(q, d.xquat[calf]) or np.allclose(q, -d.xquat[calf])
+    assert np.allclose(take(3), d.site_xpos[head])
+    rel = np.zeros(4)
+    site_q = np.zeros(4)
+    mujoco.mju_mat2Quat(site_q, d.site_xmat[head])
+    neg = np.zeros(4)
+    mujoco.mju_negQuat(neg, d.xquat[trunk])
+    mujoco.mju_mulQuat(rel, neg, site_q)
+    q = take(4)
+    assert np.allclose(q, rel) or np.allclose(q, -rel)
+    mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_XBODY, trunk, vel, 0)
+    assert np.allclose(take(3), vel[:3])
+    mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_XBODY, calf, vel, 0)
+    assert np.allclose(take(3), vel[3:])
+    assert np.allclose(take(3), d.xpos[trunk])
+    assert at == task.obs_size
+
+
+def test_model_sensors_by_name(tmp_path):
+    """A model's own sensors keep their addresses; the task's come after them."""
+    with open(menagerie.bench_arm_path(), encoding='utf-8') as f:
+        xml = f.read()
+    xml = xml.replace('</mujoco>', '<sensor><jointpos name="pan_angle" joint="pan"/>'
+                      '<framepos name="tip_pos" objtype="site" objname="tip"/></sensor>'
+                      '</mujoco>')
+    (tmp_path / 'arm.xml').write_text(xml)
+    data = _yaml('reach')
+    data['model'] = 'arm.xml'
+    data['observation'] = [{'sensor': ['tip_pos', 'pan_angle']}, {'site_pos': 'tip'}]
+    (tmp_path / 'task.yaml').write_text(yaml.safe_dump(data))
+    task = load_task(str(tmp_path / 'task.yaml'))
+    assert task.model.sensor('pan_angle').adr[0] == 0
+    m = task.model
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    d.qpos[0] = 0.3
+    mujoco.mj_forward(m, d)
+    obs = task.observe(Frame(d.qpos[None], d.qvel[None], d.sensordata[None],
+                             np.zeros((1, 3)), np.zeros((1, 4)), np.zeros((1, 4))))[0]
+    assert np.allclose(obs[:3], d.site('tip').xpos) and obs[3] == 0.3
+    assert np.allclose(obs[4:7], d.site('tip').xpos)
+    data['observation'] = [{'sensor': ['tip_position']}]
+    (tmp_path / 'bad.yaml').write_text(yaml.safe_dump(data))
+    with pytest.raises(UnknownName) as info:
+        load_task(str(tmp_path / 'bad.yaml'))
+    assert info.value.where == 'bad.yaml: observation[0].sensor.names[0]'
