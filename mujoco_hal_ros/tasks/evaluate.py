@@ -210,6 +210,7 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
     next_ep = 0
     env_steps = 0
     has_success = bool(task.success_names)
+    use_sens = task.uses_sensordata
 
     def start(slots):
         nonlocal next_ep
@@ -221,7 +222,8 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
         if draws[0].patch is not None:
             patch = {k: np.stack([d.patch[k] for d in draws]) for k in draws[0].patch}
         pool.reset(slots, states=rows, randomization=patch)
-        sens[slots] = pool.forward(slots).sensordata
+        if use_sens:
+            sens[slots] = pool.forward(slots).sensordata
         qpos[slots] = rows[:, qpos_at:qpos_at + model.nq]
         qvel[slots] = rows[:, qvel_at:qvel_at + model.nv]
         cmd[slots] = np.stack([d.command for d in draws]) if task.command_size else 0.0
@@ -249,11 +251,13 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
             out = policy.act(obs, ids)
         act = check_actions(out, len(ids), task, policy.name, ep_of[ids])
         sp = amap.apply(act, setpoint[ids])
-        res = pool.step(task.decimation, ctrl=amap.full_ctrl(sp), env_ids=ids, sensors=True)
+        res = pool.step(task.decimation, ctrl=amap.full_ctrl(sp), env_ids=ids, sensors=use_sens)
         env_steps += len(ids)
         setpoint[ids] = sp
-        qpos[ids], qvel[ids], sens[ids] = res.qpos, res.qvel, res.sensordata
-        after = Frame(res.qpos, res.qvel, res.sensordata, cmd[ids], act, last[ids])
+        qpos[ids], qvel[ids] = res.qpos, res.qvel
+        if use_sens:
+            sens[ids] = res.sensordata
+        after = Frame(res.qpos, res.qvel, sens[ids], cmd[ids], act, last[ids])
         succ, fail = task.predicates(after)
         ret[ids] += task.reward(after, succ, fail)
         last[ids] = act

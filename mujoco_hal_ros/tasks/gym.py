@@ -62,7 +62,8 @@ class _Runner:
         if draws[0].patch is not None:
             patch = {k: np.stack([d.patch[k] for d in draws]) for k in draws[0].patch}
         self.pool.reset(slots, states=rows, randomization=patch)
-        self.sens[slots] = self.pool.forward(slots).sensordata
+        if task.uses_sensordata:
+            self.sens[slots] = self.pool.forward(slots).sensordata
         self.qpos[slots] = rows[:, self._qpos:self._qpos + m.nq]
         self.qvel[slots] = rows[:, self._qvel:self._qvel + m.nv]
         self.cmd[slots] = np.stack([d.command for d in draws]) if task.command_size else 0.0
@@ -80,11 +81,12 @@ class _Runner:
         task = self.task
         sp = task.actions.apply(act, self.setpoint[slots])
         res = self.pool.step(task.decimation, ctrl=task.actions.full_ctrl(sp), env_ids=slots,
-                             sensors=True)
+                             sensors=task.uses_sensordata)
         self.setpoint[slots] = sp
-        self.qpos[slots], self.qvel[slots], self.sens[slots] = res.qpos, res.qvel, \
-            res.sensordata
-        f = Frame(res.qpos, res.qvel, res.sensordata, self.cmd[slots], act, self.last[slots])
+        self.qpos[slots], self.qvel[slots] = res.qpos, res.qvel
+        if task.uses_sensordata:
+            self.sens[slots] = res.sensordata
+        f = Frame(res.qpos, res.qvel, self.sens[slots], self.cmd[slots], act, self.last[slots])
         succ, fail = task.predicates(f)
         reward = task.reward(f, succ, fail)
         self.last[slots] = act

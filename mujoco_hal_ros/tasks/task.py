@@ -6,7 +6,9 @@ one ``mj_forward`` per control step) instead of a Python loop over environments,
 sim node's device reads the same sensors from the same compiled model. The appended sensors
 (named ``task/...``) come after the model's own, so the model's sensors keep their
 addresses, and sensors never change the physics: the task's model steps bit-identically to
-the original.
+the original. A free-floating root body (a quadruped's trunk) is the exception: its pose and
+velocity are read from qpos/qvel, so a task that needs nothing else (``walk_forward``) sets
+``uses_sensordata`` False and the pool steps it without the extra ``mj_forward``.
 
 Observation layout (``Task.observation_layout``): the terms in file order, concatenated;
 within a term, elements in the order listed (joints in the order named, ``all`` in model
@@ -129,19 +131,33 @@ def _model_file(spec: TaskSpec) -> str:
     return path
 
 
+class _Ref:
+    """Columns of one appended sensor in sensordata, known once the model is compiled."""
+
+    def __init__(self, name):
+        self.name = name
+        self.cols = None
+
+    def __call__(self, f):
+        return f.sens[:, self.cols]
+
+
 class _Sensors:
-    """Sensors the task needs, appended once each; addresses read after compiling."""
+    """Sensors the task needs, appended once each; ``resolve`` fills their columns."""
 
     def __init__(self, mspec):
         self._spec = mspec
-        self._keys = {}
+        self._refs = {}
+
+    def __len__(self):
+        return len(self._refs)
 
     def need(self, stype, objtype, objname, reftype=None, refname=None, intprm=None):
         key = (int(stype), int(objtype), objname, None if reftype is None else int(reftype),
                refname)
-        if key not in self._keys:
+        if key not in self._refs:
             s = self._spec.add_sensor()
-            s.name = f'task/{len(self._keys)}'
+            s.name = f'task/{len(self._refs)}'
             s.type = stype
             s.objtype = objtype
             s.objname = objname
@@ -150,8 +166,21 @@ class _Sensors:
                 s.refname = refname
             if intprm is not None:
                 s.intprm = intprm
-            self._keys[key] = s.name
-        return self._keys[key]
+            self._refs[key] = _Ref(s.name)
+        return self._refs[key]
+
+    def resolve(self, model):
+        for ref in self._refs.values():
+            sensor = model.sensor(ref.name)
+            adr, dim = int(sensor.adr[0]), int(sensor.dim[0])
+            ref.cols = np.arange(adr, adr + dim)
+
+
+def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``R(q) v`` for batches: frame vectors ``(n, 3)`` into the world, ``(n, 4)`` wxyz."""
+    w, xyz = q[:, :1], q[:, 1:]
+    t = 2.0 * _cross(xyz, v)
+    return v + w * t + _cross(xyz, t)
 
 
 class Task:
@@ -186,6 +215,8 @@ class Task:
         if spec.video.get('track'):
             self._id('body', spec.video['track'], 'video.track')
         self._sensors = _Sensors(mspec)
+        self._nominal = nominal
+        self.uses_sensordata = False     # model sensors observed, or any appended
         self._obs = [self._observation(t, i, nominal) for i, t in enumerate(spec.observation)]
         self._pred = [self._predicate(t, 'success') for t in spec.success] + \
             [self._predicate(t, 'failure') for t in spec.failure]
@@ -200,7 +231,10 @@ class Task:
         self.layout = StateLayout(self.model)
         self._start(nominal)
         self.actions = ActionMap(self.model, spec.action, self.start_ctrl, src)
-        self._resolve_sensors()
+        self._sensors.resolve(self.model)
+        self.uses_sensordata = self.uses_sensordata or len(self._sensors) > 0
+        self._obs = [(label, self.actions.size if size < 0 else size, fn)
+                     for label, size, fn in self._obs]
         self._resolve_reset()
         self.obs_size = sum(size for _, size, _ in self._obs)
         self.act_size = self.actions.size
@@ -255,10 +289,56 @@ class Task:
         self._id(kind, name, f'{key}.{kind}')
         return kind, name
 
+    # ------------------------------------------------------------------ sources
+    # A body that is a free-floating root (world's child, one free joint) has its pose and
+    # velocity in qpos/qvel: read there, a quadruped task needs no sensor at all, and the
+    # pool then steps without the extra mj_forward per control step (``uses_sensordata``).
+    def _root_free(self, body):
+        m = self._nominal
+        bid = self._names['body'].index(body)
+        if m.body_parentid[bid] != 0 or m.body_jntnum[bid] != 1 or m.body_mocapid[bid] >= 0:
+            return None
+        j = int(m.body_jntadr[bid])
+        if int(m.jnt_type[j]) != _FREE:
+            return None
+        return int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])
+
+    def _pos(self, kind, name):
+        """fn(frame) -> (n, 3) world position of a body or site origin."""
+        root = self._root_free(name) if kind == 'body' else None
+        if root is not None:
+            a = root[0]
+            return lambda f: f.qpos[:, a:a + 3]
+        return self._sensors.need(_S.mjSENS_FRAMEPOS, _OBJ[kind], name)
+
+    def _quat(self, body):
+        """fn(frame) -> (n, 4) world orientation (w, x, y, z) of a body frame."""
+        root = self._root_free(body)
+        if root is not None:
+            a = root[0] + 3
+            return lambda f: f.qpos[:, a:a + 4]
+        return self._sensors.need(_S.mjSENS_FRAMEQUAT, _OBJ['body'], body)
+
+    def _linvel(self, body):
+        """fn(frame) -> (n, 3) world linear velocity of a body frame's origin."""
+        root = self._root_free(body)
+        if root is not None:
+            d = root[1]
+            return lambda f: f.qvel[:, d:d + 3]
+        return self._sensors.need(_S.mjSENS_FRAMELINVEL, _OBJ['body'], body)
+
+    def _angvel(self, body):
+        """fn(frame) -> (n, 3) world angular velocity of a body."""
+        root = self._root_free(body)
+        if root is not None:
+            d, quat = root[1], self._quat(body)
+            return lambda f: quat_rotate(quat(f), f.qvel[:, d + 3:d + 6])
+        return self._sensors.need(_S.mjSENS_FRAMEANGVEL, _OBJ['body'], body)
+
     # ------------------------------------------------------------------ observations
     def _observation(self, term: Term, i: int, nominal) -> Tuple[str, int, object]:
-        """``(label, size, fn(frame) -> (n, size))``; sensors resolved after compiling."""
-        a, key, S = term.args, f'observation[{i}].{term.kind}', self._sensors
+        """``(label, size, fn(frame) -> (n, size))``; size -1: the action size."""
+        a, key = term.args, f'observation[{i}].{term.kind}'
         kind = term.kind
         if kind in ('joint_pos', 'joint_vel'):
             jids = self._joints(a['joints'], f'{key}.joints', nominal)
@@ -282,32 +362,35 @@ class Task:
             cols = np.concatenate([np.arange(nominal.sensor_adr[s],
                                              nominal.sensor_adr[s] + nominal.sensor_dim[s])
                                    for s in sids])
+            self.uses_sensordata = True
             return f'sensor[{",".join(a["names"])}]', len(cols), \
                 lambda f, cols=cols: f.sens[:, cols]
         if kind in ('body_pos', 'site_pos', 'body_quat', 'site_quat'):
             obj = kind.split('_')[0]
             name = a[obj]
             self._id(obj, name, f'{key}.{obj}')
-            stype = _S.mjSENS_FRAMEPOS if kind.endswith('pos') else _S.mjSENS_FRAMEQUAT
+            label = f'{kind}[{name},{a["frame"]}]'
+            pos = kind.endswith('pos')
+            if a['frame'] == 'world' and obj == 'body':
+                return label, (3 if pos else 4), (self._pos('body', name) if pos else
+                                                  self._quat(name))
+            stype = _S.mjSENS_FRAMEPOS if pos else _S.mjSENS_FRAMEQUAT
             ref = (None, None)
             if a['frame'] == 'base':
                 ref = (_OBJ['body'], self._base(None, f'{key}.frame'))
-            sname = S.need(stype, _OBJ[obj], name, *ref)
-            size = 3 if kind.endswith('pos') else 4
-            return f'{kind}[{name},{a["frame"]}]', size, ('sensor', sname)
+            return label, (3 if pos else 4), self._sensors.need(stype, _OBJ[obj], name, *ref)
         if kind in ('body_linvel', 'body_angvel'):
             self._id('body', a['body'], f'{key}.body')
-            stype = _S.mjSENS_FRAMELINVEL if kind == 'body_linvel' else _S.mjSENS_FRAMEANGVEL
-            vel = S.need(stype, _OBJ['body'], a['body'])
+            vel = (self._linvel if kind == 'body_linvel' else self._angvel)(a['body'])
             label = f'{kind}[{a["body"]},{a["frame"]}]'
             if a['frame'] == 'world':
-                return label, 3, ('sensor', vel)
-            quat = S.need(_S.mjSENS_FRAMEQUAT, _OBJ['body'], self._base(None, f'{key}.frame'))
-            return label, 3, ('rotate', vel, quat)
+                return label, 3, vel
+            quat = self._quat(self._base(None, f'{key}.frame'))
+            return label, 3, (lambda f, vel=vel, quat=quat: quat_rotate_inv(quat(f), vel(f)))
         if kind == 'gravity':
             body = self._base(a['body'], f'{key}.body')
-            quat = S.need(_S.mjSENS_FRAMEQUAT, _OBJ['body'], body)
-            return f'gravity[{body}]', 3, ('gravity', quat)
+            quat = self._quat(body)
+            return f'gravity[{body}]', 3, (lambda f, quat=quat: gravity_in_frame(quat(f)))
         if kind == 'command':
             names = [c.name for c in self.spec.commands]
             chosen = names if a['names'] is None else list(a['names'])
@@ -334,44 +417,6 @@ class Task:
     def command_size(self) -> int:
         return sum(len(c.low) for c in self.spec.commands)
 
-    def _sensor_cols(self, sname):
-        sid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SENSOR, sname)
-        adr, dim = int(self.model.sensor_adr[sid]), int(self.model.sensor_dim[sid])
-        return np.arange(adr, adr + dim)
-
-    def _resolve_sensors(self):
-        """Turn the sensor placeholders into functions now that addresses are known."""
-        resolved = []
-        for label, size, fn in self._obs:
-            if isinstance(fn, tuple):
-                if fn[0] == 'sensor':
-                    cols = self._sensor_cols(fn[1])
-                    fn = (lambda f, cols=cols: f.sens[:, cols])
-                elif fn[0] == 'rotate':
-                    vc, qc = self._sensor_cols(fn[1]), self._sensor_cols(fn[2])
-                    fn = (lambda f, vc=vc, qc=qc: quat_rotate_inv(f.sens[:, qc], f.sens[:, vc]))
-                else:
-                    qc = self._sensor_cols(fn[1])
-                    fn = (lambda f, qc=qc: gravity_in_frame(f.sens[:, qc]))
-            if size < 0:
-                size = self.actions.size
-            resolved.append((label, size, fn))
-        self._obs = resolved
-        self._pred = [(name, role, fn if not isinstance(fn, tuple) else fn[0](
-            *[self._sensor_cols(s) for s in fn[1:]])) for name, role, fn in self._pred]
-        rew = []
-        for name, w, fn in self._rew:
-            if isinstance(fn, tuple) and fn[0] == 'joint_vel_l2':
-                jids = fn[1] if fn[1] is not None else [
-                    j for j in range(self.model.njnt) if int(self.model.jnt_type[j]) in
-                    _HINGE_SLIDE]
-                cols = np.asarray([self.model.jnt_dofadr[j] for j in jids], dtype=np.intp)
-                fn = (lambda f, cols=cols: (f.qvel[:, cols] ** 2).sum(axis=1))
-            elif isinstance(fn, tuple) and fn[0] != 'predicate':
-                fn = fn[0](*[self._sensor_cols(s) for s in fn[1:]])
-            rew.append((name, w, fn))
-        self._rew = rew
-
     @property
     def observation_layout(self) -> List[Tuple[str, int, int]]:
         """``[(term label, offset, size), ...]`` in the order the vector holds them."""
@@ -387,9 +432,9 @@ class Task:
 
     # ------------------------------------------------------------------ predicates
     def _point(self, a, key):
-        """A (pos sensor) placeholder for a body or site origin in the world."""
+        """fn(frame) -> (n, 3): a body or site origin in the world."""
         kind, name = self._obj(a, key)
-        return self._sensors.need(_S.mjSENS_FRAMEPOS, _OBJ[kind], name)
+        return self._pos(kind, name)
 
     def _command_cols(self, name, key, size=None):
         offsets = self._command_offsets()
@@ -410,28 +455,24 @@ class Task:
             else:
                 axis, sign = 2, (1.0 if t.kind == 'height_above' else -1.0)
             value = a['value'] if t.kind == 'past' else a['z']
-
-            def make(cols, axis=axis, sign=sign, value=value):
-                return lambda f: sign * f.sens[:, cols[axis]] > sign * value
-            return t.name, role, (make, pos)
+            return t.name, role, (lambda f, pos=pos, axis=axis, sign=sign, value=value:
+                                  sign * pos(f)[:, axis] > sign * value)
         if t.kind == 'tilt_above':
-            quat = self._sensors.need(_S.mjSENS_FRAMEQUAT, _OBJ['body'],
-                                      self._base(a['body'], f'{key}.body'))
+            quat = self._quat(self._base(a['body'], f'{key}.body'))
             limit = np.deg2rad(a['degrees'])
-            return t.name, role, (lambda qc, limit=limit: (lambda f: tilt(f.sens[:, qc]) > limit),
-                                  quat)
+            return t.name, role, (lambda f, quat=quat, limit=limit: tilt(quat(f)) > limit)
         if t.kind == 'near_command':
             pos = self._point(a, key)
             cc = self._command_cols(a['command'], f'{key}.command', 3)
             dist = a['distance']
-            return t.name, role, (lambda pc, cc=cc, dist=dist: (
-                lambda f: np.linalg.norm(f.sens[:, pc] - f.command[:, cc], axis=1) < dist), pos)
+            return t.name, role, (lambda f, pos=pos, cc=cc, dist=dist:
+                                  np.linalg.norm(pos(f) - f.command[:, cc], axis=1) < dist)
         if t.kind == 'contact':
             self._id('geom', a['geom1'], f'{key}.geom1')
             self._id('geom', a['geom2'], f'{key}.geom2')
             found = self._sensors.need(_S.mjSENS_CONTACT, _OBJ['geom'], a['geom1'], _OBJ['geom'],
                                        a['geom2'], intprm=[1, 0, 1])
-            return t.name, role, (lambda c: (lambda f: f.sens[:, c[0]] > 0), found)
+            return t.name, role, (lambda f, found=found: found(f)[:, 0] > 0)
         raise AssertionError(t.kind)  # pragma: no cover
 
     def predicates(self, f: Frame) -> Tuple[np.ndarray, np.ndarray]:
@@ -458,39 +499,35 @@ class Task:
         if t.kind == 'track_velocity':
             body = self._base(a['body'], f'{key}.body')
             cc = self._command_cols(a['command'], f'{key}.command', 2)
-            vel = self._sensors.need(_S.mjSENS_FRAMELINVEL, _OBJ['body'], body)
-            quat = self._sensors.need(_S.mjSENS_FRAMEQUAT, _OBJ['body'], body)
+            vel, quat = self._linvel(body), self._quat(body)
             inv = 1.0 / a['sigma'] ** 2
             base = a['frame'] == 'base'
 
-            def make(vc, qc, cc=cc, inv=inv, base=base):
-                def fn(f):
-                    v = f.sens[:, vc]
-                    if base:
-                        v = quat_rotate_inv(f.sens[:, qc], v)
-                    err = v[:, :2] - f.command[:, cc]
-                    return np.exp(-(err ** 2).sum(axis=1) * inv)
-                return fn
-            return t.name, w, (make, vel, quat)
+            def fn(f, vel=vel, quat=quat, cc=cc, inv=inv, base=base):
+                v = vel(f)
+                if base:
+                    v = quat_rotate_inv(quat(f), v)
+                err = v[:, :2] - f.command[:, cc]
+                return np.exp(-(err ** 2).sum(axis=1) * inv)
+            return t.name, w, fn
         if t.kind == 'distance_to_command':
             pos = self._point(a, key)
             cc = self._command_cols(a['command'], f'{key}.command', 3)
-            return t.name, w, (lambda pc, cc=cc: (
-                lambda f: np.linalg.norm(f.sens[:, pc] - f.command[:, cc], axis=1)), pos)
+            return t.name, w, (lambda f, pos=pos, cc=cc:
+                               np.linalg.norm(pos(f) - f.command[:, cc], axis=1))
         if t.kind == 'velocity':
-            body = self._base(a['body'], f'{key}.body')
+            vel = self._linvel(self._base(a['body'], f'{key}.body'))
             axis, sign = AXES[a['axis']]
-            vel = self._sensors.need(_S.mjSENS_FRAMELINVEL, _OBJ['body'], body)
-            return t.name, w, (lambda vc, axis=axis, sign=sign: (
-                lambda f: sign * f.sens[:, vc[axis]]), vel)
+            return t.name, w, (lambda f, vel=vel, axis=axis, sign=sign: sign * vel(f)[:, axis])
         if t.kind == 'action_l2':
             return t.name, w, lambda f: (f.action ** 2).sum(axis=1)
         if t.kind == 'action_rate_l2':
             return t.name, w, lambda f: ((f.action - f.prev_action) ** 2).sum(axis=1)
         if t.kind == 'joint_vel_l2':
-            jids = None if a['joints'] is None else \
-                self._joints(a['joints'], f'{key}.joints', None)
-            return t.name, w, ('joint_vel_l2', jids)
+            m = self._nominal
+            jids = self._joints(a['joints'], f'{key}.joints', m)
+            cols = np.asarray([m.jnt_dofadr[j] for j in jids], dtype=np.intp)
+            return t.name, w, (lambda f, cols=cols: (f.qvel[:, cols] ** 2).sum(axis=1))
         if t.kind == 'alive':
             return t.name, w, lambda f: np.ones(len(f.qpos))
         if t.kind == 'predicate':
@@ -501,7 +538,7 @@ class Task:
         """``(n,)`` weighted sum of the reward terms after a control step."""
         total = np.zeros(len(f.qpos))
         for name, w, fn in self._rew:
-            if isinstance(fn, tuple):    # ('predicate', name): 1 when it holds
+            if isinstance(fn, tuple):    # ('predicate', name): 1 when it ends the episode
                 pname = fn[1]
                 if pname in self.success_names:
                     value = succ == self.success_names.index(pname)
