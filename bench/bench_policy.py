@@ -9,7 +9,8 @@ the same number of control steps, interleaved, fastest of several rounds (a slow
 shared machine measures the neighbours):
 
   closed   ``tasks.evaluate``: per control step one batched ONNX call for every environment,
-           the action map, ``EnvPool.step(10, ctrl, sensors=True)``, predicates and rewards;
+           the action map, ``EnvPool.step(10, ctrl)`` (the trunk is read from qpos/qvel, so
+           no sensors), predicates and rewards;
            per-episode draws and sparse resets included (two episodes per environment)
   open     ``EnvPool.step(10, ctrl)`` over the same 256 Go1s with fixed controls: the pool's
            stepping alone, the ceiling for closed (goal: closed / open >= 0.7)
