@@ -564,3 +564,19 @@ def test_model_sensors_by_name(tmp_path):
     with pytest.raises(UnknownName) as info:
         load_task(str(tmp_path / 'bad.yaml'))
     assert info.value.where == 'bad.yaml: observation[0].sensor.names[0]'
+
+
+def test_appended_sensors_do_not_change_the_episodes():
+    """walk_forward reads its trunk from qpos/qvel and steps without sensors; adding a
+    sensor-backed observation makes the pool compute sensors, and nothing else changes."""
+    _need_go1()
+    plain = _task('walk_forward', horizon=30)
+    data = _yaml('walk_forward')
+    data['horizon'] = 30
+    data['observation'] = data['observation'] + [{'site_pos': 'imu'}]
+    sensed = Task.from_dict(data, 'sensed.yaml', BUILTIN_DIR)
+    assert not plain.uses_sensordata and sensed.uses_sensordata
+    assert sensed.model.nsensordata == 3 and plain.model.nsensordata == 0
+    a = _results(evaluate(plain, 'zero', 3, 3, seed=2))
+    b = _results(evaluate(sensed, 'zero', 3, 3, seed=2))
+    assert a == b
