@@ -489,3 +489,48 @@ def load_file(path: str) -> TaskSpec:
         raise TaskError(f'expected a mapping at the top, got {type(data).__name__}',
                         where=source, allowed='keys ' + ', '.join(TOP_KEYS))
     return parse(data, source, os.path.dirname(os.path.abspath(path)))
+
+
+def check(spec: TaskSpec) -> TaskSpec:
+    """A TaskSpec built in Python (records, not a file) checked as a file would be.
+
+    Terms get their defaults filled in; a wrong kind, key or value raises the same TaskError
+    a task file would, with ``spec.source`` in place of the file name.
+    """
+    from dataclasses import asdict, replace
+    c = _Checker(spec.source)
+    if not isinstance(spec, TaskSpec):
+        raise c.error('', f'expected a TaskSpec, got {type(spec).__name__}')
+    c.name(spec.name, 'name')
+    c.name(spec.model, 'model')
+    c.integer(spec.horizon, 'horizon', 1, 10_000_000)
+    out = replace(spec)
+    act = asdict(spec.action) if isinstance(spec.action, ActionSpec) else spec.action
+    act = {k: v for k, v in act.items() if v is not None}
+    if act.get('offset') == 'zero':      # the default: only channel absolute actions use it
+        act.pop('offset')
+    if spec.action.actuators is None:
+        act['actuators'] = 'all'
+    out.action = _action(c, act, 'action')
+
+    def terms(items, table, key, named):
+        checked = []
+        for i, t in enumerate(items):
+            if not isinstance(t, Term):
+                raise c.error(f'{key}[{i}]', f'expected a Term, got {type(t).__name__}')
+            if t.kind not in table:
+                raise c.error(f'{key}[{i}].{t.kind}', 'unknown kind', allowed=', '.join(table))
+            where = f'{key}.{t.name}.{t.kind}' if named else f'{key}[{i}].{t.kind}'
+            given = {k: v for k, v in (t.args or {}).items() if v is not None}   # defaults
+            args = _check_args(c, t.kind, given, table, where)
+            weight = c.number(t.weight, f'{key}.{t.name}.weight') if table is REWARDS else 1.0
+            checked.append(Term(t.name, t.kind, args, weight))
+        return checked
+
+    if not spec.observation:
+        raise c.error('observation', 'is required', allowed=', '.join(OBSERVATIONS))
+    out.observation = terms(spec.observation, OBSERVATIONS, 'observation', False)
+    out.success = terms(spec.success, PREDICATES, 'success', True)
+    out.failure = terms(spec.failure, PREDICATES, 'failure', True)
+    out.reward = terms(spec.reward, REWARDS, 'reward', True)
+    return out

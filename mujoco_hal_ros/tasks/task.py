@@ -191,6 +191,8 @@ class Task:
     """
 
     def __init__(self, spec: TaskSpec):
+        from .spec import check
+        spec = check(spec)      # a spec built in Python is checked as a file's would be
         self.spec = spec
         self.name = spec.name
         self._src = src = spec.source

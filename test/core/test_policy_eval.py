@@ -580,3 +580,40 @@ def test_appended_sensors_do_not_change_the_episodes():
     a = _results(evaluate(plain, 'zero', 3, 3, seed=2))
     b = _results(evaluate(sensed, 'zero', 3, 3, seed=2))
     assert a == b
+
+
+def test_task_from_python_records_equals_the_file():
+    """The reach task written as TaskSpec records runs the same episodes as reach.yaml."""
+    from mujoco_hal_ros.tasks import TaskSpec
+    from mujoco_hal_ros.tasks.spec import ActionSpec, CommandTerm, FieldTerm, Term
+    joints = ('pan', 'lift', 'elbow', 'wrist')
+    spec = TaskSpec(
+        name='reach', model='bench_arm', keyframe='rest', base='base', horizon=40,
+        commands=[CommandTerm('target', (0.14, -0.06, 0.03), (0.20, 0.06, 0.09))],
+        joint_noise={'joints': joints, 'qpos': 0.05, 'qvel': 0.0},
+        bodies={'block': {'x': (0.12, 0.22), 'y': (0.10, 0.16), 'yaw': (-3.14159, 3.14159)}},
+        fields=[FieldTerm('dof_damping', joints, (0.8, 1.2), None, None)],
+        observation=[Term('joint_pos', 'joint_pos', {'joints': joints}),
+                     Term('joint_vel', 'joint_vel', {'joints': joints}),
+                     Term('site_pos', 'site_pos', {'site': 'tip'}),
+                     Term('command', 'command', {'names': ['target']}),
+                     Term('last_action', 'last_action', {})],
+        action=ActionSpec(joints, mode='delta', units='channel', scale=0.05, decimation=10),
+        success=[Term('at_target', 'near_command',
+                      {'site': 'tip', 'command': 'target', 'distance': 0.01})],
+        failure=[Term('hit_table', 'contact', {'geom1': 'hand_geom', 'geom2': 'table'})],
+        reward=[Term('distance', 'distance_to_command', {'site': 'tip', 'command': 'target'},
+                     -1.0),
+                Term('reached', 'predicate', {'name': 'at_target'}, 10.0),
+                Term('effort', 'action_l2', {}, -0.01)])
+    task = Task(spec)
+    assert task.observation_layout == _task('reach', horizon=40).observation_layout
+    a = _results(evaluate(task, 'random', 4, 2, seed=5))
+    b = _results(evaluate(_task('reach', horizon=40), 'random', 4, 2, seed=5))
+    assert a == b
+    bad = TaskSpec(name='x', model='bench_arm', horizon=5,
+                   observation=[Term('j', 'joint_pos', {'joints': ['pan'], 'rel': True})],
+                   action=ActionSpec(None, decimation=1), source='my_task')
+    with pytest.raises(TaskError) as info:
+        Task(bad)
+    assert info.value.where == 'my_task: observation[0].joint_pos.rel'
