@@ -17,7 +17,8 @@ pool with sparse resets), ``video`` (MP4s of chosen episodes), ``cli`` (``evalua
 
 import os
 
-from .spec import TaskError, TaskSpec, load_file, parse
+from .spec import (ActionSpec, CommandTerm, FieldTerm, TaskError, TaskSpec, Term, load_file,
+                   parse)
 from .task import Task
 
 BUILTIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'builtin')
@@ -44,6 +45,7 @@ def load_task(name_or_path: str) -> Task:
 from .policies import Policy, make_policy  # noqa: E402
 from .evaluate import EpisodeResult, EvaluationReport, evaluate, wilson_interval  # noqa: E402
 
-__all__ = ['Task', 'TaskSpec', 'TaskError', 'load_task', 'load_file', 'parse',
+__all__ = ['Task', 'TaskSpec', 'Term', 'CommandTerm', 'FieldTerm', 'ActionSpec', 'TaskError',
+           'load_task', 'load_file', 'parse',
            'builtin_tasks', 'Policy', 'make_policy', 'evaluate', 'EvaluationReport',
            'EpisodeResult', 'wilson_interval']
