@@ -617,3 +617,19 @@ def test_task_from_python_records_equals_the_file():
     with pytest.raises(TaskError) as info:
         Task(bad)
     assert info.value.where == 'my_task: observation[0].joint_pos.rel'
+
+
+@pytest.mark.parametrize('name, policy, horizon', [
+    ('reach', 'random', 30), ('walk_forward', 'random', 120)])
+def test_pool_episodes_equal_a_plain_mujoco_loop_state_for_state(name, policy, horizon):
+    """The serial reference (one MjData, the model patched per episode, mj_step) gives the
+    same results and the same physics rows at every control step as the pool."""
+    if name == 'walk_forward':
+        _need_go1()
+    from mujoco_hal_ros.tasks.reference import run_episode
+    task = _task(name, horizon=horizon)
+    report = evaluate(task, policy, 4, 3, seed=6, record=[0, 1, 2, 3])
+    for e in range(4):
+        ref, rows = run_episode(task, policy, 6, e, record=True)
+        assert ref.to_dict() == report.episodes[e].to_dict()
+        assert np.array_equal(rows, report.states[e])
