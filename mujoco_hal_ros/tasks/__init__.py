@@ -12,7 +12,9 @@ policy observes and commands, when an episode succeeds or fails, and what it is 
 Module map: ``spec`` (the task file's keys, checked), ``task`` (resolved against the model:
 observations, predicates, rewards, per-episode draws), ``actions`` (policy outputs to
 controls), ``policies`` (ONNX, callables, zero, random), ``evaluate`` (episodes over the
-pool with sparse resets), ``video`` (MP4s of chosen episodes), ``cli`` (``evaluate_policy``).
+pool with sparse resets), ``reference`` (one episode on one MjData, the serial reference),
+``video`` (MP4s of chosen episodes), ``gym`` (Gymnasium Env and VectorEnv), ``onnx_models``
+(small ONNX policies), ``cli`` (``evaluate_policy``). Task files: ``doc/tasks.md``.
 """
 
 import os

@@ -10,8 +10,10 @@ ran it changes. (An ONNX network whose matrix kernels round differently by batch
 break this in the last bits; the tests check the networks built here.)
 
 Per control step: one batched policy call for the running environments, the actions mapped to
-controls (``actions``), one ``pool.step(decimation, ctrl, env_ids, sensors=True)`` (every
-term the task reads is a sensor the step computes), then predicates and rewards in NumPy.
+controls (``actions``), one ``pool.step(decimation, ctrl, env_ids, sensors=...)`` (every
+term the task reads is in qpos/qvel or a sensor the step computes, ``task``), then
+predicates and rewards in NumPy. ``reference.run_episode`` is the same episode on one plain
+MjData, and the tests hold the two equal state for state.
 Any pool with EnvPool's API works: ``EnvPool`` or ``RayPool`` built on ``task.model``.
 
 An episode ends at the first of: MuJoCo's instability auto-reset (failure ``unstable``), a
