@@ -18,6 +18,8 @@ from typing import List, Optional
 
 from ..errors import DeviceError
 
+SHOW_EPISODES = 100      # one line per episode up to this many
+
 
 def _parser():
     p = argparse.ArgumentParser(
@@ -69,7 +71,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(f'video of episode {ep}: {path}', flush=True)
     except DeviceError as err:
         return _refuse(args, err)
-    for e in report.episodes:
+    shown = report.episodes if len(report.episodes) <= SHOW_EPISODES else []
+    for e in shown:          # a long run says it in the summary (and the JSON) only
         state = 'success' if e.success else f'failure ({e.failure})'
         print(f'episode {e.episode}: {state} after {e.steps} steps, return {e.ret:.3f}')
     print(report.summary(), flush=True)
