@@ -679,7 +679,10 @@ class Task:
 
     def describe(self) -> str:
         """The observation and action layouts, one line each, for users writing policies."""
-        lines = [f'task {self.name}: model {self.model_path}',
+        where = (os.path.join(self.spec.source_dir, self.spec.source)
+                 if self.spec.source_dir else self.spec.source)
+        lines = [f'task {self.name} ({where}, copy it to make your own): model '
+                 f'{self.model_path}',
                  f'  control: {self.decimation} physics steps of {self.model.opt.timestep} s '
                  f'({1.0 / self.control_dt:g} Hz), horizon {self.horizon} control steps',
                  f'  observation ({self.obs_size}):']
