@@ -99,6 +99,11 @@ def main():
     if menagerie.model_path('go1') is None:
         print('Menagerie go1 not installed (pip install -r requirements-test.txt): skipped')
         return 0
+    missing = [m for m in ('onnx', 'onnxruntime') if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f'{" and ".join(missing)} not installed (pip install -r requirements.txt -r '
+              'requirements-test.txt): skipped')
+        return 0
     horizon = 40 if args.quick else 150
     rounds = 2 if args.quick else 3
     loop_episodes = 2 if args.quick else 4

@@ -264,6 +264,7 @@ def _pool_untouched(task, fn):
 
 def test_wrong_onnx_input_size_refused_naming_sizes(reach, tmp_path):
     pytest.importorskip('onnxruntime')
+    pytest.importorskip('onnx', reason='the onnx package builds the test policy')
     from mujoco_hal_ros.tasks import onnx_models
     path = onnx_models.linear(np.zeros((17, 4)), str(tmp_path / 'small.onnx'))
     err = _pool_untouched(reach, lambda pool: evaluate(reach, path, 4, pool=pool))
@@ -273,6 +274,7 @@ def test_wrong_onnx_input_size_refused_naming_sizes(reach, tmp_path):
 
 def test_wrong_onnx_output_size_refused_naming_sizes(reach, tmp_path):
     pytest.importorskip('onnxruntime')
+    pytest.importorskip('onnx', reason='the onnx package builds the test policy')
     from mujoco_hal_ros.tasks import onnx_models
     path = onnx_models.linear(np.zeros((18, 3)), str(tmp_path / 'narrow.onnx'))
     err = _pool_untouched(reach, lambda pool: evaluate(reach, path, 4, pool=pool))
