@@ -5,6 +5,8 @@ Serves, under the node's namespace:
                 sensors and costs; feedback after every chunk and every 0.5 s (a heartbeat
                 that lets a client tell a slow node from a dead one); cancel stops at the
                 next chunk boundary.
+  evaluate_policy action (EvaluatePolicy): a policy on a task, N seeded episodes closed
+                loop (``policy_action``, ``mujoco_hal_ros.tasks``), on a pool of its own.
   reset         service (PoolReset): sparse reset, keyframe or states, randomization.
   site_jacobians service (SiteJacobians): batched site Jacobians at the current states.
   pool_info     service (PoolInfo): sizes, state layout, names and a model fingerprint.
@@ -38,6 +40,7 @@ from .. import conversions as cv
 from ..bridge import CompletionBridge
 from ..qos import action_queues, REQUEST_QOS
 from .params import TABLE
+from .policy_action import PolicyAction
 from ..parameters import refuse_unknown
 from ..run import run_node, start_or_destroy
 from ..sim.web_view import attach_pool_viewer
@@ -95,6 +98,7 @@ class PoolNode(GuardedNode):
             goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
             cancel_callback=lambda _handle: CancelResponse.ACCEPT, result_timeout=10,
             **action_queues())
+        self._policy_action = PolicyAction(self)    # evaluate_policy: tasks.evaluate
         queries = MutuallyExclusiveCallbackGroup()
         self.create_service(PoolReset, 'reset', self._reset, callback_group=queries,
                             qos_profile=REQUEST_QOS)
@@ -151,7 +155,8 @@ class PoolNode(GuardedNode):
         """One line for the start-up log."""
         ns = self.get_namespace().rstrip('/')
         return (f'{self.p["model"]}: nbatch {self.pool.nbatch}, nthread {self.pool.nthread}, '
-                f'state_size {self.pool.state_size}; serving {ns}/evaluate, {ns}/reset, '
+                f'state_size {self.pool.state_size}; serving {ns}/evaluate, '
+                f'{ns}/evaluate_policy, {ns}/reset, '
                 f'{ns}/site_jacobians, {ns}/pool_info')
 
     # --- evaluate ---------------------------------------------------------------------------

@@ -1,0 +1,119 @@
+"""pool_node's ``evaluate_policy`` action: ``tasks.evaluate`` behind EvaluatePolicy.action.
+
+Why a pool of its own per goal: a task runs its own model (the node's model plus the sensors
+the task reads, ``tasks.task``), and the node's pool belongs to its ``evaluate`` and ``reset``
+clients, whose environments must not change under them. The evaluation runs on the node's
+bridge worker like every other pool job, so it queues behind (never beside) an ``evaluate``
+and the executor never waits on physics. Feedback goes out when an episode finishes and at
+most every FEEDBACK_S otherwise; a cancel stops the evaluation between two control steps and
+returns the finished episodes.
+"""
+
+import threading
+import time
+
+from rclpy.action import CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+
+from .. import conversions as cv
+from ..guard import ActionServer
+from ..qos import action_queues
+from ...action import EvaluatePolicy
+from ...errors import CLOSED, DONE, INTERNAL_ERROR, STOPPED, DeviceError
+
+FEEDBACK_S = 0.2
+MAX_GOALS = 2
+
+
+class PolicyAction:
+    """The action server and its goal bookkeeping, attached to a PoolNode."""
+
+    def __init__(self, node):
+        self.node = node
+        self._lock = threading.Lock()
+        self._reserved = 0
+        self.server = ActionServer(
+            node, EvaluatePolicy, 'evaluate_policy', self._execute,
+            callback_group=MutuallyExclusiveCallbackGroup(), goal_callback=self._on_goal,
+            cancel_callback=lambda _handle: CancelResponse.ACCEPT, result_timeout=10,
+            **action_queues())
+
+    def _on_goal(self, _goal):
+        with self._lock:
+            if self.node._closing or self._reserved >= MAX_GOALS:
+                return GoalResponse.REJECT
+            self._reserved += 1
+            return GoalResponse.ACCEPT
+
+    async def _execute(self, handle):
+        try:
+            done = await self.node.bridge.run(self._evaluate, handle)
+        finally:
+            with self._lock:
+                self._reserved = max(0, self._reserved - 1)
+        if done is None:
+            done = 'abort', _error(EvaluatePolicy.Result(), CLOSED, 'pool_node is shutting down')
+        end, result = done
+        {'succeed': handle.succeed, 'abort': handle.abort, 'canceled': handle.canceled}[end]()
+        return result
+
+    def _evaluate(self, handle):
+        from ...tasks import evaluate, load_task
+        goal, result = handle.request, EvaluatePolicy.Result()
+        if handle.is_cancel_requested:
+            return 'canceled', _error(result, STOPPED, 'canceled before it started')
+        last = [0.0, -1]
+
+        def progress(done, total):
+            now = time.monotonic()
+            if done != last[1] or now - last[0] >= FEEDBACK_S:
+                last[:] = [now, done]
+                handle.publish_feedback(EvaluatePolicy.Feedback(
+                    episodes_done=done, episodes=total, progress=done / total))
+            return not (handle.is_cancel_requested or self.node._closing)
+
+        try:
+            task = load_task(goal.task)
+            report = evaluate(task, goal.policy, int(goal.episodes), int(goal.envs) or None,
+                              int(goal.seed), nthread=self.node.pool.nthread,
+                              progress=progress)
+        except DeviceError as err:
+            return 'abort', _error(result, err.code, str(err))
+        except Exception as err:  # noqa: BLE001 - reported to the caller, logged here
+            self.node.get_logger().error(f'evaluate_policy: {cv.error_line(err)}')
+            return 'abort', _error(result, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
+        _fill(result, report)
+        if report.completed:
+            result.success, result.code = True, DONE
+            result.message = report.summary()
+            return 'succeed', result
+        result.code = STOPPED if handle.is_cancel_requested else CLOSED
+        result.message = (f'stopped after {len(report.episodes)} of {report.requested} '
+                          'episodes')
+        return ('canceled' if handle.is_cancel_requested else 'abort'), result
+
+    def destroy(self):
+        self.server.destroy()
+
+
+def _fill(result, report):
+    lo, hi = report.interval
+    result.task = report.task
+    result.completed = bool(report.completed)
+    result.episodes_done = len(report.episodes)
+    result.success_rate = float(report.success_rate)
+    result.success_low, result.success_high = float(lo), float(hi)
+    result.mean_return = float(report.mean_return)
+    result.env_steps_per_s = float(report.env_steps_per_s)
+    result.episode = [e.episode for e in report.episodes]
+    result.episode_success = [bool(e.success) for e in report.episodes]
+    result.episode_failure = [e.failure or '' for e in report.episodes]
+    result.episode_return = [float(e.ret) for e in report.episodes]
+    result.episode_steps = [int(e.steps) for e in report.episodes]
+
+
+def _error(result, code, message):
+    result.success = False
+    result.code = code
+    result.message = message
+    return result

@@ -1,0 +1,93 @@
+"""``evaluate_policy``: a policy on a task over the pool, from the command line (no ROS needed).
+
+    evaluate_policy --task reach --policy pd.onnx --episodes 100 --envs 32 --seed 0 --json
+    ros2 run mujoco_hal_ros evaluate_policy --task walk_forward --policy zero --episodes 8
+
+Human-readable lines go to stdout; with ``--json`` the last line is one JSON object (keys
+``task``, ``episodes``, ``success_rate``, ``episode_results`` with ``episode``, ``success``,
+``failure``, ``return``, ``steps`` each, ``env_steps_per_s``, and more), so scripts can read
+it with ``tail -n 1``. A refused task or policy exits 2 before any environment runs (with
+``--json``: an ``{"error": {...}}`` line naming the key or the sizes).
+"""
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional
+
+from ..errors import DeviceError
+
+SHOW_EPISODES = 100      # one line per episode up to this many
+
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog='evaluate_policy', description='Evaluate a policy on a task over many seeded, '
+        'randomized episodes stepped in parallel (mujoco_hal_ros.tasks).')
+    p.add_argument('--task', required=True,
+                   help='a built-in task (reach, walk_forward) or a task YAML file')
+    p.add_argument('--policy', required=True,
+                   help='zero, random, FILE.onnx or module:attr (a callable on batches)')
+    p.add_argument('--episodes', type=int, default=10, help='episodes to run (default 10)')
+    p.add_argument('--envs', type=int, default=None,
+                   help='environments stepped together (default min(episodes, 64))')
+    p.add_argument('--seed', type=int, default=0, help='seeds every episode draw (default 0)')
+    p.add_argument('--nthread', type=int, default=None,
+                   help='pool threads (default: every core)')
+    p.add_argument('--video', metavar='DIR', default=None,
+                   help='write MP4s of the episodes --video-episodes names into DIR')
+    p.add_argument('--video-episodes', default='0',
+                   help='comma-separated episode indices to film (default 0)')
+    p.add_argument('--json', action='store_true',
+                   help='print the report as one JSON object on the last line')
+    p.add_argument('--describe', action='store_true',
+                   help='print the task\'s observation and action layout first')
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    from . import load_task
+    from .evaluate import evaluate
+    try:
+        task = load_task(args.task)
+        if args.describe:
+            print(task.describe(), flush=True)
+        record = []
+        if args.video:
+            try:
+                record = sorted({int(x) for x in args.video_episodes.split(',') if x.strip()})
+            except ValueError:
+                return _refuse(args, DeviceError('INVALID_ARGUMENT', 'expected episode indices '
+                                                 f'like 0,3,7, got {args.video_episodes!r}',
+                                                 where='--video-episodes'))
+            record = [e for e in record if 0 <= e < max(args.episodes, 0)]
+        report = evaluate(task, args.policy, args.episodes, args.envs, args.seed,
+                          nthread=args.nthread, record=record)
+        if args.video:
+            from .video import write_videos
+            for ep, path in write_videos(task, report, args.video).items():
+                print(f'video of episode {ep}: {path}', flush=True)
+    except DeviceError as err:
+        return _refuse(args, err)
+    shown = report.episodes if len(report.episodes) <= SHOW_EPISODES else []
+    for e in shown:          # a long run says it in the summary (and the JSON) only
+        state = 'success' if e.success else f'failure ({e.failure})'
+        print(f'episode {e.episode}: {state} after {e.steps} steps, return {e.ret:.3f}')
+    print(report.summary(), flush=True)
+    if args.json:
+        print(json.dumps(report.to_dict()), flush=True)
+    return 0
+
+
+def _refuse(args, err: DeviceError) -> int:
+    print(f'evaluate_policy: {err}', file=sys.stderr, flush=True)
+    if args.json:
+        print(json.dumps({'error': err.to_dict()}), flush=True)
+    return 2
+
+
+if __name__ == '__main__':   # pragma: no cover - python -m mujoco_hal_ros.tasks.cli
+    os.environ.setdefault('PYTHONUNBUFFERED', '1')
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""pool_node's evaluate_policy action: the evaluator's episodes over ROS, feedback, cancel.
+
+One PoolNode on the bench arm (own rclpy Context, a client node beside it). The per-episode
+results must equal an in-process ``tasks.evaluate`` of the same task, policy and seed, and
+the node's own pool must not change: the evaluation runs on a pool of its own.
+"""
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from action_msgs.msg import GoalStatus  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+
+from mujoco_hal_ros.action import EvaluatePolicy  # noqa: E402
+from mujoco_hal_ros.ros.pool.pool_node import PoolNode  # noqa: E402
+from mujoco_hal_ros.tasks import evaluate, load_task  # noqa: E402
+from helpers import SpunNodes, wait_for  # noqa: E402
+
+BUDGET_S = 120.0
+
+
+class Harness(SpunNodes):
+    def __init__(self):
+        super().__init__(lambda ctx: [
+            PoolNode(context=ctx, parameter_overrides=[
+                Parameter('nbatch', value=4), Parameter('nthread', value=1),
+                Parameter('keyframe', value='rest')]),
+            rclpy.create_node('pool_policy_test_client', context=ctx)],
+            lambda ctx: MultiThreadedExecutor(num_threads=6, context=ctx))
+        self.node, self.client = self.nodes
+        self.action = ActionClient(self.client, EvaluatePolicy, '/evaluate_policy')
+        self.spin(BUDGET_S)
+        assert self.action.wait_for_server(timeout_sec=10.0)
+
+    def close(self):
+        self.spinner.stop(self.join_s)
+        self.action.destroy()
+        super().close()
+
+    def run(self, goal, feedback=None, timeout=60.0):
+        handle = self.wait(self.action.send_goal_async(goal, feedback_callback=feedback))
+        assert handle.accepted
+        res = self.wait(handle.get_result_async(), timeout)
+        return res.status, res.result
+
+
+@pytest.fixture(scope='module')
+def h():
+    harness = Harness()
+    try:
+        yield harness
+    finally:
+        harness.close()
+
+
+def test_episodes_equal_in_process_evaluation(h):
+    before = h.node.pool.get_state(full=True).copy()
+    feedback = []
+    status, res = h.run(EvaluatePolicy.Goal(task='reach', policy='random', episodes=5, envs=2,
+                                            seed=3), feedback=lambda m: feedback.append(
+                                                m.feedback.episodes_done))
+    assert status == GoalStatus.STATUS_SUCCEEDED, res.message
+    assert res.success and res.code == 'DONE' and res.completed and res.task == 'reach'
+    local = evaluate(load_task('reach'), 'random', 5, 2, seed=3)
+    assert list(res.episode) == [e.episode for e in local.episodes]
+    assert list(res.episode_success) == [e.success for e in local.episodes]
+    assert list(res.episode_failure) == [e.failure or '' for e in local.episodes]
+    assert list(res.episode_return) == [e.ret for e in local.episodes]
+    assert list(res.episode_steps) == [e.steps for e in local.episodes]
+    assert res.episodes_done == 5 and res.success_rate == local.success_rate
+    assert wait_for(lambda: feedback and feedback[-1] == 5, 5.0)
+    assert feedback == sorted(feedback)
+    assert np.array_equal(h.node.pool.get_state(full=True), before)
+
+
+@pytest.mark.parametrize('task, policy, code, words', [
+    ('reach', 'sometimes', 'INVALID_ARGUMENT', 'unknown policy'),
+    ('no_such_task', 'zero', 'CONFIG_ERROR', 'no built-in task'),
+    ('reach', 'os:getcwd', 'INVALID_ARGUMENT', 'raised'),
+])
+def test_bad_goals_abort_with_a_code(h, task, policy, code, words):
+    status, res = h.run(EvaluatePolicy.Goal(task=task, policy=policy, episodes=2))
+    assert status == GoalStatus.STATUS_ABORTED
+    assert not res.success and res.code == code and words in res.message
+    assert res.episodes_done == 0
+
+
+def test_zero_episodes_refused(h):
+    status, res = h.run(EvaluatePolicy.Goal(task='reach', policy='zero', episodes=0))
+    assert status == GoalStatus.STATUS_ABORTED and res.code == 'INVALID_ARGUMENT'
+
+
+def test_cancel_stops_between_control_steps(h):
+    got = []
+    handle = h.wait(h.action.send_goal_async(
+        EvaluatePolicy.Goal(task='reach', policy='zero', episodes=100000, envs=2),
+        feedback_callback=lambda m: got.append(m.feedback.episodes_done)))
+    assert handle.accepted
+    assert wait_for(lambda: got and got[-1] >= 2, 60.0)
+    h.wait(handle.cancel_goal_async())
+    res = h.wait(handle.get_result_async(), 30.0)
+    assert res.status == GoalStatus.STATUS_CANCELED
+    r = res.result
+    assert r.code == 'STOPPED' and not r.completed and 2 <= r.episodes_done < 100000
+    assert list(r.episode) == list(range(r.episodes_done))
