@@ -22,6 +22,11 @@ _ALIASES = {'franka_emika_panda': 'panda', 'unitree_go1': 'go1',
             'universal_robots_ur5e': 'ur5e'}
 
 
+def model_names() -> list:
+    """The Menagerie models this helper knows by name (``model_path`` takes each)."""
+    return sorted(_SOURCES)
+
+
 def model_path(name):
     """Return the MJCF path of a Menagerie model, or None when its wheel is not installed.
 

@@ -116,7 +116,7 @@ def _model_file(spec: TaskSpec) -> str:
             raise TaskError('the built-in bench arm (models/bench_arm.xml) was not found',
                             where=where, allowed='an MJCF path')
         return path
-    if name in menagerie._SOURCES:
+    if name in menagerie.model_names():
         path = menagerie.model_path(name)
         if path is None:
             raise TaskError(f'Menagerie model {name!r} is not installed',
@@ -126,7 +126,7 @@ def _model_file(spec: TaskSpec) -> str:
     path = name if os.path.isabs(name) else os.path.join(spec.source_dir or os.getcwd(), name)
     if not os.path.isfile(path):
         raise TaskError(f'no such model file {path!r}', where=where,
-                        allowed='bench_arm, ' + ', '.join(sorted(menagerie._SOURCES)) +
+                        allowed='bench_arm, ' + ', '.join(menagerie.model_names()) +
                         ', or an MJCF file (relative to the task file)')
     return path
 

@@ -66,8 +66,16 @@ def test_the_menagerie_block_opens_panda_by_its_folder_name():
     assert len(goals) >= 8, out                       # 7 arm joints and the gripper
 
 
+def test_the_tasks_block_evaluates_a_policy_that_does_nothing():
+    block = next(b for b in _python_blocks() if 'load_task' in b.body)
+    code, out = run_python(block.body)
+    assert code == 0, f'{block} failed:\n{out[-3000:]}'
+    rate, failures = out.strip().splitlines()[-1].split(' ', 1)
+    assert float(rate) == 0.0 and eval(failures) == ['horizon'] * 4, out   # noqa: S307
+
+
 def test_every_untagged_python_block_is_tested_here():
-    tested = ('Device()', 'EnvPool', 'model_path')
+    tested = ('Device()', 'EnvPool', 'model_path', 'load_task')
     for b in _python_blocks():
         assert any(key in b.body for key in tested), (
             f'{b} is not run by any test: give it a test in this file, or a readme-test tag '

@@ -40,7 +40,7 @@ class PolicyAction:
 
     def _on_goal(self, _goal):
         with self._lock:
-            if self.node._closing or self._reserved >= MAX_GOALS:
+            if self.node.closing or self._reserved >= MAX_GOALS:
                 return GoalResponse.REJECT
             self._reserved += 1
             return GoalResponse.ACCEPT
@@ -70,7 +70,7 @@ class PolicyAction:
                 last[:] = [now, done]
                 handle.publish_feedback(EvaluatePolicy.Feedback(
                     episodes_done=done, episodes=total, progress=done / total))
-            return not (handle.is_cancel_requested or self.node._closing)
+            return not (handle.is_cancel_requested or self.node.closing)
 
         try:
             task = load_task(goal.task)

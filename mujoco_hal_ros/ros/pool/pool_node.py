@@ -151,6 +151,11 @@ class PoolNode(GuardedNode):
             keyframes=_names(m, mujoco.mjtObj.mjOBJ_KEY, m.nkey),
             keyframe=self.p['keyframe'], randomizable_fields=list(pool.randomizable_fields))
 
+    @property
+    def closing(self) -> bool:
+        """Whether the node is shutting down (goals are refused, running ones end)."""
+        return self._closing
+
     def describe(self):
         """One line for the start-up log."""
         ns = self.get_namespace().rstrip('/')
