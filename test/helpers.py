@@ -281,10 +281,45 @@ def zoo_cell(name, check):
 
 
 _ZOO_RESULTS = {}
+_ZOO_PLAN = []          # the selected models, in test order (test/conformance/conftest.py)
+_ZOO_POOL = None
+_ZOO_FUTURES = {}
+
+
+def zoo_plan(names):
+    """The zoo models the selected cells will ask for, in order: the first cell starts them
+    all on a process pool (one worker a core; ``MUJOCO_HAL_ROS_ZOO_WORKERS`` overrides), so
+    the tier takes about its serial time divided by the cores. Each model's battery is a
+    single-threaded simulation at real_time_factor 0, so the workers do not disturb each
+    other's results; the cells still pass or fail one by one, in order."""
+    _ZOO_PLAN[:] = list(dict.fromkeys(names))
+
+
+def zoo_close():
+    global _ZOO_POOL
+    if _ZOO_POOL is not None:
+        _ZOO_POOL.shutdown(wait=False, cancel_futures=True)
+        _ZOO_POOL = None
+
+
+def _zoo_workers():
+    value = os.environ.get('MUJOCO_HAL_ROS_ZOO_WORKERS')
+    if value:
+        return max(1, int(value))
+    return len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
 
 
 def _zoo_results(name):
+    global _ZOO_POOL
+    from mujoco_hal_ros.conformance import battery
     if name not in _ZOO_RESULTS:
-        from mujoco_hal_ros.conformance import battery, zoo
-        _ZOO_RESULTS[name] = {r.check: r for r in battery.run(zoo.by_name(name))}
+        if _ZOO_POOL is None and len(_ZOO_PLAN) > 1 and _zoo_workers() > 1:
+            import concurrent.futures
+            import multiprocessing
+            _ZOO_POOL = concurrent.futures.ProcessPoolExecutor(
+                _zoo_workers(), mp_context=multiprocessing.get_context('spawn'))
+            for planned in _ZOO_PLAN:
+                _ZOO_FUTURES[planned] = _ZOO_POOL.submit(battery.run_named, planned)
+        future = _ZOO_FUTURES.pop(name, None)
+        _ZOO_RESULTS[name] = future.result() if future else battery.run_named(name)
     return _ZOO_RESULTS[name]

@@ -837,6 +837,13 @@ def open_device(zm, folder=None, **kw):
     return Device(model=path, **kw)
 
 
+def run_named(name):
+    """Every check on the zoo model ``name`` (MJCF or URDF zoo), by check name: a top-level
+    function so that a process pool can run the zoo a model a worker."""
+    from .zoo import by_name
+    return {r.check: r for r in run(by_name(name))}
+
+
 def run(zm, checks=CHECKS, folder=None):
     """Every check on one zoo model, in order, on one device; a list of CheckResult."""
     if zm.path is None:

@@ -495,7 +495,7 @@ def test_hold_wins_under_a_flood(sim):
             g = SetGoals.Request(channels=['pan_goal'], values=[float(rng.uniform(-30, 30))])
             pending.append(cli_goals.call_async(g))
             sent[0] += 2
-            time.sleep(0.005)
+            time.sleep(0.02)        # 200 requests a second: a flood, and a backlog that drains
     flooders = [threading.Thread(target=flood) for _ in range(2)]
     for t in flooders:
         t.start()
