@@ -38,6 +38,7 @@ from ..world.runtime import RunTimeWorld
 from ..world.world import World
 from . import drives as drive_laws
 from .events import ModelSwapped, Swaps
+from .robots import Robots
 from .stepper import Stepper
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
@@ -159,7 +160,8 @@ class Device:
         self._planner = moves.Planner(self.model, self.layout)   # IK's private state
         self.audit = Log(2000)
         self.events = Log(200)
-        self.move = None
+        self.move = None        # the latest move_to (a robot's own: ``RobotView.move``)
+        self._moves = []        # every move still running: one a robot (stepper thread)
         laws = drive_laws.build(self.model, self.layout, self.keyframe)
         self.stepper = Stepper(self.model, self.data, drives=laws.drives,
                                impedance=laws.impedance,
@@ -190,6 +192,7 @@ class Device:
         self.sandbox = None
         # Everything that caches this model's addresses follows a swap through here.
         self.swaps = Swaps()
+        self.robots = Robots(self)     # the namespaced robots in this world, each a view
         self.record('connect', {'model': self.model_path, 'keyframe': keyframe},
                     self._native_all(sp))
 
@@ -289,17 +292,19 @@ class Device:
             out[c.name] = float(c.to_unit(native))
         return out
 
-    def goals(self, setpoint=False):
+    def goals(self, setpoint=False, *, layout=None):
         """Each goal channel's target in its own unit: the goal it was last given (where its
         path ends), as a device reads back a write channel. ``setpoint=True``: where the
         path is now instead. A velocity servo held to a position keeps its channel's
-        meaning, a speed: the one commanded now, and a target at rest."""
+        meaning, a speed: the one commanded now, and a target at rest. ``layout``: another
+        set of channels over this model (a robot's, ``RobotView``)."""
+        layout = layout or self.layout
         snap = self.snapshot
         values = (snap.setpoint if setpoint else snap.target).copy()
         held = snap.position_mode
         values[held] = snap.ctrl[held] if setpoint else 0.0
         return {g.name: float(g.to_unit(values[g.actuator]))
-                for g in self.layout.goals.values()}
+                for g in layout.goals.values()}
 
     def on_physics(self, fn, wait=True, timeout=10.0):
         """The one door to the physics thread for code outside ``sim/``: ``fn(stepper)``
@@ -319,19 +324,21 @@ class Device:
         return h
 
     # --- goals ------------------------------------------------------------------------------
-    def set_goals(self, goals):
+    def set_goals(self, goals, *, layout=None):
         """Start min-jerk paths to several goals at once; all-or-nothing.
 
         Each channel's path peaks at its ``max_change_per_s`` (no rate: it jumps in one
         step). Only the named actuators change hands: a running move keeps the rest, though
-        it is reported PREEMPTED since it can no longer arrive as planned.
+        it is reported PREEMPTED since it can no longer arrive as planned. ``layout``: the
+        channels of one robot of the world (``RobotView``), checked instead of the device's.
         """
-        targets = limits.check_goals(self.layout, goals)
+        layout = layout or self.layout
+        targets = limits.check_goals(layout, goals)
         request = {n: float(v) for n, v in goals.items()}     # checked: plain numbers
-        native = {self.layout.goals[n].actuator_name: v for n, v in targets.items()}
-        acts = [self.layout.goals[n].actuator for n in targets]
+        native = {layout.goals[n].actuator_name: v for n, v in targets.items()}
+        acts = [layout.goals[n].actuator for n in targets]
         values = np.array([targets[n] for n in targets])
-        rates = [self.layout.goals[n].native_rate for n in targets]
+        rates = [layout.goals[n].native_rate for n in targets]
 
         def apply(s):
             now = s.data.time
@@ -346,8 +353,7 @@ class Device:
     def preempt_moves_touching(self, actuators):
         """A running move_to that drives any of these actuators ends PREEMPTED: another
         command took them over, so it cannot arrive as planned (stepper thread)."""
-        move = self.move
-        if move is not None and not move.done():
+        for move in self._running():
             touched = set(actuators) & set(move.actuators)
             if touched:
                 move.finish(self._move_result(move, errors.PREEMPTED, False,
@@ -359,9 +365,11 @@ class Device:
     def action(self, name):
         return self.layout.actions[known_name(name, self.layout.actions, 'action')]
 
-    def move_action(self, site=None):
-        """The device file's move_to action, or one built for ``site`` (a site or body)."""
-        base = next((a for a in self.layout.actions.values() if a.command == 'move_to'), None)
+    def move_action(self, site=None, *, layout=None):
+        """The device file's move_to action, or one built for ``site`` (a site or body);
+        ``layout``: one robot's channels (``RobotView``), whose joints may turn."""
+        layout = layout or self.layout
+        base = next((a for a in layout.actions.values() if a.command == 'move_to'), None)
         if site is not None and not isinstance(site, str):
             raise errors.InvalidArgument(f'expected a site or body name, got {site!r}',
                                          where='site')
@@ -371,17 +379,17 @@ class Device:
             raise DeviceError(errors.INVALID_ARGUMENT,
                               'this device has no move_to action; name a site or body',
                               where='site', allowed=', '.join(
-                                  n for n in self.layout.sites + self.layout.bodies[1:] if n)
+                                  n for n in layout.sites + layout.bodies[1:] if n)
                               or 'none')
         if base is not None and site in (base.site, base.body):
             return base
-        if site in self.layout.sites:
+        if site in layout.sites:
             amap = {'site': site}
-        elif site in self.layout.bodies and site != self.layout.bodies[0]:
+        elif site in layout.bodies and site != layout.bodies[0]:
             amap = {'body': site}
         else:
             raise errors.UnknownName('site or body', site,
-                                     [n for n in self.layout.sites + self.layout.bodies[1:]
+                                     [n for n in layout.sites + layout.bodies[1:]
                                       if n])
         try:
             if base is not None:
@@ -390,11 +398,11 @@ class Device:
                                  for n, a in base.args.items()},
                         'map': dict(amap, axes={a: 'xyz'[i] for a, i in base.axes.items()},
                                     speed=base.speed, path=base.path)}
-                act = self.layout.build_action(base.name, spec, f'actions.{base.name}')
+                act = layout.build_action(base.name, spec, f'actions.{base.name}')
                 act.aim, act.at, act.then = base.aim, dict(base.at), {}
                 return act
             spec = {'command': 'move_to', 'effects': [], 'args': {}, 'map': amap}
-            return self.layout.build_action('move_to', spec, 'move_to')
+            return layout.build_action('move_to', spec, 'move_to')
         except ConfigError as exc:
             raise errors.InvalidArgument(f'cannot move {site!r}: {exc}', where='site') from None
 
@@ -413,25 +421,27 @@ class Device:
                           wait=wait, timeout=timeout, path=path, tolerance=tolerance)
 
     def _move(self, act, args=None, *, point=None, speed=None, aim=None, wait=True,
-              timeout=None, path=None, tolerance=None):
+              timeout=None, path=None, tolerance=None, planner=None):
         target, speed_ms, aim, use_path, timeout = moves.check_request(
             act, args, point, speed, aim, wait, timeout, path)
         tol = self.params['tolerance'] if tolerance is None else limits.tolerance(tolerance)
-        move = self._planner.plan(act, self.snapshot, target, speed_ms, aim, use_path,
-                                  tol, self.params['aim_tolerance'])
-        move.tolerance = tol
+        planner = planner or self._planner      # a robot's own (``RobotView``) or the world's
+        move = planner.plan(act, self.snapshot, target, speed_ms, aim, use_path,
+                            tol, self.params['aim_tolerance'])
+        move.tolerance, move.planner = tol, planner
         acts = move.actuators
 
         def apply(s):
             now = s.data.time
             plan = moves.start_plan(self.model, move, s.joint_setpoint()[acts], now)
-            old = self.move
-            if old is not None and not old.done():
-                old.finish(self._move_result(old, errors.PREEMPTED, False,
-                                             'a newer move_to took over'))
+            for old in self._running():
+                if self.robots.same_robot(old.actuators, acts):
+                    old.finish(self._move_result(old, errors.PREEMPTED, False,
+                                                 'a newer move_to took over'))
             s.take_over(plan, positions=True)
             move.plan_end = plan.t_end
             move.duration = plan.t_end - now
+            self._moves = self._running() + [move]
             self.move = move
             self.record('move_to', {'action': act.name, 'target_m': target.tolist(),
                                     'speed_m_s': speed_ms, 'path': use_path},
@@ -458,11 +468,17 @@ class Device:
             return 0.0
         return moves.distance_to_go(self.layout, move, self.snapshot)
 
+    def _running(self):
+        """The moves not finished yet (one a robot at most)."""
+        return [m for m in self._moves if not m.done()]
+
     def _after_chunk(self, stepper):
-        """Stepper thread: finish the move once its path ended and the point settled."""
-        move = self.move
-        if move is None or move.done() or move.plan_end is None:
-            return
+        """Stepper thread: finish each move once its path ended and the point settled."""
+        for move in self._running():
+            if move.plan_end is not None:
+                self._settle(stepper, move)
+
+    def _settle(self, stepper, move):
         snap = stepper.snapshot
         ended = moves.settle(self.layout, move, snap, self.params['tolerance'],
                              self.params['aim_tolerance'])
@@ -506,7 +522,8 @@ class Device:
                 or speed >= moves.STILL_SPEED or move.cartesian is not None:
             return False
         tol = self.params['tolerance'] if move.tolerance is None else move.tolerance
-        q = self._planner.correct(move, snap, tol, self.params['aim_tolerance'],
+        planner = getattr(move, 'planner', None) or self._planner
+        q = planner.correct(move, snap, tol, self.params['aim_tolerance'],
                                   setpoint=stepper.joint_setpoint()[move.actuators])
         if q is None:
             return False
@@ -536,14 +553,18 @@ class Device:
             return self.hold()
         return self._move(act, args, **kw)
 
-    def hold(self):
+    def hold(self, actuators=None):
         """End every move and freeze every setpoint (velocity servos hold their joints'
-        positions, as a driver's position mode does); always accepted."""
+        positions, as a driver's position mode does); always accepted. ``actuators`` (ids):
+        only these, and the moves that drive any of them (one robot of the world's)."""
         def apply(s):
-            s.hold_now()
-            move = self.move
-            if move is not None and not move.done():
-                move.finish(self._move_result(move, errors.STOPPED, False, 'held'))
+            if actuators is None:
+                s.hold_now()
+            else:
+                s.hold_actuators(actuators)
+            for move in self._running():
+                if actuators is None or set(move.actuators) & set(actuators):
+                    move.finish(self._move_result(move, errors.STOPPED, False, 'held'))
             sp = s.setpoint.copy()
             sp[s.position_mode()] = 0.0        # velocity servos: held still (zero speed)
             return sp
@@ -570,8 +591,7 @@ class Device:
                 'message': f'safe-state action {action!r} started'}
 
     def _on_unstable(self, stepper):
-        move = self.move
-        if move is not None and not move.done():
+        for move in self._running():
             move.finish(self._move_result(move, errors.UNSTABLE, False,
                                           'the simulation went unstable; back to the '
                                           f'{stepper.last_recovery} and held',
@@ -598,8 +618,7 @@ class Device:
                              f'could not start after the instability: {exc}; holding'})
 
     def _on_error(self, stepper, exc):
-        move = self.move
-        if move is not None and not move.done():
+        for move in self._running():
             move.finish(self._move_result(move, errors.INTERNAL_ERROR, False,
                                           f'stepper error: {exc}; holding'))
         self.events.add({'time': time.time(), 'sim_time': float(stepper.data.time),
@@ -628,8 +647,7 @@ class Device:
             if self.world.randomizer.undo():
                 mujoco.mj_forward(s.model, s.data)     # derived from the nominal model again
                 s.publish_snapshot()
-            move = self.move
-            if move is not None and not move.done():
+            for move in self._running():
                 move.finish(self._move_result(move, errors.STOPPED, False, 'reset',
                                               s.publish_snapshot()))
             return s.setpoint.copy()
@@ -644,8 +662,7 @@ class Device:
     # --- the world at run time ------------------------------------------------------------
     def _stop_move(self, s, why):
         """Stepper thread: the state was rewritten under the move; hold where it is now."""
-        move = self.move
-        if move is not None and not move.done():
+        for move in self._running():
             move.finish(self._move_result(move, errors.STOPPED, False, why,
                                           s.publish_snapshot()))
         s.hold_now()
@@ -814,13 +831,12 @@ class Device:
         old_sp, old_names = s.setpoint.copy(), saved['layout'].actuators
         old_mode = s.position_mode()
         gone = [a for a, name in enumerate(old_names) if name not in layout.actuators]
-        move = self.move
-        running = move is not None and not move.done()
-        if running and (renumber or set(gone) & set(move.actuators)):
-            if not renumber:
-                ended = f'{ended.split(":")[0]}: the move\'s actuators went with the entity'
-            move.finish(moves.result(saved['layout'], move, code, False, ended, s.snapshot))
-            gone = gone + list(move.actuators)       # its path stops where it is now
+        for move in self._running():
+            if renumber or set(gone) & set(move.actuators):
+                why = ended if renumber else \
+                    f'{ended.split(":")[0]}: the move\'s actuators went with the entity'
+                move.finish(moves.result(saved['layout'], move, code, False, why, s.snapshot))
+                gone = gone + list(move.actuators)       # its path stops where it is now
         plans = [p for p in s.running_plans() if p.release(gone)] if not renumber else ()
         self._planner = planner
         self.sensing.adopt(lidars)

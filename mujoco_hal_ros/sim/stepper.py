@@ -338,6 +338,32 @@ class Stepper:
             self._pos_mode[vl.actuators] = True
 
     @physics_thread_only
+    def hold_actuators(self, actuators):
+        """``hold_now`` for some actuators only (one robot of several in the world): their
+        setpoints freeze where their paths are now, velocity servos among them hold their
+        joints' positions, and every other actuator goes on as it was (stepper thread
+        only)."""
+        acts = np.asarray(sorted(set(int(a) for a in actuators)), dtype=int)
+        if not acts.size:
+            return
+        now = self.data.time
+        for plan in self._plans:
+            mine = np.isin(plan.actuators, acts)
+            if mine.any():
+                self.setpoint[np.asarray(plan.actuators)[mine]] = plan.sample([now])[0][mine]
+        self._plans = [p for p in self._plans if p.release(acts)]
+        vl = self._velocity_loop
+        if vl is None:
+            for a in acts:
+                if self._drives[a][0] == 'velocity':
+                    self.setpoint[a] = 0.0
+        else:
+            ours = np.isin(vl.actuators, acts)
+            speeds = ours & ~self._pos_mode[vl.actuators]
+            self.setpoint[vl.actuators[speeds]] = self.data.qpos[vl.qadrs[speeds]]
+            self._pos_mode[vl.actuators[ours]] = True
+
+    @physics_thread_only
     def joint_setpoint(self):
         """The setpoints as joint positions (stepper thread only): what a move or a
         trajectory starts from. A velocity servo taking speeds gives its joint's position."""

@@ -1,0 +1,323 @@
+"""Several robots in one world: each a device of its own over its part of the model.
+
+The world (``Device``) owns the model, the data and the physics thread; a robot spawned
+into it under a name (``<namespace>/...``, as ``spawn_entity`` or sim_node's ``robots``
+put it there) becomes a ``RobotView``: the joints, actuators, sites and cameras whose
+names start with its prefix, with channels of its own (a ``Layout`` over the same model
+that names only them), its own goals, move_to, hold and running move. A robot's requests
+go through the world's one door, so two robots' moves run side by side, each preempting
+only its own, and a hold on one robot leaves the other moving. ``Robots`` is the
+registry: which prefixes are robots, and whose an actuator is.
+
+Names stay the world's (``left/joint1``): one ``/tf`` tree and one MjModel hold both
+arms, so a joint or frame name must say whose it is, as a bimanual URDF's prefixes do.
+"""
+
+import collections
+import threading
+
+import mujoco
+import numpy as np
+
+from .. import errors
+from ..checks import known_name
+from ..config.channels import Layout
+from ..errors import DeviceError
+from ..motion.gripper import finger_joints
+from ..motion.move import Planner
+
+
+def _names(model, objtype, count):
+    return [mujoco.mj_id2name(model, objtype, i) or '' for i in range(count)]
+
+
+def robot_layout(model, prefix):
+    """A Layout over the world's ``model`` that names only the robot under ``prefix``:
+    a read channel per hinge or slide joint, an image per camera, a ``<actuator>_goal``
+    per actuator (as zero-config names them), hold as its one action."""
+    joints = _names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt)
+    moving = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    read = {j: {} for i, j in enumerate(joints)
+            if j.startswith(prefix) and int(model.jnt_type[i]) in moving}
+    read.update({c: {'type': 'image', 'map': {'camera': c}}
+                 for c in _names(model, mujoco.mjtObj.mjOBJ_CAMERA, model.ncam)
+                 if c.startswith(prefix)})
+    write = {f'{a}_goal': {'map': {'actuator': a}}
+             for a in _names(model, mujoco.mjtObj.mjOBJ_ACTUATOR, model.nu)
+             if a.startswith(prefix)}
+    layout = Layout(model, {'read': read, 'write': write, 'actions': {}})
+    layout.zero_config = True      # as zero-config: no device file's effects to check
+    return layout
+
+
+class RobotView:
+    """One robot of the world as a device: what ``Device`` answers, for its part only.
+
+    Reads (``snapshot``, ``model``, ``generation``) are the world's; requests are checked
+    against this robot's channels before they reach the world, so a goal for another
+    robot's joint is UNKNOWN_NAME here and nothing moves."""
+
+    def __init__(self, world, prefix, namespace):
+        self.world = world
+        self.prefix = prefix
+        self.namespace = namespace
+        self._layout = (None, None)         # (generation, Layout)
+        self._planner = (None, None)        # (its Layout, Planner)
+        self._lock = threading.Lock()
+
+    # --- what it is -------------------------------------------------------------------
+    @property
+    def layout(self):
+        """This robot's channels on the world's current model (rebuilt after a swap)."""
+        gen = self.world.generation
+        with self._lock:
+            if self._layout[0] != gen:
+                self._layout = (gen, robot_layout(self.world.model, self.prefix))
+            return self._layout[1]
+
+    @property
+    def planner(self):
+        """IK over this robot's joints on the world's current model (rebuilt after a swap):
+        its own lock, so two robots' solves never wait on each other."""
+        layout = self.layout
+        with self._lock:
+            if self._planner[0] is not layout:
+                self._planner = (layout, Planner(self.world.model, layout))
+            return self._planner[1]
+
+    @property
+    def actuators(self):
+        """The world's actuator ids of this robot."""
+        return [g.actuator for g in self.layout.goals.values()]
+
+    @property
+    def joint_names(self):
+        return [r.target for r in self.layout.reads if r.kind == 'joint']
+
+    def tool(self):
+        """Where move_to puts a point unless told: of this robot's sites (else bodies), the
+        one at the end of its arm: the most actuated joints above it that are not fingers,
+        then the fewest fingers (a hand, not a finger), then the last written."""
+        m, prefix = self.world.model, self.prefix
+        fingers = set(finger_joints(m))
+        driven = {int(m.actuator_trnid[a, 0]) for a in range(m.nu)
+                  if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT}
+
+        def score(body):
+            arm = hand = 0
+            while body > 0:
+                for j in range(m.body_jntadr[body], m.body_jntadr[body] + m.body_jntnum[body]):
+                    if j in fingers:
+                        hand += 1
+                    elif j in driven:
+                        arm += 1
+                body = int(m.body_parentid[body])
+            return arm, -hand
+        for kind, count, body_of in ((mujoco.mjtObj.mjOBJ_SITE, m.nsite, m.site_bodyid),
+                                     (mujoco.mjtObj.mjOBJ_BODY, m.nbody, range(m.nbody))):
+            mine = [(score(int(body_of[i])), i, mujoco.mj_id2name(m, kind, i))
+                    for i in range(count)
+                    if (mujoco.mj_id2name(m, kind, i) or '').startswith(prefix)]
+            mine = [c for c in mine if c[0][0] > 0]
+            if mine:
+                return max(mine)[2]
+        raise DeviceError(errors.INVALID_ARGUMENT, f'robot {self.namespace!r} has no site '
+                          'or body that its joints move', where='site')
+
+    def describe(self):
+        desc = self.layout.describe()
+        snap = self.world.snapshot
+        desc.update({'device': f'{self.namespace} (simulated, in {self.world.model_path})',
+                     'id': f'{self.world.describe()["id"]}/{self.namespace}',
+                     'namespace': self.namespace, 'prefix': self.prefix,
+                     'model': self.world.model_path,
+                     'timestep': self.world.model.opt.timestep, 'keyframe': None,
+                     'hazard': 'none', 'safe_state': {'action': 'hold'},
+                     'params': dict(self.world.params), 'zero_config': True,
+                     'actuators': [{'name': g.actuator_name, 'drive': g.drive,
+                                    'joint': self.layout.joints[g.joint] if g.joint >= 0
+                                    else None, 'goal': g.name}
+                                   for g in self.layout.goals.values()],
+                     'gravity_compensated': [], 'real_time_factor':
+                         self.world.describe()['real_time_factor'],
+                     'joints': self.joint_names, 'sim_time': float(snap.time)})
+        return desc
+
+    # --- reading ------------------------------------------------------------------------
+    @property
+    def snapshot(self):
+        return self.world.snapshot
+
+    @property
+    def model(self):
+        return self.world.model
+
+    @property
+    def generation(self):
+        return self.world.generation
+
+    @property
+    def params(self):
+        return self.world.params
+
+    @property
+    def swaps(self):
+        return self.world.swaps
+
+    @property
+    def closed(self):
+        return self.world.closed
+
+    @property
+    def paused(self):
+        return self.world.paused
+
+    def on_physics(self, fn, wait=True, timeout=10.0):
+        return self.world.on_physics(fn, wait=wait, timeout=timeout)
+
+    def read(self, names=None, snapshot=None):
+        mine = [r.name for r in self.layout.reads]
+        if names is None:
+            names = mine
+        elif isinstance(names, str):
+            names = [names]
+        if isinstance(names, (list, tuple, set, frozenset)):
+            for n in names:
+                known_name(n, mine, 'read channel')
+        return self.world.read(names, snapshot)
+
+    def goals(self, setpoint=False):
+        mine = self.layout.goals
+        return {n: v for n, v in self.world.goals(setpoint, layout=self.layout).items()
+                if n in mine}
+
+    def health(self):
+        h = self.world.health()
+        h['moving'] = self.move is not None
+        return h
+
+    # --- requests -----------------------------------------------------------------------
+    def set_goals(self, goals):
+        """``Device.set_goals`` on this robot's channels only (all or nothing)."""
+        return self.world.set_goals(goals, layout=self.layout)
+
+    def action(self, name):
+        return self.layout.actions[known_name(name, self.layout.actions, 'action')]
+
+    def move_to(self, args=None, *, point=None, site=None, **kw):
+        """``Device.move_to`` for a site or body of this robot (its ``tool()`` unless
+        named): IK turns this robot's joints only."""
+        if site in (None, ''):
+            site = self.tool()
+        elif not isinstance(site, str) or not site.startswith(self.prefix):
+            mine = [n for n in self.layout.sites + self.layout.bodies
+                    if n.startswith(self.prefix)]
+            raise errors.UnknownName('site or body of this robot', site, mine)
+        act = self.world.move_action(site, layout=self.layout)
+        return self.world._move(act, args, point=point, planner=self.planner, **kw)
+
+    def run_action(self, name, args=None, **kw):
+        act = self.action(name)
+        if args:
+            raise errors.InvalidArgument('hold takes no arguments', where=name)
+        del act, kw
+        return self.hold()
+
+    def hold(self):
+        """Hold this robot: its setpoints freeze and its move ends; the others go on."""
+        return self.world.hold(actuators=self.actuators)
+
+    def stop(self):
+        return self.hold()
+
+    @property
+    def move(self):
+        """This robot's running move_to, or None."""
+        mine = set(self.actuators)
+        running = [m for m in self.world._running() if set(m.actuators) & mine]
+        return running[-1] if running else None
+
+    def distance_to_go(self, move=None):
+        return self.world.distance_to_go(move or self.move)
+
+    def pause(self, paused=True):
+        raise DeviceError(errors.INVALID_ARGUMENT, 'pause is the world\'s: call it on the '
+                          'node\'s own namespace', where='pause')
+
+    step = reset = pause
+
+
+class Robots:
+    """The robots of one world by namespace; whose an actuator is."""
+
+    def __init__(self, world):
+        self.world = world
+        self._views = {}                      # namespace -> RobotView
+        self._prefixes = ()                   # read on the physics thread: replaced whole
+        self._lock = threading.Lock()
+        self.removed = collections.deque(maxlen=100)   # (namespace, why): a swap took them
+        self._unsubscribe = world.swaps.subscribe(self._follow)
+
+    def _follow(self, event):
+        """A model swap: a robot whose actuators are all gone (its entity deleted, another
+        world loaded) stops being one."""
+        names = set(event.layout.actuators)
+        for view in self.views():
+            if not any(a.startswith(view.prefix) for a in names):
+                self.remove(view.namespace)
+                self.removed.append((view.namespace, 'its actuators left the world'))
+
+    def add(self, namespace, prefix=None):
+        """Make the entity under ``prefix`` (``<namespace>/`` unless given) a robot of its
+        own; refused when the world has no actuator of it or the namespace is taken."""
+        if not isinstance(namespace, str) or not namespace.strip('/'):
+            raise errors.InvalidArgument(f'a robot needs a namespace, got {namespace!r}',
+                                         where='namespace')
+        namespace = namespace.strip('/')
+        prefix = prefix or f'{namespace}/'
+        actuators = _names(self.world.model, mujoco.mjtObj.mjOBJ_ACTUATOR,
+                           self.world.model.nu)
+        if not any(a.startswith(prefix) for a in actuators):
+            raise errors.InvalidArgument(f'nothing in the world is named {prefix}...: a '
+                                         'robot needs actuators of its own', where='namespace')
+        with self._lock:
+            if namespace in self._views:
+                raise errors.InvalidArgument(f'robot {namespace!r} exists already',
+                                             where='namespace')
+            view = self._views[namespace] = RobotView(self.world, prefix, namespace)
+            self._prefixes = tuple(v.prefix for v in self._views.values())
+        return view
+
+    def remove(self, namespace):
+        with self._lock:
+            view = self._views.pop(namespace, None)
+            self._prefixes = tuple(v.prefix for v in self._views.values())
+        return view
+
+    def get(self, namespace):
+        return self._views.get(namespace)
+
+    def names(self):
+        return list(self._views)
+
+    def views(self):
+        return list(self._views.values())
+
+    def claimed(self, name):
+        """Whether a joint, actuator or body name belongs to one of the robots."""
+        return any(name.startswith(p) for p in self._prefixes)
+
+    def owner(self, actuators):
+        """The prefix of the robot these actuator ids belong to ('' for the world's own)."""
+        names = self.world.layout.actuators
+        for p in self._prefixes:
+            if all(names[a].startswith(p) for a in actuators if a < len(names)):
+                return p
+        return ''
+
+    def same_robot(self, a, b):
+        """Whether a move over actuators ``a`` is preempted by one over ``b``: they share
+        an actuator, or both are the same robot's."""
+        if set(np.asarray(a).tolist()) & set(np.asarray(b).tolist()):
+            return True
+        return self.owner(a) == self.owner(b)

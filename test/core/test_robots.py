@@ -1,0 +1,178 @@
+"""Two robots in one world, each a device of its own (``sim.robots``).
+
+The built-in bench arm is the world; a Menagerie Panda is spawned beside it under
+``right/`` and made a robot. Every claim is checked from the published snapshots with a
+separate MjData (forward kinematics, contacts), not from what the device says it did.
+"""
+
+import time
+
+import mujoco
+import numpy as np
+import pytest
+
+from mujoco_hal_ros import errors, menagerie
+from mujoco_hal_ros.errors import DeviceError
+from mujoco_hal_ros.sim.device import Device
+
+PANDA_AT = (0.5, 0.0, 0.0)
+
+
+def _panda():
+    try:
+        return menagerie.model_path('panda')
+    except Exception as exc:  # noqa: BLE001 - the test extra is not installed
+        pytest.skip(f'no Menagerie Panda: {exc}')
+
+
+@pytest.fixture
+def world():
+    with Device(real_time_factor=0) as dev:
+        dev.spawn_entity(_panda(), 'panda', position=PANDA_AT, namespace='right')
+        view = dev.robots.add('right', 'right/panda/')
+        yield dev, view
+
+
+def _fk(dev, qpos, body):
+    """Where ``body`` is for these joint positions: a fresh MjData, not the device's."""
+    data = mujoco.MjData(dev.model)
+    data.qpos[:] = qpos
+    mujoco.mj_kinematics(dev.model, data)
+    return data.xpos[mujoco.mj_name2id(dev.model, mujoco.mjtObj.mjOBJ_BODY, body)].copy()
+
+
+def _bench_q(dev):
+    return dev.snapshot.qpos[[int(dev.model.jnt_qposadr[dev.model.joint(j).id])
+                              for j in ('pan', 'lift', 'elbow', 'wrist')]]
+
+
+def test_a_robot_names_only_its_own_joints_channels_and_tool(world):
+    dev, view = world
+    assert view.joint_names and all(j.startswith('right/panda/') for j in view.joint_names)
+    assert 'pan' not in view.joint_names
+    assert all(g.startswith('right/panda/') for g in view.layout.goals)
+    assert not any(n.startswith('right/') for n in dev.layout.goals)   # the file's device
+    assert view.tool() == 'right/panda/hand'          # the hand, not a finger
+    desc = view.describe()
+    assert desc['namespace'] == 'right' and desc['joints'] == view.joint_names
+    assert dev.robots.names() == ['right'] and dev.robots.claimed('right/panda/joint1')
+    assert not dev.robots.claimed('pan')
+
+
+def test_one_robot_moves_while_the_other_holds_still(world):
+    dev, view = world
+    before = _bench_q(dev)
+    target = np.array([0.45, 0.25, 0.45])
+    result = view.move_to(point=target, wait=True, timeout=30)
+    assert result['code'] == errors.DONE, result
+    reached = _fk(dev, dev.snapshot.qpos, 'right/panda/hand')
+    assert np.linalg.norm(reached - target) <= dev.params['tolerance'] + 1e-9
+    assert np.abs(_bench_q(dev) - before).max() < 1e-3     # the bench arm did not move
+
+
+def test_two_moves_run_side_by_side_and_each_arrives(world):
+    dev, view = world
+    tip_target = np.array([0.18, -0.05, 0.08])
+    bench = dev.move_to(point=tip_target, wait=False)
+    panda = view.move_to(point=(0.45, -0.25, 0.4), wait=False)
+    assert bench.wait(30) and panda.wait(30)
+    assert bench.result['code'] == errors.DONE, bench.result
+    assert panda.result['code'] == errors.DONE, panda.result    # not PREEMPTED by the other
+    data = mujoco.MjData(dev.model)
+    data.qpos[:] = dev.snapshot.qpos
+    mujoco.mj_kinematics(dev.model, data)
+    tip = data.site_xpos[mujoco.mj_name2id(dev.model, mujoco.mjtObj.mjOBJ_SITE, 'tip')]
+    assert np.linalg.norm(tip - tip_target) <= dev.params['tolerance'] + 1e-9
+
+
+def test_a_new_move_preempts_only_its_own_robots(world):
+    dev, view = world
+    dev.pause()                     # paused: no move can end before the next one starts
+    bench = dev.move_to(point=(0.18, 0.05, 0.08), wait=False)
+    first = view.move_to(point=(0.45, 0.25, 0.45), wait=False)
+    second = view.move_to(point=(0.45, -0.25, 0.45), wait=False)
+    dev.pause(False)
+    assert first.wait(5) and first.result['code'] == errors.PREEMPTED
+    assert second.wait(30) and bench.wait(30)
+    assert second.result['code'] == errors.DONE and bench.result['code'] == errors.DONE
+
+
+def test_hold_on_one_robot_leaves_the_other_moving(world):
+    dev, view = world
+    dev.pause()                     # paused: neither move can end before the hold
+    bench = dev.move_to(point=(0.18, -0.05, 0.08), wait=False)
+    panda = view.move_to(point=(0.45, 0.25, 0.45), wait=False)
+    view.hold()
+    assert panda.done() and panda.result['code'] == errors.STOPPED
+    assert not bench.done()
+    dev.pause(False)
+    assert bench.wait(30) and bench.result['code'] == errors.DONE
+    held = dev.snapshot.qpos.copy()
+    time.sleep(0.2)
+    panda_q = [int(dev.model.jnt_qposadr[dev.model.joint(j).id]) for j in view.joint_names[:7]]
+    assert np.abs(dev.snapshot.qpos[panda_q] - held[panda_q]).max() < 2e-3
+    # the world-wide hold holds every robot
+    dev.pause()
+    bench = dev.move_to(point=(0.18, 0.05, 0.08), wait=False)
+    panda = view.move_to(point=(0.45, -0.25, 0.45), wait=False)
+    dev.hold()
+    assert bench.result['code'] == errors.STOPPED and panda.result['code'] == errors.STOPPED
+
+
+def test_requests_for_the_other_robot_are_refused_and_change_nothing(world):
+    dev, view = world
+    goals = dev.goals()
+    with pytest.raises(DeviceError) as err:
+        view.set_goals({'pan_goal': 10.0})
+    assert err.value.code == errors.UNKNOWN_NAME
+    with pytest.raises(DeviceError) as err:
+        view.move_to(point=(0.18, 0.0, 0.08), site='tip')
+    assert err.value.code == errors.UNKNOWN_NAME
+    for bad in (float('nan'), float('inf'), 1e308, True):
+        with pytest.raises(DeviceError):
+            view.set_goals({'right/panda/actuator1_goal': bad})
+    assert dev.goals() == goals and view.move is None
+    assert view.set_goals({'right/panda/actuator1_goal': 0.3})['code'] == errors.STARTED
+    assert view.goals()['right/panda/actuator1_goal'] == pytest.approx(0.3)
+    with pytest.raises(DeviceError):
+        view.pause()
+    with pytest.raises(DeviceError) as err:
+        dev.robots.add('right', 'right/panda/')
+    assert err.value.code == errors.INVALID_ARGUMENT
+    with pytest.raises(DeviceError):
+        dev.robots.add('nobody')
+    assert dev.robots.names() == ['right']
+
+
+def test_the_robots_touch_each_other(world):
+    """Contact between the two is simulated: the Panda's hand sent through the bench
+    arm's upper arm meets it (contacts from the snapshots, on a separate MjData)."""
+    dev, view = world
+    move = view.move_to(point=(0.0, 0.0, 0.15), wait=False)
+    mine = {b for b in range(dev.model.nbody)
+            if dev.model.body(b).name.startswith('right/')}
+    touching = 0
+    deadline = time.monotonic() + 30
+    while not move.done() and time.monotonic() < deadline:
+        data = mujoco.MjData(dev.model)
+        data.qpos[:] = dev.snapshot.qpos
+        mujoco.mj_forward(dev.model, data)
+        for c in data.contact[:data.ncon]:
+            bodies = {int(dev.model.geom_bodyid[c.geom1]), int(dev.model.geom_bodyid[c.geom2])}
+            if len(bodies & mine) == 1 and 0 not in bodies:
+                touching += 1
+        time.sleep(0.01)
+    assert touching > 0
+
+
+def test_deleting_the_entity_removes_its_robot(world):
+    dev, view = world
+    dev.pause()                             # the move is still running when it goes
+    move = view.move_to(point=(0.45, 0.25, 0.45), wait=False)
+    dev.delete_entity('right/panda')
+    dev.pause(False)
+    assert move.done() and move.result['code'] == errors.PREEMPTED
+    assert dev.robots.names() == [] and ('right', 'its actuators left the world') in \
+        list(dev.robots.removed)
+    assert not any(j.startswith('right/') for j in dev.layout.joints)
+    assert dev.move_to(point=(0.18, 0.0, 0.08))['code'] == errors.DONE
