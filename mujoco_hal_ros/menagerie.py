@@ -47,15 +47,24 @@ def model_path(name):
 
 def bench_arm_path():
     """The built-in model, whether run from the source tree or from an install."""
+    return shipped_model('bench_arm.xml')
+
+
+def empty_world_path():
+    """The empty world (floor, light, camera) a launch of ``robots`` only opens."""
+    return shipped_model('world.xml')
+
+
+def shipped_model(name):
+    """A file of the package's models/, from the source tree or an install."""
     here = os.path.dirname(os.path.abspath(__file__))
-    for candidate in (os.path.join(here, '..', 'models', 'bench_arm.xml'),
-                      os.path.join(here, 'models', 'bench_arm.xml')):
+    for candidate in (os.path.join(here, '..', 'models', name),
+                      os.path.join(here, 'models', name)):
         if os.path.exists(candidate):
             return os.path.normpath(candidate)
     try:
         from ament_index_python.packages import get_package_share_directory
-        return os.path.join(get_package_share_directory('mujoco_hal_ros'),
-                            'models', 'bench_arm.xml')
+        return os.path.join(get_package_share_directory('mujoco_hal_ros'), 'models', name)
     except Exception:  # noqa: BLE001 - no ament index outside ROS
         return None
 

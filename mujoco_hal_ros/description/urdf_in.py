@@ -587,9 +587,10 @@ def _default_scene(spec):
 
 
 def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir=None,
-                    gravcomp=True, self_collide=False):
+                    gravcomp=True, self_collide=False, bare=False):
     """(MJCF path, notes): the robot of ``urdf`` (text) ready to simulate, in the default
-    scene or attached to the world of the MJCF file ``scene``."""
+    scene or attached to the world of the MJCF file ``scene``; ``bare``: the robot alone,
+    to be spawned into a world that has its own floor and lights."""
     try:
         root = ET.fromstring(urdf)
     except ET.ParseError as err:
@@ -663,7 +664,8 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
             spec.attach(robot, frame=spec.worldbody.add_frame(), prefix='')
     else:
         spec = robot
-        _default_scene(spec)
+        if not bare:
+            _default_scene(spec)
     try:
         spec.compile()
         with warnings.catch_warnings():

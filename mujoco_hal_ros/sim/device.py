@@ -353,7 +353,7 @@ class Device:
     def preempt_moves_touching(self, actuators):
         """A running move_to that drives any of these actuators ends PREEMPTED: another
         command took them over, so it cannot arrive as planned (stepper thread)."""
-        for move in self._running():
+        for move in self.moves:
             touched = set(actuators) & set(move.actuators)
             if touched:
                 move.finish(self._move_result(move, errors.PREEMPTED, False,
@@ -407,7 +407,7 @@ class Device:
             raise errors.InvalidArgument(f'cannot move {site!r}: {exc}', where='site') from None
 
     def move_to(self, args=None, *, point=None, site=None, speed=None, aim=None, wait=True,
-                timeout=None, path=None, tolerance=None):
+                timeout=None, path=None, tolerance=None, layout=None, planner=None):
         """Put the action's site at a point: IK, then a synchronised or Cartesian path.
 
         ``args`` are the action's arguments in their own units (x, y, z in mm...);
@@ -415,10 +415,12 @@ class Device:
         ``tolerance`` (metres) replaces the device's for this goal. Returns the result dict
         (DONE: within tolerance and settled; MISSED with the distance; STARTED when still
         moving after ``action_wait`` or ``timeout`` seconds), or the ``Move`` itself with
-        ``wait=False``.
+        ``wait=False``. ``layout`` and ``planner``: one robot's channels and IK
+        (``RobotView.move_to``), whose joints alone may turn.
         """
-        return self._move(self.move_action(site), args, point=point, speed=speed, aim=aim,
-                          wait=wait, timeout=timeout, path=path, tolerance=tolerance)
+        return self._move(self.move_action(site, layout=layout), args, point=point,
+                          speed=speed, aim=aim, wait=wait, timeout=timeout, path=path,
+                          tolerance=tolerance, planner=planner)
 
     def _move(self, act, args=None, *, point=None, speed=None, aim=None, wait=True,
               timeout=None, path=None, tolerance=None, planner=None):
@@ -434,14 +436,14 @@ class Device:
         def apply(s):
             now = s.data.time
             plan = moves.start_plan(self.model, move, s.joint_setpoint()[acts], now)
-            for old in self._running():
+            for old in self.moves:
                 if self.robots.same_robot(old.actuators, acts):
                     old.finish(self._move_result(old, errors.PREEMPTED, False,
                                                  'a newer move_to took over'))
             s.take_over(plan, positions=True)
             move.plan_end = plan.t_end
             move.duration = plan.t_end - now
-            self._moves = self._running() + [move]
+            self._moves = self.moves + [move]
             self.move = move
             self.record('move_to', {'action': act.name, 'target_m': target.tolist(),
                                     'speed_m_s': speed_ms, 'path': use_path},
@@ -468,13 +470,14 @@ class Device:
             return 0.0
         return moves.distance_to_go(self.layout, move, self.snapshot)
 
-    def _running(self):
-        """The moves not finished yet (one a robot at most)."""
+    @property
+    def moves(self):
+        """The move_to moves not finished yet (one a robot at most, ``sim.robots``)."""
         return [m for m in self._moves if not m.done()]
 
     def _after_chunk(self, stepper):
         """Stepper thread: finish each move once its path ended and the point settled."""
-        for move in self._running():
+        for move in self.moves:
             if move.plan_end is not None:
                 self._settle(stepper, move)
 
@@ -524,7 +527,7 @@ class Device:
         tol = self.params['tolerance'] if move.tolerance is None else move.tolerance
         planner = getattr(move, 'planner', None) or self._planner
         q = planner.correct(move, snap, tol, self.params['aim_tolerance'],
-                                  setpoint=stepper.joint_setpoint()[move.actuators])
+                            setpoint=stepper.joint_setpoint()[move.actuators])
         if q is None:
             return False
         now = stepper.data.time
@@ -562,7 +565,7 @@ class Device:
                 s.hold_now()
             else:
                 s.hold_actuators(actuators)
-            for move in self._running():
+            for move in self.moves:
                 if actuators is None or set(move.actuators) & set(actuators):
                     move.finish(self._move_result(move, errors.STOPPED, False, 'held'))
             sp = s.setpoint.copy()
@@ -591,7 +594,7 @@ class Device:
                 'message': f'safe-state action {action!r} started'}
 
     def _on_unstable(self, stepper):
-        for move in self._running():
+        for move in self.moves:
             move.finish(self._move_result(move, errors.UNSTABLE, False,
                                           'the simulation went unstable; back to the '
                                           f'{stepper.last_recovery} and held',
@@ -618,7 +621,7 @@ class Device:
                              f'could not start after the instability: {exc}; holding'})
 
     def _on_error(self, stepper, exc):
-        for move in self._running():
+        for move in self.moves:
             move.finish(self._move_result(move, errors.INTERNAL_ERROR, False,
                                           f'stepper error: {exc}; holding'))
         self.events.add({'time': time.time(), 'sim_time': float(stepper.data.time),
@@ -647,7 +650,7 @@ class Device:
             if self.world.randomizer.undo():
                 mujoco.mj_forward(s.model, s.data)     # derived from the nominal model again
                 s.publish_snapshot()
-            for move in self._running():
+            for move in self.moves:
                 move.finish(self._move_result(move, errors.STOPPED, False, 'reset',
                                               s.publish_snapshot()))
             return s.setpoint.copy()
@@ -662,7 +665,7 @@ class Device:
     # --- the world at run time ------------------------------------------------------------
     def _stop_move(self, s, why):
         """Stepper thread: the state was rewritten under the move; hold where it is now."""
-        for move in self._running():
+        for move in self.moves:
             move.finish(self._move_result(move, errors.STOPPED, False, why,
                                           s.publish_snapshot()))
         s.hold_now()
@@ -831,7 +834,7 @@ class Device:
         old_sp, old_names = s.setpoint.copy(), saved['layout'].actuators
         old_mode = s.position_mode()
         gone = [a for a, name in enumerate(old_names) if name not in layout.actuators]
-        for move in self._running():
+        for move in self.moves:
             if renumber or set(gone) & set(move.actuators):
                 why = ended if renumber else \
                     f'{ended.split(":")[0]}: the move\'s actuators went with the entity'

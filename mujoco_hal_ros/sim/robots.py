@@ -175,6 +175,14 @@ class RobotView:
     def on_physics(self, fn, wait=True, timeout=10.0):
         return self.world.on_physics(fn, wait=wait, timeout=timeout)
 
+    def preempt_moves_touching(self, actuators):
+        """Stepper thread: a trajectory took these actuators (``Device``'s)."""
+        self.world.preempt_moves_touching(actuators)
+
+    def record(self, kind, request, native, sim_time=None):
+        """An audit entry in the world's log, marked with this robot's namespace."""
+        self.world.record(kind, dict(request, robot=self.namespace), native, sim_time)
+
     def read(self, names=None, snapshot=None):
         mine = [r.name for r in self.layout.reads]
         if names is None:
@@ -213,8 +221,8 @@ class RobotView:
             mine = [n for n in self.layout.sites + self.layout.bodies
                     if n.startswith(self.prefix)]
             raise errors.UnknownName('site or body of this robot', site, mine)
-        act = self.world.move_action(site, layout=self.layout)
-        return self.world._move(act, args, point=point, planner=self.planner, **kw)
+        return self.world.move_to(args, point=point, site=site, layout=self.layout,
+                                  planner=self.planner, **kw)
 
     def run_action(self, name, args=None, **kw):
         act = self.action(name)
@@ -234,7 +242,7 @@ class RobotView:
     def move(self):
         """This robot's running move_to, or None."""
         mine = set(self.actuators)
-        running = [m for m in self.world._running() if set(m.actuators) & mine]
+        running = [m for m in self.world.moves if set(m.actuators) & mine]
         return running[-1] if running else None
 
     def distance_to_go(self, move=None):

@@ -79,8 +79,12 @@ class SceneEdits:
                 raise errors.InvalidArgument(
                     'the MJCF has no body to spawn; nothing was changed', where='resource',
                     allowed='an MJCF with at least one <body> in its <worldbody>')
-            self._device.replace_model(model, why=f'spawned {full}', scene_spec=spec)
-            self._spawned[full] = bodies
+            self._spawned[full] = bodies      # known to whoever follows the swap event
+            try:
+                self._device.replace_model(model, why=f'spawned {full}', scene_spec=spec)
+            except BaseException:
+                self._spawned.pop(full, None)
+                raise
             return {'success': True, 'code': errors.DONE, 'name': full, 'bodies': bodies}
 
     def delete(self, name) -> dict:

@@ -57,9 +57,14 @@ def _joint_dofs(model):
 class Control:
     """Every request interface of sim_node over one Device."""
 
-    def __init__(self, node, device, bridge):
+    def __init__(self, node, device, bridge, namespace=''):
+        # namespace: one robot of several (``RobotView``): its interfaces under
+        # ``<namespace>/``, and none of the world's (reset, pause, step are the node's own)
         self.node = node
         self.device = device
+        self.namespace = namespace
+        self.world = not namespace
+        ns = f'{namespace}/' if namespace else ''
         self.bridge = bridge
         self.log = node.get_logger()
         self.group = ReentrantCallbackGroup()
@@ -69,34 +74,28 @@ class Control:
         self._refused_topic = {}
         self._topic_goals = {}               # goals/<channel> values the worker has not taken
         self._goals_running = 0              # move_to and hold goals not answered yet
-        self._joint_dofs = _joint_dofs(device.model)
+        self._joint_dofs = self._dofs(device.model)
         n, g = node, self.group
         self.move_action = ActionServer(
-            n, MoveToAction, 'move_to', execute_callback=self._counted(self._run_move),
+            n, MoveToAction, f'{ns}move_to', execute_callback=self._counted(self._run_move),
             callback_group=g, goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=self._on_move_cancel, **action_queues())
         self.hold_action = ActionServer(
-            n, HoldAction, 'hold', execute_callback=self._counted(self._run_hold),
+            n, HoldAction, f'{ns}hold', execute_callback=self._counted(self._run_hold),
             callback_group=self.hold_group, goal_callback=lambda _goal: GoalResponse.ACCEPT,
             cancel_callback=lambda _handle: CancelResponse.REJECT, **action_queues())
-        self.services = [
-            n.create_service(MoveToSrv, 'move_to', self._srv_move_to, callback_group=g,
-                             qos_profile=REQUEST_QOS),
-            n.create_service(Trigger, 'hold', self._srv_hold, callback_group=self.hold_group,
-                             qos_profile=REQUEST_QOS),
-            n.create_service(SetGoals, 'set_goals', self._srv_set_goals, callback_group=g,
-                             qos_profile=REQUEST_QOS),
-            n.create_service(RunAction, 'run_action', self._srv_run_action, callback_group=g,
-                             qos_profile=REQUEST_QOS),
-            n.create_service(Trigger, 'reset', self._srv_reset, callback_group=g,
-                             qos_profile=REQUEST_QOS),
-            n.create_service(SetBool, 'pause', self._srv_pause, callback_group=g,
-                             qos_profile=REQUEST_QOS),
-            n.create_service(Step, 'step', self._srv_step, callback_group=g,
-                             qos_profile=REQUEST_QOS),
-            n.create_service(Describe, 'describe', self._srv_describe, callback_group=g,
-                             qos_profile=REQUEST_QOS),
-        ]
+        served = [(MoveToSrv, 'move_to', self._srv_move_to, g),
+                  (Trigger, 'hold', self._srv_hold, self.hold_group),
+                  (SetGoals, 'set_goals', self._srv_set_goals, g),
+                  (RunAction, 'run_action', self._srv_run_action, g),
+                  (Describe, 'describe', self._srv_describe, g)]
+        if self.world:
+            served[4:4] = [(Trigger, 'reset', self._srv_reset, g),
+                           (SetBool, 'pause', self._srv_pause, g),
+                           (Step, 'step', self._srv_step, g)]
+        self.services = [n.create_service(kind, ns + name, callback, callback_group=group,
+                                          qos_profile=REQUEST_QOS)
+                         for kind, name, callback, group in served]
         self.goal_subs = {}
         self._follow_goals(device.layout)
         self._unsubscribe = device.swaps.subscribe(self._follow)
@@ -104,8 +103,15 @@ class Control:
     def _follow(self, event):
         """The model swapped: the joints hold watches and the goal topics are the new
         model's (another world's channels get their own ``goals/<name>``)."""
-        self._joint_dofs = _joint_dofs(event.model)
-        self._follow_goals(event.layout)
+        self._joint_dofs = self._dofs(event.model)
+        self._follow_goals(self.device.layout)     # a robot's own channels, or the device's
+
+    def _dofs(self, model):
+        """The dofs hold watches: every moving joint's, or a robot's own."""
+        if self.world:
+            return _joint_dofs(model)
+        return np.array([model.jnt_dofadr[model.joint(j).id]
+                         for j in self.device.joint_names], dtype=int)
 
     def _follow_goals(self, layout):
         """One ``goals/<name>`` subscription per goal channel of ``layout``, no more."""
@@ -115,14 +121,18 @@ class Control:
             for name in layout.goals:
                 if name not in self.goal_subs:
                     self.goal_subs[name] = self.node.create_subscription(
-                        Float64, f'goals/{name}',
+                        Float64, f'{self.namespace}/goals/{name}' if self.namespace
+                        else f'goals/{name}',
                         lambda msg, name=name: self._on_goal_topic(name, msg), 10,
                         callback_group=self.group)
 
     def describe(self):
+        ns = f'{self.namespace}/' if self.namespace else ''
         out = ['move_to (action and service)', 'hold (action and service)', 'set_goals',
-               'run_action', 'reset', 'pause', 'step', 'describe']
-        out += [f'goals/{n} (topic)' for n in self.device.layout.goals]
+               'run_action'] + (['reset', 'pause', 'step'] if self.world else []) + [
+               'describe']
+        out = [ns + name for name in out]
+        out += [f'{ns}goals/{n} (topic)' for n in self.device.layout.goals]
         return out
 
     @property
@@ -150,6 +160,13 @@ class Control:
         self._unsubscribe()
         self.move_action.destroy()
         self.hold_action.destroy()
+        if not self.world:          # a robot removed while the node runs on
+            for service in self.services:
+                self.node.destroy_service(service)
+            with self._lock:
+                for sub in self.goal_subs.values():
+                    self.node.destroy_subscription(sub)
+                self.goal_subs.clear()
 
     def _point_now(self, move):
         return point_pos(self.device.layout, self.device.snapshot, move.point)

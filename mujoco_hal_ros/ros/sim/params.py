@@ -84,6 +84,12 @@ TABLE = ParameterTable([
           "text the real arm's launch passes robot_state_publisher, a .urdf path, or 'topic' "
           'to take it from the latched robot_description topic. Actuators come from its '
           '<ros2_control> command interfaces.', check=_robot_description),
+    Param('robots', 'string', '', 'YAML file of robots to put in the world at start, each a '
+          'device of its own under <namespace>/ (joint_states, move_to, hold, '
+          'arm_controller, gripper_controller, describe): namespace, urdf or model, '
+          'position, quaternion. With no model, device file or robot_description the world '
+          'is empty (a floor); the model given is the world they join.',
+          check=_existing_file),
     Param('scene', 'string', '', 'MJCF scene the URDF robot is attached to (empty: a floor, a '
           'light and an overview camera).', check=_existing_file),
     Param('keyframe', 'string', '', 'Keyframe to start from and reset to (empty: the device '
@@ -303,6 +309,9 @@ def device_arguments(p, urdf_model=None):
     if p.scene:
         raise ConfigError('scene places a robot_description (URDF); for an MJCF model '
                           'include the scene in the model file', where='parameter scene')
+    if not p.device_file and not p.model and p.robots:
+        from ...menagerie import empty_world_path
+        return None, empty_world_path()
     if not p.device_file and not p.model:
         from ...menagerie import bench_arm_path
         return builtin_device_file(), bench_arm_path()

@@ -31,6 +31,7 @@ from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .contacts import WrenchServices  # noqa: E402
 from .control import Control  # noqa: E402
 from .recording import Recording  # noqa: E402
+from .robots import RobotsServed  # noqa: E402
 from ..run import run_node, start_or_destroy  # noqa: E402
 from .sensors import SensorPublisher  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
@@ -38,6 +39,7 @@ from .description import DescriptionPublisher, model_from_parameters  # noqa: E4
 from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
 from ...sim.device import Device  # noqa: E402
+from ...world import robots_file  # noqa: E402
 from ...world.sandbox import Limits, Sandbox  # noqa: E402
 from ...errors import ConfigError, DeviceError  # noqa: E402
 
@@ -51,8 +53,9 @@ class SimNode(GuardedNode):
         super().__init__(node_name, **kwargs)
         self.device = self.swap = self.state = self.cameras = self.control = None
         self.recording = self.viewer = self.bridge = None
-        self.sensors = None
+        self.sensors = self.robots = None
         self.description = self.urdf_text = None
+        self._robot_urdfs = {}
         start_or_destroy(self, self._start)
 
     def _start(self):
@@ -71,7 +74,11 @@ class SimNode(GuardedNode):
                                  start_paused=self.p.start_paused,
                                  gravity_compensation=self.p.gravity_compensation or None,
                                  move_tolerance=self.p.move_tolerance or None)
+            if p.robots:         # the launch's own robots: read here, not in the sandbox
+                self._robot_urdfs = robots_file.add_to(self.device, robots_file.load(p.robots))
         except BaseException:
+            if self.device is not None:
+                self.device.close()
             sandbox.close()
             raise
         self.device.sandbox = sandbox       # closed with the device
@@ -139,6 +146,7 @@ class SimNode(GuardedNode):
         self.bridge = CompletionBridge(self)    # every request's answer, when core work ends
         self.control = Control(self, device, self.bridge)
         self.wrench_services = WrenchServices(self, device, self.bridge)
+        self.robots = RobotsServed(self, device, self.bridge, self.state, self._robot_urdfs)
         self.description = (DescriptionPublisher(self, device.model, self.frames,
                                                  self.urdf_text)
                             if p.publish_robot_description and self.republish else None)
@@ -253,7 +261,8 @@ class SimNode(GuardedNode):
             self.sensors.describe()
         log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
         log.info('serving: ' + ', '.join(self.control.describe() + WrenchServices.describe() + (
-            self.swap.describe() if self.swap is not None else []) + self.recording.describe()))
+            self.swap.describe() if self.swap is not None else []) + self.recording.describe()
+            + self.robots.describe()))
 
     def health_line(self):
         h = self.device.health()
@@ -352,8 +361,12 @@ class SimNode(GuardedNode):
         self._stop_threads()
         self.device.close()     # requests queued for the physics thread are refused: CLOSED
         deadline = time.monotonic() + timeout
-        control = self.control
-        while control is not None and control.goals_running and time.monotonic() < deadline:
+        control, robots = self.control, self.robots
+
+        def running():
+            return ((control.goals_running if control is not None else 0)
+                    + (robots.goals_running() if robots is not None else 0))
+        while running() and time.monotonic() < deadline:
             time.sleep(0.01)
 
     def destroy_node(self):
@@ -385,9 +398,11 @@ class SimNode(GuardedNode):
         self._stop_threads()
         if self.bridge is not None:
             self.bridge.close()            # every waiting coroutine gets its answer
+        if self.robots is not None:
+            self.robots.destroy()
         if self.control is not None:
             self.control.destroy()
-        self.control = None
+        self.control = self.robots = None
         if self.swap is not None:
             self.swap.destroy()
             self.swap = None

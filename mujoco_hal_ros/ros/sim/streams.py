@@ -44,16 +44,53 @@ LATE_WINDOW_TICKS = 500      # at SCHED_FIFO, more than half of these late: give
 STOP_POLL_S = 0.05           # the longest sleep between looks at the stop flag
 
 
-def moving_joints(model):
-    """(names, qpos addresses, dof addresses) of every named hinge and slide joint."""
+def moving_joints(model, keep=None):
+    """(names, qpos addresses, dof addresses) of every named hinge and slide joint (those
+    whose name ``keep`` accepts, when given)."""
     names, qadr, dadr = [], [], []
     kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
     for j in range(model.njnt):
         if int(model.jnt_type[j]) in kinds:
-            names.append(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or f'joint{j}')
+            name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or f'joint{j}'
+            if keep is not None and not keep(name):
+                continue
+            names.append(name)
             qadr.append(int(model.jnt_qposadr[j]))
             dadr.append(int(model.jnt_dofadr[j]))
     return names, qadr, dadr
+
+
+class JointGroup:
+    """``<namespace>/joint_states`` of one robot of the world (``sim.robots``): its joints
+    only, packed from the same snapshot as the node's own joint_states."""
+
+    def __init__(self, namespace, prefix, pub):
+        self.namespace, self.prefix, self.pub = namespace, prefix, pub
+        self.names, self.qadr, self.dadr = [], [], []
+        self.js, self.js_bytes, self.packed, self.payload = None, None, None, None
+
+    def follow(self, model):
+        self.names, self.qadr, self.dadr = moving_joints(
+            model, lambda name: name.startswith(self.prefix))
+        self.js = JointState(name=list(self.names))
+        self.js_bytes = cdr.JointStateBytes(self.names)
+        self.packed = self.payload = None
+
+    def publish(self, snap, raw):
+        if raw:
+            if snap is not self.packed:
+                self.packed = snap
+                self.payload = self.js_bytes.pack(snap.time, snap.qpos[self.qadr],
+                                                  snap.qvel[self.dadr],
+                                                  snap.qfrc_actuator[self.dadr])
+            self.pub.publish(self.payload)
+            return
+        js = self.js
+        js.header.stamp = cv.stamp(snap.time)
+        js.position = cv.doubles(snap.qpos[self.qadr])
+        js.velocity = cv.doubles(snap.qvel[self.dadr])
+        js.effort = cv.doubles(snap.qfrc_actuator[self.dadr])
+        self.pub.publish(js)
 
 
 class RateMeter:
@@ -81,12 +118,16 @@ class StatePublisher:
     """Publishes the device state on its own thread at the configured rates."""
 
     def __init__(self, node, device, frames, params, logger):
+        self.node = node
         self.device = device
         self.frames = frames
         self.params = params
         self.logger = logger
         model = device.model
-        self.joint_names, self._qadr, self._dadr = moving_joints(model)
+        self.joint_names, self._qadr, self._dadr = self._own_joints(model)
+        self.groups = ()                      # the robots' joint_states (set_robots)
+        self._groups_next = None              # (groups, publishers to drop) for the thread
+        self._groups_lock = threading.Lock()
         self.js_pub = node.create_publisher(JointState, 'joint_states', STATE_QOS)
         self.tf_pub = node.create_publisher(TFMessage, '/tf', TF_QOS)
         self.clock_pub = (node.create_publisher(Clock, '/clock', STATE_QOS)
@@ -126,6 +167,43 @@ class StatePublisher:
         self.scheduling = 'ordinary'         # or SCHED_FIFO <priority>: for diagnostics
         self._scheduled = threading.Event()
         self.generation = device.snapshot.generation    # of the model the caches are of
+
+    def _own_joints(self, model):
+        """The node's own joint_states: every moving joint but the robots' (each has its
+        own ``<namespace>/joint_states``)."""
+        robots = getattr(self.device, 'robots', None)
+        return moving_joints(model, None if robots is None else
+                             lambda name: not robots.claimed(name))
+
+    def set_robots(self, views):
+        """The robots now in the world (``Robots.views()``): a joint_states each, and the
+        node's own without their joints, from the publisher thread's next tick on."""
+        with self._groups_lock:
+            pending = self._groups_next[0] if self._groups_next else self.groups
+            old = {g.namespace: g for g in pending}
+            groups = tuple(old.pop(v.namespace, None) or JointGroup(
+                v.namespace, v.prefix, self.node.create_publisher(
+                    JointState, f'{v.namespace}/joint_states', STATE_QOS)) for v in views)
+            dropped = (self._groups_next[1] if self._groups_next else []) + list(old.values())
+            self._groups_next = (groups, dropped)
+
+    def _take_groups(self, model):
+        """Publisher thread: the robots set_robots last gave, their addresses on ``model``."""
+        with self._groups_lock:
+            groups, dropped = self._groups_next
+            self._groups_next = None
+        for g in groups:
+            g.follow(model)
+        self.joint_names, self._qadr, self._dadr = self._own_joints(model)
+        self._js = JointState(name=list(self.joint_names))
+        self._js_bytes = cdr.JointStateBytes(self.joint_names)
+        self._packed = self._js_payload = None
+        self.groups = groups
+        for g in dropped:
+            try:
+                self.node.destroy_publisher(g.pub)
+            except Exception:  # noqa: BLE001 - the node is going down meanwhile
+                pass
 
     def start(self):
         self._thread = threading.Thread(target=self._run, name='sim_node-state', daemon=True)
@@ -227,7 +305,9 @@ class StatePublisher:
         layouts are the new model's from this snapshot on (this thread's own caches)."""
         model = self.device.cameras.model_of(snap.generation)
         self.frames = self.frames.for_model(model)
-        self.joint_names, self._qadr, self._dadr = moving_joints(model)
+        self.joint_names, self._qadr, self._dadr = self._own_joints(model)
+        for g in self.groups:
+            g.follow(model)
         self._js = JointState(name=list(self.joint_names))
         self._js_bytes = cdr.JointStateBytes(self.joint_names)
         self._tf_bytes = cdr.TransformsBytes(self.frames.moving_parents,
@@ -252,6 +332,10 @@ class StatePublisher:
     def _publish(self, snap, with_tf):
         if snap.generation != self.generation:
             self._follow(snap)
+        if self._groups_next is not None:
+            self._take_groups(self.device.cameras.model_of(snap.generation))
+        for group in self.groups:
+            group.publish(snap, self.raw)
         if not self.raw:
             return self._publish_objects(snap, with_tf)
         t = snap.time

@@ -165,8 +165,12 @@ class GripperController:
     GripperCommand, PARALLEL_COMMAND: ParallelGripperCommand); ``None``-safe to destroy.
     ``peers``: controllers on the same finger, whose goal a new one here preempts."""
 
-    def __init__(self, node, device, name, bridge=None, interface=SINGLE):
-        self.node, self.device, self.name = node, device, name
+    def __init__(self, node, device, name, bridge=None, interface=SINGLE, namespace=''):
+        # namespace: one robot of several (``RobotView``): ``<namespace>/<name>/gripper_cmd``,
+        # its parameters under ``<namespace>.<name>.``
+        self.node, self.device = node, device
+        self.name = f'{namespace}/{name}' if namespace else name
+        name = f'{namespace}.{name}' if namespace else name
         self.interface = interface
         self.peers = []
         self._own_bridge = bridge is None           # closed in destroy() if made here
@@ -190,10 +194,10 @@ class GripperController:
         self._server = None
         self._checks = None
         if self.gripper is None:
-            self.log.info(f'{name}: no gripper in this model, gripper_cmd not served')
+            self.log.info(f'{self.name}: no gripper in this model, gripper_cmd not served')
             return
         if interface.action is None:
-            self.log.warning(f'{name}: this control_msgs has no {interface.kind}, '
+            self.log.warning(f'{self.name}: this control_msgs has no {interface.kind}, '
                              'gripper_cmd not served')
             self.gripper = None
             return
@@ -203,13 +207,14 @@ class GripperController:
         # A spawn, delete or load_world renumbers the finger's addresses (or removes it).
         self._unsubscribe = device.swaps.subscribe(self._follow)
         self._server = ActionServer(
-            node, interface.action, f'{name}/gripper_cmd', execute_callback=self._execute,
+            node, interface.action, f'{self.name}/gripper_cmd',
+            execute_callback=self._execute,
             goal_callback=self._on_goal, cancel_callback=lambda _h: CancelResponse.ACCEPT,
             handle_accepted_callback=self._on_accepted,
             callback_group=ReentrantCallbackGroup(), result_timeout=RESULT_TIMEOUT_S)
         # Checks run only while a goal is active (the bridge's one steady-clock timer).
         self._checks = self.bridge.every(1.0 / CHECK_HZ, self._tick)
-        self.log.info(f'{name}: gripper_cmd ({interface.kind}) on {g.joint} '
+        self.log.info(f'{self.name}: gripper_cmd ({interface.kind}) on {g.joint} '
                       f'[{g.lo:g}, {g.hi:g}] (goal channel {g.channel})')
 
     @property
@@ -224,14 +229,15 @@ class GripperController:
         again from the new layout. A finger that is gone (another world) or is another joint
         now ends the running goal aborted, and new goals are refused until one is back."""
         try:
-            g = _gripper_for(event.layout, self._joint)
+            layout = self.device.layout      # a robot's own channels, or the device's
+            g = _gripper_for(layout, self._joint)
         except ConfigError:
             g = None
         with self._lock:
             old, self.gripper = self.gripper, g
             if g is not None:
                 self._dof = int(event.model.jnt_dofadr[event.model.joint(g.joint).id])
-                self._channel = event.layout.goals[g.channel]
+                self._channel = layout.goals[g.channel]
             active = None
             if g is None or old is None or g.joint != old.joint:
                 active, self._active = self._active, None

@@ -220,7 +220,7 @@ class TrajectoryController:
     """``<name>/follow_joint_trajectory``, ``<name>/joint_trajectory`` and
     ``<name>/controller_state`` on ``node`` for ``device``."""
 
-    def __init__(self, node, device, name=None, bridge=None):
+    def __init__(self, node, device, name=None, bridge=None, namespace=''):
         self.node = node
         self.device = device
         self._own_bridge = bridge is None           # closed in destroy() if made here
@@ -237,9 +237,13 @@ class TrajectoryController:
                        'canceled': 0, 'preempted': 0}
         if name is None:
             name = ParameterTable([CONTROLLER]).declare(node).trajectory_controller
-        self.name = name
+        # namespace: one robot of several (``RobotView``): its topics under
+        # ``<namespace>/<name>/``, its parameters under ``<namespace>.<name>.``
+        topic = f'{namespace}/{name}' if namespace else name
+        self.name = topic
         path = ParameterTable([CONTROLLERS_FILE]).declare(node).controllers_file
-        given = controller_block(path, name) if path else {}
+        given = controller_block(path, name) if path and not namespace else {}
+        name = f'{namespace}.{name}' if namespace else name
         p = f'{name}.'
         joints = joints_table(name).declare(node, defaults=given).joints
         self.joints = jt.controller_joints(device.layout, [j for j in joints if j],
@@ -262,15 +266,15 @@ class TrajectoryController:
         # lock below is what orders goal, topic and tick work on the active trajectory.
         requests = ReentrantCallbackGroup()
         self._server = ActionServer(
-            node, FollowJointTrajectory, f'{name}/follow_joint_trajectory',
+            node, FollowJointTrajectory, f'{topic}/follow_joint_trajectory',
             execute_callback=self._execute, goal_callback=self._on_goal,
             handle_accepted_callback=self._on_accepted, cancel_callback=self._on_cancel,
             callback_group=requests,
             result_timeout=RESULT_TIMEOUT_S, **action_queues())
-        self._sub = node.create_subscription(JointTrajectory, f'{name}/joint_trajectory',
+        self._sub = node.create_subscription(JointTrajectory, f'{topic}/joint_trajectory',
                                              self._on_topic, 10, callback_group=requests)
         self._state_pub = node.create_publisher(JointTrajectoryControllerState,
-                                                f'{name}/controller_state', 10)
+                                                f'{topic}/controller_state', 10)
         # Tolerance checks run only while a trajectory is active: an always-on timer wakes
         # the executor at CHECK_HZ and costs a share of a core for nothing (bench/README.md).
         self._checks = self.bridge.every(1.0 / CHECK_HZ, self._tick)
@@ -280,10 +284,10 @@ class TrajectoryController:
         self._state_stop = threading.Event()
         self._context = node.context
         self._state_thread = threading.Thread(target=self._state_loop, daemon=True,
-                                              name=f'{name}-controller_state')
+                                              name=f'{topic}-controller_state')
         if self.state_rate > 0:
             self._state_thread.start()
-        self.log.info(f'{name}: follow_joint_trajectory for {", ".join(self.joints)}')
+        self.log.info(f'{topic}: follow_joint_trajectory for {", ".join(self.joints)}')
 
     def _accept_no_effect(self, node, prefix, given):
         """Declare the real controller's parameters that mean nothing in simulation."""

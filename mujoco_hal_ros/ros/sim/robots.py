@@ -1,0 +1,128 @@
+"""Each robot of the world served under its own namespace (``sim.robots`` is the core).
+
+A robot gets what a real arm's driver serves beside it: ``<ns>/joint_states`` (its
+joints only, from the node's state thread), ``<ns>/move_to``, ``<ns>/hold``,
+``<ns>/set_goals``, ``<ns>/run_action``, ``<ns>/describe``, ``<ns>/goals/<channel>``,
+``<ns>/arm_controller/follow_joint_trajectory`` and, where it has fingers,
+``<ns>/gripper_controller/gripper_cmd``; ``<ns>/robot_description`` when it came from a
+URDF. The node keeps the world's own: ``/clock``, one ``/tf`` tree (each robot's frames
+under its prefix), reset, pause, step, and a hold that holds every robot.
+
+Robots come from the ``robots`` file at start, and from ``spawn_entity`` with an
+``entity_namespace``: every model swap, ``RobotsServed`` makes each spawned entity that
+brought actuators under a namespace a robot, and takes down the interfaces of a robot
+whose entity was deleted.
+"""
+
+import threading
+
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+
+from ...errors import ConfigError, DeviceError
+from ..swap.gripper_controller import GripperController
+from ..swap.trajectory_controller import TrajectoryController
+from .control import Control
+
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+
+
+class RobotInterfaces:
+    """One robot's services, actions and topics on ``node`` (its joint_states are the
+    state publisher's)."""
+
+    def __init__(self, node, view, bridge, urdf_text=None):
+        self.view = view
+        self.node = node
+        ns = view.namespace
+        log = node.get_logger()
+        self.control = self.trajectory = self.gripper = self.description = None
+        try:
+            self.control = Control(node, view, bridge, namespace=ns)
+            try:
+                self.trajectory = TrajectoryController(node, view, 'arm_controller',
+                                                       bridge=bridge, namespace=ns)
+            except ConfigError as err:        # nothing a joint trajectory could move
+                log.info(f'{ns}/arm_controller not served: {err}')
+            self.gripper = GripperController(node, view, 'gripper_controller', bridge=bridge,
+                                             namespace=ns)
+            if urdf_text:
+                self.description = node.create_publisher(String, f'{ns}/robot_description',
+                                                         LATCHED)
+                self.description.publish(String(data=urdf_text))
+        except BaseException:
+            self.destroy()
+            raise
+
+    def describe(self):
+        ns = self.view.namespace
+        out = [f'{ns}/joint_states'] + self.control.describe()
+        if self.trajectory is not None:
+            out.append(f'{ns}/arm_controller/follow_joint_trajectory')
+        out += self.gripper.describe() if self.gripper is not None else []
+        return out
+
+    def destroy(self):
+        for part in (self.trajectory, self.gripper, self.control):
+            if part is not None:
+                part.destroy()
+        if self.description is not None:
+            self.node.destroy_publisher(self.description)
+        self.control = self.trajectory = self.gripper = self.description = None
+
+
+class RobotsServed:
+    """The robots of the node's world, each with its ``RobotInterfaces``."""
+
+    def __init__(self, node, device, bridge, state, urdf_texts=None):
+        self.node, self.device, self.bridge, self.state = node, device, bridge, state
+        self.urdf_texts = dict(urdf_texts or {})
+        self.served = {}                  # namespace -> RobotInterfaces
+        self._lock = threading.Lock()
+        self._closed = False
+        self.follow()
+        self._unsubscribe = device.swaps.subscribe(lambda _event: self.follow())
+
+    def follow(self):
+        """Spawned entities under a namespace that brought actuators become robots; robots
+        whose entity went are taken down; the state thread publishes what is left."""
+        with self._lock:
+            if self._closed:
+                return
+            robots = self.device.robots
+            for entity in self.device.entity_names():
+                ns = entity.rsplit('/', 1)[0] if '/' in entity else ''
+                if ns and robots.get(ns) is None and not any(
+                        v.prefix == f'{entity}/' for v in robots.views()):
+                    try:
+                        robots.add(ns, prefix=f'{entity}/')
+                    except DeviceError:
+                        pass        # an object without actuators, or the namespace taken
+            views = {v.namespace: v for v in robots.views()}
+            for ns in [n for n in self.served if n not in views]:
+                self.served.pop(ns).destroy()
+                self.node.get_logger().info(f'robot {ns} removed: its entity left the world')
+            for ns, view in views.items():
+                if ns not in self.served:
+                    self.served[ns] = RobotInterfaces(self.node, view, self.bridge,
+                                                      self.urdf_texts.get(ns))
+                    self.node.get_logger().info(
+                        f'robot {ns}: {len(view.joint_names)} joints, serving '
+                        + ', '.join(self.served[ns].describe()[:4]) + ', ...')
+            self.state.set_robots(list(views.values()))
+
+    def describe(self):
+        return [name for r in self.served.values() for name in r.describe()]
+
+    def goals_running(self):
+        return sum(r.control.goals_running for r in self.served.values()
+                   if r.control is not None)
+
+    def destroy(self):
+        with self._lock:
+            self._closed = True
+            self._unsubscribe()
+            for r in self.served.values():
+                r.destroy()
+            self.served.clear()

@@ -1,0 +1,241 @@
+"""Two URDF arms from a ``robots`` file in one sim_node, each a device under its namespace.
+
+A UR5 (``left``) and a Panda (``right``) from example-robot-data in the empty world. What
+each robot did is judged from its own published ``<ns>/joint_states`` (forward kinematics
+on a separate MjData), never from the node's answers alone.
+"""
+
+import os
+import threading
+import time
+
+import mujoco
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+si = pytest.importorskip('simulation_interfaces.srv', reason='simulation_interfaces is not '
+                         'installed and its stand-in was not built (run scripts/setup.sh)')
+
+from control_msgs.action import FollowJointTrajectory  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from simulation_interfaces.msg import Result  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
+from mujoco_hal_ros.conformance import urdf_zoo  # noqa: E402
+from mujoco_hal_ros.srv import Describe, MoveTo as MoveToSrv, SetGoals  # noqa: E402
+from helpers import wait_for  # noqa: E402
+from swap_helpers import trajectory  # noqa: E402
+
+ARM = """<mujoco><compiler angle="radian"/><worldbody>
+<body name="base"><geom type="cylinder" size="0.03 0.02"/>
+<body name="link1" pos="0 0 0.04"><joint name="j1" axis="0 0 1" range="-2 2"/>
+<geom type="capsule" fromto="0 0 0 0 0 0.2" size="0.015"/>
+<body name="link2" pos="0 0 0.2"><joint name="j2" axis="0 1 0" range="-2 2"/>
+<geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.012"/><site name="tip" pos="0.2 0 0"/>
+</body></body></body></worldbody><actuator>
+<position name="a1" joint="j1" kp="40" dampratio="1" ctrlrange="-2 2"/>
+<position name="a2" joint="j2" kp="40" dampratio="1" ctrlrange="-2 2"/></actuator></mujoco>"""
+
+
+def _urdf(name):
+    found = [p for p in urdf_zoo.urdf_paths() if p.endswith(name)]
+    if not found:
+        pytest.skip(urdf_zoo.SHARE_MISSING)
+    return found[0]
+
+
+@pytest.fixture(scope='module')
+def two(tmp_path_factory):
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+    from mujoco_hal_ros.ros.sim.sim_node import SimNode
+    from helpers import SpunNodes
+    folder = tmp_path_factory.mktemp('robots')
+    path = folder / 'robots.yaml'
+    path.write_text(f"""robots:
+  - namespace: left
+    urdf: {_urdf('ur_description/urdf/ur5_robot.urdf')}
+    position: [0.0, 0.45, 0.0]
+  - namespace: right
+    urdf: {_urdf('panda_description/urdf/panda.urdf')}
+    position: [0.0, -0.45, 0.0]
+""")
+    old = os.environ.get('ROS_PACKAGE_PATH')
+    os.environ['ROS_PACKAGE_PATH'] = urdf_zoo.share_dir()       # package:// of the meshes
+    try:
+        h = SpunNodes(lambda ctx: [
+            SimNode(context=ctx, parameter_overrides=[Parameter('robots', value=str(path)),
+                                                      Parameter('publish_rate', value=100.0)]),
+            rclpy.create_node('robots_test_client', context=ctx)],
+            lambda ctx: MultiThreadedExecutor(num_threads=4, context=ctx))
+    finally:
+        if old is None:
+            os.environ.pop('ROS_PACKAGE_PATH', None)
+        else:
+            os.environ['ROS_PACKAGE_PATH'] = old
+    h.spin(300.0)
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+def _latest(h, topic, after=None, timeout=10.0):
+    """The first JointState on ``topic`` stamped after ``after`` (sim seconds)."""
+    got, seen = [], threading.Event()
+
+    def on_msg(msg):
+        t = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        if not seen.is_set() and (after is None or t > after):
+            got.append(msg)
+            seen.set()
+    node = h.nodes[-1]
+    sub = node.create_subscription(JointState, topic, on_msg, 10)
+    try:
+        seen.wait(timeout)
+    finally:
+        node.destroy_subscription(sub)
+    return got[0] if got else None
+
+
+def _fk(h, js, body):
+    """Where ``body`` is for the published joint positions (a separate MjData)."""
+    model = h.nodes[0].device.model
+    data = mujoco.MjData(model)
+    data.qpos[:] = h.nodes[0].device.snapshot.qpos     # joints of the other robot too
+    for name, q in zip(js.name, js.position):
+        data.qpos[model.jnt_qposadr[model.joint(name).id]] = q
+    mujoco.mj_kinematics(model, data)
+    return data.xpos[model.body(body).id].copy()
+
+
+def test_each_robot_publishes_only_its_joints(two):
+    left = _latest(two, 'left/joint_states')
+    right = _latest(two, 'right/joint_states')
+    assert left is not None and right is not None
+    assert list(left.name) == [f'left/{j}' for j in (
+        'shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
+        'wrist_2_joint', 'wrist_3_joint')]
+    assert right.name and all(n.startswith('right/') for n in right.name)
+    own = _latest(two, 'joint_states')
+    assert own is not None and not any(n.startswith(('left/', 'right/')) for n in own.name)
+    desc = two.call(Describe, 'right/describe', Describe.Request())
+    assert 'right' in desc.device and all(c.name.startswith('right/') for c in desc.channels)
+
+
+def _still(h, topic, speed=2e-3, timeout=30.0):
+    """The first ``topic`` message with every joint slower than ``speed`` (rad/s): the
+    arms spawn at their zero pose and settle onto their servos first."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        js = _latest(h, topic, after=h.nodes[0].device.snapshot.time)
+        if js is not None and np.abs(np.array(js.velocity)).max() < speed:
+            return js
+    raise AssertionError(f'{topic} still moving after {timeout} s')
+
+
+def test_a_trajectory_moves_one_arm_while_the_other_holds_still(two):
+    before = _still(two, 'left/joint_states')
+    right = _latest(two, 'right/joint_states')
+    arm = [n for n in right.name if 'finger' not in n]
+    start = np.array([right.position[list(right.name).index(n)] for n in arm])
+    goal = start + np.array([0.3, -0.2, 0.2, -0.2, 0.2, 0.3, -0.3])[:len(arm)]
+    client = ActionClient(two.nodes[-1], FollowJointTrajectory,
+                          'right/arm_controller/follow_joint_trajectory')
+    try:
+        assert client.wait_for_server(timeout_sec=10.0)
+        g = FollowJointTrajectory.Goal(trajectory=trajectory(arm, [(2.0, goal)]))
+        handle = two.wait(client.send_goal_async(g), 10.0)
+        assert handle.accepted
+        result = two.wait(handle.get_result_async(), 30.0)
+        assert result.result.error_code == 0, result.result.error_string
+    finally:
+        client.destroy()
+    after = _latest(two, 'right/joint_states', after=two.nodes[0].device.snapshot.time)
+    got = np.array([after.position[list(after.name).index(n)] for n in arm])
+    assert np.abs(got - goal).max() < 0.02
+    left = _latest(two, 'left/joint_states', after=two.nodes[0].device.snapshot.time)
+    # the trajectory turned the Panda's joints 0.2-0.3 rad; the UR5 only settles on
+    assert np.abs(np.array(left.position) - np.array(before.position)).max() < 5e-3
+
+
+def test_move_to_on_one_arm_judged_from_its_joint_states(two):
+    before = _still(two, 'right/joint_states')
+    target = np.array([0.35, 0.45, 0.45])
+    res = two.call(MoveToSrv, 'left/move_to', MoveToSrv.Request(
+        target=_point(target), wait=True), timeout=40.0)
+    assert res.success and res.code == 'DONE', res.message
+    t = two.nodes[0].device.snapshot.time
+    left = _latest(two, 'left/joint_states', after=t)
+    tool = two.nodes[0].device.robots.get('left').tool()
+    model = two.nodes[0].device.model
+    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, tool) >= 0:
+        pytest.fail(f'expected a body tool on the UR5, got site {tool}')
+    assert np.linalg.norm(_fk(two, left, tool) - target) < 2e-3
+    right = _latest(two, 'right/joint_states', after=t)
+    assert np.abs(np.array(right.position) - np.array(before.position)).max() < 5e-3
+    # the action too, and a target for the other arm's tool is refused
+    client = ActionClient(two.nodes[-1], MoveToAction, 'right/move_to')
+    try:
+        assert client.wait_for_server(timeout_sec=10.0)
+        g = MoveToAction.Goal(target=_point((0.4, -0.45, 0.4)))
+        handle = two.wait(client.send_goal_async(g), 10.0)
+        result = two.wait(handle.get_result_async(), 40.0)
+        assert result.result.code == 'DONE', result.result.message
+        g.site = 'left/tool0'
+        handle = two.wait(client.send_goal_async(g), 10.0)
+        result = two.wait(handle.get_result_async(), 10.0)
+        assert result.result.code == 'UNKNOWN_NAME'
+    finally:
+        client.destroy()
+
+
+def test_goals_and_hold_stay_with_their_robot(two):
+    bad = two.call(SetGoals, 'left/set_goals', SetGoals.Request(
+        channels=['right/panda_joint1_goal'], values=[0.1]))
+    assert not bad.success and list(bad.codes) == ['UNKNOWN_NAME']
+    assert two.call(Trigger, 'left/hold', Trigger.Request()).success
+    names = {n for n, _ in two.nodes[-1].get_service_names_and_types()}
+    assert {'/left/hold', '/right/hold', '/hold', '/reset', '/step'} <= names
+    assert '/left/reset' not in names and '/left/step' not in names    # the world's
+
+
+def test_a_robot_spawned_under_a_namespace_becomes_a_device_and_goes_with_its_entity(two):
+    req = si.SpawnEntity.Request(name='arm', entity_namespace='third')
+    req.entity_resource.resource_string = ARM
+    req.initial_pose.pose.position.x = 0.6
+    req.initial_pose.pose.orientation.w = 1.0
+    r = two.call(si.SpawnEntity, 'spawn_entity', req)
+    assert r.result.result == Result.RESULT_OK, r.result.error_message
+    js = _latest(two, 'third/joint_states')
+    assert js is not None and list(js.name) == ['third/arm/j1', 'third/arm/j2']
+    res = two.call(MoveToSrv, 'third/move_to', MoveToSrv.Request(
+        target=_point((0.7760, 0.0544, 0.1621)), wait=True), timeout=40.0)
+    assert res.code == 'DONE', res.message
+    d = two.call(si.DeleteEntity, 'delete_entity', si.DeleteEntity.Request(entity='third/arm'))
+    assert d.result.result == Result.RESULT_OK, d.result.error_message
+    assert two.nodes[0].device.robots.names() == ['left', 'right']
+    node = two.nodes[-1]
+    assert wait_for(lambda: '/third/move_to' not in {
+        n for n, _ in node.get_service_names_and_types()}, 10.0)
+    assert wait_for(lambda: node.count_publishers('/third/joint_states') == 0, 10.0)
+    assert _latest(two, 'left/joint_states', after=two.nodes[0].device.snapshot.time)
+
+
+def _point(xyz):
+    from geometry_msgs.msg import Point
+    return Point(x=float(xyz[0]), y=float(xyz[1]), z=float(xyz[2]))
+
+
+def test_a_robots_launch_opens_an_empty_world():
+    """No robots file and no model: the bench arm as before; robots alone: the empty
+    world (a floor) that they join."""
+    from mujoco_hal_ros.ros.sim import params as P
+    defaults = {name: P.TABLE.params[name].default for name in P.TABLE.names()}
+    assert P.device_arguments(P.sim_params(defaults))[1].endswith('bench_arm.xml')
+    with_robots = P.sim_params(dict(defaults, robots='/x.yaml'))
+    assert P.device_arguments(with_robots) == (None, P.device_arguments(with_robots)[1])
+    assert P.device_arguments(with_robots)[1].endswith('world.xml')
