@@ -309,8 +309,8 @@ class Planner:
         """New joint goals for a move that stopped out of tolerance: IK again from where
         the joints and the base really are, so a floating base that shifted under the arm
         (or a joint that ended elsewhere) is taken up the way a driver's outer loop would;
-        None when IK has nothing better. Runs on the stepper thread, only at the end of a
-        missed move.
+        None when IK has nothing better. Runs at the end of a missed move, on the
+        device's aiming thread (never the physics thread: the solve can take milliseconds).
 
         ``setpoint``: where the joints were sent. A soft servo (a hobby arm's, tens of
         N m/rad against its load, friction or backlash) settles short of it by an offset

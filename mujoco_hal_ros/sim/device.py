@@ -9,6 +9,7 @@ owns none of their logic: the channels and limits (``config``), the move_to pipe
 """
 
 import collections
+import concurrent.futures
 import copy
 import logging
 import os
@@ -162,6 +163,9 @@ class Device:
         self.events = Log(200)
         self.move = None        # the latest move_to (a robot's own: ``RobotView.move``)
         self._moves = []        # every move still running: one a robot (stepper thread)
+        # re-aims' IK: off the physics thread, one at a time (``_re_aim``)
+        self._aiming = concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix='mujoco_hal_ros-aim')
         laws = drive_laws.build(self.model, self.layout, self.keyframe)
         self.stepper = Stepper(self.model, self.data, drives=laws.drives,
                                impedance=laws.impedance,
@@ -482,6 +486,8 @@ class Device:
                 self._settle(stepper, move)
 
     def _settle(self, stepper, move):
+        if getattr(move, 'aiming', False):
+            return                  # its correction is being solved off this thread
         snap = stepper.snapshot
         ended = moves.settle(self.layout, move, snap, self.params['tolerance'],
                              self.params['aim_tolerance'])
@@ -518,7 +524,11 @@ class Device:
 
     def _re_aim(self, stepper, move, snap):
         """Stepper thread: a move that stopped out of tolerance, but near, gets another go
-        from where the joints really are (``Planner.correct``); False when it cannot."""
+        from where the joints really are (``Planner.correct``); False when it cannot.
+
+        The IK runs on the device's aiming thread, never here: the physics goes on stepping
+        (the move held where it stopped) and the new path is posted back through the one
+        door when it is solved (``_aimed``)."""
         miss = moves.distance_to_go(self.layout, move, snap)
         speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
         if move.corrections >= moves.CORRECTIONS or miss > moves.CORRECT_WITHIN \
@@ -526,17 +536,38 @@ class Device:
             return False
         tol = self.params['tolerance'] if move.tolerance is None else move.tolerance
         planner = getattr(move, 'planner', None) or self._planner
-        q = planner.correct(move, snap, tol, self.params['aim_tolerance'],
-                            setpoint=stepper.joint_setpoint()[move.actuators])
+        setpoint = stepper.joint_setpoint()[move.actuators]
+        aim_tol = self.params['aim_tolerance']
+        move.aiming = True
+
+        def solve():
+            try:
+                q = planner.correct(move, snap, tol, aim_tol, setpoint=setpoint)
+            except Exception:  # noqa: BLE001 - no correction: the move ends MISSED
+                LOG.exception('re-aim failed')
+                q = None
+            try:
+                self.stepper.post(lambda s: self._aimed(s, move, q), wait=False)
+            except DeviceError:
+                pass                           # closed meanwhile
+        self._aiming.submit(solve)
+        return True
+
+    def _aimed(self, stepper, move, q):
+        """Stepper thread: a re-aim's solution (``_re_aim``) becomes the move's new path;
+        None: no better goal, and the move ends as it stands at its next settle."""
+        move.aiming = False
+        if move.done():
+            return
         if q is None:
-            return False
+            move.corrections = moves.CORRECTIONS
+            return
         now = stepper.data.time
         plan = moves.correction_plan(move, stepper.joint_setpoint()[move.actuators], q, now)
         stepper.take_over(plan, positions=True)
         move.plan_end = plan.t_end
         move.best_miss = move.best_time = None
         move.corrections += 1
-        return True
 
     def _apply_then(self, stepper, move):
         now = stepper.data.time
@@ -881,6 +912,7 @@ class Device:
         if self.stepper.closed:
             return
         self.stepper.close()
+        self._aiming.shutdown(wait=False, cancel_futures=True)
         if self.sandbox is not None:
             self.sandbox.close()
         self.cameras.close()
