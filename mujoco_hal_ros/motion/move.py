@@ -519,3 +519,64 @@ def settle(layout: 'Layout', move: Move, snap: Any, tolerance: float,
                        f'(tolerance {np.rad2deg(aim_tol):g} deg)')
     return False, (f'within {miss * 1000:.2f} mm but never settled (joints at '
                    f'{speed:.3f} rad/s)')
+
+
+def action_for(layout: 'Layout', site: Any = None) -> 'Action':
+    """The device file's move_to action of ``layout``, or one built for ``site`` (a site or
+    body of the model; its chain's driven joints may turn)."""
+    base = next((a for a in layout.actions.values() if a.command == 'move_to'), None)
+    if site is not None and not isinstance(site, str):
+        raise errors.InvalidArgument(f'expected a site or body name, got {site!r}',
+                                     where='site')
+    if site in (None, '') and base is not None:
+        return base
+    if site in (None, ''):
+        raise DeviceError(errors.INVALID_ARGUMENT,
+                          'this device has no move_to action; name a site or body',
+                          where='site', allowed=', '.join(
+                              n for n in layout.sites + layout.bodies[1:] if n)
+                          or 'none')
+    if base is not None and site in (base.site, base.body):
+        return base
+    if site in layout.sites:
+        amap = {'site': site}
+    elif site in layout.bodies and site != layout.bodies[0]:
+        amap = {'body': site}
+    else:
+        raise errors.UnknownName('site or body', site,
+                                 [n for n in layout.sites + layout.bodies[1:]
+                                  if n])
+    try:
+        if base is not None:
+            spec = {'command': 'move_to', 'effects': base.effects,
+                    'args': {n: {'unit': a.unit, 'min': a.min, 'max': a.max}
+                             for n, a in base.args.items()},
+                    'map': dict(amap, axes={a: 'xyz'[i] for a, i in base.axes.items()},
+                                speed=base.speed, path=base.path)}
+            act = layout.build_action(base.name, spec, f'actions.{base.name}')
+            act.aim, act.at, act.then = base.aim, dict(base.at), {}
+            return act
+        spec = {'command': 'move_to', 'effects': [], 'args': {}, 'map': amap}
+        return layout.build_action('move_to', spec, 'move_to')
+    except ConfigError as exc:
+        raise errors.InvalidArgument(f'cannot move {site!r}: {exc}', where='site') from None
+
+
+def why_short(model: mujoco.MjModel, move: Move, snap: Any) -> str:
+    """What held a missed move back, naming the joints: a goal past a joint's range
+    (from a re-aim), or a drive at its effort limit."""
+    m, parts = model, []
+    if move.limited:
+        parts.append(f'at a joint limit: {", ".join(move.limited)}')
+    saturated = []
+    for name, a, dof in zip(move.action.joints, move.actuators, move.joints_dof):
+        jid = int(m.actuator_trnid[a, 0])
+        limit = min(float(np.abs(m.actuator_forcerange[a]).min())
+                    if m.actuator_forcelimited[a] else np.inf,
+                    float(np.abs(m.jnt_actfrcrange[jid]).min())
+                    if m.jnt_actfrclimited[jid] else np.inf)
+        if abs(float(snap.qfrc_actuator[dof])) >= limit * (1 - 1e-3):
+            saturated.append(name)
+    if saturated:
+        parts.append(f'at the effort limit: {", ".join(saturated)}')
+    return f' ({"; ".join(parts)})' if parts else ''
