@@ -5,11 +5,11 @@ against the limits kernel and answered with a structured error before anything i
 to the stepper, so a refused request changes nothing; accepted ones become setpoint paths
 that the stepper thread follows in real time. The device wires the pieces together and
 owns none of their logic: the channels and limits (``config``), the move_to pipeline
-(``motion.move``), the physics thread (``Stepper``) and the render state.
-"""
+(``motion.move``) and its running moves (``motion.runner``), the physics thread
+(``Stepper``), the robots of the world (``sim.robots``), scene edits, the world at run
+time, sensing and rendering (``device.scene``, ``physics``, ``sensing``, ``cameras``)."""
 
 import collections
-import concurrent.futures
 import copy
 import logging
 import os
@@ -27,6 +27,7 @@ from ..checks import known_name
 from ..errors import ConfigError, DeviceError, ModelError
 from ..motion import move as moves
 from ..motion.move import Move  # noqa: F401 - importable from here, as it always was
+from ..motion.runner import MoveRunner
 from ..motion.trajectory import MinJerkPlan, duration
 from ..config.units import parse_quantity
 from . import names
@@ -161,18 +162,14 @@ class Device:
         self._planner = moves.Planner(self.model, self.layout)   # IK's private state
         self.audit = Log(2000)
         self.events = Log(200)
-        self.move = None        # the latest move_to (a robot's own: ``RobotView.move``)
-        self._moves = []        # every move still running: one a robot (stepper thread)
-        # re-aims' IK: off the physics thread, one at a time (``_re_aim``)
-        self._aiming = concurrent.futures.ThreadPoolExecutor(
-            1, thread_name_prefix='mujoco_hal_ros-aim')
+        self.runner = MoveRunner(self)   # the running moves, one a robot (motion.runner)
         laws = drive_laws.build(self.model, self.layout, self.keyframe)
         self.stepper = Stepper(self.model, self.data, drives=laws.drives,
                                impedance=laws.impedance,
                                real_time_factor=rtf, start_paused=bool(start_paused),
                                keyframe=self.keyframe, hold_torque=laws.hold_torque,
                                velocity_loop=laws.velocity_loop,
-                               on_chunk=self._after_chunk,
+                               on_chunk=self.runner.after_chunk,
                                on_unstable=self._on_unstable, on_error=self._on_error)
         try:
             sp = self.stepper.post(lambda s: s.hold_pose(), wait=True)
@@ -357,13 +354,7 @@ class Device:
     def preempt_moves_touching(self, actuators):
         """A running move_to that drives any of these actuators ends PREEMPTED: another
         command took them over, so it cannot arrive as planned (stepper thread)."""
-        for move in self.moves:
-            touched = set(actuators) & set(move.actuators)
-            if touched:
-                move.finish(self._move_result(move, errors.PREEMPTED, False,
-                                              'a newer goal took over '
-                                              + ', '.join(self.layout.actuators[a]
-                                                          for a in sorted(touched))))
+        self.runner.preempt_touching(actuators)
 
     # --- move_to ----------------------------------------------------------------------------
     def action(self, name):
@@ -386,141 +377,23 @@ class Device:
         ``wait=False``. ``layout`` and ``planner``: one robot's channels and IK
         (``RobotView.move_to``), whose joints alone may turn.
         """
-        return self._move(self.move_action(site, layout=layout), args, point=point,
-                          speed=speed, aim=aim, wait=wait, timeout=timeout, path=path,
-                          tolerance=tolerance, planner=planner)
-
-    def _move(self, act, args=None, *, point=None, speed=None, aim=None, wait=True,
-              timeout=None, path=None, tolerance=None, planner=None):
-        target, speed_ms, aim, use_path, timeout = moves.check_request(
-            act, args, point, speed, aim, wait, timeout, path)
-        tol = self.params['tolerance'] if tolerance is None else limits.tolerance(tolerance)
-        planner = planner or self._planner      # a robot's own (``RobotView``) or the world's
-        move = planner.plan(act, self.snapshot, target, speed_ms, aim, use_path,
-                            tol, self.params['aim_tolerance'])
-        move.tolerance, move.planner = tol, planner
-        acts = move.actuators
-
-        def apply(s):
-            now = s.data.time
-            plan = moves.start_plan(self.model, move, s.joint_setpoint()[acts], now)
-            for old in self.moves:
-                if self.robots.same_robot(old.actuators, acts):
-                    old.finish(self._move_result(old, errors.PREEMPTED, False,
-                                                 'a newer move_to took over'))
-            s.take_over(plan, positions=True)
-            move.plan_end = plan.t_end
-            move.duration = plan.t_end - now
-            self._moves = self.moves + [move]
-            self.move = move
-            self.record('move_to', {'action': act.name, 'target_m': target.tolist(),
-                                    'speed_m_s': speed_ms, 'path': use_path},
-                        {self.layout.actuators[a]: float(v)
-                         for a, v in zip(acts, move.q_goal)}, sim_time=now)
-        self.stepper.post(apply, wait=True)
-        if not wait:
-            return move
-        limit = self.params['action_wait'] if timeout is None else timeout
-        move.wait(limit)
-        if move.done():
-            return move.result
-        return self._move_result(move, errors.STARTED, True,
-                                 f'still moving after {limit:g} s; '
-                                 f'{self.distance_to_go(move) * 1000:.1f} mm to go')
-
-    def _move_result(self, move, code, success, message, snap=None):
-        return moves.result(self.layout, move, code, success, message,
-                            snap or self.snapshot)
+        return self.runner.start(self.move_action(site, layout=layout), args, point=point,
+                                 speed=speed, aim=aim, wait=wait, timeout=timeout,
+                                 path=path, tolerance=tolerance,
+                                 planner=planner or self._planner)
 
     def distance_to_go(self, move=None):
-        move = move or self.move
-        if move is None:
-            return 0.0
-        return moves.distance_to_go(self.layout, move, self.snapshot)
+        return self.runner.distance_to_go(move)
 
     @property
     def moves(self):
         """The move_to moves not finished yet (one a robot at most, ``sim.robots``)."""
-        return [m for m in self._moves if not m.done()]
+        return self.runner.running
 
-    def _after_chunk(self, stepper):
-        """Stepper thread: finish each move once its path ended and the point settled."""
-        for move in self.moves:
-            if move.plan_end is not None:
-                self._settle(stepper, move)
-
-    def _settle(self, stepper, move):
-        if getattr(move, 'aiming', False):
-            return                  # its correction is being solved off this thread
-        snap = stepper.snapshot
-        ended = moves.settle(self.layout, move, snap, self.params['tolerance'],
-                             self.params['aim_tolerance'])
-        if ended is None:
-            return
-        if not ended[0] and self._re_aim(stepper, move, snap):
-            return
-        if move.then:
-            self._apply_then(stepper, move)
-        arrived, message = ended
-        if not arrived:
-            message += moves.why_short(self.model, move, snap)
-        move.finish(self._move_result(move, errors.DONE if arrived else errors.MISSED,
-                                      arrived, message, snap))
-
-    def _re_aim(self, stepper, move, snap):
-        """Stepper thread: a move that stopped out of tolerance, but near, gets another go
-        from where the joints really are (``Planner.correct``); False when it cannot.
-
-        The IK runs on the device's aiming thread, never here: the physics goes on stepping
-        (the move held where it stopped) and the new path is posted back through the one
-        door when it is solved (``_aimed``)."""
-        miss = moves.distance_to_go(self.layout, move, snap)
-        speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
-        if move.corrections >= moves.CORRECTIONS or miss > moves.CORRECT_WITHIN \
-                or speed >= moves.STILL_SPEED or move.cartesian is not None:
-            return False
-        tol = self.params['tolerance'] if move.tolerance is None else move.tolerance
-        planner = getattr(move, 'planner', None) or self._planner
-        setpoint = stepper.joint_setpoint()[move.actuators]
-        aim_tol = self.params['aim_tolerance']
-        move.aiming = True
-
-        def solve():
-            try:
-                q = planner.correct(move, snap, tol, aim_tol, setpoint=setpoint)
-            except Exception:  # noqa: BLE001 - no correction: the move ends MISSED
-                LOG.exception('re-aim failed')
-                q = None
-            try:
-                self.stepper.post(lambda s: self._aimed(s, move, q), wait=False)
-            except DeviceError:
-                pass                           # closed meanwhile
-        self._aiming.submit(solve)
-        return True
-
-    def _aimed(self, stepper, move, q):
-        """Stepper thread: a re-aim's solution (``_re_aim``) becomes the move's new path;
-        None: no better goal, and the move ends as it stands at its next settle."""
-        move.aiming = False
-        if move.done():
-            return
-        if q is None:
-            move.corrections = moves.CORRECTIONS
-            return
-        now = stepper.data.time
-        plan = moves.correction_plan(move, stepper.joint_setpoint()[move.actuators], q, now)
-        stepper.take_over(plan, positions=True)
-        move.plan_end = plan.t_end
-        move.best_miss = move.best_time = None
-        move.corrections += 1
-
-    def _apply_then(self, stepper, move):
-        now = stepper.data.time
-        for plan in moves.then_plans(self.layout, move.then, stepper.goal_setpoint(), now):
-            stepper.take_over(plan)
-        self.record('then', {'action': move.action.name, 'then': dict(move.action.then)},
-                    {self.layout.goals[n].actuator_name: float(v)
-                     for n, v in move.then.items()}, sim_time=now)
+    @property
+    def move(self):
+        """The latest move_to (a robot's own: ``RobotView.move``)."""
+        return self.runner.latest
 
     # --- actions ----------------------------------------------------------------------------
     def run_action(self, name, args=None, **kw):
@@ -530,7 +403,7 @@ class Device:
             if args:
                 raise errors.InvalidArgument('hold takes no arguments', where=name)
             return self.hold()
-        return self._move(act, args, **kw)
+        return self.runner.start(act, args, planner=self._planner, **kw)
 
     def hold(self, actuators=None):
         """End every move and freeze every setpoint (velocity servos hold their joints'
@@ -541,9 +414,7 @@ class Device:
                 s.hold_now()
             else:
                 s.hold_actuators(actuators)
-            for move in self.moves:
-                if actuators is None or set(move.actuators) & set(actuators):
-                    move.finish(self._move_result(move, errors.STOPPED, False, 'held'))
+            self.runner.end(errors.STOPPED, 'held', actuators=actuators)
             sp = s.setpoint.copy()
             sp[s.position_mode()] = 0.0        # velocity servos: held still (zero speed)
             return sp
@@ -562,7 +433,7 @@ class Device:
         if action == 'hold':
             return held
         try:
-            self._move(self.action(action), {}, wait=False)
+            self.runner.start(self.action(action), {}, wait=False, planner=self._planner)
         except DeviceError as exc:
             return dict(held, message=f'holding: safe-state action {action!r} could not '
                         f'start ({exc})')
@@ -570,11 +441,8 @@ class Device:
                 'message': f'safe-state action {action!r} started'}
 
     def _on_unstable(self, stepper):
-        for move in self.moves:
-            move.finish(self._move_result(move, errors.UNSTABLE, False,
-                                          'the simulation went unstable; back to the '
-                                          f'{stepper.last_recovery} and held',
-                                          stepper.snapshot))
+        self.runner.end(errors.UNSTABLE, 'the simulation went unstable; back to the '
+                        f'{stepper.last_recovery} and held', stepper.snapshot)
         self.events.add({'time': time.time(), 'sim_time': float(stepper.data.time),
                          'code': errors.UNSTABLE, 'recovery': stepper.last_recovery,
                          'message': 'simulation unstable (NaN or divergence): back to '
@@ -590,16 +458,14 @@ class Device:
 
     def _safe_state_move(self, action):
         try:
-            self._move(self.action(action), {}, wait=False)
+            self.runner.start(self.action(action), {}, wait=False, planner=self._planner)
         except DeviceError as exc:
             self.events.add({'time': time.time(), 'sim_time': float(self.snapshot.time),
                              'code': exc.code, 'message': f'safe-state action {action!r} '
                              f'could not start after the instability: {exc}; holding'})
 
     def _on_error(self, stepper, exc):
-        for move in self.moves:
-            move.finish(self._move_result(move, errors.INTERNAL_ERROR, False,
-                                          f'stepper error: {exc}; holding'))
+        self.runner.end(errors.INTERNAL_ERROR, f'stepper error: {exc}; holding')
         self.events.add({'time': time.time(), 'sim_time': float(stepper.data.time),
                          'code': errors.INTERNAL_ERROR,
                          'message': f'stepper error {type(exc).__name__}: {exc}; holding'})
@@ -626,9 +492,8 @@ class Device:
             if self.world.randomizer.undo():
                 mujoco.mj_forward(s.model, s.data)     # derived from the nominal model again
                 s.publish_snapshot()
-            for move in self.moves:
-                move.finish(self._move_result(move, errors.STOPPED, False, 'reset',
-                                              s.publish_snapshot()))
+            if self.moves:
+                self.runner.end(errors.STOPPED, 'reset', s.publish_snapshot())
             return s.setpoint.copy()
         sp = self.stepper.reset(on_reset)
         self.record('reset', {'keyframe': self.keyframe_name}, self._native_all(sp))
@@ -641,9 +506,8 @@ class Device:
     # --- the world at run time ------------------------------------------------------------
     def _stop_move(self, s, why):
         """Stepper thread: the state was rewritten under the move; hold where it is now."""
-        for move in self.moves:
-            move.finish(self._move_result(move, errors.STOPPED, False, why,
-                                          s.publish_snapshot()))
+        if self.moves:
+            self.runner.end(errors.STOPPED, why, s.publish_snapshot())
         s.hold_now()
         return s.hold_pose()
 
@@ -810,12 +674,8 @@ class Device:
         old_sp, old_names = s.setpoint.copy(), saved['layout'].actuators
         old_mode = s.position_mode()
         gone = [a for a, name in enumerate(old_names) if name not in layout.actuators]
-        for move in self.moves:
-            if renumber or set(gone) & set(move.actuators):
-                why = ended if renumber else \
-                    f'{ended.split(":")[0]}: the move\'s actuators went with the entity'
-                move.finish(moves.result(saved['layout'], move, code, False, why, s.snapshot))
-                gone = gone + list(move.actuators)       # its path stops where it is now
+        gone = self.runner.end_for_swap(saved['layout'], gone, renumber, code, ended,
+                                        s.snapshot)      # their paths stop where they are
         plans = [p for p in s.running_plans() if p.release(gone)] if not renumber else ()
         self._planner = planner
         self.sensing.adopt(lidars)
@@ -857,7 +717,7 @@ class Device:
         if self.stepper.closed:
             return
         self.stepper.close()
-        self._aiming.shutdown(wait=False, cancel_futures=True)
+        self.runner.close()
         if self.sandbox is not None:
             self.sandbox.close()
         self.cameras.close()
