@@ -110,11 +110,18 @@ if _HERE not in sys.path:
 
 from helpers import (  # noqa: E402
     child_env, installed_executable as _installed_executable, node_command, rerun_once,
-    ros_args, stop_process, wait_for as _wait_for)
+    ros_args, stop_process, wait_for as _wait_for, zoo_close, zoo_plan)
 
 
 def pytest_collection_modifyitems(config, items):
     rerun_once(items)
+    # the zoo cells' models, planned once the selection is known (helpers.zoo_plan)
+    zoo_plan([item.callspec.params['name'] for item in items
+              if getattr(item, 'originalname', '') in ('test_zoo', 'test_urdf_zoo')])
+
+
+def pytest_sessionfinish(session, exitstatus):
+    zoo_close()
 
 
 @pytest.fixture
@@ -199,3 +206,4 @@ def refusal_graph():
     assert 'refusal_probe' in probe.get_node_names()    # the graph query itself works
     yield c, probe
     rclpy.shutdown(context=c)
+
