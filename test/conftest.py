@@ -206,4 +206,3 @@ def refusal_graph():
     assert 'refusal_probe' in probe.get_node_names()    # the graph query itself works
     yield c, probe
     rclpy.shutdown(context=c)
-
