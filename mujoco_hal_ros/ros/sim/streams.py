@@ -336,8 +336,11 @@ class StatePublisher:
             self._take_groups(self.device.cameras.model_of(snap.generation))
         for group in self.groups:
             group.publish(snap, self.raw)
+        # every joint a robot's (a robots-only world): their joint_states carry them all, and
+        # an empty one beside them at the full rate is only load
+        own = bool(self.joint_names) or not self.groups
         if not self.raw:
-            return self._publish_objects(snap, with_tf)
+            return self._publish_objects(snap, with_tf, own)
         t = snap.time
         if snap is not self._packed:
             # A snapshot lasts a chunk (one physics step at real time, several at rtf 0):
@@ -346,7 +349,8 @@ class StatePublisher:
             self._js_payload = self._js_bytes.pack(t, snap.qpos[self._qadr],
                                                    snap.qvel[self._dadr],
                                                    snap.qfrc_actuator[self._dadr])
-        self.js_pub.publish(self._js_payload)
+        if own:
+            self.js_pub.publish(self._js_payload)
         self.joint_meter.tick()
         if self.clock_pub is not None and t != self._last_clock:
             self._last_clock = t
@@ -364,7 +368,7 @@ class StatePublisher:
             self._publish_poses(snap, st)
             self._publish_channels(snap)
 
-    def _publish_objects(self, snap, with_tf):
+    def _publish_objects(self, snap, with_tf, own=True):
         """The same messages as rclpy objects: with the fast paths off, or for a middleware
         that is not classic CDR."""
         st = cv.stamp(snap.time)
@@ -373,7 +377,8 @@ class StatePublisher:
         js.position = cv.doubles(snap.qpos[self._qadr])
         js.velocity = cv.doubles(snap.qvel[self._dadr])
         js.effort = cv.doubles(snap.qfrc_actuator[self._dadr])
-        self.js_pub.publish(js)
+        if own:
+            self.js_pub.publish(js)
         self.joint_meter.tick()
         if self.clock_pub is not None and snap.time != self._last_clock:
             self._last_clock = snap.time
