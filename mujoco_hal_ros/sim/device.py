@@ -9,7 +9,6 @@ owns none of their logic: the channels and limits (``config``), the move_to pipe
 (``Stepper``), the robots of the world (``sim.robots``), scene edits, the world at run
 time, sensing and rendering (``device.scene``, ``physics``, ``sensing``, ``cameras``)."""
 
-import collections
 import copy
 import logging
 import os
@@ -30,7 +29,7 @@ from ..motion.move import Move  # noqa: F401 - importable from here, as it alway
 from ..motion.runner import MoveRunner
 from ..motion.trajectory import MinJerkPlan, duration
 from ..config.units import parse_quantity
-from . import names
+from . import keyframes, names
 from ..sensors.device_sensors import Sensing, lidar_settings_of
 from ..render.registry import RenderRegistry
 from ..world import scene as scene_edit
@@ -39,7 +38,7 @@ from ..world.edits import SceneEdits
 from ..world.runtime import RunTimeWorld
 from ..world.world import World
 from . import drives as drive_laws
-from .events import ModelSwapped, Swaps
+from .events import Log, ModelSwapped, Swaps  # noqa: F401 - Log importable from here
 from .robots import Robots
 from .stepper import Stepper
 
@@ -58,26 +57,6 @@ def load_model(path):
         return mujoco.MjModel.from_xml_path(path)
     except Exception as exc:  # noqa: BLE001 - MuJoCo raises ValueError and others
         raise ModelError(f'MuJoCo could not load {path}: {exc}', where='model') from None
-
-
-class Log(collections.deque):
-    """A bounded record (audit, events) that also answers when called: ``device.audit()``
-    returns a list copy (optionally only entries of one ``kind``), ``device.audit`` iterates."""
-
-    def __init__(self, maxlen):
-        super().__init__(maxlen=maxlen)
-        self._lock = threading.Lock()
-
-    def add(self, entry):
-        with self._lock:
-            self.append(entry)
-
-    def __call__(self, kind=None, last=None):
-        with self._lock:
-            items = list(self)
-        if kind is not None:
-            items = [e for e in items if e.get('kind', e.get('code')) == kind]
-        return items[-last:] if last else items
 
 
 def _builtin_arm():
@@ -146,8 +125,8 @@ class Device:
             self.gravcomp_bodies = drive_laws.servo_gravcomp(self.model, self.layout)
         keyframe = keyframe if keyframe is not None else connect.get('keyframe')
         if keyframe is None and spec is None:
-            keyframe = self._default_keyframe()
-        self.keyframe = self._keyframe_id(keyframe)
+            keyframe = keyframes.default_keyframe(self.model)
+        self.keyframe = keyframes.keyframe_id(self.model, keyframe)
         self.keyframe_name = keyframe if self.keyframe is not None else None
         self._log_start(gravity_compensation)
         rtf = connect.get('real_time_factor', 1.0) if real_time_factor is None \
@@ -201,30 +180,6 @@ class Device:
         return {self.layout.actuators[a] or str(a): float(v) for a, v in enumerate(setpoint)}
 
     # --- set-up helpers ---------------------------------------------------------------------
-    def _keyframe_id(self, name):
-        if name is None or name == '':
-            return None
-        if isinstance(name, (int, np.integer)) and not isinstance(name, bool) \
-                and 0 <= name < self.model.nkey:
-            return int(name)     # an unnamed first keyframe
-        names = [mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_KEY, i)
-                 for i in range(self.model.nkey)]
-        if name not in names:
-            raise ConfigError(f'the model has no keyframe {name!r}', where='connect.keyframe',
-                              allowed=', '.join(n for n in names if n) or 'none')
-        return names.index(name)
-
-    def _default_keyframe(self):
-        """Zero-config starts where the model's author posed it: ``home``, else the first
-        keyframe (a model at qpos0 may sit in its floor or at its joint limits)."""
-        names = [mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_KEY, i)
-                 for i in range(self.model.nkey)]
-        if 'home' in names:
-            return 'home'
-        if names and names[0]:
-            return names[0]
-        return 0 if names else None
-
     def _log_start(self, gravity_compensation):
         where = (f'keyframe {self.keyframe_name!r}' if self.keyframe is not None
                  else 'qpos0 (the model has no keyframe)')
@@ -594,7 +549,9 @@ class Device:
         ended = f'{why}: the device changed under the move' if world else \
             f'{why}: the device\'s joints were renumbered; send the goal again'
         t0 = time.perf_counter()
-        self._trial(model, world, why)
+        old = None if world else (self.model, self.stepper.post(lambda s: copy.copy(s.data),
+                                                                wait=True))
+        scene_edit.trial_swap(model, old, why)
         try:
             self.stepper.post(lambda s: self._swap(s, model, layout, device_spec, world,
                                                    renumber, code, ended, model_path),
@@ -611,25 +568,6 @@ class Device:
         return {'success': True, 'code': errors.DONE, 'generation': self._generation,
                 'kept_moves': not renumber, 'swap_s': time.perf_counter() - t0}
 
-    def _trial(self, model, world, why):
-        """Step the new model once on a copy of the state the swap would give it, on this
-        (the caller's) thread: a scene that overflows MuJoCo's arena, warns or diverges is
-        refused here, and the physics thread never runs it (``world.scene.trial_run``)."""
-        data = mujoco.MjData(model)
-        if world:                     # where a zero-config device starts: home, else key 0
-            key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
-            if key >= 0 or model.nkey:
-                mujoco.mj_resetDataKeyframe(model, data, max(key, 0))
-        else:
-            old_model = self.model
-            old_data = self.stepper.post(lambda s: copy.copy(s.data), wait=True)
-            try:
-                scene_edit.carry_state(old_model, old_data, model, data)
-            except mujoco.FatalError:
-                pass                   # trial_run's forward meets it again and says why
-            del old_data
-        scene_edit.trial_run(model, data, f'the new scene ({why})')
-
     def _swap(self, s, model, layout, device_spec, world, renumber, code, ended,
               model_path):
         """Stepper thread, between chunks: the new model in, all or nothing."""
@@ -643,8 +581,8 @@ class Device:
                 self.model, self.spec, self.layout = model, device_spec, layout
                 connect = (device_spec or {}).get('connect', {})
                 keyframe = connect.get('keyframe') if device_spec else \
-                    self._default_keyframe()
-                self.keyframe = self._keyframe_id(keyframe)
+                    keyframes.default_keyframe(model)
+                self.keyframe = keyframes.keyframe_id(model, keyframe)
                 self.keyframe_name = keyframe if self.keyframe is not None else None
                 if self.keyframe is not None:
                     mujoco.mj_resetDataKeyframe(model, data, self.keyframe)

@@ -1,4 +1,5 @@
-"""The one event everything that caches a model's addresses follows: the model swapped.
+"""The one event everything that caches a model's addresses follows: the model swapped;
+and the bounded logs of what happened (``Log``: the audit and the events).
 
 A spawn, a delete, a ``load_world`` or an ``unload_world`` puts a new ``MjModel`` under the
 device; every joint, dof and channel address computed from the old one is then wrong
@@ -8,6 +9,7 @@ told once, after the swap is complete (the new model, layout and generation in p
 the thread that asked for the swap, never on the physics thread.
 """
 
+import collections
 import logging
 import threading
 from typing import Callable, NamedTuple
@@ -62,3 +64,23 @@ class Swaps:
     def __len__(self) -> int:
         with self._lock:
             return len(self._subscribers)
+
+
+class Log(collections.deque):
+    """A bounded record (audit, events) that also answers when called: ``device.audit()``
+    returns a list copy (optionally only entries of one ``kind``), ``device.audit`` iterates."""
+
+    def __init__(self, maxlen):
+        super().__init__(maxlen=maxlen)
+        self._lock = threading.Lock()
+
+    def add(self, entry):
+        with self._lock:
+            self.append(entry)
+
+    def __call__(self, kind=None, last=None):
+        with self._lock:
+            items = list(self)
+        if kind is not None:
+            items = [e for e in items if e.get('kind', e.get('code')) == kind]
+        return items[-last:] if last else items

@@ -133,14 +133,34 @@ def resource(entry: RobotEntry) -> str:
     return path
 
 
+def home_pose(path: str) -> dict:
+    """{joint: position} of the hinge and slide joints at the model's ``home`` keyframe
+    (else its first; {} without one): where the robot starts, as it would alone. A spawn
+    attaches the bodies, not the keyframes, so the robot is put there after it."""
+    import mujoco
+    model = mujoco.MjModel.from_xml_path(path)
+    if not model.nkey:
+        return {}
+    key = max(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home'), 0)
+    moving = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    return {model.joint(j).name: float(model.key_qpos[key, model.jnt_qposadr[j]])
+            for j in range(model.njnt)
+            if int(model.jnt_type[j]) in moving and model.joint(j).name}
+
+
 def add_to(device, entries: list[RobotEntry]) -> dict:
-    """Spawn each entry under its namespace and make it a robot; {namespace: URDF text}
-    of those that came from a URDF (their ``<ns>/robot_description``)."""
+    """Spawn each entry under its namespace at its home pose and make it a robot;
+    {namespace: URDF text} of those that came from a URDF (``<ns>/robot_description``)."""
     urdfs = {}
     for e in entries:
         folder, _, name = e.namespace.rpartition('/')
-        device.scene.spawn(resource(e), name, e.position, e.quaternion, namespace=folder)
+        path = resource(e)
+        device.scene.spawn(path, name, e.position, e.quaternion, namespace=folder)
         device.robots.add(e.namespace)
+        home = home_pose(path)
+        if home:
+            device.physics.set_joint_state([f'{e.namespace}/{j}' for j in home],
+                                           list(home.values()))
         if e.urdf:
             with open(e.urdf, encoding='utf-8') as handle:
                 urdfs[e.namespace] = handle.read()

@@ -252,6 +252,25 @@ def memory_fix(model, needed=None):
         '/> in its MJCF, or fewer bodies that start overlapping'
 
 
+def trial_swap(model, old=None, why='the scene changed'):
+    """Step the new model once on a copy of the state a swap would give it, on the
+    caller's thread: a scene that overflows MuJoCo's arena, warns or diverges is refused
+    here, and the physics thread never runs it. ``old``: (model, a copy of its data) that
+    an edit carries the state over from; None: a whole new world, from its ``home`` (else
+    first) keyframe, as a zero-config device starts."""
+    data = mujoco.MjData(model)
+    if old is None:
+        key = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home')
+        if key >= 0 or model.nkey:
+            mujoco.mj_resetDataKeyframe(model, data, max(key, 0))
+    else:
+        try:
+            carry_state(old[0], old[1], model, data)
+        except mujoco.FatalError:
+            pass                   # trial_run's forward meets it again and says why
+    trial_run(model, data, f'the new scene ({why})')
+
+
 def trial_run(model, data, what='the new scene', steps=TRIAL_STEPS):
     """Step a throwaway ``data`` of ``model`` (the state the swap would start from) and
     refuse the edit when the new scene cannot run: a MuJoCo fatal error (the arena out of
