@@ -30,6 +30,7 @@ from . import markers, params as P  # noqa: E402
 from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .contacts import WrenchServices  # noqa: E402
 from .control import Control  # noqa: E402
+from .policy import PolicyRuns  # noqa: E402
 from .recording import Recording  # noqa: E402
 from ..run import run_node, start_or_destroy  # noqa: E402
 from .sensors import SensorPublisher  # noqa: E402
@@ -51,7 +52,7 @@ class SimNode(GuardedNode):
         super().__init__(node_name, **kwargs)
         self.device = self.swap = self.state = self.cameras = self.control = None
         self.recording = self.viewer = self.bridge = None
-        self.sensors = None
+        self.sensors = self.policy = None
         self.description = self.urdf_text = None
         start_or_destroy(self, self._start)
 
@@ -139,6 +140,7 @@ class SimNode(GuardedNode):
         self.bridge = CompletionBridge(self)    # every request's answer, when core work ends
         self.control = Control(self, device, self.bridge)
         self.wrench_services = WrenchServices(self, device, self.bridge)
+        self.policy = PolicyRuns(self, device, self.bridge)    # run_policy, stop_policy
         self.description = (DescriptionPublisher(self, device.model, self.frames,
                                                  self.urdf_text)
                             if p.publish_robot_description and self.republish else None)
@@ -388,6 +390,9 @@ class SimNode(GuardedNode):
         if self.control is not None:
             self.control.destroy()
         self.control = None
+        if self.policy is not None:
+            self.policy.destroy()
+            self.policy = None
         if self.swap is not None:
             self.swap.destroy()
             self.swap = None
