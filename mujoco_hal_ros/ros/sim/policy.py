@@ -1,11 +1,12 @@
 """sim_node's ``run_policy`` action and ``stop_policy`` service: ``tasks.device_runner``.
 
-Why a thread per run and not the bridge's worker: an episode lasts its horizon in simulated
+Why a worker of its own and not the bridge's: an episode lasts its horizon in simulated
 time (seconds to minutes of wall time in real time), and the bridge's one worker carries
 every other request's device call (``set_goals``, ``reset``, ``pause``...), which must not
 queue behind it. The run (the task loaded, the policy checked, the episode's model compiled,
-then the episode) gets a thread of its own, and its end completes an rclpy future through
-the bridge, so the execute coroutine awaits it and no executor thread waits. A refusal
+then the episode) goes to one long-lived worker thread (made at the first goal; one run at a
+time, so one thread is all it needs), and the bridge turns its end into an rclpy future, so
+the execute coroutine awaits it and no executor thread waits. A refusal
 (a bad task or policy, a NaN action, a gravity-compensated device in lockstep) comes back
 as the goal's result with its code before the device changes. One run at a time: a goal
 while one runs is aborted BUSY and changes nothing.
@@ -17,6 +18,7 @@ leaves it holding). With no run, it answers success false and changes nothing.
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -42,6 +44,7 @@ class PolicyRuns:
         self._runner = None         # its DevicePolicyRunner, once built
         self._stop_asked = False    # stop_policy came before the runner was built
         self._ended = None          # an rclpy future answered when the run ends
+        self._worker = None         # the runs' one thread, made at the first goal
         group = ReentrantCallbackGroup()
         self.action = ActionServer(
             node, RunPolicy, 'run_policy', execute_callback=self._execute,
@@ -63,15 +66,15 @@ class PolicyRuns:
             if not busy:
                 self._busy, self._runner, self._stop_asked = True, None, False
                 self._ended = ended = self.bridge.future()
+                if self._worker is None:
+                    self._worker = ThreadPoolExecutor(1, thread_name_prefix='sim_node-run_policy')
+                worker = self._worker
         if busy:
             handle.abort()
             return _error(result, BUSY, 'a policy is already running on this device; '
                           'nothing was changed: call stop_policy (or cancel its goal) first')
         try:
-            future = self.bridge.future()
-            threading.Thread(target=self._work, args=(handle, result, future), daemon=True,
-                             name='sim_node-run_policy').start()
-            done = await future
+            done = await self.bridge.wrap(worker.submit(self._work, handle, result))
         finally:
             with self._lock:
                 self._busy, self._runner = False, None
@@ -82,14 +85,13 @@ class PolicyRuns:
         {'succeed': handle.succeed, 'abort': handle.abort, 'canceled': handle.canceled}[end]()
         return result
 
-    def _work(self, handle, result, future):
-        """The run's own thread: build the runner, run the episode, hand back the result."""
+    def _work(self, handle, result):
+        """The worker: build the runner, run the episode, hand back (end, result)."""
         try:
-            value = self._run(handle, result)
+            return self._run(handle, result)
         except Exception as err:  # noqa: BLE001 - reported to the caller, logged here
             self.node.get_logger().error(f'run_policy: {cv.error_line(err)}')
-            value = 'abort', _error(result, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
-        self.bridge.complete(future, value)
+            return 'abort', _error(result, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
 
     def _run(self, handle, result):
         from ...tasks.device_runner import DevicePolicyRunner
@@ -157,9 +159,11 @@ class PolicyRuns:
 
     def destroy(self):
         with self._lock:
-            runner = self._runner
+            runner, worker = self._runner, self._worker
         if runner is not None:
             runner.stop()
+        if worker is not None:
+            worker.shutdown(wait=False)
         self.action.destroy()
         self.node.destroy_service(self.stop_service)
 
