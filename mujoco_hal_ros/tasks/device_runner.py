@@ -152,12 +152,18 @@ class DevicePolicyRunner:
     def run(self, progress: Optional[Callable[[int, float, float], Optional[bool]]] = None
             ) -> DeviceRun:
         """The episode, on this thread; ``progress(steps, return, sim_time)`` after each
-        control step (returning False stops the run, as ``stop()`` does)."""
+        control step, the last one included (returning False stops the run, as ``stop()``
+        does, unless that step ended the episode). A runner stopped before ``run`` returns
+        a stopped run at once and leaves the device as it was."""
         if self._started:
             raise InvalidArgument('this runner already ran its episode', where='run',
                                   allowed='a new DevicePolicyRunner')
         self._started = True
         device = self.device
+        if self._stop.is_set():            # stopped before it began: the device is untouched
+            t = device.snapshot.time
+            return DeviceRun(EpisodeResult(self.episode, False, 'stopped', 0.0, 0, 'stopped'),
+                             False, self.lockstep, t, t)
         resume = self.lockstep and not device.paused
         unstable = False
         try:
@@ -253,6 +259,7 @@ class DevicePolicyRunner:
             succ, fail = task.predicates(after)
             ret += float(task.reward(after, succ, fail)[0])
             last = act
+            keep = progress(steps, ret, t) if progress is not None else True
             if bad:
                 ok, failure, by = False, 'unstable', 'unstable'
                 break
@@ -263,7 +270,7 @@ class DevicePolicyRunner:
             if succ[0] >= 0:
                 ok, failure, by = True, None, task.success_names[succ[0]]
                 break
-            if progress is not None and progress(steps, ret, t) is False:
+            if keep is False:
                 completed = False
                 break
         else:
@@ -332,6 +339,7 @@ class DevicePolicyRunner:
             succ, fail = task.predicates(after)
             ret += float(task.reward(after, succ, fail)[0])
             last = act
+            keep = progress(steps, ret, t) if progress is not None else True
             if device.health()['unstable_events'] > unstable0:
                 ok, failure, by = False, 'unstable', 'unstable'
                 break
@@ -342,7 +350,7 @@ class DevicePolicyRunner:
             if succ[0] >= 0:
                 ok, failure, by = True, None, task.success_names[succ[0]]
                 break
-            if progress is not None and progress(steps, ret, t) is False:
+            if keep is False:
                 completed = False
                 break
         else:

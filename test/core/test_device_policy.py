@@ -192,3 +192,22 @@ def test_real_time_stop_from_another_thread(dev, reach):
     assert not thread.is_alive()
     assert box['run'].result.failure == 'stopped' and box['run'].result.steps == 3
     assert not dev.snapshot.moving
+
+
+def test_progress_hears_the_last_step(dev, reach):
+    seen = []
+    run = run_on_device(dev, reach, pd_policy(reach), seed=0, episode=1,
+                        progress=lambda steps, ret, t: seen.append((steps, ret)))
+    assert seen and seen[-1] == (run.result.steps, run.result.ret)
+    assert [s for s, _ in seen] == list(range(1, run.result.steps + 1))
+
+
+def test_a_runner_stopped_before_it_runs_leaves_the_device_as_it_was(dev, reach):
+    dev.pause(True)
+    runner = DevicePolicyRunner(dev, reach, 'zero')
+    runner.stop()
+    before = _state(dev)
+    run = runner.run()
+    assert not run.completed and run.result.failure == 'stopped' and run.result.steps == 0
+    after = _state(dev)
+    assert after[0] == before[0] and after[1] is before[1] and after[4:] == before[4:]

@@ -161,3 +161,13 @@ def test_cancel_stops_the_run(h):
     assert res.status == GoalStatus.STATUS_CANCELED
     assert res.result.code == 'STOPPED' and res.result.steps < 100
     assert not h.device.snapshot.moving
+
+
+def test_refused_where_world_edits_are_off(h, monkeypatch):
+    class Off:
+        world_edits = False
+    monkeypatch.setattr(h.node, 'p', Off())
+    generation = h.device.generation
+    status, r = h.run(task='reach', policy='zero', lockstep=True)
+    assert status == GoalStatus.STATUS_ABORTED and r.code == 'FORBIDDEN'
+    assert 'world_edits' in r.message and h.device.generation == generation

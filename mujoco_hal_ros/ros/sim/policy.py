@@ -9,7 +9,9 @@ time, so one thread is all it needs), and the bridge turns its end into an rclpy
 the execute coroutine awaits it and no executor thread waits. A refusal
 (a bad task or policy, a NaN action, a gravity-compensated device in lockstep) comes back
 as the goal's result with its code before the device changes. One run at a time: a goal
-while one runs is aborted BUSY and changes nothing.
+while one runs is aborted BUSY and changes nothing. The run swaps the task's model in (as
+``load_world`` does) and loads the task file and policy named in the goal on this machine,
+so a node with ``world_edits:=false`` refuses it (FORBIDDEN).
 
 ``stop_policy`` (std_srvs/Trigger) and a cancel end the run between two control steps; the
 service answers once the run has ended and the device holds (``DevicePolicyRunner``
@@ -28,7 +30,7 @@ from .. import conversions as cv
 from ..guard import ActionServer  # every callback guarded
 from ..qos import action_queues, REQUEST_QOS
 from ...action import RunPolicy
-from ...errors import BUSY, CLOSED, DONE, INTERNAL_ERROR, STOPPED, DeviceError
+from ...errors import BUSY, CLOSED, DONE, FORBIDDEN, INTERNAL_ERROR, STOPPED, DeviceError
 
 FEEDBACK_S = 0.1            # at most this often, and at the end
 STOP_WAIT_S = 10.0          # stop_policy waits this long for the run to end
@@ -61,6 +63,10 @@ class PolicyRuns:
     async def _execute(self, handle):
         goal = handle.request
         result = RunPolicy.Result(task=goal.task, episode=goal.episode, lockstep=goal.lockstep)
+        if not getattr(getattr(self.node, 'p', None), 'world_edits', True):
+            handle.abort()
+            return _error(result, FORBIDDEN, 'run_policy swaps the task\'s model in, a scene '
+                          'edit, turned off on this node (world_edits:=false)')
         with self._lock:
             busy = self._busy
             if not busy:
