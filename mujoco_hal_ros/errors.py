@@ -23,6 +23,7 @@ INTERNAL_ERROR = 'INTERNAL_ERROR'
 TIMEOUT = 'TIMEOUT'
 STEPPER_DEAD = 'STEPPER_DEAD'
 FORBIDDEN = 'FORBIDDEN'      # turned off by the node's configuration (world_edits:=false)
+BUSY = 'BUSY'                # one at a time: another run (run_policy) is in progress
 
 SHORT = 80                # characters of a user's value an error message repeats
 MESSAGE_CAP = 2000        # characters of a whole message (the last line of defence)

@@ -528,11 +528,7 @@ class Device:
         old = self.model
         device_spec = self._file_spec if world else self.spec
         if world:
-            try:
-                layout = Layout(model, device_spec)
-            except DeviceError:
-                device_spec = None
-                layout = Layout(model, None)
+            layout, device_spec = self.world_layout(model)
             renumber = True
         else:
             lost = scene_edit.lost_channels(old, model, entity)
@@ -567,6 +563,22 @@ class Device:
         self.swaps.emit(ModelSwapped(self._generation, self.model, self.layout, bool(world)))
         return {'success': True, 'code': errors.DONE, 'generation': self._generation,
                 'kept_moves': not renumber, 'swap_s': time.perf_counter() - t0}
+
+    def world_layout(self, model):
+        """``(layout, device file)`` the device would run ``model`` with if it were swapped
+        in whole (``replace_model(model, world=True)``): the device file it was opened with
+        when its channels fit ``model``, else zero-config (device file None). Nothing
+        changes; callers check a world's channels before they load it."""
+        try:
+            return Layout(model, self._file_spec), self._file_spec
+        except DeviceError:
+            return Layout(model, None), None
+
+    @property
+    def gravity_compensation(self):
+        """Whether servos carry their links' weight (``gravity_compensation``): a model
+        swapped in then has ``gravcomp`` written into it, so it no longer steps as written."""
+        return self._gravcomp_on
 
     def _swap(self, s, model, layout, device_spec, world, renumber, code, ended,
               model_path):

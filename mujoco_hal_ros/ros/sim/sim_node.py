@@ -30,6 +30,7 @@ from . import markers, params as P  # noqa: E402
 from .cameras import CameraConfig, CameraPublisher  # noqa: E402
 from .contacts import WrenchServices  # noqa: E402
 from .control import Control  # noqa: E402
+from .policy import PolicyRuns  # noqa: E402
 from .recording import Recording  # noqa: E402
 from .robots import RobotsServed  # noqa: E402
 from ..run import run_node, start_or_destroy  # noqa: E402
@@ -53,7 +54,7 @@ class SimNode(GuardedNode):
         super().__init__(node_name, **kwargs)
         self.device = self.swap = self.state = self.cameras = self.control = None
         self.recording = self.viewer = self.bridge = None
-        self.sensors = self.robots = None
+        self.sensors = self.robots = self.policy = None
         self.description = self.urdf_text = None
         self._robot_urdfs = {}
         start_or_destroy(self, self._start)
@@ -147,6 +148,7 @@ class SimNode(GuardedNode):
         self.control = Control(self, device, self.bridge)
         self.wrench_services = WrenchServices(self, device, self.bridge)
         self.robots = RobotsServed(self, device, self.bridge, self.state, self._robot_urdfs)
+        self.policy = PolicyRuns(self, device, self.bridge)    # run_policy, stop_policy
         self.description = (DescriptionPublisher(self, device.model, self.frames,
                                                  self.urdf_text)
                             if p.publish_robot_description and self.republish else None)
@@ -403,6 +405,9 @@ class SimNode(GuardedNode):
         if self.control is not None:
             self.control.destroy()
         self.control = self.robots = None
+        if self.policy is not None:
+            self.policy.destroy()
+            self.policy = None
         if self.swap is not None:
             self.swap.destroy()
             self.swap = None

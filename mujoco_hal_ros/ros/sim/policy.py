@@ -1,0 +1,181 @@
+"""sim_node's ``run_policy`` action and ``stop_policy`` service: ``tasks.device_runner``.
+
+Why a worker of its own and not the bridge's: an episode lasts its horizon in simulated
+time (seconds to minutes of wall time in real time), and the bridge's one worker carries
+every other request's device call (``set_goals``, ``reset``, ``pause``...), which must not
+queue behind it. The run (the task loaded, the policy checked, the episode's model compiled,
+then the episode) goes to one long-lived worker thread (made at the first goal; one run at a
+time, so one thread is all it needs), and the bridge turns its end into an rclpy future, so
+the execute coroutine awaits it and no executor thread waits. A refusal
+(a bad task or policy, a NaN action, a gravity-compensated device in lockstep) comes back
+as the goal's result with its code before the device changes. One run at a time: a goal
+while one runs is aborted BUSY and changes nothing. The run swaps the task's model in (as
+``load_world`` does) and loads the task file and policy named in the goal on this machine,
+so a node with ``world_edits:=false`` refuses it (FORBIDDEN).
+
+``stop_policy`` (std_srvs/Trigger) and a cancel end the run between two control steps; the
+service answers once the run has ended and the device holds (``DevicePolicyRunner``
+leaves it holding). With no run, it answers success false and changes nothing.
+"""
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from rclpy.action import CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from std_srvs.srv import Trigger
+
+from .. import conversions as cv
+from ..guard import ActionServer  # every callback guarded
+from ..qos import action_queues, REQUEST_QOS
+from ...action import RunPolicy
+from ...errors import BUSY, CLOSED, DONE, FORBIDDEN, INTERNAL_ERROR, STOPPED, DeviceError
+
+FEEDBACK_S = 0.1            # at most this often, and at the end
+STOP_WAIT_S = 10.0          # stop_policy waits this long for the run to end
+
+
+class PolicyRuns:
+    """The run_policy action and the stop_policy service over one Device."""
+
+    def __init__(self, node, device, bridge):
+        self.node, self.device, self.bridge = node, device, bridge
+        self._lock = threading.Lock()
+        self._busy = False          # a goal is being run (from accept to result)
+        self._runner = None         # its DevicePolicyRunner, once built
+        self._stop_asked = False    # stop_policy came before the runner was built
+        self._ended = None          # an rclpy future answered when the run ends
+        self._worker = None         # the runs' one thread, made at the first goal
+        group = ReentrantCallbackGroup()
+        self.action = ActionServer(
+            node, RunPolicy, 'run_policy', execute_callback=self._execute,
+            callback_group=group, goal_callback=lambda _goal: GoalResponse.ACCEPT,
+            cancel_callback=lambda _handle: CancelResponse.ACCEPT, **action_queues())
+        self.stop_service = node.create_service(Trigger, 'stop_policy', self._stop,
+                                                callback_group=group, qos_profile=REQUEST_QOS)
+
+    @staticmethod
+    def describe():
+        return ['run_policy (action)', 'stop_policy']
+
+    # --- run_policy -----------------------------------------------------------------------
+    async def _execute(self, handle):
+        goal = handle.request
+        result = RunPolicy.Result(task=goal.task, episode=goal.episode, lockstep=goal.lockstep)
+        if not getattr(getattr(self.node, 'p', None), 'world_edits', True):
+            handle.abort()
+            return _error(result, FORBIDDEN, 'run_policy swaps the task\'s model in, a scene '
+                          'edit, turned off on this node (world_edits:=false)')
+        with self._lock:
+            busy = self._busy
+            if not busy:
+                self._busy, self._runner, self._stop_asked = True, None, False
+                self._ended = ended = self.bridge.future()
+                if self._worker is None:
+                    self._worker = ThreadPoolExecutor(1, thread_name_prefix='sim_node-run_policy')
+                worker = self._worker
+        if busy:
+            handle.abort()
+            return _error(result, BUSY, 'a policy is already running on this device; '
+                          'nothing was changed: call stop_policy (or cancel its goal) first')
+        try:
+            done = await self.bridge.wrap(worker.submit(self._work, handle, result))
+        finally:
+            with self._lock:
+                self._busy, self._runner = False, None
+            self.bridge.complete(ended, True)
+        if done is None:
+            done = 'abort', _error(result, CLOSED, 'sim_node is shutting down')
+        end, result = done
+        {'succeed': handle.succeed, 'abort': handle.abort, 'canceled': handle.canceled}[end]()
+        return result
+
+    def _work(self, handle, result):
+        """The worker: build the runner, run the episode, hand back (end, result)."""
+        try:
+            return self._run(handle, result)
+        except Exception as err:  # noqa: BLE001 - reported to the caller, logged here
+            self.node.get_logger().error(f'run_policy: {cv.error_line(err)}')
+            return 'abort', _error(result, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
+
+    def _run(self, handle, result):
+        from ...tasks.device_runner import DevicePolicyRunner
+        goal = handle.request
+        try:
+            runner = DevicePolicyRunner(self.device, goal.task, goal.policy, int(goal.seed),
+                                        int(goal.episode), lockstep=bool(goal.lockstep))
+        except DeviceError as err:
+            return 'abort', _error(result, err.code, str(err))
+        with self._lock:
+            self._runner = runner
+            if self._stop_asked:
+                runner.stop()
+        horizon = runner.task.horizon
+        last = [0.0]
+
+        def progress(steps, ret, sim_time):
+            now = time.monotonic()
+            if now - last[0] >= FEEDBACK_S or steps == horizon:
+                last[0] = now
+                handle.publish_feedback(RunPolicy.Feedback(
+                    steps=steps, horizon=horizon, episode_return=ret, sim_time=sim_time))
+            return not handle.is_cancel_requested
+        try:
+            run = runner.run(progress)
+        except DeviceError as err:
+            return 'abort', _error(result, err.code, f'{err} (after {runner.steps} control '
+                                   'steps; the device holds)')
+        ep = run.result
+        result.task = runner.task.name
+        result.episode_success = bool(ep.success)
+        result.failure = ep.failure or ''
+        result.ended_by = ep.ended_by
+        result.episode_return = float(ep.ret)
+        result.steps = int(ep.steps)
+        result.start_time, result.end_time = float(run.start_time), float(run.end_time)
+        if run.completed:
+            result.success, result.code = True, DONE
+            result.message = (f'{runner.task.name} episode {runner.episode} '
+                              f'{"succeeded" if ep.success else "failed: " + ep.failure} '
+                              f'({ep.ended_by}) after {ep.steps} control steps, return '
+                              f'{ep.ret:.4g}; the device holds')
+            return 'succeed', result
+        result.code = STOPPED
+        result.message = f'stopped after {ep.steps} control steps; the device holds'
+        return ('canceled' if handle.is_cancel_requested else 'abort'), result
+
+    # --- stop_policy ----------------------------------------------------------------------
+    async def _stop(self, _request, response):
+        with self._lock:
+            busy, runner, ended = self._busy, self._runner, self._ended
+            if busy:
+                self._stop_asked = True
+        if not busy:
+            response.success = False
+            response.message = 'no policy is running; nothing was changed'
+            return response
+        if runner is not None:
+            runner.stop()
+        finished = await self.bridge.wait(ended, timeout=STOP_WAIT_S)
+        response.success = bool(finished)
+        response.message = ('stopped; the device holds' if finished else
+                            f'asked to stop; the run had not ended after {STOP_WAIT_S:g} s')
+        return response
+
+    def destroy(self):
+        with self._lock:
+            runner, worker = self._runner, self._worker
+        if runner is not None:
+            runner.stop()
+        if worker is not None:
+            worker.shutdown(wait=False)
+        self.action.destroy()
+        self.node.destroy_service(self.stop_service)
+
+
+def _error(result, code, message):
+    result.success = False
+    result.code = code
+    result.message = message
+    return result

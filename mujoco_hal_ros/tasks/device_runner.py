@@ -1,0 +1,381 @@
+"""One episode of a task and a policy on the real-time device (sim_node's ``run_policy``).
+
+The episode is the one ``reference.run_episode`` and the pool run for the same task, policy,
+seed and episode: the same draw (start state, command, model patch), the same observation,
+the same two-row policy call, the same action map. What differs is where the physics runs:
+on the device's own MjData, which the device's physics thread owns, so every state write
+goes through the device's one door (``device.on_physics``) and nothing heavy runs there:
+the policy, the draw and the episode's model are computed on the caller's thread.
+
+The model. The device runs the task's model (the model with the sensors the task reads,
+``Task.model``) with the episode's field patch written in (``reference.episode_model``),
+swapped in whole through the device's model swap (``Device.replace_model(world=True)``,
+the machinery ``load_world`` uses; ``device.swaps`` tells every part of sim_node). The
+device's own model is never reused, even when it came from the same file: the task's
+appended sensors, a device file's timestep or gravity compensation and the per-episode
+patch all change what a step computes, and only the task's compiled model steps as the
+pool's does. After the run the device stays on that model, holding; ``unload_world``
+brings back the world it was opened with.
+
+Two modes:
+
+- **lockstep** (``lockstep=True``): the device is paused for the episode (and played again
+  afterwards if it was playing) and the runner alone advances it, one control period at a
+  time: the policy's controls written to ``ctrl``, ``mj_step`` x ``task.decimation`` and
+  ``mj_forward`` when the task reads sensors, in one ``on_physics`` call. That is the
+  reference loop step for step, so the episode equals the pool's bit for bit (every
+  control step's FULLPHYSICS row; the tests hold them equal). The controls go to ``ctrl``
+  as the pool writes them, not through the device's drive laws (a position servo's hold
+  feed-forward, a velocity servo's outer loop): those are the device's model of a real
+  driver, and the pool has none. Two things are not the reference's: the device's clock
+  keeps running forward (a ROS graph on ``/clock`` never sees it jump back), so a row's
+  time is the episode's time plus the time the episode started at, and nothing in a step
+  reads it; and a device with ``gravity_compensation`` is refused, because it writes
+  ``gravcomp`` into every model it runs. Another client stepping, resetting or swapping
+  the device during the episode ends it with PREEMPTED.
+- **real time** (``lockstep=False``): the device runs as it does (its real-time factor, its
+  drive laws, other clients' pauses and steps); the runner waits for each control period of
+  simulated time, reads the observation from the device's latest snapshot (qpos, qvel,
+  sensordata) and sends the setpoints through the device's goal channels (``set_goals``,
+  in each channel's units and limits), as a driver node would command the real arm. The
+  episode is then close to the pool's, not equal: a snapshot's sensors are a physics step
+  old, the goal channels ramp at their ``max_change_per_s`` and the drive laws add their
+  torques. Every actuator the task acts on needs a goal channel.
+
+Either way the run ends at the episode's end (success, failure, ``unstable``, horizon), at
+``stop()`` or when ``progress`` returns False, and leaves the device holding
+(``Device.hold``). An unstable episode leaves it back at its keyframe (``Device.reset``).
+"""
+
+import copy
+import threading
+from dataclasses import dataclass
+from typing import Callable, List, Optional
+
+import mujoco
+import numpy as np
+
+from .. import errors
+from ..errors import DeviceError, InvalidArgument
+from ..pool.layout import FULLPHYSICS
+from ..pool.validate import integer
+from .evaluate import MAX_EPISODES, EpisodeResult
+from .policies import check_actions, make_policy
+from .reference import episode_model
+from .task import Frame, Task
+
+_BAD = [int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQVEL),
+        int(mujoco.mjtWarning.mjWARN_BADQACC)]
+POLL_S = 0.001          # real time: how often the next control period's snapshot is looked for
+
+
+@dataclass
+class DeviceRun:
+    """What a run did: the episode's result, whether it ran to its end, its simulated
+    start and end times, and (lockstep, ``record``) its FULLPHYSICS rows, the start state
+    first and then one per control step, as ``reference.run_episode(record=True)``."""
+
+    result: EpisodeResult
+    completed: bool             # False: stop() or progress ended it first (failure 'stopped')
+    lockstep: bool
+    start_time: float
+    end_time: float
+    states: Optional[np.ndarray] = None
+
+    def to_dict(self):
+        return dict(self.result.to_dict(), completed=self.completed, lockstep=self.lockstep,
+                    start_time=self.start_time, end_time=self.end_time)
+
+
+class DevicePolicyRunner:
+    """Run episode ``episode`` of ``task`` under ``policy`` and ``seed`` on ``device``.
+
+    Everything that can be refused is checked here, before the device is touched: the task
+    (a Task, a built-in name or a task file), the policy (``make_policy``: kinds and sizes),
+    the seed and episode, the mode, and (real time) the goal channels the task's actuators
+    need. A refusal raises DeviceError (CONFIG_ERROR, INVALID_ARGUMENT, UNKNOWN_NAME) and
+    changes nothing. ``run()`` then runs the episode on the calling thread (once);
+    ``stop()``, from any thread, ends it between two control steps.
+    """
+
+    def __init__(self, device, task, policy, seed=0, episode=0, *, lockstep=True,
+                 record=False):
+        from . import load_task
+        self.device = device
+        self.task = task if isinstance(task, Task) else load_task(task)
+        self.seed = integer(seed, 'seed', 0, 2 ** 63 - 1)
+        self.episode = integer(episode, 'episode', 0, MAX_EPISODES - 1)
+        if not isinstance(lockstep, (bool, np.bool_)):
+            raise InvalidArgument(f'lockstep takes true or false, got {errors.shorten(lockstep)}',
+                                  where='lockstep')
+        self.lockstep = bool(lockstep)
+        self.record = bool(record)
+        if self.lockstep and device.gravity_compensation:
+            raise InvalidArgument(
+                'a lockstep episode runs the task\'s model as the pool does, and this device '
+                'compensates gravity (it writes gravcomp into every model it runs)',
+                where='lockstep', allowed='lockstep false, or a device without '
+                'gravity_compensation')
+        self.policy = make_policy(policy, self.task, self.seed)
+        self.draw = self.task.draw(self.seed, self.episode)
+        model = episode_model(self.task, self.draw.patch)
+        # The device keeps the model it runs (and may edit it: gravity, timestep): its own copy.
+        self.model = copy.copy(model) if model is self.task.model else model
+        self.goals = None if self.lockstep else self._goal_channels()
+        self._stop = threading.Event()
+        self._started = False
+        self.steps = 0
+
+    # ------------------------------------------------------------------ checks
+    def _goal_channels(self):
+        """Per acted actuator, the goal channel that takes its setpoint (real time)."""
+        layout, _file = self.device.world_layout(self.model)
+        missing = [self.task.actions.names[i] for i, a in enumerate(self.task.actions.ids)
+                   if int(a) not in layout.goal_by_actuator]
+        if missing:
+            raise InvalidArgument(
+                f'task {self.task.name!r} acts on {", ".join(missing)}, which the device has '
+                'no goal channel for, so a real-time episode cannot command them',
+                where='lockstep', allowed='lockstep true, or a device file with a goal '
+                'channel per acted actuator')
+        return [layout.goal_by_actuator[int(a)] for a in self.task.actions.ids]
+
+    # ------------------------------------------------------------------ control
+    def stop(self):
+        """End the run between two control steps (any thread); the device then holds."""
+        self._stop.set()
+
+    @property
+    def stopping(self):
+        return self._stop.is_set()
+
+    def run(self, progress: Optional[Callable[[int, float, float], Optional[bool]]] = None
+            ) -> DeviceRun:
+        """The episode, on this thread; ``progress(steps, return, sim_time)`` after each
+        control step, the last one included (returning False stops the run, as ``stop()``
+        does, unless that step ended the episode). A runner stopped before ``run`` returns
+        a stopped run at once and leaves the device as it was."""
+        if self._started:
+            raise InvalidArgument('this runner already ran its episode', where='run',
+                                  allowed='a new DevicePolicyRunner')
+        self._started = True
+        device = self.device
+        if self._stop.is_set():            # stopped before it began: the device is untouched
+            t = device.snapshot.time
+            return DeviceRun(EpisodeResult(self.episode, False, 'stopped', 0.0, 0, 'stopped'),
+                             False, self.lockstep, t, t)
+        resume = self.lockstep and not device.paused
+        unstable = False
+        try:
+            if self.lockstep:
+                device.pause(True)
+            device.replace_model(self.model, world=True,
+                                 why=f'run_policy: task {self.task.name} episode {self.episode}',
+                                 model_path=self.task.model_path)
+            run = (self._lockstep if self.lockstep else self._real_time)(progress)
+            unstable = run.result.failure == 'unstable'
+            return run
+        finally:
+            if not device.closed:
+                if unstable:
+                    device.reset()      # MuJoCo reset the data itself: back to the keyframe
+                device.hold()
+                if resume:
+                    device.pause(False)
+
+    # ------------------------------------------------------------------ the episode
+    def _start(self):
+        """Physics thread: the episode's start state (the device's clock runs on), held."""
+        draw, model = self.draw, self.model
+        record = self.record
+
+        def apply(s):
+            if s.model is not model:
+                raise DeviceError(errors.PREEMPTED, 'another request swapped the device\'s '
+                                  'model before the episode started; nothing ran',
+                                  where='run_policy')
+            m, d = s.model, s.data
+            t = d.time
+            mujoco.mj_resetData(m, d)
+            mujoco.mj_setState(m, d, draw.state, FULLPHYSICS)
+            d.time = t
+            mujoco.mj_forward(m, d)
+            s.hold_pose()
+            s.publish_snapshot()
+            return _read(m, d, record)
+        return self.device.on_physics(apply, wait=True)
+
+    def _step(self, ctrl, t_expected):
+        """Physics thread: one control period of the reference loop on the device's data."""
+        model, task, record = self.model, self.task, self.record
+
+        def apply(s):
+            m, d = s.model, s.data
+            if m is not model or d.time != t_expected:
+                raise DeviceError(errors.PREEMPTED, 'another request stepped, reset or '
+                                  'swapped the device during the lockstep episode',
+                                  where='run_policy', allowed='no other stepping while a '
+                                  'lockstep episode runs')
+            d.ctrl[:] = ctrl
+            s.setpoint[:] = ctrl
+            before = d.warning.number[_BAD].copy()
+            d.warning.number[_BAD] = 0
+            for _ in range(task.decimation):
+                mujoco.mj_step(m, d)
+            if task.uses_sensordata:
+                mujoco.mj_forward(m, d)          # sensors at the state the step ended in
+            bad = bool(d.warning.number[_BAD].any())
+            d.warning.number[_BAD] += before     # the device's own count goes on
+            s.publish_snapshot()
+            return _read(m, d, record) + (bad,)
+        return self.device.on_physics(apply, wait=True)
+
+    def _lockstep(self, progress):
+        task, amap, policy = self.task, self.task.actions, self.policy
+        qpos, qvel, sens, t, row = self._start()
+        t0 = t
+        rows: List[np.ndarray] = [row] if self.record else []
+        slots = np.array([0, -1])        # as ``evaluate`` pads a batch of one
+        policy.reset(slots[:1], np.array([self.episode]))
+        cmd = self.draw.command[None]
+        last = np.zeros((1, task.act_size))
+        setpoint = amap.first_setpoints(1)
+        ret, steps, completed = 0.0, 0, True
+        ok, failure, by = (not task.success_names), None, 'horizon'
+        while steps < task.horizon:
+            if self._stop.is_set():
+                completed = False
+                break
+            obs = task.observe(Frame(qpos, qvel, sens, cmd, last, last))
+            out = policy.act(np.concatenate([obs, np.zeros_like(obs)]), slots)
+            act = check_actions(out[:1] if np.ndim(out) == 2 else out, 1, task, policy.name)
+            setpoint = amap.apply(act, setpoint)
+            qpos, qvel, sens, t, row, bad = self._step(amap.full_ctrl(setpoint)[0], t)
+            steps += 1
+            self.steps = steps
+            if self.record:
+                rows.append(row)
+            after = Frame(qpos, qvel, sens, cmd, act, last)
+            succ, fail = task.predicates(after)
+            ret += float(task.reward(after, succ, fail)[0])
+            last = act
+            keep = progress(steps, ret, t) if progress is not None else True
+            if bad:
+                ok, failure, by = False, 'unstable', 'unstable'
+                break
+            if fail[0] >= 0:
+                ok, failure = False, task.failure_names[fail[0]]
+                by = failure
+                break
+            if succ[0] >= 0:
+                ok, failure, by = True, None, task.success_names[succ[0]]
+                break
+            if keep is False:
+                completed = False
+                break
+        else:
+            if task.success_names:
+                failure = 'horizon'
+        if not completed:
+            ok, failure, by = False, 'stopped', 'stopped'
+        return DeviceRun(EpisodeResult(self.episode, ok, failure, ret, steps, by), completed,
+                         True, t0, t, np.stack(rows) if self.record else None)
+
+    def _wait_for(self, t):
+        """Real time: the first snapshot at or after simulated time ``t``; None on stop()."""
+        device = self.device
+        while not self._stop.is_set():
+            if device.closed:
+                raise errors.ClosedError('the device')
+            snap = device.snapshot
+            if snap.time >= t - 1e-9:
+                return snap
+            self._stop.wait(POLL_S)
+        return None
+
+    def _command(self, setpoint):
+        """Real time: the setpoints as goal channel values, inside each channel's limits."""
+        goals = {}
+        for g, native in zip(self.goals, setpoint[0]):
+            native = min(max(float(native), g.native_lo), g.native_hi)
+            value = float(g.to_unit(native))
+            lo, hi = sorted((g.min if g.min is not None else -np.inf,
+                             g.max if g.max is not None else np.inf))
+            goals[g.name] = min(max(value, lo), hi)
+        self.device.set_goals(goals)
+
+    def _real_time(self, progress):
+        task, amap, policy, device = self.task, self.task.actions, self.policy, self.device
+        unstable0 = device.health()['unstable_events']
+        qpos, qvel, sens, t, _row = self._start()
+        t0 = t_next = t
+        slots = np.array([0, -1])
+        policy.reset(slots[:1], np.array([self.episode]))
+        cmd = self.draw.command[None]
+        last = np.zeros((1, task.act_size))
+        setpoint = amap.first_setpoints(1)
+        ret, steps, completed = 0.0, 0, True
+        ok, failure, by = (not task.success_names), None, 'horizon'
+        while steps < task.horizon:
+            obs = task.observe(Frame(qpos, qvel, sens, cmd, last, last))
+            out = policy.act(np.concatenate([obs, np.zeros_like(obs)]), slots)
+            act = check_actions(out[:1] if np.ndim(out) == 2 else out, 1, task, policy.name)
+            setpoint = amap.apply(act, setpoint)
+            self._command(setpoint)
+            t_next += task.control_dt
+            snap = self._wait_for(t_next)
+            if snap is None:
+                completed = False
+                break
+            if device.model is not self.model:
+                raise DeviceError(errors.PREEMPTED, 'another request swapped the device\'s '
+                                  'model during the episode', where='run_policy')
+            steps += 1
+            self.steps = steps
+            t = snap.time
+            qpos, qvel, sens = (snap.qpos[None].copy(), snap.qvel[None].copy(),
+                                snap.sensordata[None].copy())
+            after = Frame(qpos, qvel, sens, cmd, act, last)
+            succ, fail = task.predicates(after)
+            ret += float(task.reward(after, succ, fail)[0])
+            last = act
+            keep = progress(steps, ret, t) if progress is not None else True
+            if device.health()['unstable_events'] > unstable0:
+                ok, failure, by = False, 'unstable', 'unstable'
+                break
+            if fail[0] >= 0:
+                ok, failure = False, task.failure_names[fail[0]]
+                by = failure
+                break
+            if succ[0] >= 0:
+                ok, failure, by = True, None, task.success_names[succ[0]]
+                break
+            if keep is False:
+                completed = False
+                break
+        else:
+            if task.success_names:
+                failure = 'horizon'
+        if not completed:
+            ok, failure, by = False, 'stopped', 'stopped'
+        return DeviceRun(EpisodeResult(self.episode, ok, failure, ret, steps, by), completed,
+                         False, t0, t)
+
+
+def _read(m, d, record):
+    """(qpos, qvel, sensordata) as one-row arrays, the time, and the FULLPHYSICS row."""
+    row = None
+    if record:
+        row = np.empty(mujoco.mj_stateSize(m, FULLPHYSICS))
+        mujoco.mj_getState(m, d, row, FULLPHYSICS)
+    return (d.qpos[None].copy(), d.qvel[None].copy(), d.sensordata[None].copy(), d.time, row)
+
+
+def run_on_device(device, task, policy, seed=0, episode=0, *, lockstep=True, record=False,
+                  progress=None) -> DeviceRun:
+    """``DevicePolicyRunner(...).run(progress)`` in one call."""
+    return DevicePolicyRunner(device, task, policy, seed, episode, lockstep=lockstep,
+                              record=record).run(progress)
+
+
+__all__ = ['DevicePolicyRunner', 'DeviceRun', 'run_on_device']
