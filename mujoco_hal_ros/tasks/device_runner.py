@@ -61,7 +61,7 @@ from ..pool.layout import FULLPHYSICS
 from ..pool.validate import integer
 from .evaluate import MAX_EPISODES, EpisodeResult
 from .policies import check_actions, make_policy
-from .reference import episode_model
+from .reference import episode_model, verdict
 from .task import Frame, Task
 
 _BAD = [int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQVEL),
@@ -260,15 +260,9 @@ class DevicePolicyRunner:
             ret += float(task.reward(after, succ, fail)[0])
             last = act
             keep = progress(steps, ret, t) if progress is not None else True
-            if bad:
-                ok, failure, by = False, 'unstable', 'unstable'
-                break
-            if fail[0] >= 0:
-                ok, failure = False, task.failure_names[fail[0]]
-                by = failure
-                break
-            if succ[0] >= 0:
-                ok, failure, by = True, None, task.success_names[succ[0]]
+            end = verdict(task, succ, fail, bool(bad))
+            if end is not None:
+                ok, failure, by = end
                 break
             if keep is False:
                 completed = False
@@ -340,15 +334,9 @@ class DevicePolicyRunner:
             ret += float(task.reward(after, succ, fail)[0])
             last = act
             keep = progress(steps, ret, t) if progress is not None else True
-            if device.health()['unstable_events'] > unstable0:
-                ok, failure, by = False, 'unstable', 'unstable'
-                break
-            if fail[0] >= 0:
-                ok, failure = False, task.failure_names[fail[0]]
-                by = failure
-                break
-            if succ[0] >= 0:
-                ok, failure, by = True, None, task.success_names[succ[0]]
+            end = verdict(task, succ, fail, device.health()['unstable_events'] > unstable0)
+            if end is not None:
+                ok, failure, by = end
                 break
             if keep is False:
                 completed = False

@@ -37,6 +37,19 @@ def episode_model(task: Task, patch) -> mujoco.MjModel:
     return m
 
 
+def verdict(task: Task, succ, fail, unstable: bool) -> Optional[Tuple[bool, Optional[str], str]]:
+    """How one environment's episode ends after a control step, as the pool's evaluator
+    judges it: (success, the failure's name, what ended it), or None when it goes on.
+    Instability first, then a failure predicate, then a success predicate."""
+    if unstable:
+        return False, 'unstable', 'unstable'
+    if fail[0] >= 0:
+        return False, task.failure_names[fail[0]], task.failure_names[fail[0]]
+    if succ[0] >= 0:
+        return True, None, task.success_names[succ[0]]
+    return None
+
+
 def run_episode(task: Task, policy, seed: int, episode: int, record: bool = False
                 ) -> Tuple[EpisodeResult, Optional[np.ndarray]]:
     """Episode ``episode`` under ``seed`` on one MjData; ``record``: its physics rows too."""
@@ -79,15 +92,9 @@ def run_episode(task: Task, policy, seed: int, episode: int, record: bool = Fals
         succ, fail = task.predicates(after)
         ret += float(task.reward(after, succ, fail)[0])
         last = act
-        if d.warning.number[_BAD].any():
-            ok, failure, by = False, 'unstable', 'unstable'
-            break
-        if fail[0] >= 0:
-            ok, failure = False, task.failure_names[fail[0]]
-            by = failure
-            break
-        if succ[0] >= 0:
-            ok, failure, by = True, None, task.success_names[succ[0]]
+        end = verdict(task, succ, fail, bool(d.warning.number[_BAD].any()))
+        if end is not None:
+            ok, failure, by = end
             break
     else:
         if task.success_names:
