@@ -176,3 +176,26 @@ def test_deleting_the_entity_removes_its_robot(world):
         list(dev.robots.removed)
     assert not any(j.startswith('right/') for j in dev.layout.joints)
     assert dev.move_to(point=(0.18, 0.0, 0.08))['code'] == errors.DONE
+
+
+@pytest.mark.parametrize('data, words', [
+    ({'robots': []}, 'expected a list of robots'),
+    ({'robot': []}, "unknown key 'robot'"),
+    ([{'namespace': 'left'}], 'give urdf (a .urdf file) or model'),
+    ([{'namespace': '2left', 'model': 'x.xml'}], 'is not a ROS namespace'),
+    ([{'namespace': 'left', 'model': '/no/such.xml'}], 'file not found'),
+    ([{'namespace': 'left', 'model': __file__, 'position': [0, 0, float('nan')]}],
+     'position'),
+    ([{'namespace': 'left', 'model': __file__, 'position': [True, 0, 0]}], 'position'),
+    ([{'namespace': 'left', 'model': __file__, 'quaternion': [2, 0, 0, 0]}], 'unit length'),
+    ([{'namespace': 'left', 'model': __file__}, {'namespace': 'left', 'model': __file__}],
+     'given twice'),
+    ([{'namespace': 'left', 'model': __file__, 'pose': [0, 0, 0]}], "unknown key 'pose'"),
+    ([{'namespace': f'r{i}', 'model': __file__} for i in range(33)], 'at most 32'),
+])
+def test_a_bad_robots_file_is_refused_key_by_key(data, words):
+    from mujoco_hal_ros.errors import ConfigError
+    from mujoco_hal_ros.world import robots_file
+    with pytest.raises(ConfigError) as err:
+        robots_file.parse(data)
+    assert words in str(err.value)

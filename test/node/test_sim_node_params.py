@@ -65,6 +65,7 @@ def make(ctx, **overrides):
     ({'real_time_factor': -1.0}, 'parameter real_time_factor'),
     ({'device_file': '/no/such/device.yaml'}, 'parameter device_file: file not found'),
     ({'model': '/no/such/scene.xml'}, 'parameter model: file not found'),
+    ({'robots': '/no/such/cell.yaml'}, 'parameter robots: file not found'),
     ({'publsh_rate': 5.0}, 'unknown parameter publsh_rate'),
     ({'depth': ['nocam']}, 'parameter depth: no camera nocam (allowed: overhead)'),
     ({'keyframe': 'nope'}, "no keyframe 'nope'"),
