@@ -76,7 +76,8 @@ def make(ctx, **overrides):
     ({'thread_priority': True}, 'parameter thread_priority: expected an integer, got bool True'),
     ({'camera_background': 'sometimes'}, "parameter camera_background: must be auto, true or "
      "false, got 'sometimes'"),
-], ids=['negative-rate', 'rate-string', 'negative-rtf', 'device-file', 'model', 'unknown',
+], ids=['negative-rate', 'rate-string', 'negative-rtf', 'device-file', 'model', 'robots-file',
+        'unknown',
         'depth-camera', 'keyframe', 'camera-width', 'prefix-space', 'priority-range',
         'priority-bool', 'background-word'])
 def test_bad_parameter_is_one_clear_error(refusal_graph, overrides, expected):
