@@ -224,11 +224,11 @@ class RobotView:
         return self.world.move_to(args, point=point, site=site, layout=self.layout,
                                   planner=self.planner, **kw)
 
-    def run_action(self, name, args=None, **kw):
-        act = self.action(name)
+    def run_action(self, name, args=None, **_kw):
+        """A robot's one action is ``hold`` (it has no device file of its own)."""
+        self.action(name)                      # UNKNOWN_NAME for any other
         if args:
             raise errors.InvalidArgument('hold takes no arguments', where=name)
-        del act, kw
         return self.hold()
 
     def hold(self):
@@ -248,9 +248,10 @@ class RobotView:
     def distance_to_go(self, move=None):
         return self.world.distance_to_go(move or self.move)
 
-    def pause(self, paused=True):
-        raise DeviceError(errors.INVALID_ARGUMENT, 'pause is the world\'s: call it on the '
-                          'node\'s own namespace', where='pause')
+    def pause(self, *_args, **_kw):
+        """Pause, step and reset are the world's: refused here, nothing changes."""
+        raise DeviceError(errors.INVALID_ARGUMENT, 'pause, step and reset act on the whole '
+                          'world: call them on the node\'s own namespace', where='robot')
 
     step = reset = pause
 

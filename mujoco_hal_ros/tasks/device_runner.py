@@ -241,7 +241,8 @@ class DevicePolicyRunner:
         last = np.zeros((1, task.act_size))
         setpoint = amap.first_setpoints(1)
         ret, steps, completed = 0.0, 0, True
-        ok, failure, by = (not task.success_names), None, 'horizon'
+        # the horizon ends an episode with no success predicate a success, else a failure
+        ok, failure, by = _at_horizon(task)
         while steps < task.horizon:
             if self._stop.is_set():
                 completed = False
@@ -255,21 +256,15 @@ class DevicePolicyRunner:
             self.steps = steps
             if self.record:
                 rows.append(row)
-            after = Frame(qpos, qvel, sens, cmd, act, last)
-            succ, fail = task.predicates(after)
-            ret += float(task.reward(after, succ, fail)[0])
+            ret, end = _scored(task, Frame(qpos, qvel, sens, cmd, act, last), ret, bool(bad))
             last = act
             keep = progress(steps, ret, t) if progress is not None else True
-            end = verdict(task, succ, fail, bool(bad))
             if end is not None:
                 ok, failure, by = end
                 break
             if keep is False:
                 completed = False
                 break
-        else:
-            if task.success_names:
-                failure = 'horizon'
         if not completed:
             ok, failure, by = False, 'stopped', 'stopped'
         return DeviceRun(EpisodeResult(self.episode, ok, failure, ret, steps, by), completed,
@@ -309,7 +304,8 @@ class DevicePolicyRunner:
         last = np.zeros((1, task.act_size))
         setpoint = amap.first_setpoints(1)
         ret, steps, completed = 0.0, 0, True
-        ok, failure, by = (not task.success_names), None, 'horizon'
+        # the horizon ends an episode with no success predicate a success, else a failure
+        ok, failure, by = _at_horizon(task)
         while steps < task.horizon:
             obs = task.observe(Frame(qpos, qvel, sens, cmd, last, last))
             out = policy.act(np.concatenate([obs, np.zeros_like(obs)]), slots)
@@ -329,25 +325,32 @@ class DevicePolicyRunner:
             t = snap.time
             qpos, qvel, sens = (snap.qpos[None].copy(), snap.qvel[None].copy(),
                                 snap.sensordata[None].copy())
-            after = Frame(qpos, qvel, sens, cmd, act, last)
-            succ, fail = task.predicates(after)
-            ret += float(task.reward(after, succ, fail)[0])
+            ret, end = _scored(task, Frame(qpos, qvel, sens, cmd, act, last), ret,
+                               device.health()['unstable_events'] > unstable0)
             last = act
             keep = progress(steps, ret, t) if progress is not None else True
-            end = verdict(task, succ, fail, device.health()['unstable_events'] > unstable0)
             if end is not None:
                 ok, failure, by = end
                 break
             if keep is False:
                 completed = False
                 break
-        else:
-            if task.success_names:
-                failure = 'horizon'
         if not completed:
             ok, failure, by = False, 'stopped', 'stopped'
         return DeviceRun(EpisodeResult(self.episode, ok, failure, ret, steps, by), completed,
                          False, t0, t)
+
+
+def _at_horizon(task):
+    """(success, failure, what ended it) of an episode that ran to its horizon."""
+    return not task.success_names, ('horizon' if task.success_names else None), 'horizon'
+
+
+def _scored(task, after, ret, unstable):
+    """A control step's reward added to ``ret``, and how the episode ends there (None: it
+    goes on), judged as the pool's evaluator judges it (``reference.verdict``)."""
+    succ, fail = task.predicates(after)
+    return ret + float(task.reward(after, succ, fail)[0]), verdict(task, succ, fail, unstable)
 
 
 def _read(m, d, record):

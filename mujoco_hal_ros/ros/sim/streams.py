@@ -171,9 +171,8 @@ class StatePublisher:
     def _own_joints(self, model):
         """The node's own joint_states: every moving joint but the robots' (each has its
         own ``<namespace>/joint_states``)."""
-        robots = getattr(self.device, 'robots', None)
-        return moving_joints(model, None if robots is None else
-                             lambda name: not robots.claimed(name))
+        robots = self.device.robots
+        return moving_joints(model, lambda name: not robots.claimed(name))
 
     def set_robots(self, views):
         """The robots now in the world (``Robots.views()``): a joint_states each, and the
