@@ -18,6 +18,12 @@ shared machine measures the neighbours):
            per control step the observation, one ONNX call on a batch of one, ``mj_step``
            10 times (goal: closed / loop >= 5 on two cores)
 
+The bounds: the loop times its own ``mj_step`` calls and the closed loop its
+``EnvPool.step`` calls. Were the policy and the bookkeeping free, the closed loop would run
+at its stepping rate (closed / its stepping share), and an evaluator on ``ncpu`` cores whose
+physics is as fast as ``mj_step`` at ``ncpu`` / (the loop's stepping share) times the loop.
+A goal above both is out of reach of any evaluator of this task, model and machine.
+
 Rates are control steps per second summed over environments (``env-steps/s``); physics steps
 per second are ten times that. The ``cpu/wall`` column says how many cores a contender got
 (the pool's C++ threads included): on a shared machine the two-thread contenders get less
@@ -54,12 +60,15 @@ def walk_task(horizon):
     return Task.from_dict(data, 'walk_forward.yaml', BUILTIN_DIR)
 
 
-def per_env_loop(task, policy, episodes, seed):
-    """A single-environment evaluator: the same task, one environment, one row per call."""
+def per_env_loop(task, policy, episodes, seed, physics=None):
+    """A single-environment evaluator: the same task, one environment, one row per call.
+    ``physics`` (a one-element list) gets the seconds spent in ``mj_step`` added to it."""
     m = task.model
     d = mujoco.MjData(m)
     amap = task.actions
     steps = 0
+    in_step = 0.0
+    clock = time.perf_counter
     for e in range(episodes):
         draw = task.draw(seed, e)
         mujoco.mj_resetData(m, d)
@@ -73,7 +82,9 @@ def per_env_loop(task, policy, episodes, seed):
             act = np.asarray(policy.act(task.observe(frame), np.array([0])), dtype=np.float64)
             setpoint = amap.apply(act, setpoint)
             d.ctrl[:] = amap.full_ctrl(setpoint)[0]
+            t = clock()
             mujoco.mj_step(m, d, task.decimation)
+            in_step += clock() - t
             frame = Frame(d.qpos[None], d.qvel[None], d.sensordata[None], cmd, act, last)
             succ, fail = task.predicates(frame)
             task.reward(frame, succ, fail)
@@ -81,6 +92,8 @@ def per_env_loop(task, policy, episodes, seed):
             steps += 1
             if succ[0] >= 0 or fail[0] >= 0:
                 break
+    if physics is not None:
+        physics[0] += in_step
     return steps
 
 
@@ -122,8 +135,21 @@ def main():
     ctrl = np.broadcast_to(go1.key_ctrl[0], (n, go1.nu)).copy()
     seed = [0]
 
+    closed_physics = [0.0]      # seconds the last closed round spent in EnvPool.step
+    pool_step = closed_pool.step
+
+    def timed_step(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return pool_step(*args, **kwargs)
+        finally:
+            closed_physics[0] += time.perf_counter() - t
+
+    closed_pool.step = timed_step
+
     def closed():
         seed[0] += 1
+        closed_physics[0] = 0.0
         report = evaluate(task, policy, 2 * n, pool=closed_pool, seed=seed[0])
         assert all(e.steps == horizon for e in report.episodes), report.failures()
         return report.env_steps
@@ -134,16 +160,21 @@ def main():
             open_pool.step(task.decimation, ctrl=ctrl)
         return 2 * horizon * n
 
-    def loop():
-        return per_env_loop(task, policy, loop_episodes, 0)
+    loop_physics = [0.0]     # seconds the last loop round spent in mj_step
 
-    best = {}
+    def loop():
+        loop_physics[0] = 0.0
+        return per_env_loop(task, policy, loop_episodes, 0, loop_physics)
+
+    best, share_of = {}, {}
     for _ in range(rounds):
         for label, fn in (('closed', closed), ('open', open_loop), ('loop', loop)):
             steps, wall, cpu = timed(fn)
             rate = steps / wall
             if label not in best or rate > best[label][0]:
                 best[label] = (rate, cpu / wall)
+                share_of[label] = (closed_physics if label == 'closed'
+                                   else loop_physics)[0] / wall
     closed_pool.close()
     open_pool.close()
     print(f'{"contender":10s} {"env-steps/s":>12s} {"physics/s":>11s} {"cpu/wall":>9s} '
@@ -161,6 +192,12 @@ def main():
     print(f'closed / loop = {r_loop:.2f}x (goal >= 5 on two cores); per CPU-second '
           f'{per_cpu["closed"] / per_cpu["loop"]:.2f}x, so {os.cpu_count()} free cores would '
           f'give about {os.cpu_count() * per_cpu["closed"] / per_cpu["loop"]:.1f}x')
+    ncpu = os.cpu_count() or 1
+    print(f'bounds with a free policy and free bookkeeping: the closed loop spends '
+          f'{100 * share_of["closed"]:.0f} % of its time in EnvPool.step, so at most '
+          f'{r_loop / share_of["closed"]:.2f}x the loop; the loop spends '
+          f'{100 * share_of["loop"]:.0f} % of its time in mj_step, so {ncpu} cores stepping '
+          f'as fast as mj_step give at most {ncpu / share_of["loop"]:.2f}x')
     return 0
 
 

@@ -143,12 +143,9 @@ class Device:
         self.events = Log(200)
         self.runner = MoveRunner(self)   # the running moves, one a robot (motion.runner)
         laws = drive_laws.build(self.model, self.layout, self.keyframe)
-        self.stepper = Stepper(self.model, self.data, drives=laws.drives,
-                               impedance=laws.impedance,
+        self.stepper = Stepper(self.model, self.data, laws=laws,
                                real_time_factor=rtf, start_paused=bool(start_paused),
-                               keyframe=self.keyframe, hold_torque=laws.hold_torque,
-                               velocity_loop=laws.velocity_loop,
-                               on_chunk=self.runner.after_chunk,
+                               keyframe=self.keyframe, on_chunk=self.runner.after_chunk,
                                on_unstable=self._on_unstable, on_error=self._on_error)
         try:
             sp = self.stepper.post(lambda s: s.hold_pose(), wait=True)
@@ -631,9 +628,8 @@ class Device:
         self.sensing.adopt(lidars)
         self._generation = self.world.follow(model)
         self.cameras.follow(model, self._generation)
-        s.swap_model(model, data, drives=laws.drives, impedance=laws.impedance,
-                     hold_torque=laws.hold_torque, keyframe=self.keyframe, plans=plans,
-                     generation=self._generation, velocity_loop=laws.velocity_loop)
+        s.swap_model(model, data, laws=laws, keyframe=self.keyframe, plans=plans,
+                     generation=self._generation)
         if not world:
             sp = s.setpoint
             for a, name in enumerate(old_names):

@@ -71,6 +71,34 @@ class VelocityLoop(NamedTuple):
     hi: np.ndarray
 
 
+class ClampGuard(NamedTuple):
+    """Position servos whose force limit MuJoCo would turn into a limit cycle.
+
+    MuJoCo integrates a servo's damping (``kv``) implicitly only while its force is inside
+    ``forcerange``; a clamped servo's damping is explicit, and where ``h * kv / inertia > 2``
+    one explicit step moves the joint's speed across the whole band of speeds in which the
+    servo is not clamped. The force then flips between its two limits every step, forever:
+    Menagerie's Panda (joint 7: kv 200, armature 0.1, 12 N m) held still at a pose chatters
+    at +-0.11 rad/s in plain MuJoCo once it gets there (a spawn's first steps got it there).
+    Per servo: its joint's qpos and dof, gear, gain and affine bias, force limits, and
+    ``h / inertia`` (the speed one step of unit force gives)."""
+
+    actuators: np.ndarray
+    qadrs: np.ndarray
+    dofs: np.ndarray
+    gear: np.ndarray
+    gain: np.ndarray
+    bias: np.ndarray          # (n, 3): force = gain * ctrl + b0 + b1 * length + b2 * velocity
+    lo: np.ndarray            # forcerange
+    hi: np.ndarray
+    step_speed: np.ndarray    # timestep / joint inertia at the start pose
+
+
+# A guarded servo's force is kept this far inside its limit, where MuJoCo keeps its damping
+# in the implicit solve (at the limit it counts as clamped).
+CLAMP_MARGIN = 1e-6
+
+
 def _solve(a, b):
     """``a x = b``; least squares when ``a`` is singular (two motors on one joint)."""
     try:
@@ -86,6 +114,7 @@ class Drives(NamedTuple):
     impedance: Optional[Impedance]
     hold_torque: Optional[HoldTorque]
     velocity_loop: Optional[VelocityLoop]
+    clamp_guard: Optional[ClampGuard] = None
 
 
 def build(model: mujoco.MjModel, layout, keyframe: Optional[int]) -> Drives:
@@ -95,7 +124,7 @@ def build(model: mujoco.MjModel, layout, keyframe: Optional[int]) -> Drives:
               if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT else -1)
              for a in range(m.nu)]
     return Drives(kinds, impedance_loop(m, layout), hold_torque(m, layout, keyframe),
-                  velocity_loop(m, layout, keyframe))
+                  velocity_loop(m, layout, keyframe), clamp_guard(m, layout, keyframe))
 
 
 def implicit_damping(model: mujoco.MjModel) -> float:
@@ -214,6 +243,38 @@ def velocity_loop(model: mujoco.MjModel, layout,
                         np.where(integ, np.inf, kv), lo, hi)
 
 
+def clamp_guard(model: mujoco.MjModel, layout,
+                keyframe: Optional[int]) -> Optional[ClampGuard]:
+    """The position servos on hinges and slides that can flip between their force limits:
+    force-limited, affine, and damped so hard that ``h * kv / inertia > 1`` (2 is where
+    one explicit step crosses the band; the inertia changes with the pose, hence 1)."""
+    m = model
+    acts = [a for a in range(m.nu) if layout.drive_of(a) == 'position'
+            and m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT
+            and layout.joint_kind(int(m.actuator_trnid[a, 0]))
+            and m.actuator_forcelimited[a]
+            and m.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE
+            and m.actuator_gaintype[a] == mujoco.mjtGain.mjGAIN_FIXED
+            and m.actuator_dyntype[a] == mujoco.mjtDyn.mjDYN_NONE
+            and m.actuator_gainprm[a, 0] > 0]
+    if not acts:
+        return None
+    jids = m.actuator_trnid[acts, 0]
+    dofs = m.jnt_dofadr[jids]
+    gear = m.actuator_gear[acts, 0]
+    kv = -m.actuator_biasprm[acts, 2] * gear * gear         # joint torque per joint speed
+    step_speed = m.opt.timestep / joint_inertia(m, keyframe, dofs)
+    risky = kv * step_speed > 1.0
+    if not risky.any():
+        return None
+    pick = np.flatnonzero(risky)
+    acts = np.array(acts)[pick]
+    return ClampGuard(acts, m.jnt_qposadr[jids[pick]], dofs[pick], gear[pick],
+                      m.actuator_gainprm[acts, 0], m.actuator_biasprm[acts, :3].copy(),
+                      m.actuator_forcerange[acts, 0], m.actuator_forcerange[acts, 1],
+                      step_speed[pick])
+
+
 # --- the control laws, evaluated on the physics thread ----------------------------------------
 def joint_torque(imp: Impedance, model: mujoco.MjModel, data: mujoco.MjData, tree, local,
                  mass_buf: np.ndarray, eye: np.ndarray, q_ref, v_ref, a_ref) -> np.ndarray:
@@ -298,3 +359,41 @@ def feed_forward(ht: HoldTorque, model: mujoco.MjModel, data: mujoco.MjData,
             resting = above[np.concatenate([b1[other], b2[other]])].any(axis=0)
             out = out * ~resting[ht.bodies]
     return ht.actuators, out
+
+
+def keep_implicit(guard: ClampGuard, data: mujoco.MjData, ctrl: np.ndarray) -> None:
+    """Keep a clamped servo's damping implicit where one explicit step would flip it.
+
+    For each guarded servo MuJoCo would clamp this step, the speed after an explicit step
+    at the limit is predicted; where the servo's force there would be past the opposite
+    limit (the flip that starts the cycle), its ``ctrl`` is set so the force is just inside
+    the limit it was pushing at: the same force, with the damping in the implicit solve,
+    so the joint lands inside the band instead of across it. Servos whose clamped step stays
+    on its side keep MuJoCo's own explicit step (a saturated move accelerates as it
+    should). ``ctrl`` is the data's ctrl, already holding this step's setpoints."""
+    g = guard
+    q = data.qpos[g.qadrs] * g.gear
+    v = data.qvel[g.dofs] * g.gear
+    rest = g.bias[:, 0] + g.bias[:, 1] * q + g.bias[:, 2] * v
+    c = ctrl[g.actuators]
+    force = g.gain * c + rest
+    high, low = force >= g.hi, force <= g.lo
+    if not (high.any() or low.any()):
+        return
+    limit = np.where(high, g.hi, g.lo)
+    v_next = v + g.step_speed * g.gear * g.gear * limit
+    f_next = force + g.bias[:, 2] * (v_next - v)
+    flip = (high & (f_next < g.lo)) | (low & (f_next > g.hi))
+    if flip.any():
+        inside = limit - np.sign(limit) * CLAMP_MARGIN * np.abs(limit)
+        ctrl[g.actuators[flip]] = ((inside - rest) / g.gain)[flip]
+
+
+def at_limit(guard: ClampGuard, data: mujoco.MjData) -> bool:
+    """Whether a guarded servo's force in the last step was at (or kept just inside) its
+    limit: the stepper then runs ``keep_implicit`` every step of the next chunk. Checking
+    once a chunk keeps the servos' chunks in one C call while no servo is near a limit."""
+    g = guard
+    f = data.actuator_force[g.actuators]
+    near = 2 * CLAMP_MARGIN
+    return bool(((f >= g.hi - near * np.abs(g.hi)) | (f <= g.lo + near * np.abs(g.lo))).any())

@@ -115,13 +115,12 @@ class _Closed:
 class Stepper:
     """Real-time stepping with chunked setpoint paths, pause/step/reset and health."""
 
-    def __init__(self, model, data, *, drives, impedance=None, real_time_factor=1.0,
+    def __init__(self, model, data, *, laws, real_time_factor=1.0,
                  start_paused=False, keyframe=None, chunk_time=0.004, on_chunk=None,
-                 on_unstable=None, on_error=None, fast_chunk_wall=0.006, use_rollout=True,
-                 hold_torque=None, velocity_loop=None):
+                 on_unstable=None, on_error=None, fast_chunk_wall=0.006, use_rollout=True):
         self.model, self.data = model, data
         self.keyframe = keyframe
-        self._bind_drives(model, drives, impedance, hold_torque, velocity_loop)
+        self._bind_drives(model, laws)
         self.setpoint = np.array(data.ctrl, dtype=float)
         self._plans = []                         # stepper thread only; readers: plans/owns
         self._lock = threading.Lock()
@@ -151,7 +150,7 @@ class Stepper:
         self._bad_idx = np.array([int(w) for w in BAD_WARNINGS])
         self._use_rollout = use_rollout          # for a model swapped in later (swap_model)
         self._roller = None
-        self._bind_state(model, data, impedance)
+        self._bind_state(model, data, laws.impedance)
         self.last_recovery = None     # 'last good state' or 'keyframe', after an instability
         self._rebase()
         self._rate_window = []
@@ -487,10 +486,14 @@ class Stepper:
         mujoco.mj_getState(model, data, self._good, FULL_STATE)
         self._bad_streak = 0
 
-    def _bind_drives(self, model, drives, impedance, hold_torque, velocity_loop=None):
-        """What the drives need from ``model``: at start and for a model swapped in."""
-        self._drives = drives                    # per actuator: position/motor_impedance/...
-        self._velocity_loop = velocity_loop      # a VelocityLoop, or None
+    def _bind_drives(self, model, laws):
+        """What the drives (``laws``, a ``drives.Drives``) need from ``model``: at start and
+        for a model swapped in."""
+        impedance, hold_torque = laws.impedance, laws.hold_torque
+        self._drives = laws.drives               # per actuator: position/motor_impedance/...
+        self._velocity_loop = laws.velocity_loop  # a VelocityLoop, or None
+        self._guard = laws.clamp_guard          # a ClampGuard, or None
+        self._guarding = False                  # a guarded servo was at its limit
         # True where a velocity servo's setpoint is a joint position (position mode); a
         # servo starts taking speeds (a zero speed), as its goal channel does.
         self._pos_mode = np.zeros(model.nu, dtype=bool)
@@ -522,8 +525,7 @@ class Stepper:
 
     # --- the model swapped at run time (scene edits) -------------------------------------
     @physics_thread_only
-    def swap_model(self, model, data, *, drives, impedance, hold_torque, keyframe, plans,
-                   generation, velocity_loop=None):
+    def swap_model(self, model, data, *, laws, keyframe, plans, generation):
         """Step ``model``/``data`` from the next chunk on (stepper thread only, between
         chunks: nothing steps meanwhile). Everything sized or indexed by the old model is
         rebuilt here; ``plans`` (indexed by the new model's actuators) keep running, the
@@ -532,10 +534,10 @@ class Stepper:
         chunk_time = self._chunk_steps * self.model.opt.timestep
         self.model, self.data = model, data
         self.keyframe = keyframe
-        self._bind_drives(model, drives, impedance, hold_torque, velocity_loop)
+        self._bind_drives(model, laws)
         self._chunk_steps = max(1, int(round(chunk_time / model.opt.timestep)))
         self._step_cost = None
-        self._bind_state(model, data, impedance)
+        self._bind_state(model, data, laws.impedance)
         self._wrenches = WrenchTable(model)
         self._plans = list(plans)
         self._hold_initial()
@@ -674,35 +676,18 @@ class Stepper:
         pushes = self._wrenches if self._wrenches else None
         speeds = self._velocity_speeds(before, rows, smooth if rows is not None else None) \
             if held_q else None
-        if imp is None and speeds is not None:
-            # Velocity servos held to positions: the outer loop reads the joints each step.
-            vacts, v_ref = speeds
-            for i in range(n):
-                ctrl[:] = rows[i] if rows is not None else self.setpoint
-                if hold_ff is not None and rows is None:
-                    ctrl[acts_ff] = np.clip(self.setpoint[acts_ff] + ctrl_ff,
-                                            self._hold_torque.lo, self._hold_torque.hi)
-                ctrl[vacts] = self._joint_speed(ctrl[vacts], None if v_ref is None
-                                                else v_ref[i])
-                if pushes is not None:
-                    pushes.apply(data)
-                step(model, data)
-        elif imp is None:
-            if pushes is not None:
-                # latched wrenches: xfrc_applied is rewritten before every step (it turns
-                # with the bodies and ends mid-chunk)
-                for i in range(n):
-                    ctrl[:] = rows[i] if rows is not None else self.setpoint
-                    pushes.apply(data)
-                    step(model, data)
-            elif rows is None:
+        held = self.setpoint
+        if rows is None and hold_ff is not None:
+            held = self.setpoint.copy()
+            held[acts_ff] = np.clip(held[acts_ff] + ctrl_ff, self._hold_torque.lo,
+                                    self._hold_torque.hi)
+        guard = self._guard if self._guarding else None
+        if imp is None and speeds is None and pushes is None and guard is None:
+            if rows is None:
                 # one call for the whole chunk: the same steps as a loop, but the GIL is
                 # released once, not per step; with a loop the state thread's Python kept
                 # the physics thread waiting at every step (bench/README.md)
-                ctrl[:] = self.setpoint
-                if hold_ff is not None:
-                    ctrl[acts_ff] = np.clip(self.setpoint[acts_ff] + ctrl_ff,
-                                            self._hold_torque.lo, self._hold_torque.hi)
+                ctrl[:] = held
                 step(model, data, n)
             elif self._rollout and n >= ROLLOUT_MIN and self._roll_safe():
                 self._roll(rows)
@@ -711,36 +696,41 @@ class Stepper:
                     ctrl[:] = row
                     step(model, data)
         else:
-            acts = imp.actuators
-            if rows is not None:
-                # The path's own speed and acceleration, so the joint loop tracks a moving
-                # setpoint instead of lagging it.
-                vel = np.diff(np.vstack([before[acts], rows[:, acts]]), axis=0) / dt
-                acc = np.diff(np.vstack([self._imp_vel, vel]), axis=0) / dt
-                self._imp_vel = vel[-1] * smooth[acts]
-                vel = vel * smooth[acts]                           # none across a jump
-                acc = acc * smooth[acts]
-            else:
-                self._imp_vel = np.zeros(len(acts))
-                vel = acc = None
-            held = None
-            if rows is None and hold_ff is not None:
-                held = self.setpoint.copy()
-                held[acts_ff] = np.clip(held[acts_ff] + ctrl_ff, self._hold_torque.lo,
-                                        self._hold_torque.hi)
+            # Laws that read the joints every step: the torque motors' joint loop, velocity
+            # servos held to positions, latched wrenches (xfrc_applied turns with the bodies
+            # and ends mid-chunk), servos kept off a limit cycle (drives.keep_implicit).
+            vel = acc = None
+            if imp is not None:
+                acts = imp.actuators
+                if rows is not None:
+                    # The path's own speed and acceleration, so the joint loop tracks a
+                    # moving setpoint instead of lagging it.
+                    vel = np.diff(np.vstack([before[acts], rows[:, acts]]), axis=0) / dt
+                    acc = np.diff(np.vstack([self._imp_vel, vel]), axis=0) / dt
+                    self._imp_vel = vel[-1] * smooth[acts]
+                    vel = vel * smooth[acts]                       # none across a jump
+                    acc = acc * smooth[acts]
+                else:
+                    self._imp_vel = np.zeros(len(acts))
             for i in range(n):
                 target = rows[i] if rows is not None else self.setpoint
-                ctrl[:] = target if held is None else held
-                ctrl[acts] = self._joint_torque(
-                    target[acts], None if vel is None else vel[i],
-                    None if acc is None else acc[i]) / imp.gain
+                ctrl[:] = target if rows is not None else held
+                if imp is not None:
+                    ctrl[acts] = self._joint_torque(
+                        target[acts], None if vel is None else vel[i],
+                        None if acc is None else acc[i]) / imp.gain
                 if speeds is not None:
                     vacts, v_ref = speeds
                     ctrl[vacts] = self._joint_speed(target[vacts], None if v_ref is None
                                                     else v_ref[i])
+                if guard is not None:
+                    drives.keep_implicit(guard, data, ctrl)
                 if pushes is not None:
                     pushes.apply(data)
                 step(model, data)
+        if self._guard is not None:
+            # a guarded servo at its limit: the next chunk checks it every step
+            self._guarding = drives.at_limit(self._guard, data)
         if pushes is not None:
             pushes.expire(data)
         self.nstep += n
