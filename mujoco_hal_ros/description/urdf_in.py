@@ -258,13 +258,35 @@ def _prepare(root, package_roots, base_dir, cache_dir, notes):
         compiler.attrib.setdefault(key, value)
 
 
+def _number(text, what):
+    """``text`` as a finite float, or a ModelError naming where it came from: a URDF value
+    like pybullet biped2d's ``lower="-1.57."`` stops robot_state_publisher too."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        value = float('nan')
+    if not np.isfinite(value):
+        raise ModelError(f'{what} is {text!r}, not a finite number; fix it in the URDF',
+                         where='robot_description')
+    return value
+
+
 def _urdf_limits(root):
-    """joint -> (lower, upper, effort, velocity) from the URDF (None where not given)."""
+    """joint -> (lower, upper, effort, velocity) from the URDF (None where not given).
+
+    A ``continuous`` joint has no position limits whatever its ``<limit>`` says, as the
+    URDF spec, MuJoCo's importer, ros2_control's joint limits and MoveIt read it (pybullet's
+    r2d2 gives its continuous head swivel lower/upper, and its servo refused to turn)."""
     out = {}
     for joint in root.findall('joint'):
         lim = joint.find('limit')
-        get = (lambda k: float(lim.get(k)) if lim is not None and lim.get(k) else None)
-        out[joint.get('name')] = (get('lower'), get('upper'), get('effort'), get('velocity'))
+        name = joint.get('name')
+        get = (lambda k: _number(lim.get(k), f'joint {name}: <limit {k}=...>')
+               if lim is not None and lim.get(k) else None)
+        lower, upper = get('lower'), get('upper')
+        if joint.get('type') == 'continuous':
+            lower = upper = None
+        out[name] = (lower, upper, get('effort'), get('velocity'))
     return out
 
 
@@ -313,8 +335,12 @@ def _add_actuators(spec, commands, limits, followers, notes):
         else:
             act.set_to_motor()
             lo, hi = (-effort, effort) if effort else (None, None)
-        lo = float(params['min']) if 'min' in params else lo
-        hi = float(params['max']) if 'max' in params else hi
+        where = f'<ros2_control> joint {joint.name}: <param name'
+        lo = _number(params['min'], f'{where}="min">') if 'min' in params else lo
+        hi = _number(params['max'], f'{where}="max">') if 'max' in params else hi
+        for key in ('kp', 'kv', 'dampratio'):     # read when the gains are sized
+            if key in params:
+                _number(params[key], f'{where}="{key}">')
         if lo is not None and hi is not None and hi > lo:
             act.ctrlrange = [lo, hi]
             act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
@@ -591,6 +617,10 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
     """(MJCF path, notes): the robot of ``urdf`` (text) ready to simulate, in the default
     scene or attached to the world of the MJCF file ``scene``; ``bare``: the robot alone,
     to be spawned into a world that has its own floor and lights."""
+    # What robot_state_publisher's parser (TinyXML2 on the C string) takes, this takes too:
+    # blank lines before the XML declaration (pybullet's biped2d), and the text up to a
+    # NUL (pybullet's humanoid ends in one).
+    urdf = urdf.split('\0', 1)[0].strip() if isinstance(urdf, str) else urdf
     try:
         root = ET.fromstring(urdf)
     except ET.ParseError as err:

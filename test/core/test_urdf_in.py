@@ -1,6 +1,7 @@
 """A MuJoCo model from a URDF with <ros2_control> tags, as a real arm's launch has it."""
 
 import os
+import re
 
 import mujoco
 import numpy as np
@@ -132,6 +133,21 @@ def test_bad_input_is_refused_saying_what_to_do(tmp_path):
     bad = ('<robot name="r"><link name="a"/>' + ros2_control_block(['nojoint']) + '</robot>')
     with pytest.raises(ModelError, match="no movable joint for: \\['nojoint'\\]"):
         _load(bad, tmp_path)
+    # numbers that are none (pybullet's biped2d ships lower="-1.57."), and non-finite ones
+    arm = ('<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="revolute">'
+           '<parent link="a"/><child link="b"/><axis xyz="0 0 1"/>{}</joint>{}</robot>')
+    for limit, block, words in (
+            ('<limit lower="-1.57." upper="1" effort="1" velocity="1"/>', '',
+             "joint j: <limit lower=...> is '-1.57.'"),
+            ('<limit lower="nan" upper="1" effort="1" velocity="1"/>', '', "is 'nan'"),
+            ('<limit lower="-1" upper="1" effort="1e999" velocity="1"/>', '', "is '1e999'"),
+            ('', ros2_control_block(['j']).replace(
+                '<command_interface name="position"/>',
+                '<command_interface name="position"><param name="kp">fast</param>'
+                '</command_interface>'),
+             'joint j: <param name="kp"> is \'fast\'')):
+        with pytest.raises(ModelError, match=re.escape(words)):
+            _load(arm.format(limit, block), tmp_path)
 
 
 def _example_robot_data_share():
@@ -171,6 +187,30 @@ def test_every_example_robot_data_urdf_imports(tmp_path):
         with open(path, encoding='utf-8') as handle:
             _load(handle.read(), tmp_path, package_roots=[share],
                   base_dir=os.path.dirname(path))
+
+
+def test_a_continuous_joint_turns_past_the_limits_its_urdf_gives_it(tmp_path):
+    """``lower``/``upper`` of a continuous joint mean nothing (pybullet's r2d2 has them on
+    its head swivel): the device takes goals past them and the joint goes there. Found by
+    running pybullet_data's URDFs, which the zoo does not hold."""
+    text = """<robot name="r">
+      <link name="base"/>
+      <link name="head"><inertial><mass value="1"/><inertia ixx="0.01" ixy="0" ixz="0"
+        iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
+      <joint name="swivel" type="continuous"><parent link="base"/><child link="head"/>
+        <axis xyz="0 0 1"/><limit effort="10" lower="-0.38" upper="0" velocity="2"/></joint>
+    </robot>"""
+    # and blank lines before the XML declaration (pybullet's biped2d), a NUL at the end
+    # (pybullet's humanoid): robot_state_publisher takes both
+    path, _ = urdf_in.model_from_urdf('\n\n<?xml version="1.0"?>\n' + text + '\r\n\0',
+                                      cache_dir=str(tmp_path / 'cache'))
+    model = mujoco.MjModel.from_xml_path(path)
+    assert not model.jnt_limited[0] and not model.actuator_ctrllimited[0]
+    with Device(model=path, real_time_factor=0, start_paused=True) as dev:
+        (goal,) = dev.layout.goals
+        dev.set_goals({goal: 1.0})
+        dev.step(2000)
+        assert dev.snapshot.qpos[0] == pytest.approx(1.0, abs=0.01)
 
 
 def test_ascii_stl_and_impossible_inertia_are_repaired(tmp_path):
