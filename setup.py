@@ -12,7 +12,8 @@ setup(
     description='Any MuJoCo model as a simulated device; core library without ROS',
     packages=find_packages(include=['mujoco_hal_ros', 'mujoco_hal_ros.*']),
     package_data={'mujoco_hal_ros.tasks': ['builtin/*.yaml']},   # the built-in task files
-    entry_points={'console_scripts': ['evaluate_policy=mujoco_hal_ros.tasks.cli:main']},
+    entry_points={'console_scripts': ['evaluate_policy=mujoco_hal_ros.tasks.cli:main',
+                                      'check_robot=mujoco_hal_ros.conformance.check:main']},
     # the pool's compiled Jacobian loop, loaded with ctypes (no Python API inside); optional:
     # without a compiler the pool answers from the same loop in Python
     ext_modules=[Extension('mujoco_hal_ros.pool._query_kernels', ['src/query_kernels.c'],

@@ -14,7 +14,7 @@ def test_flake8_clean():
     pytest.importorskip('flake8', reason='flake8 is not installed (it is in the test extra)')
     files = [os.path.join(ROOT, p) for p in PATHS] + [
         os.path.join(ROOT, 'scripts', name)
-        for name in ('sim_node', 'pool_node', 'evaluate_policy')]
+        for name in ('sim_node', 'pool_node', 'evaluate_policy', 'check_robot')]
     out = subprocess.run([sys.executable, '-m', 'flake8', '--config',
                           os.path.join(ROOT, 'setup.cfg'), *files],
                          capture_output=True, text=True, timeout=300, cwd=ROOT)

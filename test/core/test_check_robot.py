@@ -1,0 +1,67 @@
+"""``check_robot``: the conformance battery on a user's URDF or MJCF, from the command line.
+
+Judged against the battery itself (the zoo's cell for the same URDF) and against a URDF
+whose failure the zoo knows: a command that passed everything would not pass both.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mujoco_hal_ros.conformance import battery, urdf_zoo
+from mujoco_hal_ros.conformance.check import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _run_script(*args):
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [ROOT, env.get('PYTHONPATH')]))
+    out = subprocess.run([sys.executable, os.path.join(ROOT, 'scripts', 'check_robot'),
+                          *args], capture_output=True, text=True, timeout=600, env=env)
+    return out.returncode, out.stdout, out.stderr
+
+
+def test_the_installed_script_reports_what_the_zoo_cell_reports():
+    paths = [p for p in urdf_zoo.urdf_paths() if p.endswith('/ur5_robot.urdf')]
+    if not paths:
+        pytest.skip(urdf_zoo.SHARE_MISSING)
+    code, out, err = _run_script(paths[0], '--json')
+    assert code == 0, out + err
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report['model'] == 'ur5_robot' and report['kind'] == 'arm' and report['passed']
+    marks = {c['check']: c['result'] for c in report['checks']}
+    assert list(marks) == list(battery.CHECKS)
+    cell = battery.run_named('urdf_ur5_robot')
+    assert marks == {name: r.mark for name, r in cell.items()}
+    assert marks['move_to'] == 'pass' and marks['trajectory'] == 'pass'
+
+
+def test_a_urdf_that_fails_a_check_exits_1_and_names_it(capsys):
+    """example-robot-data's double_pendulum_simple, whose move_to the zoo knows to fail
+    (``zoo.KNOWN_FAILURES``: its unlimited joints swing the arm through the floor)."""
+    from mujoco_hal_ros.conformance.zoo import KNOWN_FAILURES
+    assert ('urdf_double_pendulum_simple', 'move_to') in KNOWN_FAILURES
+    paths = [p for p in urdf_zoo.urdf_paths() if p.endswith('/double_pendulum_simple.urdf')]
+    if not paths:
+        pytest.skip(urdf_zoo.SHARE_MISSING)
+    assert main([paths[0], '--json']) == 1
+    out = capsys.readouterr().out
+    report = json.loads(out.strip().splitlines()[-1])
+    failed = [c['check'] for c in report['checks'] if c['result'] == 'FAIL']
+    assert failed == ['move_to'] and not report['passed'], report
+    assert any(line.split()[:2] == ['FAIL', 'move_to'] for line in out.splitlines())
+
+
+def test_files_it_cannot_read_exit_2_saying_why(tmp_path, capsys):
+    assert main([str(tmp_path / 'missing.urdf')]) == 2
+    assert 'no such file' in capsys.readouterr().err
+    garbage = tmp_path / 'garbage.urdf'
+    garbage.write_text('<robot name="r"><link name="a"></robot>')
+    assert main([str(garbage), '--json']) == 2
+    captured = capsys.readouterr()
+    assert 'not valid XML' in captured.err
+    assert json.loads(captured.out.strip().splitlines()[-1])['error']
