@@ -114,6 +114,12 @@ class Scene:
         name, pos, quat = self.check_pose(name, position, quaternion, namespace)
         child = child_spec(resource)
         spec = self.spec.copy()
+        if not spec.keys:
+            # A world without keyframes keeps none of the entity's either; MuJoCo said so
+            # on stderr at every spawn ("Attach conflict ... nkey"), in the user's console.
+            for key in list(child.keys):
+                child.delete(key)
+            child.nkey = 0          # <size nkey=...> (a saved model writes it) asks for them
         frame = spec.worldbody.add_frame(pos=pos, quat=quat)
         try:
             spec.attach(child, prefix=f'{name}/', frame=frame)

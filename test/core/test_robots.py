@@ -199,3 +199,29 @@ def test_a_bad_robots_file_is_refused_key_by_key(data, words):
     with pytest.raises(ConfigError) as err:
         robots_file.parse(data)
     assert words in str(err.value)
+
+
+def test_spawning_a_model_with_keyframes_into_a_world_without_says_nothing(
+        capfd, recwarn, monkeypatch):
+    """A world without keyframes keeps none of the entity's; MuJoCo printed an 'Attach
+    conflict' warning into the user's console for each URDF robot (the imported model says
+    ``<size nkey="1">``). The robot still starts at its model's home keyframe (the robots
+    file puts it there)."""
+    from mujoco_hal_ros.conformance import urdf_zoo
+    from mujoco_hal_ros.world import robots_file
+    urdfs = [p for p in urdf_zoo.urdf_paths() if p.endswith('/ur5_robot.urdf')]
+    if not urdfs:
+        pytest.skip(urdf_zoo.SHARE_MISSING)
+    monkeypatch.setenv('ROS_PACKAGE_PATH', urdf_zoo.share_dir())      # its package:// meshes
+    entries = robots_file.parse([{'namespace': 'arm', 'urdf': urdfs[0]}])
+    path = robots_file.resource(entries[0])
+    with Device(model=menagerie.empty_world_path(), real_time_factor=0,
+                start_paused=True) as dev:
+        robots_file.add_to(dev, entries)
+        home = robots_file.home_pose(path)
+        q = dev.snapshot.qpos
+        for joint, value in home.items():
+            assert q[dev.model.jnt_qposadr[dev.model.joint(f'arm/{joint}').id]] == \
+                pytest.approx(value, abs=1e-9)
+    assert not [w for w in recwarn if 'Attach conflict' in str(w.message)]
+    assert 'Attach conflict' not in capfd.readouterr().err
