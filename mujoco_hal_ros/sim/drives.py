@@ -72,7 +72,7 @@ class VelocityLoop(NamedTuple):
 
 
 class ClampGuard(NamedTuple):
-    """Position servos whose force limit MuJoCo would turn into a limit cycle.
+    """Position and velocity servos whose force limit MuJoCo would turn into a limit cycle.
 
     MuJoCo integrates a servo's damping (``kv``) implicitly only while its force is inside
     ``forcerange``; a clamped servo's damping is explicit, and where ``h * kv / inertia > 2``
@@ -80,8 +80,8 @@ class ClampGuard(NamedTuple):
     servo is not clamped. The force then flips between its two limits every step, forever:
     Menagerie's Panda (joint 7: kv 200, armature 0.1, 12 N m) held still at a pose chatters
     at +-0.11 rad/s in plain MuJoCo once it gets there (a spawn's first steps got it there).
-    Per servo: its joint's qpos and dof, gear, gain and affine bias, force limits, and
-    ``h / inertia`` (the speed one step of unit force gives)."""
+    Per servo: its joint's qpos and dof, gear, gain and affine bias, force limits; and the
+    model's timestep."""
 
     actuators: np.ndarray
     qadrs: np.ndarray
@@ -91,7 +91,8 @@ class ClampGuard(NamedTuple):
     bias: np.ndarray          # (n, 3): force = gain * ctrl + b0 + b1 * length + b2 * velocity
     lo: np.ndarray            # forcerange
     hi: np.ndarray
-    step_speed: np.ndarray    # timestep / joint inertia at the start pose
+    timestep: float
+    least: np.ndarray         # the least inertia each joint can move (``least_inertia``)
 
 
 # A guarded servo's force is kept this far inside its limit, where MuJoCo keeps its damping
@@ -124,7 +125,7 @@ def build(model: mujoco.MjModel, layout, keyframe: Optional[int]) -> Drives:
               if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT else -1)
              for a in range(m.nu)]
     return Drives(kinds, impedance_loop(m, layout), hold_torque(m, layout, keyframe),
-                  velocity_loop(m, layout, keyframe), clamp_guard(m, layout, keyframe))
+                  velocity_loop(m, layout, keyframe), clamp_guard(m, layout))
 
 
 def implicit_damping(model: mujoco.MjModel) -> float:
@@ -243,13 +244,15 @@ def velocity_loop(model: mujoco.MjModel, layout,
                         np.where(integ, np.inf, kv), lo, hi)
 
 
-def clamp_guard(model: mujoco.MjModel, layout,
-                keyframe: Optional[int]) -> Optional[ClampGuard]:
-    """The position servos on hinges and slides that can flip between their force limits:
-    force-limited, affine, and damped so hard that ``h * kv / inertia > 1`` (2 is where
-    one explicit step crosses the band; the inertia changes with the pose, hence 1)."""
+def clamp_guard(model: mujoco.MjModel, layout) -> Optional[ClampGuard]:
+    """The position and velocity servos on hinges and slides that can flip between their
+    force limits: force-limited, affine (a velocity servo is one with no stiffness), and
+    damped so hard that ``h * kv / inertia > 1`` for the least inertia the joint can have
+    (2 is where one explicit step crosses the band). The inertia at the start pose is no
+    bound: a Panda with velocity servos, folded by a kick, had a fifth of its start
+    inertia on joint 1 and flipped at +-87 N m there."""
     m = model
-    acts = [a for a in range(m.nu) if layout.drive_of(a) == 'position'
+    acts = [a for a in range(m.nu) if layout.drive_of(a) in ('position', 'velocity')
             and m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT
             and layout.joint_kind(int(m.actuator_trnid[a, 0]))
             and m.actuator_forcelimited[a]
@@ -263,8 +266,8 @@ def clamp_guard(model: mujoco.MjModel, layout,
     dofs = m.jnt_dofadr[jids]
     gear = m.actuator_gear[acts, 0]
     kv = -m.actuator_biasprm[acts, 2] * gear * gear         # joint torque per joint speed
-    step_speed = m.opt.timestep / joint_inertia(m, keyframe, dofs)
-    risky = kv * step_speed > 1.0
+    least = least_inertia(m, jids)
+    risky = kv * m.opt.timestep / least > 1.0
     if not risky.any():
         return None
     pick = np.flatnonzero(risky)
@@ -272,7 +275,37 @@ def clamp_guard(model: mujoco.MjModel, layout,
     return ClampGuard(acts, m.jnt_qposadr[jids[pick]], dofs[pick], gear[pick],
                       m.actuator_gainprm[acts, 0], m.actuator_biasprm[acts, :3].copy(),
                       m.actuator_forcerange[acts, 0], m.actuator_forcerange[acts, 1],
-                      step_speed[pick])
+                      float(m.opt.timestep), least[pick])
+
+
+def least_inertia(model: mujoco.MjModel, joints) -> np.ndarray:
+    """The least inertia each hinge or slide joint can move, whatever the pose: its armature
+    and the bodies welded to its own body (no joint between), about its axis (a hinge) or
+    along it (a slide). Whatever hangs below on other joints can only add to it."""
+    m = model
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+    moves_with = np.arange(m.nbody)      # the nearest body at or above with a joint
+    for b in range(1, m.nbody):          # parents come before their children
+        if m.body_jntnum[b] == 0:
+            moves_with[b] = moves_with[m.body_parentid[b]]
+    out = np.empty(len(joints))
+    for i, j in enumerate(joints):
+        j = int(j)
+        bodies = np.flatnonzero(moves_with == m.jnt_bodyid[j])
+        mass = float(m.body_mass[bodies].sum())
+        total = mass
+        if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE:
+            axis, anchor = d.xaxis[j], d.xanchor[j]
+            total = 0.0
+            for b in bodies:
+                rot = d.ximat[b].reshape(3, 3)
+                local = rot.T @ axis
+                r = d.xipos[b] - anchor
+                off = r - (r @ axis) * axis
+                total += float(local @ (m.body_inertia[b] * local)) + m.body_mass[b] * (off @ off)
+        out[i] = total + m.dof_armature[m.jnt_dofadr[j]]
+    return out
 
 
 # --- the control laws, evaluated on the physics thread ----------------------------------------
@@ -361,7 +394,8 @@ def feed_forward(ht: HoldTorque, model: mujoco.MjModel, data: mujoco.MjData,
     return ht.actuators, out
 
 
-def keep_implicit(guard: ClampGuard, data: mujoco.MjData, ctrl: np.ndarray) -> None:
+def keep_implicit(guard: ClampGuard, data: mujoco.MjData, ctrl: np.ndarray,
+                  mobility: np.ndarray) -> None:
     """Keep a clamped servo's damping implicit where one explicit step would flip it.
 
     For each guarded servo MuJoCo would clamp this step, the speed after an explicit step
@@ -370,7 +404,10 @@ def keep_implicit(guard: ClampGuard, data: mujoco.MjData, ctrl: np.ndarray) -> N
     the limit it was pushing at: the same force, with the damping in the implicit solve,
     so the joint lands inside the band instead of across it. Servos whose clamped step stays
     on its side keep MuJoCo's own explicit step (a saturated move accelerates as it
-    should). ``ctrl`` is the data's ctrl, already holding this step's setpoints."""
+    should). ``ctrl`` is the data's ctrl, already holding this step's setpoints;
+    ``mobility`` the inverse mass matrix over the servos' joints (``guard_mobility``):
+    joints whose axes line up (a Panda's 1 and 3 at joint 2 = 0) move as one light mode,
+    and each one's own inertia would not predict their flip."""
     g = guard
     q = data.qpos[g.qadrs] * g.gear
     v = data.qvel[g.dofs] * g.gear
@@ -381,12 +418,29 @@ def keep_implicit(guard: ClampGuard, data: mujoco.MjData, ctrl: np.ndarray) -> N
     if not (high.any() or low.any()):
         return
     limit = np.where(high, g.hi, g.lo)
-    v_next = v + g.step_speed * g.gear * g.gear * limit
+    clamped = np.where(high | low, limit, 0.0)
+    v_next = v + g.gear * (g.timestep * (mobility @ (g.gear * clamped)))
     f_next = force + g.bias[:, 2] * (v_next - v)
     flip = (high & (f_next < g.lo)) | (low & (f_next > g.hi))
     if flip.any():
         inside = limit - np.sign(limit) * CLAMP_MARGIN * np.abs(limit)
         ctrl[g.actuators[flip]] = ((inside - rest) / g.gain)[flip]
+
+
+def guard_mobility(guard: ClampGuard, model: mujoco.MjModel, data: mujoco.MjData,
+                   mass_buf: np.ndarray) -> np.ndarray:
+    """The inverse mass matrix (armature included) over the guarded joints at the last step:
+    joint speed per unit of joint torque and timestep, every other dof free. Once a chunk:
+    the pose moves little within one. A fresh MjData's mass matrix is zeros: then each
+    joint alone at the least inertia it can move. ``mass_buf`` is nv x nv."""
+    mujoco.mj_fullM(model, data, mass_buf)
+    dofs = guard.dofs
+    try:
+        if not mass_buf.any():
+            raise np.linalg.LinAlgError
+        return np.linalg.inv(mass_buf)[np.ix_(dofs, dofs)]
+    except np.linalg.LinAlgError:
+        return np.diag(1.0 / guard.least)
 
 
 def at_limit(guard: ClampGuard, data: mujoco.MjData) -> bool:

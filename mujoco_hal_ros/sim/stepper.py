@@ -494,6 +494,8 @@ class Stepper:
         self._velocity_loop = laws.velocity_loop  # a VelocityLoop, or None
         self._guard = laws.clamp_guard          # a ClampGuard, or None
         self._guarding = False                  # a guarded servo was at its limit
+        self._guard_mass = np.zeros((model.nv, model.nv)) if self._guard is not None \
+            else None
         # True where a velocity servo's setpoint is a joint position (position mode); a
         # servo starts taking speeds (a zero speed), as its goal channel does.
         self._pos_mode = np.zeros(model.nu, dtype=bool)
@@ -682,6 +684,8 @@ class Stepper:
             held[acts_ff] = np.clip(held[acts_ff] + ctrl_ff, self._hold_torque.lo,
                                     self._hold_torque.hi)
         guard = self._guard if self._guarding else None
+        if guard is not None:
+            mobility = drives.guard_mobility(guard, model, data, self._guard_mass)
         if imp is None and speeds is None and pushes is None and guard is None:
             if rows is None:
                 # one call for the whole chunk: the same steps as a loop, but the GIL is
@@ -724,7 +728,7 @@ class Stepper:
                     ctrl[vacts] = self._joint_speed(target[vacts], None if v_ref is None
                                                     else v_ref[i])
                 if guard is not None:
-                    drives.keep_implicit(guard, data, ctrl)
+                    drives.keep_implicit(guard, data, ctrl, mobility)
                 if pushes is not None:
                     pushes.apply(data)
                 step(model, data)
