@@ -394,34 +394,46 @@ def feed_forward(ht: HoldTorque, model: mujoco.MjModel, data: mujoco.MjData,
     return ht.actuators, out
 
 
+def _flips(g: ClampGuard, data: mujoco.MjData, ctrl: np.ndarray, mobility):
+    """(flip, force, rest, limit) for the guarded servos this step, ``ctrl`` as sent: which
+    ones MuJoCo will clamp so that its explicit step carries their speed across the band to
+    the opposite limit. The step's acceleration is predicted from the last one (``qacc``,
+    contact forces included) changed by what the clamped forces change (``mobility``): a
+    servo pressing at its limit against an obstacle keeps pressing, and flips nothing.
+    ``mobility`` is the array ``guard_mobility`` gives, or a function making it: called only
+    when a clamped force changes (not for a servo that keeps pressing)."""
+    q = data.qpos[g.qadrs] * g.gear
+    v = data.qvel[g.dofs] * g.gear
+    rest = g.bias[:, 0] + g.bias[:, 1] * q + g.bias[:, 2] * v
+    force = g.gain * ctrl[g.actuators] + rest
+    high, low = force >= g.hi, force <= g.lo
+    limit = np.where(high, g.hi, g.lo)
+    if not (high.any() or low.any()):
+        return high, force, rest, limit
+    applied = np.where(high | low, limit, force)
+    change = g.gear * (applied - data.actuator_force[g.actuators])     # joint torques
+    accel = data.qacc[g.dofs].copy()
+    if np.abs(change).max() > CLAMP_MARGIN * np.abs(limit).max():
+        accel += (mobility() if callable(mobility) else mobility) @ change
+    f_next = force + g.bias[:, 2] * g.gear * g.timestep * accel
+    return (high & (f_next < g.lo)) | (low & (f_next > g.hi)), force, rest, limit
+
+
 def keep_implicit(guard: ClampGuard, data: mujoco.MjData, ctrl: np.ndarray,
                   mobility: np.ndarray) -> None:
     """Keep a clamped servo's damping implicit where one explicit step would flip it.
 
-    For each guarded servo MuJoCo would clamp this step, the speed after an explicit step
-    at the limit is predicted; where the servo's force there would be past the opposite
-    limit (the flip that starts the cycle), its ``ctrl`` is set so the force is just inside
-    the limit it was pushing at: the same force, with the damping in the implicit solve,
-    so the joint lands inside the band instead of across it. Servos whose clamped step stays
-    on its side keep MuJoCo's own explicit step (a saturated move accelerates as it
-    should). ``ctrl`` is the data's ctrl, already holding this step's setpoints;
-    ``mobility`` the inverse mass matrix over the servos' joints (``guard_mobility``):
-    joints whose axes line up (a Panda's 1 and 3 at joint 2 = 0) move as one light mode,
-    and each one's own inertia would not predict their flip."""
+    Where MuJoCo's explicit step at the limit would carry a servo's force past the opposite
+    limit (``_flips``: the step that starts the cycle), its ``ctrl`` is set so the force is
+    just inside the limit it was pushing at: the same force, with the damping in the
+    implicit solve, so the joint lands inside the band instead of across it. Servos whose
+    clamped step stays on its side keep MuJoCo's own explicit step (a saturated move
+    accelerates as it should). ``ctrl`` is the data's ctrl, already holding this step's
+    setpoints; ``mobility`` the inverse mass matrix over the servos' joints
+    (``guard_mobility``): joints whose axes line up (a Panda's 1 and 3 at joint 2 = 0)
+    move as one light mode, and each one's own inertia would not predict their flip."""
     g = guard
-    q = data.qpos[g.qadrs] * g.gear
-    v = data.qvel[g.dofs] * g.gear
-    rest = g.bias[:, 0] + g.bias[:, 1] * q + g.bias[:, 2] * v
-    c = ctrl[g.actuators]
-    force = g.gain * c + rest
-    high, low = force >= g.hi, force <= g.lo
-    if not (high.any() or low.any()):
-        return
-    limit = np.where(high, g.hi, g.lo)
-    clamped = np.where(high | low, limit, 0.0)
-    v_next = v + g.gear * (g.timestep * (mobility @ (g.gear * clamped)))
-    f_next = force + g.bias[:, 2] * (v_next - v)
-    flip = (high & (f_next < g.lo)) | (low & (f_next > g.hi))
+    flip, _force, rest, limit = _flips(g, data, ctrl, mobility)
     if flip.any():
         inside = limit - np.sign(limit) * CLAMP_MARGIN * np.abs(limit)
         ctrl[g.actuators[flip]] = ((inside - rest) / g.gain)[flip]
@@ -443,11 +455,16 @@ def guard_mobility(guard: ClampGuard, model: mujoco.MjModel, data: mujoco.MjData
         return np.diag(1.0 / guard.least)
 
 
-def at_limit(guard: ClampGuard, data: mujoco.MjData) -> bool:
-    """Whether a guarded servo's force in the last step was at (or kept just inside) its
-    limit: the stepper then runs ``keep_implicit`` every step of the next chunk. Checking
-    once a chunk keeps the servos' chunks in one C call while no servo is near a limit."""
+def cycling(guard: ClampGuard, model: mujoco.MjModel, data: mujoco.MjData,
+            mass_buf: np.ndarray) -> bool:
+    """Whether a guarded servo is at its limit and its next step would flip it: the stepper
+    then runs ``keep_implicit`` every step of the next chunk. Checked once a chunk, so a
+    model's chunks stay in one C call while no servo cycles (a servo pressing at its limit
+    included)."""
     g = guard
     f = data.actuator_force[g.actuators]
     near = 2 * CLAMP_MARGIN
-    return bool(((f >= g.hi - near * np.abs(g.hi)) | (f <= g.lo + near * np.abs(g.lo))).any())
+    if not ((f >= g.hi - near * np.abs(g.hi)) | (f <= g.lo + near * np.abs(g.lo))).any():
+        return False
+    flip, *_ = _flips(g, data, data.ctrl, lambda: guard_mobility(g, model, data, mass_buf))
+    return bool(flip.any())

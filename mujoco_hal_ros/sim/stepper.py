@@ -733,8 +733,8 @@ class Stepper:
                     pushes.apply(data)
                 step(model, data)
         if self._guard is not None:
-            # a guarded servo at its limit: the next chunk checks it every step
-            self._guarding = drives.at_limit(self._guard, data)
+            # a guarded servo about to flip: the next chunk checks it every step
+            self._guarding = drives.cycling(self._guard, model, data, self._guard_mass)
         if pushes is not None:
             pushes.expire(data)
         self.nstep += n
