@@ -305,7 +305,9 @@ def least_inertia(model: mujoco.MjModel, joints) -> np.ndarray:
                 off = r - (r @ axis) * axis
                 total += float(local @ (m.body_inertia[b] * local)) + m.body_mass[b] * (off @ off)
         out[i] = total + m.dof_armature[m.jnt_dofadr[j]]
-    return out
+    # a massless link without armature (a universal joint's middle body) moves nothing of
+    # its own: the bound is then MuJoCo's smallest inertia, not a division by zero
+    return np.maximum(out, mujoco.mjMINVAL)
 
 
 # --- the control laws, evaluated on the physics thread ----------------------------------------

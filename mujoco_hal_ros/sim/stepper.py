@@ -493,7 +493,7 @@ class Stepper:
         self._drives = laws.drives               # per actuator: position/motor_impedance/...
         self._velocity_loop = laws.velocity_loop  # a VelocityLoop, or None
         self._guard = laws.clamp_guard          # a ClampGuard, or None
-        self._guarding = False                  # a guarded servo was at its limit
+        self._guarding = False                  # a guarded servo is about to flip
         self._guard_mass = np.zeros((model.nv, model.nv)) if self._guard is not None \
             else None
         # True where a velocity servo's setpoint is a joint position (position mode); a
