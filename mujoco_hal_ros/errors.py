@@ -40,6 +40,8 @@ def shorten(value, limit=SHORT):
         if len(value) <= limit:
             return repr(value)
         return repr(f'{value[:limit]}…({len(value)} chars)')
+    if type(value) in _CONTAINERS:
+        return _shorten_container(value, limit)
     try:
         text = repr(value)
     except Exception:                  # a hostile __repr__ must not hide the real error
@@ -47,6 +49,57 @@ def shorten(value, limit=SHORT):
     if len(text) <= limit:
         return text
     return f'{text[:limit]}…({len(text)} chars)'
+
+
+# Lists, tuples, dicts and sets are written piece by piece and only as far as the cut:
+# YAML aliases (``&a [*b, *b, ...]``) nest one list in another by reference, so ten short
+# lines make a value whose full ``repr`` has billions of characters and never finishes.
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+_BRACKETS = {list: ('[', ']'), tuple: ('(', ')'), dict: ('{', '}'), set: ('{', '}'),
+             frozenset: ('frozenset({', '})')}
+_DEPTH = 16
+
+
+def _shorten_container(value, limit):
+    parts, size = [], 0
+    try:
+        for piece in _pieces(value, limit, 0):
+            parts.append(piece)
+            size += len(piece)
+            if size > limit:
+                break
+        else:
+            return ''.join(parts)
+    except Exception:                  # an element's hostile __repr__
+        return f'<{type(value).__name__} of {len(value)}>'
+    return f'{"".join(parts)[:limit]}…({len(value)} items)'
+
+
+def _pieces(value, limit, depth):
+    """``repr(value)`` in pieces, lazily; a long string at most ``limit`` characters of it."""
+    kind = type(value)
+    if kind is str:
+        yield repr(value if len(value) <= limit else value[:limit])
+        return
+    if kind not in _CONTAINERS or not value:
+        yield repr(value)
+        return
+    if depth >= _DEPTH:
+        yield '...'
+        return
+    opening, closing = _BRACKETS[kind]
+    yield opening
+    for i, item in enumerate(value.items() if kind is dict else value):
+        if i:
+            yield ', '
+        if kind is dict:
+            yield from _pieces(item[0], limit, depth + 1)
+            yield ': '
+            item = item[1]
+        yield from _pieces(item, limit, depth + 1)
+    if kind is tuple and len(value) == 1:
+        yield ','
+    yield closing
 
 
 def _cap(text, limit):

@@ -274,6 +274,9 @@ class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key given twice (YAML would keep the last silently), any
     alias, and nesting beyond MAX_DEPTH, naming the key path where it met them."""
 
+    what = 'device file'            # what the file is, in the refusals
+    aliases = False                 # True: aliases are kept (by reference, as SafeLoader)
+
     def __init__(self, stream):
         super().__init__(stream)
         self._path = []
@@ -289,13 +292,13 @@ class _StrictLoader(yaml.SafeLoader):
         else:
             self._path.append('' if parent is None else '.<key>')
         try:
-            if self.check_event(yaml.AliasEvent):
+            if not self.aliases and self.check_event(yaml.AliasEvent):
                 event = self.peek_event()
                 raise _RefusedInput(f'YAML alias *{shorten(event.anchor, 40)[1:-1]} (line '
-                                    f'{event.start_mark.line + 1}): a device file cannot use '
+                                    f'{event.start_mark.line + 1}): a {self.what} cannot use '
                                     'aliases; write the value out', self._where())
             if len(self._path) > MAX_DEPTH:
-                raise _RefusedInput(f'nested more than {MAX_DEPTH} deep; a device file is a '
+                raise _RefusedInput(f'nested more than {MAX_DEPTH} deep; a {self.what} is a '
                                     'few levels of mappings', self._where())
             return super().compose_node(parent, index)
         finally:
@@ -336,23 +339,58 @@ def load(path: Union[str, os.PathLike]) -> dict:
     """Read and check a device file; errors name the file and the key."""
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise ConfigError(f'expected a device file path, got {shorten(path)}', where='device_file')
+    spec = loads(read_text(path, 'device file'), source=str(path))
+    spec['path'] = os.path.abspath(path)
+    return spec
+
+
+def read_text(path, what, error=ConfigError):
+    """The UTF-8 text of the file at ``path``, at most ``MAX_DEVICE_FILE_BYTES`` of it
+    read: anything else (unreadable, bigger, not UTF-8) is ``error`` naming the file;
+    ``what`` says what the file is (``device file``) in the messages."""
     try:
         with open(path, 'rb') as handle:
             raw = handle.read(MAX_DEVICE_FILE_BYTES + 1)
         if len(raw) > MAX_DEVICE_FILE_BYTES:
             size = os.path.getsize(path)
-            raise ConfigError(f'the device file is {size} bytes, over the cap of '
-                              f'{MAX_DEVICE_FILE_BYTES} bytes (MAX_DEVICE_FILE_BYTES); a '
-                              'device file is a few kB: check it is the right file',
-                              where=shorten(str(path), 200)[1:-1])
-        text = raw.decode('utf-8')
+            raise error(f'the {what} is {size} bytes, over the cap of '
+                        f'{MAX_DEVICE_FILE_BYTES} bytes (MAX_DEVICE_FILE_BYTES); a {what} is '
+                        'a few kB: check it is the right file',
+                        where=shorten(str(path), 200)[1:-1])
+        return raw.decode('utf-8')
     except OSError as exc:
-        raise ConfigError(f'cannot read device file: {exc.strerror}', where=str(path)) from None
-    except UnicodeDecodeError:
-        raise ConfigError('not a text (UTF-8) file', where=str(path)) from None
-    spec = loads(text, source=str(path))
-    spec['path'] = os.path.abspath(path)
-    return spec
+        raise error(f'cannot read {what}: {exc.strerror}',
+                    where=shorten(str(path), 200)[1:-1]) from None
+    except UnicodeDecodeError as exc:
+        raise error(f'not a text (UTF-8) file: byte {exc.start} is no UTF-8; a {what} is '
+                    'YAML text', where=shorten(str(path), 200)[1:-1]) from None
+
+
+def read_yaml(path, what, *, aliases=False, error=ConfigError):
+    """The YAML document in the file at ``path``, read as a device file is (``read_text``;
+    nesting at most ``MAX_DEPTH``; no key twice; no alias unless ``aliases``): a refusal
+    is ``error`` naming the file and the key path."""
+    return parse_yaml(read_text(path, what, error), shorten(str(path), 200)[1:-1],
+                      what, aliases=aliases, error=error)
+
+
+def parse_yaml(text, source, what, *, aliases=False, error=ConfigError):
+    """``read_yaml`` for text already read (``source`` names it in the refusals)."""
+    loader = None
+    try:
+        loader = _StrictLoader(text)         # its reader refuses control characters here
+        loader.what, loader.aliases = what, aliases
+        return loader.get_single_data()
+    except _RefusedInput as exc:
+        raise error(exc.message, where=f'{source}: {exc.path}') from None
+    except yaml.YAMLError as exc:
+        raise error(f'not valid YAML: {exc}', where=source) from None
+    except RecursionError:
+        raise error(f'nested too deep to read (at most {MAX_DEPTH} levels)',
+                    where=source) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
 def loads(text: Union[str, bytes], source: str = 'device file') -> dict:

@@ -11,20 +11,29 @@ into the world under its namespace and made a device of its own (``sim.robots``)
 
 Each entry is checked key by key before anything is put in the world, so a typo in the
 third robot starts nothing. The file is the launch's, trusted as the model parameter is:
-its models are read in this process, not in the scene-edit sandbox.
+its models are read in this process, not in the scene-edit sandbox. It is still read
+bounded, as a device file is (``device_file.read_yaml``: at most 1 MiB of UTF-8, nesting at
+most 32 deep, no YAML aliases, no key twice), and a URDF at most ``MAX_URDF_CHARS``.
 """
 
 import os
+import re
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
-import yaml
 
-from ..checks import finite_vector
-from ..errors import ConfigError, DeviceError
+from . import bounds
+from ..config import device_file
+from ..errors import ConfigError, DeviceError, shorten
 
 KEYS = ('namespace', 'urdf', 'model', 'position', 'quaternion')
 MAX_ROBOTS = 32
+# A robot's namespace starts every name it serves (``<ns>/arm_controller/
+# follow_joint_trajectory/_action/cancel_goal``, ``<ns>/goals/<ns>/<joint>_goal``), and ROS
+# refuses a name over 247 characters: this leaves room for the node's namespace too.
+MAX_NAMESPACE = 64
+MAX_URDF_CHARS = 10_000_000     # as a robot_description message (a big real URDF: ~1 MB)
+_TOKEN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
 
 class RobotEntry(NamedTuple):
@@ -37,38 +46,43 @@ class RobotEntry(NamedTuple):
 
 def _namespace(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value.strip('/'):
-        raise ConfigError(f'expected a namespace such as left, got {value!r}', where=where)
+        raise ConfigError(f'expected a namespace such as left, got {shorten(value)}',
+                          where=where)
     ns = value.strip('/')
-    for part in ns.split('/'):
-        if not part or not (part[0].isalpha() or part[0] == '_') or \
-                not all(c.isalnum() or c == '_' for c in part):
-            raise ConfigError(f'{ns!r} is not a ROS namespace (letters, digits and _, '
-                              'parts joined by /, each starting with a letter)', where=where)
+    if len(ns) > MAX_NAMESPACE or not all(_TOKEN.fullmatch(p) for p in ns.split('/')):
+        raise ConfigError(f'{shorten(ns)} is not a robot namespace', where=where,
+                          allowed='ASCII letters, digits and _, parts joined by /, each '
+                          f'starting with a letter or _; at most {MAX_NAMESPACE} characters')
     return ns
 
 
-def _vector(value: Any, length: int, where: str) -> np.ndarray:
+def _checked(check, value: Any, where: str) -> np.ndarray:
+    """``check(value, where)`` (a ``bounds`` check) with its refusal a ConfigError."""
     try:
-        return finite_vector(value, length, where)
+        return check(value, where)
     except DeviceError as exc:
-        raise ConfigError(str(exc.args[0]) if exc.args else str(exc), where=where) from None
+        text, at = str(exc), exc.where or where      # text: '<where>: <what> (allowed: ..)'
+        raise ConfigError(text[len(at) + 2:] if text.startswith(f'{at}: ') else text,
+                          where=at) from None
 
 
 def _file(value: Any, where: str, base: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f'expected a file path, got {value!r}', where=where)
+    if not isinstance(value, str) or not value or '\x00' in value:
+        raise ConfigError(f'expected a file path, got {shorten(value)}', where=where)
     path = value if os.path.isabs(value) else os.path.join(base, value)
     if not os.path.isfile(path):
-        raise ConfigError(f'file not found: {path}', where=where)
+        raise ConfigError(f'file not found: {shorten(path, 300)[1:-1]}', where=where,
+                          allowed='an existing file (a path relative to the robots file\'s '
+                          'folder, or absolute)')
     return path
 
 
 def parse(data: Any, base: str = '.') -> list[RobotEntry]:
     """The checked entries of a robots document (``{'robots': [...]}`` or the list)."""
     if isinstance(data, dict):
-        unknown = sorted(set(data) - {'robots'})
+        unknown = sorted(map(str, set(data) - {'robots'}))
         if unknown:
-            raise ConfigError(f'unknown key {unknown[0]!r}', where='robots',
+            raise ConfigError(f'unknown key {shorten(unknown[0])}', where='robots',
                               allowed='robots')
         data = data.get('robots')
     if not isinstance(data, list) or not data:
@@ -79,10 +93,10 @@ def parse(data: Any, base: str = '.') -> list[RobotEntry]:
     for i, entry in enumerate(data):
         where = f'robots[{i}]'
         if not isinstance(entry, dict):
-            raise ConfigError(f'expected a mapping, got {entry!r}'[:200], where=where)
-        unknown = sorted(set(entry) - set(KEYS))
+            raise ConfigError(f'expected a mapping, got {shorten(entry)}', where=where)
+        unknown = sorted(map(str, set(entry) - set(KEYS)))
         if unknown:
-            raise ConfigError(f'unknown key {unknown[0]!r}', where=where,
+            raise ConfigError(f'unknown key {shorten(unknown[0])}', where=where,
                               allowed=', '.join(KEYS))
         ns = _namespace(entry.get('namespace'), f'{where}.namespace')
         if ns in seen or any(ns.startswith(f'{s}/') or s.startswith(f'{ns}/')
@@ -95,27 +109,39 @@ def parse(data: Any, base: str = '.') -> list[RobotEntry]:
                               where=where)
         urdf = _file(entry['urdf'], f'{where}.urdf', base) if 'urdf' in entry else None
         model = _file(entry['model'], f'{where}.model', base) if 'model' in entry else None
-        pos = _vector(entry.get('position', [0.0, 0.0, 0.0]), 3, f'{where}.position')
-        quat = _vector(entry.get('quaternion', [1.0, 0.0, 0.0, 0.0]), 4,
-                       f'{where}.quaternion')
-        norm = float(np.linalg.norm(quat))
-        if not 0.99 < norm < 1.01:
-            raise ConfigError(f'quaternion {list(quat)} is not of unit length', where=where)
+        pos = _checked(bounds.position, entry.get('position', [0.0, 0.0, 0.0]),
+                       f'{where}.position')
+        quat = _checked(bounds.quaternion, entry.get('quaternion', [1.0, 0.0, 0.0, 0.0]),
+                        f'{where}.quaternion')
         out.append(RobotEntry(ns, model, urdf, tuple(float(v) for v in pos),
-                              tuple(float(v) / norm for v in quat)))
+                              tuple(float(v) for v in quat)))
     return out
 
 
 def load(path: str) -> list[RobotEntry]:
     """The robots file at ``path``, checked (paths in it are relative to its folder)."""
-    if not os.path.isfile(path):
-        raise ConfigError(f'file not found: {path}', where='robots')
-    try:
-        with open(path, encoding='utf-8') as handle:
-            data = yaml.safe_load(handle)
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f'cannot read {path}: {exc}', where='robots') from None
+    if not isinstance(path, str) or '\x00' in path or not os.path.isfile(path):
+        raise ConfigError(f'file not found: {shorten(path, 300)}', where='robots',
+                          allowed='a YAML file: robots: [{namespace: left, urdf: ...}]')
+    data = device_file.read_yaml(path, 'robots file')
     return parse(data, os.path.dirname(os.path.abspath(path)))
+
+
+def read_urdf(path: str) -> str:
+    """The text of a URDF file of the robots file: at most ``MAX_URDF_CHARS``, UTF-8."""
+    try:
+        with open(path, 'rb') as handle:
+            raw = handle.read(MAX_URDF_CHARS + 1)
+        if len(raw) > MAX_URDF_CHARS:
+            raise ConfigError(f'the URDF is over {MAX_URDF_CHARS} bytes (MAX_URDF_CHARS): '
+                              'check it is the right file', where=shorten(path, 300)[1:-1])
+        return raw.decode('utf-8')
+    except OSError as exc:
+        raise ConfigError(f'cannot read the URDF: {exc.strerror}',
+                          where=shorten(path, 300)[1:-1]) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f'the URDF is not UTF-8 text (byte {exc.start})',
+                          where=shorten(path, 300)[1:-1]) from None
 
 
 def resource(entry: RobotEntry) -> str:
@@ -125,8 +151,7 @@ def resource(entry: RobotEntry) -> str:
     if entry.model:
         return entry.model
     from ..description.urdf_in import model_from_urdf
-    with open(entry.urdf, encoding='utf-8') as handle:
-        text = handle.read()
+    text = read_urdf(entry.urdf)
     roots = [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
     path, _notes = model_from_urdf(text, package_roots=roots,
                                    base_dir=os.path.dirname(entry.urdf), bare=True)
@@ -162,6 +187,5 @@ def add_to(device, entries: list[RobotEntry]) -> dict:
             device.physics.set_joint_state([f'{e.namespace}/{j}' for j in home],
                                            list(home.values()))
         if e.urdf:
-            with open(e.urdf, encoding='utf-8') as handle:
-                urdfs[e.namespace] = handle.read()
+            urdfs[e.namespace] = read_urdf(e.urdf)
     return urdfs
