@@ -344,7 +344,7 @@ def load(path: Union[str, os.PathLike]) -> dict:
     return spec
 
 
-def read_text(path, what, error=ConfigError):
+def read_text(path: Union[str, os.PathLike], what: str, error: type = ConfigError) -> str:
     """The UTF-8 text of the file at ``path``, at most ``MAX_DEVICE_FILE_BYTES`` of it
     read: anything else (unreadable, bigger, not UTF-8) is ``error`` naming the file;
     ``what`` says what the file is (``device file``) in the messages."""
@@ -366,7 +366,8 @@ def read_text(path, what, error=ConfigError):
                     'YAML text', where=shorten(str(path), 200)[1:-1]) from None
 
 
-def read_yaml(path, what, *, aliases=False, error=ConfigError):
+def read_yaml(path: Union[str, os.PathLike], what: str, *, aliases: bool = False,
+              error: type = ConfigError) -> Any:
     """The YAML document in the file at ``path``, read as a device file is (``read_text``;
     nesting at most ``MAX_DEPTH``; no key twice; no alias unless ``aliases``): a refusal
     is ``error`` naming the file and the key path."""
@@ -374,7 +375,8 @@ def read_yaml(path, what, *, aliases=False, error=ConfigError):
                       what, aliases=aliases, error=error)
 
 
-def parse_yaml(text, source, what, *, aliases=False, error=ConfigError):
+def parse_yaml(text: str, source: str, what: str, *, aliases: bool = False,
+               error: type = ConfigError) -> Any:
     """``read_yaml`` for text already read (``source`` names it in the refusals)."""
     loader = None
     try:
