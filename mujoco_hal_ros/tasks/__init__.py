@@ -22,6 +22,7 @@ import os
 from .spec import (ActionSpec, CommandTerm, FieldTerm, TaskError, TaskSpec, Term, load_file,
                    parse)
 from .task import Task
+from ..errors import shorten
 
 BUILTIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'builtin')
 
@@ -34,13 +35,13 @@ def builtin_tasks():
 def load_task(name_or_path: str) -> Task:
     """A built-in task by name (``reach``, ``walk_forward``) or a task file by path."""
     if not isinstance(name_or_path, str) or not name_or_path:
-        raise TaskError(f'expected a task name or file, got {name_or_path!r}', where='task',
-                        allowed=', '.join(builtin_tasks()) + ' or a YAML path')
+        raise TaskError(f'expected a task name or file, got {shorten(name_or_path)}',
+                        where='task', allowed=', '.join(builtin_tasks()) + ' or a YAML path')
     if name_or_path in builtin_tasks():
         return Task.from_file(os.path.join(BUILTIN_DIR, name_or_path + '.yaml'))
     if not os.path.isfile(name_or_path):
-        raise TaskError(f'no built-in task and no file named {name_or_path!r}', where='task',
-                        allowed=', '.join(builtin_tasks()) + ' or a YAML path')
+        raise TaskError(f'no built-in task and no file named {shorten(name_or_path)}',
+                        where='task', allowed=', '.join(builtin_tasks()) + ' or a YAML path')
     return Task.from_file(name_or_path)
 
 

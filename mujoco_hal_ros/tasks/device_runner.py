@@ -247,9 +247,8 @@ class DevicePolicyRunner:
             if self._stop.is_set():
                 completed = False
                 break
-            obs = task.observe(Frame(qpos, qvel, sens, cmd, last, last))
-            out = policy.act(np.concatenate([obs, np.zeros_like(obs)]), slots)
-            act = check_actions(out[:1] if np.ndim(out) == 2 else out, 1, task, policy.name)
+            act = _actions(policy, task, Frame(qpos, qvel, sens, cmd, last, last), slots,
+                           steps)
             setpoint = amap.apply(act, setpoint)
             qpos, qvel, sens, t, row, bad = self._step(amap.full_ctrl(setpoint)[0], t)
             steps += 1
@@ -307,9 +306,8 @@ class DevicePolicyRunner:
         # the horizon ends an episode with no success predicate a success, else a failure
         ok, failure, by = _at_horizon(task)
         while steps < task.horizon:
-            obs = task.observe(Frame(qpos, qvel, sens, cmd, last, last))
-            out = policy.act(np.concatenate([obs, np.zeros_like(obs)]), slots)
-            act = check_actions(out[:1] if np.ndim(out) == 2 else out, 1, task, policy.name)
+            act = _actions(policy, task, Frame(qpos, qvel, sens, cmd, last, last), slots,
+                           steps)
             setpoint = amap.apply(act, setpoint)
             self._command(setpoint)
             t_next += task.control_dt
@@ -339,6 +337,22 @@ class DevicePolicyRunner:
             ok, failure, by = False, 'stopped', 'stopped'
         return DeviceRun(EpisodeResult(self.episode, ok, failure, ret, steps, by), completed,
                          False, t0, t)
+
+
+def _actions(policy, task, frame, slots, steps):
+    """The policy's checked actions for one observation (the two-row call the pool makes);
+    a policy that raises is refused (INVALID_ARGUMENT, naming the control step), as one
+    that returns NaN is: its code's failure, not the node's."""
+    obs = task.observe(frame)
+    try:
+        out = policy.act(np.concatenate([obs, np.zeros_like(obs)]), slots)
+    except DeviceError:
+        raise
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - the policy's own failure
+        raise InvalidArgument(f'{policy.name} raised at control step {steps + 1}: '
+                              f'{type(err).__name__}: {errors.shorten(str(err), 200)}',
+                              where='policy') from None
+    return check_actions(out[:1] if np.ndim(out) == 2 else out, 1, task, policy.name)
 
 
 def _at_horizon(task):

@@ -96,7 +96,12 @@ class CallablePolicy(Policy):
             reset(slots, episodes)
 
     def act(self, obs: np.ndarray, slots: np.ndarray) -> np.ndarray:
-        return self.fn(obs)
+        try:
+            return self.fn(obs)
+        except SystemExit as exc:       # sys.exit in a policy must not end the process
+            raise InvalidArgument(f'{self.name} called exit ({shorten(exc.code)}) when '
+                                  'asked for actions', where='policy',
+                                  allowed='a function f(obs) -> actions that returns') from None
 
 
 def _size_attr(obj, attr):
@@ -159,17 +164,27 @@ def _load_callable(text):
                               allowed=KINDS)
     if os.getcwd() not in sys.path and '' not in sys.path:
         sys.path.insert(0, os.getcwd())
+    # SystemExit too: a module that runs a program on import (``pkg.__main__``) or a class
+    # whose constructor exits must not end the process that loads the policy
     try:
         obj: Any = importlib.import_module(module)
-    except Exception as err:  # noqa: BLE001 - any import failure is the user's to fix
-        raise InvalidArgument(f'cannot import {shorten(module)}: {type(err).__name__}: {err}',
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - the user's to fix
+        raise InvalidArgument(f'cannot import {shorten(module)}: {type(err).__name__}: '
+                              f'{shorten(str(err), 200)}', where='policy',
+                              allowed=KINDS) from None
+    try:
+        for part in attr.split('.'):
+            if not hasattr(obj, part):
+                raise InvalidArgument(f'{shorten(module)} has no attribute {shorten(attr)}',
+                                      where='policy', allowed=KINDS)
+            obj = getattr(obj, part)
+        return CallablePolicy(obj, text)
+    except InvalidArgument:
+        raise
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - a class that cannot be made
+        raise InvalidArgument(f'{shorten(text)} cannot be made a policy: '
+                              f'{type(err).__name__}: {shorten(str(err), 200)}',
                               where='policy', allowed=KINDS) from None
-    for part in attr.split('.'):
-        if not hasattr(obj, part):
-            raise InvalidArgument(f'{shorten(module)} has no attribute {shorten(attr)}',
-                                  where='policy', allowed=KINDS)
-        obj = getattr(obj, part)
-    return CallablePolicy(obj, text)
 
 
 def check_policy(policy: Policy, task) -> Policy:
@@ -194,7 +209,7 @@ def check_policy(policy: Policy, task) -> Policy:
         return policy
     try:
         out = policy.act(np.zeros((2, task.obs_size)), np.array([-1, -2]))
-    except Exception as err:  # noqa: BLE001 - refused, with the policy's own message
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - refused, with its own message
         raise InvalidArgument(f'{policy.name} raised on a (2, {task.obs_size}) batch of zero '
                               f'observations: {type(err).__name__}: {err}', where=where,
                               allowed=f'a policy taking (n, {task.obs_size})') from None

@@ -475,16 +475,12 @@ def parse(data: Dict[str, Any], source: str = 'task', source_dir: Optional[str] 
 
 def load_file(path: str) -> TaskSpec:
     """Parse a YAML task file; the file name leads every error message."""
-    import yaml
+    from ..config.device_file import read_yaml
     source = os.path.basename(path)
-    try:
-        with open(path, encoding='utf-8') as f:
-            data = yaml.safe_load(f)
-    except OSError as err:
-        raise TaskError(f'cannot read the task file: {err.strerror}', where=path,
-                        allowed='a readable YAML file') from None
-    except yaml.YAMLError as err:
-        raise TaskError(f'not valid YAML: {err}', where=source) from None
+    # bounded as a device file is read (1 MiB of UTF-8, 32 deep, no key twice); aliases
+    # are kept: a term written once and used twice is a task file's habit, and nothing here
+    # walks a value whole (``shorten`` cuts nested ones lazily)
+    data = read_yaml(path, 'task file', aliases=True, error=TaskError)
     if not isinstance(data, dict):
         raise TaskError(f'expected a mapping at the top, got {type(data).__name__}',
                         where=source, allowed='keys ' + ', '.join(TOP_KEYS))

@@ -95,7 +95,7 @@ class PolicyRuns:
         """The worker: build the runner, run the episode, hand back (end, result)."""
         try:
             return self._run(handle, result)
-        except Exception as err:  # noqa: BLE001 - reported to the caller, logged here
+        except (Exception, SystemExit) as err:  # noqa: BLE001 - to the caller, logged here
             self.node.get_logger().error(f'run_policy: {cv.error_line(err)}')
             return 'abort', _error(result, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
 
