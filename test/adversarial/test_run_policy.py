@@ -32,7 +32,7 @@ from mujoco_hal_ros.action import RunPolicy  # noqa: E402
 
 ANSWER_S = 60.0
 MODULE = 'hostile_policies_adversarial'
-POLICIES = f'''
+POLICIES = '''
 import sys
 import numpy as np
 
@@ -225,8 +225,8 @@ def test_a_negative_seed_never_reaches_the_node_and_the_runner_refuses_it(h):
 
 
 @pytest.mark.parametrize('policy', [f'{MODULE}:Late', f'{MODULE}:LateExit'])
-def test_a_policy_that_fails_mid_episode_is_its_failure_and_the_device_holds(h, files,
-                                                                               policy):
+def test_a_policy_that_fails_mid_episode_is_its_failure_and_the_device_holds(
+        h, files, policy):
     """Not INTERNAL_ERROR (a node bug), and an exit in it does not end the node."""
     status, r = h.run(task='reach', policy=policy, lockstep=True)
     assert status == GoalStatus.STATUS_ABORTED
