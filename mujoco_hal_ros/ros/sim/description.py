@@ -55,7 +55,7 @@ def read_robot_description(node, value):
     return got[0].data, None
 
 
-def model_from_parameters(node, p, sandbox=None):
+def model_from_parameters(node, p, sandbox=None, drives=None):
     """(URDF text or None, MJCF path or None, republish?) from robot_description/scene.
 
     A description taken from the topic comes from whichever peer published it: its size is
@@ -71,7 +71,7 @@ def model_from_parameters(node, p, sandbox=None):
                           f'the limit of {MAX_TOPIC_CHARS}', where='parameter robot_description')
     roots = [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
     path, notes = model_from_urdf(text, scene=p.scene or None, package_roots=roots,
-                                  base_dir=base)
+                                  base_dir=base, base=p.base, drives=drives)
     if from_topic and sandbox is not None:
         try:
             sandbox.check(path, world=True)

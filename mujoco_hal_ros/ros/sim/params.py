@@ -92,6 +92,12 @@ TABLE = ParameterTable([
           check=_existing_file),
     Param('scene', 'string', '', 'MJCF scene the URDF robot is attached to (empty: a floor, a '
           'light and an overview camera).', check=_existing_file),
+    Param('base', 'string', 'auto', 'Whether a URDF robot\'s base is free to move: auto frees '
+          'the base of a robot with drive wheels (joints a drive controller of '
+          'controllers_file names, <ros2_control> velocity interfaces on continuous joints, '
+          'or continuous joints whose own links touch the ground) unless its root link is '
+          'world; fixed bolts it to the world; floating frees it.',
+          choices=('auto', 'fixed', 'floating')),
     Param('keyframe', 'string', '', 'Keyframe to start from and reset to (empty: the device '
           "file's; zero-config: home, else the model's first keyframe)."),
     Param('gravity_compensation', 'bool', False, 'Make servo-driven links weightless inside '

@@ -37,6 +37,10 @@ from ..run import run_node, start_or_destroy  # noqa: E402
 from .sensors import SensorPublisher  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
 from .description import DescriptionPublisher, model_from_parameters  # noqa: E402
+from .mobile import DriveControllers  # noqa: E402
+from ..parameters import ParameterTable  # noqa: E402
+from ..swap.trajectory_controller import CONTROLLERS_FILE  # noqa: E402
+from ...mobile import config as drive_config  # noqa: E402
 from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
 from ...sim.device import Device  # noqa: E402
@@ -56,6 +60,7 @@ class SimNode(GuardedNode):
         self.recording = self.viewer = self.bridge = None
         self.sensors = self.robots = self.policy = None
         self.description = self.urdf_text = None
+        self.mobile = self.controllers = None
         self._robot_urdfs = {}
         start_or_destroy(self, self._start)
 
@@ -68,7 +73,12 @@ class SimNode(GuardedNode):
             max_geoms=p.world_max_geoms, max_mesh_vertices=p.world_max_mesh_vertices),
             roots=p.resource_roots or None)
         try:     # the sandbox reads a robot_description from the topic, then scene edits
-            self.urdf_text, urdf_model, self.republish = model_from_parameters(self, p, sandbox)
+            # the robot's own controllers file: its drive controllers decide which joints
+            # are wheels (velocity servos) and steering before the URDF becomes a model
+            path = ParameterTable([CONTROLLERS_FILE]).declare(self).controllers_file
+            self.controllers = drive_config.read(path) if path else None
+            self.urdf_text, urdf_model, self.republish = model_from_parameters(
+                self, p, sandbox, drives=drive_config.drive_joints(self.controllers))
             device_file, model = P.device_arguments(self.p, urdf_model)
             self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
                                  real_time_factor=self.p.real_time_factor,
@@ -130,8 +140,12 @@ class SimNode(GuardedNode):
     # --- assembly ---------------------------------------------------------------------------
     def _build(self):
         device, p = self.device, self.p
-        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame, p.odom_frame,
-                                bodies=p.publish_tf)
+        drives = self.controllers.drives if self.controllers is not None else []
+        odom_tf = [d for d in drives if d.enable_odom_tf and d.type == drive_config.DIFF_DRIVE]
+        # a drive controller's wheel odometry owns odom -> base on /tf, as on the robot
+        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame,
+                                odom_tf[0].odom_frame_id if odom_tf else p.odom_frame,
+                                bodies=p.publish_tf, base_tf=not odom_tf)
         camera_configs = self._declare_cameras()
         log = self.get_logger()
         self.state = StatePublisher(self, device, self.frames, p, log)
@@ -163,6 +177,9 @@ class SimNode(GuardedNode):
             log.set_level(level)
         for why in self.swap.not_served if self.swap is not None else ():
             log.info(why)
+        if drives:
+            self.mobile = DriveControllers(self, device, self.controllers,
+                                           self.create_publisher(TFMessage, '/tf', 100))
         snap = device.snapshot
         self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
             snap, cv.stamp(snap.time)) + self.sensors.static_transforms(cv.stamp(snap.time))))
@@ -263,7 +280,9 @@ class SimNode(GuardedNode):
             self.sensors.describe()
         log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
         log.info('serving: ' + ', '.join(self.control.describe() + WrenchServices.describe() + (
-            self.swap.describe() if self.swap is not None else []) + self.recording.describe()
+            self.swap.describe() if self.swap is not None else []) + (
+            self.mobile.describe() if self.mobile is not None else [])
+            + self.recording.describe()
             + self.robots.describe()))
 
     def health_line(self):
@@ -411,6 +430,9 @@ class SimNode(GuardedNode):
         if self.swap is not None:
             self.swap.destroy()
             self.swap = None
+        if self.mobile is not None:
+            self.mobile.destroy()
+            self.mobile = None
         if self.device is not None:
             self.device.close()
 
