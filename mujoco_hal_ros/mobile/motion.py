@@ -27,12 +27,12 @@ class SpeedLimiter:
     """Limits one axis of the commanded twist; ``limit`` returns the limited value."""
 
     def __init__(self, limits: AxisLimits):
-        self.l = limits
+        self.limits = limits
         self.v0 = 0.0          # the last command sent
         self.v1 = 0.0          # the one before
 
     def limit(self, v: float, dt: float) -> float:
-        lim = self.l
+        lim = self.limits
         if dt > 0:
             dv, dv0 = v - self.v0, self.v0 - self.v1
             dt2 = 2.0 * dt * dt

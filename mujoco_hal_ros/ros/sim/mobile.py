@@ -106,8 +106,8 @@ class DriveServed:
         pose.pose.position.x, pose.pose.position.y = s.x, s.y
         q = pose.pose.orientation
         q.x, q.y, q.z, q.w = _yaw_quat(s.heading)
-        vx, vy, wz = s.command if c.publish_limited_velocity and c.open_loop else (s.vx, s.vy,
-                                                                                    s.wz)
+        measured = (s.vx, s.vy, s.wz)
+        vx, vy, wz = s.command if c.publish_limited_velocity and c.open_loop else measured
         twist.twist.linear.x, twist.twist.linear.y, twist.twist.angular.z = vx, vy, wz
         for i, v in enumerate(c.pose_covariance):
             pose.covariance[7 * i] = v

@@ -1,0 +1,110 @@
+"""sim_node with a wheeled robot's own URDF and controllers file: the drive controller's
+topics, types and frames as ros2_controllers serves them, judged against ground truth."""
+
+import math
+import os
+import subprocess
+import sys
+import time
+
+import mujoco
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+pybullet_data = pytest.importorskip('pybullet_data')
+
+from mujoco_hal_ros.ros.sim import sim_node  # noqa: E402,F401  (sets headless GL first)
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402
+
+from geometry_msgs.msg import Twist  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from helpers import SpinThread, wait_for  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONTROLLERS = os.path.join(HERE, '..', 'models', 'mobile', 'husky_controllers.yaml')
+NAME = 'husky_velocity_controller'
+
+
+@pytest.fixture(scope='module')
+def husky_urdf(tmp_path_factory):
+    """The Husky's URDF as its launch file hands it over: xacro's output."""
+    src = os.path.join(pybullet_data.getDataPath(), 'husky', 'husky.urdf')
+    text = subprocess.run([sys.executable, '-c', 'import xacro; xacro.main()', src],
+                          capture_output=True, text=True, check=True).stdout
+    # the meshes are relative to the description's folder
+    text = text.replace('filename="meshes/', f'filename="{os.path.dirname(src)}/meshes/')
+    path = tmp_path_factory.mktemp('husky') / 'husky.urdf'
+    path.write_text(text)
+    return str(path)
+
+
+def test_cmd_vel_drives_it_odom_and_tf_follow(ctx, husky_urdf):
+    node = SimNode(context=ctx, parameter_overrides=[
+        Parameter('robot_description', value=husky_urdf),
+        Parameter('controllers_file', value=CONTROLLERS),
+        Parameter('web_viewer', value=0)])
+    client = rclpy.create_node('mobile_client', context=ctx)
+    odoms, tfs = [], []
+    client.create_subscription(Odometry, f'{NAME}/odom', odoms.append, 10)
+    client.create_subscription(TFMessage, '/tf', lambda m: tfs.extend(
+        (t.header.frame_id, t.child_frame_id) for t in m.transforms), 100)
+    pub = client.create_publisher(Twist, f'{NAME}/cmd_vel', 10)    # use_stamped_vel: false
+    ex = rclpy.executors.MultiThreadedExecutor(num_threads=3, context=ctx)
+    ex.add_node(node)
+    ex.add_node(client)
+    spinner = SpinThread(ex, 120.0)
+    try:
+        dev = node.device
+        body = mujoco.mj_name2id(dev.model, mujoco.mjtObj.mjOBJ_BODY, 'base_footprint')
+        assert wait_for(lambda: pub.get_subscription_count() > 0, 20.0)
+        p0 = dev.snapshot.xpos[body].copy()
+        t_end = dev.snapshot.time + 4.0
+        while dev.snapshot.time < t_end:
+            msg = Twist()
+            msg.linear.x = 0.4
+            pub.publish(msg)
+            time.sleep(0.05)
+        p1 = dev.snapshot.xpos[body].copy()
+        assert np.linalg.norm(p1[:2] - p0[:2]) > 0.8, 'the base drove'
+        assert wait_for(lambda: len(odoms) > 5, 10.0)
+        last = odoms[-1]
+        assert last.header.frame_id == 'odom' and last.child_frame_id == 'base_footprint'
+        assert last.pose.covariance[35] == pytest.approx(0.01)
+        odom = last.pose.pose.position
+        truth = dev.snapshot.xpos[body] - p0
+        assert math.hypot(odom.x - truth[0], odom.y - truth[1]) < 0.1
+        assert ('odom', 'base_footprint') in tfs
+        # the ground truth's own odom -> base is off /tf: one parent per frame
+        parents = {child: parent for parent, child in tfs}
+        assert parents['base_footprint'] == 'odom'
+        # hostile commands: refused, counted, the node runs on
+        for bad in (float('nan'), float('inf'), 1e308):
+            msg = Twist()
+            msg.angular.z = bad
+            pub.publish(msg)
+        assert wait_for(lambda: node.mobile.parts[0].refused >= 3, 10.0)
+        assert dev.stepper.health()['alive']
+    finally:
+        spinner.stop(5.0)
+        ex.shutdown(timeout_sec=2.0)
+        client.destroy_node()
+        node.destroy_node()
+
+
+def test_unknown_controller_type_stops_the_start_in_one_line(ctx, husky_urdf, tmp_path):
+    bad = tmp_path / 'controllers.yaml'
+    with open(CONTROLLERS, encoding='utf-8') as src:
+        bad.write_text(src.read().replace('joint_state_broadcaster/JointStateBroadcaster',
+                                          'my_pkg/Teleporter'))
+    from mujoco_hal_ros.errors import DeviceError
+    with pytest.raises(DeviceError) as err:
+        SimNode(context=ctx, parameter_overrides=[
+            Parameter('robot_description', value=husky_urdf),
+            Parameter('controllers_file', value=str(bad)),
+            Parameter('web_viewer', value=0)])
+    assert 'my_pkg/Teleporter' in str(err.value)
+    assert 'diff_drive_controller/DiffDriveController' in str(err.value)
