@@ -552,9 +552,12 @@ def _with_balanced_inertia(xml):
     return ET.tostring(root, encoding='unicode')
 
 
-def _add_home(spec):
+def _add_home(spec, off_limits=0.0):
     """Keyframe ``home``: every joint at 0 moved into its range (a URDF's zero pose can lie
-    outside it, Panda's joint4 does), position servos aimed there."""
+    outside it, Panda's joint4 does), position servos aimed there. ``off_limits``: the
+    share of its range a joint starts away from a limit it sits on (a free base: a
+    TIAGo's torso resting on its lower stop while its drive holds the body up fought the
+    stop's constraint into a blow-up once the base rocked on its wheels)."""
     model = spec.compile()
     qpos = model.qpos0.copy()
     for j in range(model.njnt):
@@ -564,6 +567,8 @@ def _add_home(spec):
             lo, hi = model.jnt_range[j]
             if not lo <= qpos[adr] <= hi:
                 qpos[adr] = 0.5 * (lo + hi)
+            gap = off_limits * (hi - lo)
+            qpos[adr] = min(max(qpos[adr], lo + gap), hi - gap)
     for e in range(model.neq):     # mimic joints where their equality puts them
         if int(model.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT) and model.eq_obj2id[e] >= 0:
             follower = model.jnt_qposadr[model.eq_obj1id[e]]
@@ -732,7 +737,7 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
         _no_self_collision(robot)
     try:
         built = _add_actuators(robot, commands, limits, followers, notes, overrides=drives)
-        _add_home(robot)
+        _add_home(robot, off_limits=0.02 if floating else 0.0)
         if gravcomp:
             _drives_carry_weight(robot, built, notes)
         _armature_floor(robot, notes)

@@ -5,7 +5,9 @@ ground truth (the base body's pose in the simulation), not by the controller's r
 - Clearpath Husky (skid-steer, four wheels, ``diff_drive_controller``), pybullet_data's
   ``husky.urdf`` run through ``xacro`` as its launch file does;
 - the MIT racecar (car-like: front steering hinges, rear wheels;
-  ``ackermann_steering_controller``), pybullet_data's ``racecar.urdf``.
+  ``ackermann_steering_controller``), pybullet_data's ``racecar.urdf``;
+- a mobile manipulator as Clearpath composes them: the Husky with pybullet_data's KUKA iiwa
+  on its top plate (the arm reaches world-frame targets from wherever the base drove).
 """
 
 import math
@@ -185,3 +187,70 @@ def test_speed_limits_of_the_file_hold():
         assert np.linalg.norm(p1[:2] - p0[:2]) / 2.0 < 1.1 * r.config.linear.max_velocity
     finally:
         r.close()
+
+
+def husky_with_arm():
+    """A mobile manipulator as Clearpath composes them (husky_ur5 and the like): the
+    Husky's xacro output with pybullet_data's KUKA iiwa bolted to its top plate."""
+    import xml.etree.ElementTree as ET
+    data = pybullet_data.getDataPath()
+    husky = ET.fromstring(xacro(os.path.join(data, 'husky', 'husky.urdf')))
+    arm = ET.parse(os.path.join(data, 'kuka_iiwa', 'model.urdf')).getroot()
+    for elem in arm:
+        if elem.tag in ('link', 'joint'):
+            for mesh in elem.iter('mesh'):
+                mesh.set('filename', os.path.join(data, 'kuka_iiwa', mesh.get('filename')))
+            husky.append(elem)
+    for mesh in husky.iter('mesh'):
+        if mesh.get('filename').startswith('meshes/'):
+            mesh.set('filename', os.path.join(data, 'husky', mesh.get('filename')))
+    mount = ET.SubElement(husky, 'joint', name='arm_mount', type='fixed')
+    ET.SubElement(mount, 'parent', link='top_plate_link')
+    ET.SubElement(mount, 'child', link='lbr_iiwa_link_0')
+    ET.SubElement(mount, 'origin', xyz='0.2 0 0.01', rpy='0 0 0')
+    return ET.tostring(husky, encoding='unicode')
+
+
+def test_mobile_manipulator_drives_and_reaches_in_the_world_frame():
+    files = cfg.read(os.path.join(FILES, 'husky_controllers.yaml'))
+    path, _notes = model_from_urdf(husky_with_arm(),
+                                   drives=cfg.drive_joints(files))
+    dev = Device(model=path, real_time_factor=0, start_paused=True)
+    base = BaseController(dev, files.drives[0])
+    try:
+        m = dev.model
+        hand = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, 'lbr_iiwa_link_7')
+        body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, 'base_footprint')
+        dev.step(500)
+        for _ in range(30):                       # 3 s at 0.5 m/s, the arm at home
+            base.command(0.5, 0.0, 0.0)
+            dev.step(50)
+        for _ in range(20):                       # stopped by the timeout
+            dev.step(50)
+        moved = dev.snapshot.xpos[body].copy()
+        assert moved[0] > 1.0, 'the base drove with the arm on it'
+        # a point in the world frame, in front of where the base now is
+        target = moved + np.array([0.55, 0.1, 0.75])
+        dev.move_to(point=target.tolist(), site='lbr_iiwa_link_7', wait=False)
+        for _ in range(60):
+            dev.step(100)
+            if dev.snapshot.plans == () or not dev.moves:
+                break
+        reached = dev.snapshot.xpos[hand]
+        assert np.linalg.norm(reached - target) < 0.01, 'FK of the hand vs the world target'
+        # both at once: the base drives while the arm holds its pose over it
+        start = dev.snapshot.xpos[body].copy()
+        for _ in range(20):
+            base.command(0.3, 0.0, 0.0)
+            dev.step(50)
+        assert dev.snapshot.xpos[body][0] - start[0] > 0.4
+        rel = dev.snapshot.xpos[hand] - dev.snapshot.xpos[body]
+        assert np.linalg.norm(rel - (reached - moved)) < 0.03, 'the arm rode along'
+        dev.hold()
+        dev.step(500)
+        p0 = dev.snapshot.xpos[body].copy()
+        dev.step(1000)
+        assert np.linalg.norm(dev.snapshot.xpos[body][:2] - p0[:2]) < 0.005
+    finally:
+        base.close()
+        dev.close()
