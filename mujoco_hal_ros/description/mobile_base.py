@@ -24,6 +24,7 @@ from . import servo_gains
 BASES = ('auto', 'fixed', 'floating')
 GROUND_TOUCH = 0.01          # m: a wheel's own link reaches this close to the lowest point
 DEFAULT_MU = 1.0             # Gazebo's friction coefficient where the description has none
+WHEEL_PREFIX = 'mujoco_hal_ros/wheel/'   # custom numerics marking the wheels' actuators
 FLOOR_GAP = 0.001            # m between a free base's lowest point and the floor at start
 
 
@@ -176,6 +177,15 @@ def wheel_gains(model: mujoco.MjModel, data: mujoco.MjData, dofs, efforts,
     share = mass / max(len(dofs), 1) * np.asarray(radii, dtype=float) ** 2
     caps = np.array([e / 0.5 if e and np.isfinite(e) and e > 0 else np.inf for e in efforts])
     return np.minimum((own + share) * servo_gains.bandwidth(model.opt.timestep), caps)
+
+
+def mark_wheels(spec: mujoco.MjSpec, wheels: Iterable[str]) -> None:
+    """Mark the wheels' actuators (a custom numeric each) so the stepper holds them at zero
+    speed, as a drive controller stops a base (``sim.drives.wheel_actuators``)."""
+    for name in wheels:
+        numeric = spec.add_numeric()
+        numeric.name = WHEEL_PREFIX + name
+        numeric.data = [1.0]
 
 
 def wheel_radius(model: mujoco.MjModel, data: mujoco.MjData, joint: str) -> float:

@@ -716,6 +716,12 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
     floating = mobile_base.decide(base, root, wheels)
     if floating:
         mobile_base.free_base(robot, notes)
+        if own_option is None or not own_option.get('cone'):
+            # A base on wheels and casters is an over-constrained contact set: with pyramidal
+            # cones the solver's default iterations left TIAGo's casters with 30 kN each
+            # (the robot leapt off the floor); elliptic cones solve it (and model the tyre's
+            # friction circle)
+            robot.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
         for joint in wheels:
             drives.setdefault(joint, 'velocity')
         mobile_base.tyre_friction(robot, friction, wheels, notes)
@@ -742,6 +748,7 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
             _drives_carry_weight(robot, built, notes)
         _armature_floor(robot, notes)
         _size_gains(robot, built, wheels=set(wheels))
+        mobile_base.mark_wheels(robot, [w for w in wheels if w in built])
     except ValueError as err:
         raise ModelError(f'the model built from the URDF does not compile: {err}',
                          where='robot_description') from None

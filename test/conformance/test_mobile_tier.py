@@ -6,6 +6,8 @@ ground truth (the base body's pose in the simulation), not by the controller's r
   ``husky.urdf`` run through ``xacro`` as its launch file does;
 - the MIT racecar (car-like: front steering hinges, rear wheels;
   ``ackermann_steering_controller``), pybullet_data's ``racecar.urdf``;
+- PAL's TIAGo (dual-arm, example-robot-data): a differential base with passive casters,
+  ``diff_drive_controller`` beside its arm controller;
 - a mobile manipulator as Clearpath composes them: the Husky with pybullet_data's KUKA iiwa
   on its top plate (the arm reaches world-frame targets from wherever the base drove).
 """
@@ -43,7 +45,14 @@ def xacro(path):
 ROBOTS = {
     'husky': ('husky/husky.urdf', 'husky_controllers.yaml', 'base_footprint', True),
     'racecar': ('racecar/racecar.urdf', 'racecar_controllers.yaml', 'base_link', False),
+    'tiago': ('tiago_description/robots/tiago_dual.urdf', 'tiago_controllers.yaml',
+              'base_footprint', False),
 }
+
+
+def _share():
+    from mujoco_hal_ros.conformance import urdf_zoo
+    return urdf_zoo.share_dir()
 
 
 class Driven:
@@ -51,10 +60,19 @@ class Driven:
 
     def __init__(self, name):
         rel, controllers, self.base_body, needs_xacro = ROBOTS[name]
-        urdf = os.path.join(pybullet_data.getDataPath(), rel)
+        roots = ()
+        if name == 'tiago':             # example-robot-data: package:// meshes
+            share = _share()
+            if share is None:
+                pytest.skip('example-robot-data (test extras) has TIAGo')
+            roots = (share,)
+            urdf = os.path.join(share, 'example-robot-data', 'robots', rel)
+        else:
+            urdf = os.path.join(pybullet_data.getDataPath(), rel)
         text = xacro(urdf) if needs_xacro else open(urdf, encoding='utf-8').read()
         files = cfg.read(os.path.join(FILES, controllers))
         path, self.notes = model_from_urdf(text, base_dir=os.path.dirname(urdf),
+                                           package_roots=roots,
                                            drives=cfg.drive_joints(files))
         self.device = Device(model=path, real_time_factor=0, start_paused=True)
         self.config = files.drives[0]
