@@ -13,7 +13,7 @@ that names a controller nobody runs here.
 from dataclasses import dataclass, field
 import math
 import os
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Tuple, Union
 
 from ..config.device_file import read_yaml
 from ..errors import ConfigError
@@ -78,6 +78,11 @@ class DriveConfig:
     geometry: Dict[str, Any] = field(default_factory=dict)
     # parameters accepted for compatibility that change nothing here (logged by the node)
     no_effect: Tuple[str, ...] = ()
+    # topics where the source names them (a Gazebo drive plugin); empty: the controller's
+    # own (<name>/cmd_vel and <name>/odom, or <name>/reference and <name>/odometry)
+    command_topic: str = ''
+    odom_topic: str = ''
+    source: str = 'controllers_file'
 
     @property
     def wheel_joints(self) -> List[str]:
@@ -370,11 +375,14 @@ def read(path: Union[str, os.PathLike]) -> ControllersFile:
     return ControllersFile(path, float(rate), types, drives, blocks)
 
 
-def drive_joints(files: Optional[ControllersFile]) -> Dict[str, str]:
-    """joint -> 'velocity' (traction) or 'position' (steering) for every drive of ``files``:
-    what the URDF import makes of those joints."""
+def drive_joints(drives) -> Dict[str, str]:
+    """joint -> 'velocity' (traction) or 'position' (steering) for every drive of ``drives``
+    (a ``ControllersFile``, a list of ``DriveConfig``, or None): what the URDF import makes
+    of those joints."""
     out: Dict[str, str] = {}
-    for d in files.drives if files is not None else ():
+    if isinstance(drives, ControllersFile):
+        drives = drives.drives
+    for d in drives or ():
         for j in d.wheel_joints:
             out[j] = 'velocity'
         for j in d.steering_joints:

@@ -272,3 +272,44 @@ def test_mobile_manipulator_drives_and_reaches_in_the_world_frame():
     finally:
         base.close()
         dev.close()
+
+
+def test_gazebo_diff_drive_plugin_drives_a_turtlebot():
+    """No controllers file: the URDF's own libgazebo_ros_diff_drive.so tags are the drive
+    (topics /cmd_vel and /odom, the plugin's wheel size, separation and acceleration)."""
+    from mujoco_hal_ros.mobile.gazebo_drive import drives_from_urdf
+    with open(os.path.join(FILES, 'turtlebot3_burger.urdf'), encoding='utf-8') as handle:
+        text = handle.read()
+    (drive,), notes = drives_from_urdf(text)
+    assert (drive.command_topic, drive.odom_topic) == ('/cmd_vel', '/odom')
+    assert drive.linear.max_acceleration == 1.0 and not drive.stamped
+    assert any('<max_wheel_torque>' in n for n in notes)     # named, not silently dropped
+    path, _ = model_from_urdf(text, drives=cfg.drive_joints([drive]))
+    dev = Device(model=path, real_time_factor=0, start_paused=True)
+    base = BaseController(dev, drive)
+    try:
+        body = mujoco.mj_name2id(dev.model, mujoco.mjtObj.mjOBJ_BODY, 'base_footprint')
+        dev.step(500)
+        p0 = dev.snapshot.xpos[body].copy()
+        o0 = base.state
+        for _ in range(100):                       # 10 s at 0.2 m/s (burger's max 0.22)
+            base.command(0.2, 0.0, 0.0)
+            dev.step(50)
+        p1 = dev.snapshot.xpos[body].copy()
+        gt = np.linalg.norm(p1[:2] - p0[:2])
+        assert gt == pytest.approx(0.2 * 10.0, rel=0.10)
+        o = base.state
+        assert math.hypot(o.x - o0.x, o.y - o0.y) == pytest.approx(gt, rel=0.05)
+        q0 = dev.snapshot.xquat[body].copy()
+        for _ in range(40):                        # 4 s at 1 rad/s, in place
+            base.command(0.0, 0.0, 1.0)
+            dev.step(50)
+        q1 = dev.snapshot.xquat[body]
+        yaw = [math.atan2(2 * (q[0] * q[3] + q[1] * q[2]), 1 - 2 * (q[2] ** 2 + q[3] ** 2))
+               for q in (q0, q1)]
+        turned = _unwrap(yaw[1] - yaw[0])
+        ramp = 1.0 / (2.0 * drive.linear.max_acceleration / 0.16)   # s to reach 1 rad/s
+        assert turned == pytest.approx(_unwrap(1.0 * (4.0 - ramp / 2)), abs=0.1 * 4.0)
+    finally:
+        base.close()
+        dev.close()

@@ -114,3 +114,42 @@ def test_unknown_controller_type_stops_the_start_in_one_line(ctx, husky_urdf, tm
             Parameter('web_viewer', value=0)])
     assert 'my_pkg/Teleporter' in str(err.value)
     assert 'diff_drive_controller/DiffDriveController' in str(err.value)
+
+
+def test_turtlebot_drives_from_its_gazebo_plugin_alone(ctx):
+    """No controllers file: the URDF's libgazebo_ros_diff_drive.so tags give /cmd_vel (Twist)
+    and /odom as Gazebo's plugin serves them; the ground truth moves to odom/ground_truth so
+    /odom has one publisher."""
+    urdf = os.path.join(HERE, '..', 'models', 'mobile', 'turtlebot3_burger.urdf')
+    node = SimNode(context=ctx, parameter_overrides=[
+        Parameter('robot_description', value=urdf), Parameter('web_viewer', value=0)])
+    client = rclpy.create_node('turtle_client', context=ctx)
+    odoms, truths = [], []
+    client.create_subscription(Odometry, '/odom', odoms.append, 10)
+    client.create_subscription(Odometry, '/odom/ground_truth', truths.append, 10)
+    pub = client.create_publisher(Twist, '/cmd_vel', 10)
+    ex = rclpy.executors.MultiThreadedExecutor(num_threads=3, context=ctx)
+    ex.add_node(node)
+    ex.add_node(client)
+    spinner = SpinThread(ex, 120.0)
+    try:
+        dev = node.device
+        assert wait_for(lambda: pub.get_subscription_count() > 0, 20.0)
+        t_end = dev.snapshot.time + 3.0
+        while dev.snapshot.time < t_end:
+            msg = Twist()
+            msg.linear.x = 0.2
+            pub.publish(msg)
+            time.sleep(0.05)
+        assert wait_for(lambda: dev.snapshot.time > t_end + 1.0, 20.0)
+        assert wait_for(lambda: len(odoms) > 5 and len(truths) > 5, 10.0)
+        assert client.count_publishers('/odom') == 1
+        odom, truth = odoms[-1].pose.pose.position, truths[-1].pose.pose.position
+        assert odoms[-1].child_frame_id == 'base_footprint'
+        assert truth.x > 0.4, 'the base drove'
+        assert math.hypot(odom.x - truth.x, odom.y - truth.y) < 0.05
+    finally:
+        spinner.stop(5.0)
+        ex.shutdown(timeout_sec=2.0)
+        client.destroy_node()
+        node.destroy_node()

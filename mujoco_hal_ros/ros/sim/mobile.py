@@ -56,14 +56,16 @@ class DriveServed:
         prefix = frame_prefix(c, node.get_namespace())
         self.odom_frame, self.base_frame = prefix + c.odom_frame_id, prefix + c.base_frame_id
         diff = c.type == cfg.DIFF_DRIVE
-        if diff:
+        if c.command_topic:
+            topic = c.command_topic
+        elif diff:
             topic = f'{c.name}/cmd_vel'
         else:
             topic = f'{c.name}/reference' if c.stamped else f'{c.name}/reference_unstamped'
         kind = TwistStamped if c.stamped else Twist
         self.topics = [topic]
         self._sub = node.create_subscription(kind, topic, self._on_command, 10)
-        odom_topic = f'{c.name}/odom' if diff else f'{c.name}/odometry'
+        odom_topic = c.odom_topic or (f'{c.name}/odom' if diff else f'{c.name}/odometry')
         self._odom_pub = node.create_publisher(Odometry, odom_topic, 10)
         self.topics.append(odom_topic)
         self._tf_pub = None
@@ -74,6 +76,10 @@ class DriveServed:
             else:
                 self._tf_pub = node.create_publisher(TFMessage, f'{c.name}/tf_odometry', 10)
                 self.topics.append(f'{c.name}/tf_odometry')
+        self._limited_pub = None
+        if c.publish_limited_velocity:     # what the controller sent after its limiters
+            self._limited_pub = node.create_publisher(TwistStamped, f'{c.name}/cmd_vel_out', 10)
+            self.topics.append(f'{c.name}/cmd_vel_out')
         self._last_warn = -math.inf
         self.refused = 0
         self._last_stamp = None
@@ -106,14 +112,18 @@ class DriveServed:
         pose.pose.position.x, pose.pose.position.y = s.x, s.y
         q = pose.pose.orientation
         q.x, q.y, q.z, q.w = _yaw_quat(s.heading)
-        measured = (s.vx, s.vy, s.wz)
-        vx, vy, wz = s.command if c.publish_limited_velocity and c.open_loop else measured
-        twist.twist.linear.x, twist.twist.linear.y, twist.twist.angular.z = vx, vy, wz
+        twist.twist.linear.x, twist.twist.linear.y, twist.twist.angular.z = s.vx, s.vy, s.wz
         for i, v in enumerate(c.pose_covariance):
             pose.covariance[7 * i] = v
         for i, v in enumerate(c.twist_covariance):
             twist.covariance[7 * i] = v
         self._odom_pub.publish(msg)
+        if self._limited_pub is not None:
+            out = TwistStamped()
+            out.header.stamp = stamp
+            out.header.frame_id = self.base_frame
+            out.twist.linear.x, out.twist.linear.y, out.twist.angular.z = s.command
+            self._limited_pub.publish(out)
         if self._tf_pub is not None:
             t = TransformStamped()
             t.header.stamp = stamp
@@ -131,15 +141,17 @@ class DriveServed:
 
 
 class DriveControllers:
-    """Every drive controller of the controllers file (``mobile.config.ControllersFile``)."""
+    """Every drive controller (``mobile.config.DriveConfig``): the controllers file's, or a
+    Gazebo drive plugin's."""
 
-    def __init__(self, node, device, files: cfg.ControllersFile, tf_pub):
+    def __init__(self, node, device, drives, tf_pub):
         self.parts = []
         try:
-            for config in files.drives:
+            for config in drives:
                 self.parts.append(DriveServed(node, device, config, tf_pub))
                 node.get_logger().info(
-                    f'{config.name} ({config.type}): {", ".join(config.wheel_joints)}'
+                    f'{config.name} ({config.type}, from {config.source}): '
+                    f'{", ".join(config.wheel_joints)}'
                     + (f'; steering {", ".join(config.steering_joints)}'
                        if config.steering_joints else ''))
                 if config.no_effect:

@@ -61,6 +61,7 @@ class SimNode(GuardedNode):
         self.sensors = self.robots = self.policy = None
         self.description = self.urdf_text = None
         self.mobile = self.controllers = None
+        self.drives = []
         self._robot_urdfs = {}
         start_or_destroy(self, self._start)
 
@@ -77,8 +78,8 @@ class SimNode(GuardedNode):
             # are wheels (velocity servos) and steering before the URDF becomes a model
             path = ParameterTable([CONTROLLERS_FILE]).declare(self).controllers_file
             self.controllers = drive_config.read(path) if path else None
-            self.urdf_text, urdf_model, self.republish = model_from_parameters(
-                self, p, sandbox, drives=drive_config.drive_joints(self.controllers))
+            self.urdf_text, urdf_model, self.republish, self.drives = model_from_parameters(
+                self, p, sandbox, drives=self.controllers.drives if self.controllers else ())
             device_file, model = P.device_arguments(self.p, urdf_model)
             self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
                                  real_time_factor=self.p.real_time_factor,
@@ -140,7 +141,7 @@ class SimNode(GuardedNode):
     # --- assembly ---------------------------------------------------------------------------
     def _build(self):
         device, p = self.device, self.p
-        drives = self.controllers.drives if self.controllers is not None else []
+        drives = self.drives
         odom_tf = [d for d in drives if d.enable_odom_tf and d.type == drive_config.DIFF_DRIVE]
         # a drive controller's wheel odometry owns odom -> base on /tf, as on the robot
         self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame,
@@ -148,7 +149,10 @@ class SimNode(GuardedNode):
                                 bodies=p.publish_tf, base_tf=not odom_tf)
         camera_configs = self._declare_cameras()
         log = self.get_logger()
-        self.state = StatePublisher(self, device, self.frames, p, log)
+        # a drive controller's wheel odometry may take 'odom' (a Gazebo plugin's /odom):
+        # the ground truth then moves beside it
+        self.state = StatePublisher(self, device, self.frames, p, log,
+                                    odom_topic='odom/ground_truth' if drives else 'odom')
         self.cameras = CameraPublisher(self, device, self.frames, camera_configs,
                                        log, p.camera_background,
                                        compression=(p.image_compression, p.jpeg_quality))
@@ -178,7 +182,7 @@ class SimNode(GuardedNode):
         for why in self.swap.not_served if self.swap is not None else ():
             log.info(why)
         if drives:
-            self.mobile = DriveControllers(self, device, self.controllers,
+            self.mobile = DriveControllers(self, device, drives,
                                            self.create_publisher(TFMessage, '/tf', 100))
         snap = device.snapshot
         self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
