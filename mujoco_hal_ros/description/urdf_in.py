@@ -748,7 +748,8 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
             _drives_carry_weight(robot, built, notes)
         _armature_floor(robot, notes)
         _size_gains(robot, built, wheels=set(wheels))
-        mobile_base.mark_wheels(robot, [w for w in wheels if w in built])
+        mobile_base.mark_wheels(robot, [w for w in wheels
+                                        if built.get(w, ('',))[0] == 'velocity'])
     except ValueError as err:
         raise ModelError(f'the model built from the URDF does not compile: {err}',
                          where='robot_description') from None
