@@ -122,6 +122,31 @@ def touching_wheels(model: mujoco.MjModel, candidates: Iterable[str]) -> List[st
     return out
 
 
+def casters(model: mujoco.MjModel, continuous: Iterable[str], driven: Iterable[str]) -> List[str]:
+    """The caster joints of a free base: the continuous joints nothing drives whose own link
+    rolls on the ground (the caster wheel) or carries one (its swivel). A servo on either
+    would drag the base instead of following it."""
+    driven = set(driven)
+    free = [j for j in continuous if j not in driven]
+    rolling = touching_wheels(model, free)
+    wheel_bodies = {int(model.jnt_bodyid[model.joint(j).id]) for j in rolling}
+    out = []
+    for name in free:
+        body = int(model.jnt_bodyid[model.joint(name).id])
+        carried = any(_below(model, w, body) for w in wheel_bodies)
+        if name in rolling or carried:
+            out.append(name)
+    return out
+
+
+def _below(model, body: int, ancestor: int) -> bool:
+    while body > 0:
+        if body == ancestor:
+            return True
+        body = int(model.body_parentid[body])
+    return False
+
+
 def decide(base: str, root: ET.Element, wheels: List[str]) -> bool:
     """Whether the base floats: see the module's rule."""
     if base == 'floating':

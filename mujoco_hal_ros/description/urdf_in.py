@@ -726,8 +726,8 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
             drives.setdefault(joint, 'velocity')
         mobile_base.tyre_friction(robot, friction, wheels, notes)
         notes.append(f'drive wheels (velocity servos): {", ".join(wheels) or "none"}')
-        passive = [j for j in mobile_base.touching_wheels(model, continuous)
-                   if j not in drives and j not in commands]
+        passive = mobile_base.casters(model, continuous,
+                                      [j for j in continuous if j in drives or j in commands])
         for joint in passive:        # casters roll where the base pushes them
             drives[joint] = None
         if passive:

@@ -153,3 +153,63 @@ def test_turtlebot_drives_from_its_gazebo_plugin_alone(ctx):
         ex.shutdown(timeout_sec=2.0)
         client.destroy_node()
         node.destroy_node()
+
+
+def test_tiago_base_and_both_arms_from_its_controllers_file(ctx, monkeypatch):
+    """A mobile manipulator's own file: the base drives on cmd_vel while the left arm follows
+    a trajectory; each arm's joint_trajectory_controller of the file is served."""
+    from mujoco_hal_ros.conformance import urdf_zoo
+    share = urdf_zoo.share_dir()
+    if share is None:
+        pytest.skip(urdf_zoo.SHARE_MISSING)
+    from control_msgs.action import FollowJointTrajectory
+    from geometry_msgs.msg import TwistStamped
+    from rclpy.action import ActionClient
+    from trajectory_msgs.msg import JointTrajectoryPoint
+    monkeypatch.setenv('ROS_PACKAGE_PATH', share)
+    urdf = os.path.join(share, 'example-robot-data', 'robots', 'tiago_description', 'robots',
+                        'tiago_dual.urdf')
+    node = SimNode(context=ctx, parameter_overrides=[
+        Parameter('robot_description', value=urdf),
+        Parameter('controllers_file', value=os.path.join(
+            HERE, '..', 'models', 'mobile', 'tiago_controllers.yaml')),
+        Parameter('web_viewer', value=0)])
+    served = [t.name for t in node.swap.trajectories]
+    assert served == ['arm_left_controller', 'arm_right_controller']
+    client = rclpy.create_node('tiago_client', context=ctx)
+    pub = client.create_publisher(TwistStamped, 'mobile_base_controller/cmd_vel', 10)
+    arm = ActionClient(client, FollowJointTrajectory,
+                       'arm_left_controller/follow_joint_trajectory')
+    ex = rclpy.executors.MultiThreadedExecutor(num_threads=3, context=ctx)
+    ex.add_node(node)
+    ex.add_node(client)
+    spinner = SpinThread(ex, 180.0)
+    try:
+        dev, m = node.device, node.device.model
+        body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, 'base_footprint')
+        assert arm.wait_for_server(timeout_sec=20.0)
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory.joint_names = [f'arm_left_{i}_joint' for i in range(1, 8)]
+        point = JointTrajectoryPoint(positions=[0.5, 0.3, 0.0, 1.0, 0.0, 0.0, 0.0])
+        point.time_from_start.sec = 3
+        goal.trajectory.points = [point]
+        sent = arm.send_goal_async(goal)
+        p0 = dev.snapshot.xpos[body].copy()
+        t_end = dev.snapshot.time + 3.0
+        while dev.snapshot.time < t_end:
+            msg = TwistStamped()
+            msg.twist.linear.x = 0.3
+            pub.publish(msg)
+            time.sleep(0.05)
+        assert wait_for(sent.done, 10.0) and sent.result().accepted
+        result = sent.result().get_result_async()
+        assert wait_for(result.done, 60.0)
+        assert result.result().result.error_code == 0
+        q = [dev.snapshot.qpos[m.jnt_qposadr[m.joint(j).id]] for j in goal.trajectory.joint_names]
+        assert max(abs(a - b) for a, b in zip(q, point.positions)) < 0.01, 'the arm by qpos'
+        assert dev.snapshot.xpos[body][0] - p0[0] > 0.4, 'the base drove meanwhile'
+    finally:
+        spinner.stop(5.0)
+        ex.shutdown(timeout_sec=2.0)
+        client.destroy_node()
+        node.destroy_node()
