@@ -11,10 +11,13 @@ from ..config.units import parse_quantity
 from ..errors import ConfigError
 from . import noise
 
-SENSOR_KEYS = {'rate', 'frame', 'enabled', 'noise'}
+SENSOR_KEYS = {'rate', 'frame', 'enabled', 'noise', 'topic'}
 SECTION_KEYS = {'seed', 'rate'}
 LIDAR_KEYS = {'site', 'rate', 'rays', 'fov', 'vertical_rays', 'vertical_fov', 'range_min',
-              'range_max', 'exclude_robot', 'geomgroup', 'frame'}
+              'range_max', 'exclude_robot', 'geomgroup', 'frame', 'angle_min', 'angle_max',
+              'vertical_angle_min', 'vertical_angle_max', 'noise', 'topic', 'output'}
+OUTPUTS = ('auto', 'scan', 'points')
+MAX_TOPIC = 256
 MAX_RATE = 10000.0
 MAX_RAYS = 1 << 20
 
@@ -56,6 +59,18 @@ def _frame(value, where):
     return value
 
 
+def _topic(value, where):
+    """A ROS topic name (relative, or absolute with a leading /): letters, digits, _ and
+    / only, as ROS names are."""
+    ok = isinstance(value, str) and 0 < len(value) <= MAX_TOPIC and value.isascii() and \
+        all(c.isalnum() or c in '_/~' for c in value) and '//' not in value and \
+        not value.endswith('/') and not value[0].isdigit()
+    if not ok:
+        raise ConfigError(f'expected a ROS topic name (letters, digits, _ and /), got '
+                          f'{value!r}'[:200], where=where)
+    return value
+
+
 def parse_sensors(section, where='sensors'):
     """``{'seed': int, 'rate': Hz or None, 'entries': {name: {...}}}``."""
     section = _mapping(section, where)
@@ -79,6 +94,8 @@ def parse_sensors(section, where='sensors'):
                 raise ConfigError(f'expected true or false, got {entry["enabled"]!r}',
                                   where=f'{here}.enabled')
             parsed['enabled'] = entry['enabled']
+        if 'topic' in entry:
+            parsed['topic'] = _topic(entry['topic'], f'{here}.topic')
         parsed['noise'] = noise.spec_from(entry.get('noise'), f'{here}.noise', _number)
         out['entries'][key] = parsed
     return out
@@ -125,7 +142,18 @@ def lidar_entry(name, entry, where):
         'exclude_robot': get('exclude_robot', True),
         'geomgroup': get('geomgroup'),
         'frame': _frame(get('frame'), f'{where}.frame') if get('frame') else None,
+        'topic': _topic(get('topic'), f'{where}.topic') if get('topic') else None,
+        'output': get('output', 'auto'),
+        'noise': noise.spec_from(get('noise'), f'{where}.noise', _number),
     }
+    _angles(parsed, entry, where, '', math.pi, 2 * math.pi, 'fov')
+    _angles(parsed, entry, where, 'vertical_', math.pi / 2, math.pi, 'vertical_fov')
+    if parsed['output'] not in OUTPUTS:
+        raise ConfigError(f'expected one of {", ".join(OUTPUTS)}, got {parsed["output"]!r}',
+                          where=f'{where}.output')
+    if parsed['output'] == 'scan' and parsed['vertical_rays'] > 1:
+        raise ConfigError('a LaserScan holds one row: output points (PointCloud2) for '
+                          'vertical_rays above 1', where=f'{where}.output')
     if not 0 < parsed['fov'] <= 2 * math.pi + 1e-9:
         raise ConfigError('a field of view above 0 and at most 360 degrees',
                           where=f'{where}.fov')
@@ -143,3 +171,24 @@ def lidar_entry(name, entry, where):
             raise ConfigError('expected 6 true/false values, one per geom group',
                               where=f'{where}.geomgroup')
     return parsed
+
+
+def _angles(parsed, entry, where, prefix, bound, span, fov_key):
+    """``<prefix>angle_min`` and ``<prefix>angle_max`` (both or neither): rays from one to
+    the other, both included, as a Gazebo scan spreads them; they set ``fov_key`` too.
+    Neither: None, and the scan is centred on the site's axes."""
+    lo_key, hi_key = f'{prefix}angle_min', f'{prefix}angle_max'
+    given = [k for k in (lo_key, hi_key) if entry.get(k) is not None]
+    parsed[lo_key] = parsed[hi_key] = None
+    if not given:
+        return
+    if len(given) == 1:
+        raise ConfigError(f'give both {lo_key} and {hi_key}, or neither',
+                          where=f'{where}.{given[0]}')
+    lo = parse_quantity(entry[lo_key], 'angle', f'{where}.{lo_key}')
+    hi = parse_quantity(entry[hi_key], 'angle', f'{where}.{hi_key}')
+    if not -2 * bound - 1e-9 <= lo <= hi <= 2 * bound + 1e-9 or hi - lo > span + 1e-6:
+        raise ConfigError(f'{lo_key} up to {hi_key}, at most {math.degrees(span):g} degrees '
+                          'apart', where=f'{where}.{lo_key}')
+    parsed[lo_key], parsed[hi_key] = lo, hi
+    parsed[fov_key] = hi - lo

@@ -91,16 +91,16 @@ class SensorPublisher:
         for g in self.groups:
             build = getattr(self, f'_{g.kind}')(g)
             msg_type = _TYPES[g.kind]
-            pub = node.create_publisher(msg_type, f'sensors/{g.name}', SENSOR_QOS)
+            pub = node.create_publisher(msg_type, g.topic or f'sensors/{g.name}', SENSOR_QOS)
             self.streams.append(_Stream(pub, 1.0 / g.rate, build))
         for cfg in device.sensing.lidar_settings(_lidar_entries(params)).values():
             scanner = device.sensing.lidar(cfg)
             frame = self.frames.prefix + cfg['frame'] if cfg['frame'] else \
                 self.site_frame(scanner.site)
             self._frame_of_site(scanner.site, frame)
-            topic = f'{cfg["name"]}/scan' if scanner.planar else f'{cfg["name"]}/points'
-            pub = node.create_publisher(LaserScan if scanner.planar else PointCloud2, topic,
-                                        SENSOR_QOS)
+            scan = scanner.output == 'scan'
+            topic = cfg.get('topic') or f'{cfg["name"]}/{"scan" if scan else "points"}'
+            pub = node.create_publisher(LaserScan if scan else PointCloud2, topic, SENSOR_QOS)
             self.lidars.append((cfg['name'], topic))
             self.streams.append(_Stream(pub, 1.0 / cfg['rate'],
                                         self._scan(scanner, cfg, frame)))
@@ -122,7 +122,10 @@ class SensorPublisher:
         return frame
 
     def _frame_of_site(self, site, frame, extra=None):
-        """Put ``frame`` on /tf_static at ``site`` (turned by ``extra``, w-first)."""
+        """Put ``frame`` on /tf_static at ``site`` (turned by ``extra``, w-first); a frame
+        that is a body's (a URDF link a sensor tag names) is the body tree's already."""
+        if frame in self.frames.body_frames and extra is None:
+            return frame
         m = self.model
         quat = np.array(m.site_quat[site], dtype=float)
         if extra is not None:
@@ -151,7 +154,8 @@ class SensorPublisher:
         return out
 
     def describe(self):
-        out = [f'sensors/{g.name} ({g.kind} @ {g.rate:g} Hz)' for g in self.groups]
+        out = [f'{g.topic or "sensors/" + g.name} ({g.kind} @ {g.rate:g} Hz)'
+               for g in self.groups]
         out += [topic for _name, topic in self.lidars]
         return out + self.contacts.describe()
 
@@ -267,8 +271,10 @@ class SensorPublisher:
 
         def build(snap):
             scan = scanner.scan(snap)
+            if scan is None:          # its noise model dropped this one
+                return None
             st = cv.stamp(scan.time)
-            if scanner.planar:
+            if scanner.output == 'scan':
                 msg = LaserScan()
                 msg.header.stamp, msg.header.frame_id = st, frame
                 msg.angle_min, msg.angle_max = float(pat.azimuths[0]), float(pat.azimuths[-1])
