@@ -77,6 +77,7 @@ def mount(spec: mujoco.MjSpec, model: mujoco.MjModel, decls: List[SensorDeclarat
                             objtype=mujoco.mjtObj.mjOBJ_SITE, objname=d.name)
         mounted.append(d)
     _clip_note(model, [d for d in mounted if d.kind in ('camera', 'depth', 'rgbd')], notes)
+    _frame_notes(model, mounted, notes)
     if mounted:
         spec.add_text(name=TEXT_NAME, data=to_json(mounted))
     return mounted
@@ -123,3 +124,35 @@ def _clip_note(model, cams, notes) -> None:
             notes.append(f'sensor {d.name}: <clip> {d.near:g}..{d.far:g} m: MuJoCo clips '
                          f'every camera at the model\'s {near:.3g}..{far:.3g} m '
                          '(visual/map znear, zfar)')
+
+
+def _frame_notes(model, mounted, notes) -> None:
+    """A sensor stamped with a frame that is another link (a URDF's own optical frame, a
+    ``frame_name`` elsewhere) is published as the tag says; where that link does not sit
+    where the sensor measures from (at the URDF's zero pose), say so: Gazebo publishes
+    it that way too, and the stack would read the data off by that much."""
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    for d in mounted:
+        camera = d.kind in ('camera', 'depth', 'rgbd')
+        frame = d.frame or ('' if camera else d.link)
+        fid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, frame) if frame else -1
+        lid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, d.link)
+        if fid < 0 or lid < 0:
+            continue
+        # the sensor's frame in the world (for a camera: its REP-103 optical frame)
+        link_rot = data.xmat[lid].reshape(3, 3)
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, rpy_quat(d.pose[3:]))
+        rot = link_rot @ rot.reshape(3, 3)
+        if camera:
+            rot = rot @ np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+        pos = data.xpos[lid] + link_rot @ np.array(d.pose[:3])
+        off = float(np.linalg.norm(data.xpos[fid] - pos))
+        turn = float(np.arccos(np.clip((np.trace(data.xmat[fid].reshape(3, 3).T @ rot) - 1)
+                                       / 2, -1.0, 1.0)))
+        if off > 1e-3 or turn > 1e-2:
+            what = 'its optical frame (z forward, x right, y down)' if camera else 'it'
+            notes.append(f'sensor {d.name}: frame {frame!r} is {off * 1e3:.0f} mm and '
+                         f'{np.degrees(turn):.1f} degrees from where {what} measures from '
+                         f'(<pose> in {d.link}); stamped {frame!r} as the tag says')

@@ -403,3 +403,23 @@ def test_depth_pixels_land_on_the_wall_and_floor(tb3):
             assert gap < 0.005, (u, v, z, point)
             checked += 1
     assert checked == 100
+
+
+def test_check_robot_lists_each_sensor_with_one_reading(tb3_model):
+    from mujoco_hal_ros.conformance.sensors_found import find
+    rows = {r.name: r for r in find(mujoco.MjModel.from_xml_path(tb3_model[0]))}
+    assert {'hls_lfcd_lds', 'tb3_imu', 'intel_realsense_r200'} <= set(rows)
+    assert all(r.result == 'pass' for r in rows.values()), [r.line() for r in rows.values()]
+    lds = rows['hls_lfcd_lds']
+    assert (lds.topics, lds.frame, lds.rate) == ('scan', 'base_scan', 5.0)
+    assert lds.detail.endswith('of 360 rays return')
+    assert rows['intel_realsense_r200'].frame == 'camera_rgb_optical_frame'
+
+
+def test_a_frame_that_is_not_where_the_sensor_is_gets_a_note(tmp_path):
+    """The tag's frame_name names a link that is not oriented as an optical frame: the
+    images are stamped with it as Gazebo would, and the note says by how much it is off."""
+    text = open(URDF).read().replace('rpy="-1.57079632679 0 -1.57079632679"', 'rpy="0 0 0"')
+    _path, notes = model_from_urdf(text, cache_dir=str(tmp_path))
+    assert any("frame 'camera_rgb_optical_frame' is 0 mm and 120.0 degrees" in n
+               for n in notes), notes
