@@ -55,6 +55,28 @@ def pattern(rays, fov, vertical_rays=1, vertical_fov=0.0, angles=None, vertical_
     return ScanPattern(az, el, dirs.reshape(-1, 3))
 
 
+def _mount(model, cfg):
+    """(site id or -1, body id, position, w-first quaternion of the scanner in the body):
+    from the settings' ``site``, or their ``body`` with ``pos`` and ``rpy``."""
+    kind, objtype = ('site', mujoco.mjtObj.mjOBJ_SITE) if cfg.get('site') else \
+        ('body', mujoco.mjtObj.mjOBJ_BODY)
+    count = model.nsite if kind == 'site' else model.nbody
+    names = [mujoco.mj_id2name(model, objtype, i) or '' for i in range(count)]
+    try:
+        known_name(cfg.get(kind) or '', [s for s in names if s], kind)
+    except Exception as err:
+        raise ConfigError(f'lidar {cfg["name"]!r}: {err}',
+                          where=f'lidars.{cfg["name"]}.{kind}',
+                          allowed=', '.join(s for s in names if s) or 'none') from None
+    oid = names.index(cfg[kind])
+    if kind == 'site':
+        return oid, int(model.site_bodyid[oid]), np.array(model.site_pos[oid], float), \
+            np.array(model.site_quat[oid], float)
+    quat = np.zeros(4)
+    mujoco.mju_euler2Quat(quat, np.asarray(cfg.get('rpy') or (0.0, 0.0, 0.0), float), 'XYZ')
+    return -1, oid, np.asarray(cfg.get('pos') or (0.0, 0.0, 0.0), float), quat
+
+
 def _pair(cfg, prefix):
     lo, hi = cfg.get(f'{prefix}angle_min'), cfg.get(f'{prefix}angle_max')
     return None if lo is None or hi is None else (lo, hi)
@@ -77,15 +99,8 @@ class Lidar:
     def __init__(self, model, cfg):
         self.model = model
         self.cfg = cfg
-        sites = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SITE, i) or ''
-                 for i in range(model.nsite)]
-        try:
-            known_name(cfg['site'], [s for s in sites if s], 'site')
-        except Exception as err:
-            raise ConfigError(f'lidar {cfg["name"]!r}: {err}',
-                              where=f'lidars.{cfg["name"]}.site',
-                              allowed=', '.join(s for s in sites if s) or 'none') from None
-        self.site = sites.index(cfg['site'])
+        self.site, body, self.offset_pos, self.offset_quat = _mount(model, cfg)
+        self.body = body
         self.pattern = pattern(cfg['rays'], cfg['fov'], cfg['vertical_rays'],
                                cfg['vertical_fov'], _pair(cfg, ''), _pair(cfg, 'vertical_'))
         spec = cfg.get('noise')
@@ -95,7 +110,6 @@ class Lidar:
         n = len(self.pattern.directions)
         self._geomid = np.zeros(n, dtype=np.int32)
         self._dist = np.zeros(n)
-        body = int(model.site_bodyid[self.site])
         self._bodyexclude = body if body > 0 else -1     # never the world's own geoms
         self._excluded = np.zeros(0, dtype=np.intp)
         if cfg.get('exclude_robot', True) and body > 0:
@@ -103,6 +117,9 @@ class Lidar:
             self._excluded = np.flatnonzero(model.body_rootid[model.geom_bodyid] == root)
         group = cfg.get('geomgroup')
         self._group = None if group is None else np.array(group, dtype=np.uint8)
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, self.offset_quat)
+        self._offset_rot = rot.reshape(3, 3)
 
     @property
     def planar(self):
@@ -124,8 +141,13 @@ class Lidar:
         mujoco.mj_kinematics(m, d)
         if len(self._excluded):
             d.geom_xpos[self._excluded] = FAR
-        origin = d.site_xpos[self.site].copy()
-        rot = d.site_xmat[self.site].reshape(3, 3)
+        if self.site >= 0:
+            origin = d.site_xpos[self.site].copy()
+            rot = d.site_xmat[self.site].reshape(3, 3)
+        else:                 # a body and a pose in it (a device file's body: entry)
+            body_rot = d.xmat[self.body].reshape(3, 3)
+            origin = d.xpos[self.body] + body_rot @ self.offset_pos
+            rot = body_rot @ self._offset_rot
         world_dirs = self.pattern.directions @ rot.T
         mujoco.mj_multiRay(m, d, origin, world_dirs.ravel(), self._group, 1,
                            self._bodyexclude, self._geomid, self._dist, None,

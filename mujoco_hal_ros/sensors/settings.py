@@ -15,7 +15,8 @@ SENSOR_KEYS = {'rate', 'frame', 'enabled', 'noise', 'topic'}
 SECTION_KEYS = {'seed', 'rate'}
 LIDAR_KEYS = {'site', 'rate', 'rays', 'fov', 'vertical_rays', 'vertical_fov', 'range_min',
               'range_max', 'exclude_robot', 'geomgroup', 'frame', 'angle_min', 'angle_max',
-              'vertical_angle_min', 'vertical_angle_max', 'noise', 'topic', 'output'}
+              'vertical_angle_min', 'vertical_angle_max', 'noise', 'topic', 'output',
+              'body', 'pos', 'rpy'}
 OUTPUTS = ('auto', 'scan', 'points')
 MAX_TOPIC = 256
 MAX_RATE = 10000.0
@@ -120,8 +121,6 @@ def parse_lidars(section, where='lidars'):
     for name, entry in _mapping(section, where).items():
         here = f'{where}.{name}'
         entry = _named_entry(name, entry, where, here, 'lidar', LIDAR_KEYS)
-        if 'site' not in entry or not isinstance(entry['site'], str) or not entry['site']:
-            raise ConfigError('a lidar needs the site it sits on', where=f'{here}.site')
         out[name] = lidar_entry(name, entry, here)
     return out
 
@@ -129,8 +128,17 @@ def parse_lidars(section, where='lidars'):
 def lidar_entry(name, entry, where):
     """One lidar's checked settings (also what a parameter entry becomes)."""
     get = entry.get
+    mount = [k for k in ('site', 'body') if k in entry]
+    if len(mount) != 1 or not isinstance(entry[mount[0]], str) or not entry[mount[0]]:
+        raise ConfigError('a lidar sits on a site, or on a body (with pos and rpy in it): '
+                          'give one of the two', where=f'{where}.site')
+    if mount == ['site'] and ('pos' in entry or 'rpy' in entry):
+        raise ConfigError('pos and rpy place a lidar on a body; a site has its own pose',
+                          where=f'{where}.pos' if 'pos' in entry else f'{where}.rpy')
     parsed = {
-        'name': name, 'site': entry['site'],
+        'name': name, 'site': get('site'), 'body': get('body'),
+        'pos': _triple(get('pos'), f'{where}.pos', 'length'),
+        'rpy': _triple(get('rpy'), f'{where}.rpy', 'angle'),
         'rate': _rate(get('rate', 10.0), f'{where}.rate'),
         'rays': _int(get('rays', 360), f'{where}.rays', 1, MAX_RAYS),
         'fov': parse_quantity(get('fov', 2 * math.pi), 'angle', f'{where}.fov'),
@@ -192,3 +200,15 @@ def _angles(parsed, entry, where, prefix, bound, span, fov_key):
                           'apart', where=f'{where}.{lo_key}')
     parsed[lo_key], parsed[hi_key] = lo, hi
     parsed[fov_key] = hi - lo
+
+
+def _triple(value, where, kind):
+    """Three quantities (``[0.1, 0, 0.2]``, units allowed: ``[10 cm, 0, 0]``), or zeros."""
+    if value is None:
+        return (0.0, 0.0, 0.0)
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise ConfigError(f'expected three values, got {value!r}'[:200], where=where)
+    out = tuple(parse_quantity(v, kind, f'{where}[{i}]') for i, v in enumerate(value))
+    if not all(math.isfinite(v) and abs(v) <= 1e3 for v in out):
+        raise ConfigError('expected finite values within 1000', where=where)
+    return out

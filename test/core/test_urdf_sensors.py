@@ -423,3 +423,36 @@ def test_a_frame_that_is_not_where_the_sensor_is_gets_a_note(tmp_path):
     _path, notes = model_from_urdf(text, cache_dir=str(tmp_path))
     assert any("frame 'camera_rgb_optical_frame' is 0 mm and 120.0 degrees" in n
                for n in notes), notes
+
+
+def test_a_lidar_on_any_body_as_a_tag_would_put_it(tb3):
+    """MJCF users (and URDF ones without tags): a device file's lidars: entry on a body with
+    pos and rpy, no site needed, scans as the tag's own lidar does from the same place."""
+    tag = tb3.sensing.lidar(tb3.sensing.lidar_settings()['hls_lfcd_lds']).scan(tb3.snapshot)
+    cfg = tb3.sensing.lidar_settings({'mine': {
+        'body': 'base_link', 'pos': [-0.064, 0, '122 mm'], 'angle_min': 0.0,
+        'angle_max': 6.28, 'range_min': 0.12, 'range_max': 3.5}})['mine']
+    scanner = tb3.sensing.lidar(cfg)
+    assert scanner.site == -1
+    mine = scanner.scan(tb3.snapshot)
+    assert np.array_equal(np.isfinite(mine.ranges), np.isfinite(tag.ranges))
+    both = np.isfinite(tag.ranges)
+    assert np.max(np.abs(mine.ranges[both] - tag.ranges[both])) < 1e-6
+    turned = tb3.sensing.lidar(dict(cfg, rpy=[0, 0, math.pi / 2])).scan(tb3.snapshot)
+    # turned a quarter left: its ray at 0 looks where the tag's looks at +90 degrees
+    i90 = int(np.argmin(np.abs(scanner.pattern.azimuths - math.pi / 2)))
+    assert turned.ranges[0] == pytest.approx(expected_range(
+        tb3.snapshot.site_xpos[tb3.sensing.lidar(
+            tb3.sensing.lidar_settings()['hls_lfcd_lds']).site], math.pi / 2), abs=0.02)
+    assert tag.ranges[i90] == pytest.approx(turned.ranges[0], abs=0.02)
+
+
+def test_lidar_mount_settings_checked():
+    got = settings.parse_lidars({'l': {'body': 'base', 'pos': ['10 cm', 0, 0],
+                                       'rpy': [0, 0, '90 deg']}})['l']
+    assert got['pos'] == (pytest.approx(0.1), 0.0, 0.0)
+    assert got['rpy'][2] == pytest.approx(math.pi / 2)
+    for bad in ({}, {'site': 's', 'body': 'b'}, {'site': 's', 'pos': [0, 0, 0]},
+                {'body': 'b', 'pos': [0, 0]}, {'body': 'b', 'rpy': [0, 0, 'nan']}):
+        with pytest.raises(ConfigError):
+            settings.parse_lidars({'l': bad})

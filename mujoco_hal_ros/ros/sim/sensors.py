@@ -93,11 +93,15 @@ class SensorPublisher:
             msg_type = _TYPES[g.kind]
             pub = node.create_publisher(msg_type, g.topic or f'sensors/{g.name}', SENSOR_QOS)
             self.streams.append(_Stream(pub, 1.0 / g.rate, build))
-        for cfg in device.sensing.lidar_settings(_lidar_entries(params)).values():
+        for cfg in device.sensing.lidar_settings(_lidar_entries(params, self.model)).values():
             scanner = device.sensing.lidar(cfg)
-            frame = self.frames.prefix + cfg['frame'] if cfg['frame'] else \
-                self.site_frame(scanner.site)
-            self._frame_of_site(scanner.site, frame)
+            if cfg['frame']:
+                frame = self.frames.prefix + cfg['frame']
+            elif scanner.site >= 0:
+                frame = self.site_frame(scanner.site)
+            else:                                   # on a body: a frame of its own name
+                frame = self.frames.prefix + cfg['name']
+            self._frame_at(scanner.body, scanner.offset_pos, scanner.offset_quat, frame)
             scan = scanner.output == 'scan'
             topic = cfg.get('topic') or f'{cfg["name"]}/{"scan" if scan else "points"}'
             pub = node.create_publisher(LaserScan if scan else PointCloud2, topic, SENSOR_QOS)
@@ -130,8 +134,15 @@ class SensorPublisher:
         quat = np.array(m.site_quat[site], dtype=float)
         if extra is not None:
             quat = cv.quat_mul(quat, extra)
-        parent = self.frames.body_frames[int(m.site_bodyid[site])]
-        self._site_frames[frame] = (parent, np.array(m.site_pos[site]), quat)
+        return self._frame_at(int(m.site_bodyid[site]), m.site_pos[site], quat, frame)
+
+    def _frame_at(self, body, pos, quat, frame):
+        """Put ``frame`` on /tf_static at ``pos``, ``quat`` (w-first) in ``body``; a body's
+        own frame is the body tree's already."""
+        if frame in self.frames.body_frames:
+            return frame
+        self._site_frames[frame] = (self.frames.body_frames[body],
+                                    np.array(pos, dtype=float), np.array(quat, dtype=float))
         return frame
 
     def _group_frame(self, g):
@@ -388,14 +399,18 @@ class SensorPublisher:
                 s.sent += 1
 
 
-def _lidar_entries(params):
-    """The ``lidars`` parameter's NAME=SITE entries as lidar settings."""
+def _lidar_entries(params, model):
+    """The ``lidars`` parameter's NAME=SITE entries as lidar settings; a name that is no
+    site but a body puts the scanner at that body's origin, along its axes."""
     out = {}
     for entry in params.lidars:
         name, _, site = entry.partition('=')
         if not site:
             name, site = entry, entry
-        out[name.strip()] = {'site': site.strip(), 'rays': params.lidar_rays,
+        site = site.strip()
+        mount = 'body' if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site) < 0 and \
+            mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, site) >= 0 else 'site'
+        out[name.strip()] = {mount: site, 'rays': params.lidar_rays,
                              'rate': params.lidar_rate, 'range_max': params.lidar_range}
     return out
 
