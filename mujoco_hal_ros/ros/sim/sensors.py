@@ -33,6 +33,7 @@ from sensor_msgs.msg import Imu, JointState, LaserScan, PointCloud2, PointField,
 from .. import conversions as cv
 from ...errors import DeviceError
 from ...fastpath import sched
+from ...sensors import declared
 from ...msg import SensorReading, Touch
 from ...world import scene as scene_edit
 from .contacts import ContactStream
@@ -60,13 +61,25 @@ def _stamped(read, frame, fill):
 class _Stream:
     """One topic: what it publishes at which simulated-time period."""
 
-    def __init__(self, pub, period, build):
+    def __init__(self, pub, period, build, grid=False):
         self.pub = pub
         self.period = period
         self.build = build         # snapshot -> message or None
-        self.last = None           # simulated time last sent
+        self.last = None           # simulated time last sent (with grid: last due)
         self.wanted = False
         self.sent = 0
+        # A description's update_rate (Gazebo's) promises that rate: due times keep to a
+        # grid of the period, so the snapshot a chunk late does not slow the stream down
+        # by a chunk a message. Otherwise two messages are at least a period apart.
+        self.grid = grid
+
+    def due(self, t):
+        """Whether a message is due at simulated time ``t``; if so, it counts as sent."""
+        if self.last is not None and t - self.last < self.period - 1e-9:
+            return False
+        behind = self.last is None or t - self.last >= 2 * self.period
+        self.last = t if not self.grid or behind else self.last + self.period
+        return True
 
 
 class SensorPublisher:
@@ -88,11 +101,13 @@ class SensorPublisher:
             self.groups = [g for g in device.sensing.sensor_groups(
                 seed=params.sensor_seed if params.sensor_seed >= 0 else None,
                 rate=params.sensor_rate or None) if g.enabled]
+        tagged = set(declared.sensor_entries(self.model))     # a description's sensors
+        tagged_lidars = set(declared.lidar_settings(self.model))
         for g in self.groups:
             build = getattr(self, f'_{g.kind}')(g)
             msg_type = _TYPES[g.kind]
             pub = node.create_publisher(msg_type, g.topic or f'sensors/{g.name}', SENSOR_QOS)
-            self.streams.append(_Stream(pub, 1.0 / g.rate, build))
+            self.streams.append(_Stream(pub, 1.0 / g.rate, build, grid=g.name in tagged))
         for cfg in device.sensing.lidar_settings(_lidar_entries(params, self.model)).values():
             scanner = device.sensing.lidar(cfg)
             if cfg['frame']:
@@ -107,7 +122,8 @@ class SensorPublisher:
             pub = node.create_publisher(LaserScan if scan else PointCloud2, topic, SENSOR_QOS)
             self.lidars.append((cfg['name'], topic))
             self.streams.append(_Stream(pub, 1.0 / cfg['rate'],
-                                        self._scan(scanner, cfg, frame)))
+                                        self._scan(scanner, cfg, frame),
+                                        grid=cfg['name'] in tagged_lidars))
             self._lidar_streams.append((self.streams[-1], cfg, frame))
         self.contacts = ContactStream(node, device, frames, params)
         self.streams += self.contacts.streams(_Stream)
@@ -390,9 +406,8 @@ class SensorPublisher:
             self._follow(snap)
         t = snap.time
         for s in self.streams:
-            if not s.wanted or (s.last is not None and t - s.last < s.period - 1e-9):
+            if not s.wanted or not s.due(t):
                 continue
-            s.last = t
             msg = s.build(snap)
             if msg is not None:
                 s.pub.publish(msg)
