@@ -23,13 +23,26 @@ GROUP_TOPIC = {'imu': 'imu', 'force_torque': 'wrench', 'contact': 'contact'}
 
 
 def declarations(model: mujoco.MjModel) -> List[SensorDeclaration]:
-    """The declarations the model carries (``[]`` without any)."""
-    tid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_TEXT, TEXT_NAME)
-    if tid < 0:
-        return []
-    adr, size = int(model.text_adr[tid]), int(model.text_size[tid])
-    raw = bytes(model.text_data[adr:adr + size]).split(b'\0', 1)[0]
-    return from_json(raw.decode('utf-8', errors='replace'))
+    """The declarations the model carries (``[]`` without any). A robot spawned into a
+    world under a prefix (``ns/``: the robots file, ``spawn_entity``) carries its text
+    under that prefix, as its sites, cameras and links: its sensors are named with it,
+    and its relative topics go under the robot's namespace."""
+    out = []
+    for tid in range(model.ntext):
+        name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_TEXT, tid) or ''
+        if not name.endswith(TEXT_NAME):
+            continue
+        prefix = name[:-len(TEXT_NAME)]
+        adr, size = int(model.text_adr[tid]), int(model.text_size[tid])
+        raw = bytes(model.text_data[adr:adr + size]).split(b'\0', 1)[0]
+        for d in from_json(raw.decode('utf-8', errors='replace')):
+            if prefix:
+                d.name, d.link = prefix + d.name, prefix + d.link
+                d.frame = prefix + d.frame if d.frame else ''
+                d.topics = {k: t if t.startswith('/') else prefix + t
+                            for k, t in d.topics.items()}
+            out.append(d)
+    return out
 
 
 def _spec(noise) -> NoiseSpec:
