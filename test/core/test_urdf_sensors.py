@@ -456,3 +456,23 @@ def test_lidar_mount_settings_checked():
                 {'body': 'b', 'pos': [0, 0]}, {'body': 'b', 'rpy': [0, 0, 'nan']}):
         with pytest.raises(ConfigError):
             settings.parse_lidars({'l': bad})
+
+
+def test_two_tagged_robots_in_one_world_each_under_its_namespace(open_device):
+    """The robots file spawns each URDF under its namespace: each robot's sensors are
+    found under its prefix, their relative topics under its namespace, absolute ones kept."""
+    from mujoco_hal_ros.menagerie import empty_world_path
+    from mujoco_hal_ros.world import robots_file
+    dev = open_device(model=empty_world_path(), start_paused=True)
+    entries = [robots_file.RobotEntry(ns, None, URDF, (x, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0))
+               for ns, x in (('tb_a', 0.0), ('tb_b', 2.0))]
+    robots_file.add_to(dev, entries)
+    decls = {d.name: d for d in declared.declarations(dev.model)}
+    assert {'tb_a/hls_lfcd_lds', 'tb_b/hls_lfcd_lds', 'tb_a/tb3_imu'} <= set(decls)
+    lidar = decls['tb_b/hls_lfcd_lds']
+    assert (lidar.topics, lidar.frame, lidar.link) == ({'scan': 'tb_b/scan'}, 'tb_b/base_scan',
+                                                       'tb_b/base_scan')
+    cfg = dev.sensing.lidar_settings()['tb_b/hls_lfcd_lds']
+    assert dev.sensing.lidar(cfg).site >= 0
+    groups = {g.name: g for g in dev.sensing.sensor_groups()}
+    assert groups['tb_a/tb3_imu'].topic == 'tb_a/imu'
