@@ -77,7 +77,11 @@ class SimNode(GuardedNode):
                                  gravity_compensation=self.p.gravity_compensation or None,
                                  move_tolerance=self.p.move_tolerance or None)
             if p.robots:         # the launch's own robots: read here, not in the sandbox
-                self._robot_urdfs = robots_file.add_to(self.device, robots_file.load(p.robots))
+                notes = []
+                self._robot_urdfs = robots_file.add_to(self.device, robots_file.load(p.robots),
+                                                       notes)
+                for note in notes:        # each robot's import, as robot_description's
+                    self.get_logger().info(f'robots: {note}')
         except BaseException:
             if self.device is not None:
                 self.device.close()
