@@ -223,14 +223,18 @@ def _name(text) -> str:
 
 
 def _topic(text) -> str:
-    """A ROS topic name as given, with what ROS refuses (spaces, odd characters)
-    replaced, or '' when nothing usable is left."""
+    """A ROS topic name from what a tag gives: characters ROS refuses become ``_``, a
+    token starting with a digit gets a ``_`` before it, empty tokens go; ``/`` in front
+    (absolute) and ``~/`` (the plugin node's own) are kept. '' when nothing is left."""
     text = (text or '').strip()[:256]
-    cleaned = ''.join(c if (c.isascii() and (c.isalnum() or c in '_/~')) else '_'
-                      for c in text)
-    while '//' in cleaned:
-        cleaned = cleaned.replace('//', '/')
-    return cleaned.rstrip('/') if cleaned not in ('', '/') else ''
+    head = '/' if text.startswith('/') else ('~/' if text.startswith('~/') else '')
+    tokens = []
+    for token in text[len(head):].split('/'):
+        token = ''.join(c if c.isascii() and (c.isalnum() or c == '_') else '_'
+                        for c in token)
+        if token:
+            tokens.append('_' + token if token[0].isdigit() else token)
+    return head + '/'.join(tokens) if tokens else ''
 
 
 def _frame(text) -> str:
@@ -402,14 +406,19 @@ class _SensorReader:
         self._frame(base)
         self._unused(kind)
         if kind == 'lidar':
-            return self._lidar(base)
-        if kind in ('camera', 'depth', 'rgbd'):
-            return self._cameras(base)
-        if kind == 'imu':
-            return [self._imu(base)]
-        if kind == 'contact':
-            return [self._contact(base)]
-        return [self._force_torque(base)]
+            out = self._lidar(base)
+        elif kind in ('camera', 'depth', 'rgbd'):
+            out = self._cameras(base)
+        elif kind == 'imu':
+            out = [self._imu(base)]
+        elif kind == 'contact':
+            out = [self._contact(base)]
+        else:
+            out = [self._force_torque(base)]
+        for d in out:       # names put together from pieces are ROS names too
+            d.topics = {role: _topic(t) or _topic(f'{d.name}/{role}')
+                        for role, t in d.topics.items()}
+        return out
 
     def _unique(self, name) -> str:
         unique, k = name, 2
@@ -782,7 +791,7 @@ def _ros2_control(root, links, notes, taken) -> List[SensorDeclaration]:
             taken.add(unique)
             out.append(SensorDeclaration(
                 name=unique, kind=kind, link=link, source='ros2_control', frame=frame,
-                rate=DEFAULT_RATE[kind], topics={topic: f'sensors/{unique}'}))
+                rate=DEFAULT_RATE[kind], topics={topic: _topic(f'sensors/{unique}')}))
     return out
 
 

@@ -63,9 +63,10 @@ def _frame(value, where):
 def _topic(value, where):
     """A ROS topic name (relative, or absolute with a leading /): letters, digits, _ and
     / only, as ROS names are."""
+    body = value[1:] if isinstance(value, str) and value.startswith('/') else value
     ok = isinstance(value, str) and 0 < len(value) <= MAX_TOPIC and value.isascii() and \
-        all(c.isalnum() or c in '_/~' for c in value) and '//' not in value and \
-        not value.endswith('/') and not value[0].isdigit()
+        all(t and (t[0].isalpha() or t[0] == '_') and all(c.isalnum() or c == '_' for c in t)
+            for t in body.split('/'))
     if not ok:
         raise ConfigError(f'expected a ROS topic name (letters, digits, _ and /), got '
                           f'{value!r}'[:200], where=where)
