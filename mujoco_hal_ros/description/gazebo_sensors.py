@@ -68,6 +68,10 @@ PLUGIN_KEYS = {'ros', 'output_type', 'frame_name', 'frameName', 'frameId', 'fram
                'pointCloudTopicName', 'gaussianNoise', 'accelGaussianNoise',
                'rateGaussianNoise', 'bodyName', 'initial_orientation_as_reference',
                'gaussian_noise', 'serviceName', 'bumperTopicName', 'imu'}
+# What a <camera> may carry (read here, noted where it is read, or changing nothing seen)
+CAMERA_KEYS = {'horizontal_fov', 'image', 'clip', 'noise', 'distortion', 'lens', 'pose',
+               'camera_info_topic', 'depth_camera', 'visibility_mask', 'triggered',
+               'trigger_topic'}
 # What a sensor element may carry without changing what a real driver would publish
 HARMLESS = {'always_on', 'visualize', 'plugin', 'pose', 'update_rate', 'topic',
             'gz_frame_id', 'ignition_frame_id', 'frame_id', 'enable_metrics'}
@@ -612,6 +616,10 @@ class _SensorReader:
         for tag in ('distortion', 'lens'):
             if _child(cam, tag) is not None:
                 notes.add(where, f'camera <{tag}> not modelled; an ideal pinhole image')
+        unused = sorted({_local(c.tag) for c in cam} - CAMERA_KEYS)
+        if unused:
+            notes.add(where, f'camera <{">, <".join(_short(u, 30) for u in unused)}> not '
+                      'supported; ignored')
         if _child(cam, 'noise') is not None and not _noise(_child(cam, 'noise'), where,
                                                            notes).off:
             notes.add(where, 'image noise not applied; clean pixels')

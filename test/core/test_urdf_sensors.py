@@ -205,6 +205,24 @@ def test_ros2_plugin_namespace_and_remapping():
     assert d.topics == {'points': 'p/out'}       # gazebo_ros_ray_sensor's default output
 
 
+def test_camera_remapping_and_namespace_as_gazebo_ros_camera():
+    """gazebo_ros_pkgs' own camera demo: <namespace>demo_cam</namespace>,
+    <remapping>image_raw:=image_demo</remapping>, camera_name mycamera."""
+    d, notes = one('''<gazebo reference="camera_link"><sensor name="my_camera" type="camera">
+        <camera name="demo_cam"><horizontal_fov>1.047</horizontal_fov>
+          <image><width>320</width><height>240</height></image><save enabled="1"/></camera>
+        <plugin name="camera_controller" filename="libgazebo_ros_camera.so">
+          <ros><namespace>demo_cam</namespace>
+            <remapping>image_raw:=image_demo</remapping>
+            <remapping>camera_info:=camera_info_demo</remapping></ros>
+          <camera_name>mycamera</camera_name><frame_name>omit_so_it_defaults</frame_name>
+        </plugin></sensor></gazebo>''')
+    assert d.topics == {'image': 'demo_cam/mycamera/image_demo',
+                        'info': 'demo_cam/mycamera/camera_info_demo'}
+    assert d.frame == 'omit_so_it_defaults' and (d.width, d.height) == (320, 240)
+    assert any('<save>' in n for n in notes)
+
+
 def test_unsupported_things_each_get_a_note():
     decls, notes = parse('''
       <gazebo reference="laser"><sensor name="gps" type="gps"/></gazebo>
