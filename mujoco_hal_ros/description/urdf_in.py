@@ -37,6 +37,11 @@ prepares the URDF for it and adds what URDF leaves out:
   as Gazebo does by default, no contacts between the robot's own links
   (``self_collide=True`` keeps them): overlapping collision meshes of neighbouring links
   are common in description packages, and MoveIt keeps planned paths clear anyway.
+- The sensors the description declares for a simulator (Gazebo Classic and Gazebo Sim
+  ``<sensor>`` tags, ``<ros2_control>`` ``<sensor>`` components: ``gazebo_sensors``) are
+  mounted where they sit (``sensor_mounts``: sites, cameras, MuJoCo sensors) and carried
+  in the model, so sim_node publishes them on the topics and frames the tags give; what
+  is not supported is noted.
 - The robot is placed in a default scene (floor, just below whatever hangs lower than the
   base at ``home``; light; an ``overview`` camera looking at it) or attached to the
   world of a user's MJCF ``scene`` file.
@@ -55,7 +60,7 @@ import mujoco
 import numpy as np
 
 from ..errors import ModelError
-from . import joint_limits, mobile_base, servo_gains
+from . import gazebo_sensors, joint_limits, mobile_base, sensor_mounts, servo_gains
 from .urdf_out import write_stl
 
 DEFAULT_KP = 100.0         # placeholders until _size_gains sizes each servo
@@ -549,6 +554,12 @@ def _with_balanced_inertia(xml):
         compiler = ET.Element('compiler')
         root.insert(0, compiler)
     compiler.set('balanceinertia', 'true')
+    for text in root.iterfind('custom/text'):
+        # MuJoCo writes a text's data as CDATA, which ElementTree turns into plain element
+        # text that MuJoCo's reader refuses; as the data attribute it reads back the same
+        if text.get('data') is None and text.text:
+            text.set('data', text.text)
+            text.text = None
     return ET.tostring(root, encoding='unicode')
 
 
@@ -685,6 +696,10 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
     own_option = root.find('mujoco/option')
     own_integrator = own_option is not None and own_option.get('integrator')
     folder = cache_dir or default_cache_dir()
+    # the sensors the <gazebo> and <ros2_control> tags declare, read before _prepare
+    # removes those tags (MuJoCo's importer does not read them)
+    sensors, sensor_notes = gazebo_sensors.parse(root)
+    notes.extend(f'sensors: {n}' for n in sensor_notes)
     _prepare(root, tuple(package_roots), base_dir, folder, notes)
     try:
         robot = mujoco.MjSpec.from_string(ET.tostring(root, encoding='unicode'))
@@ -742,6 +757,10 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
     if not self_collide:
         _no_self_collision(robot)
     try:
+        mounted = sensor_mounts.mount(robot, model, sensors, notes)
+        if mounted:
+            notes.append('sensors: ' + ', '.join(f'{d.name} ({d.kind} on {d.link})'
+                                                 for d in mounted))
         built = _add_actuators(robot, commands, limits, followers, notes, overrides=drives)
         _add_home(robot, off_limits=0.02 if floating else 0.0)
         if gravcomp:

@@ -144,17 +144,20 @@ def read_urdf(path: str) -> str:
                           where=shorten(path, 300)[1:-1]) from None
 
 
-def resource(entry: RobotEntry) -> str:
+def resource(entry: RobotEntry, notes: Optional[list] = None) -> str:
     """The MJCF file to spawn for an entry: its model, or its URDF imported as the
-    ``robot_description`` parameter imports one (servos, limits, mimic joints), without
-    a scene of its own."""
+    ``robot_description`` parameter imports one (servos, limits, mimic joints, the sensors
+    its tags declare), without a scene of its own; what the import changed or could not
+    follow is appended to ``notes``."""
     if entry.model:
         return entry.model
     from ..description.urdf_in import model_from_urdf
     text = read_urdf(entry.urdf)
     roots = [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
-    path, _notes = model_from_urdf(text, package_roots=roots,
-                                   base_dir=os.path.dirname(entry.urdf), bare=True)
+    path, said = model_from_urdf(text, package_roots=roots,
+                                 base_dir=os.path.dirname(entry.urdf), bare=True)
+    if notes is not None:
+        notes.extend(f'{entry.namespace}: {n}' for n in said)
     return path
 
 
@@ -173,13 +176,14 @@ def home_pose(path: str) -> dict:
             if int(model.jnt_type[j]) in moving and model.joint(j).name}
 
 
-def add_to(device, entries: list[RobotEntry]) -> dict:
+def add_to(device, entries: list[RobotEntry], notes: Optional[list] = None) -> dict:
     """Spawn each entry under its namespace at its home pose and make it a robot;
-    {namespace: URDF text} of those that came from a URDF (``<ns>/robot_description``)."""
+    {namespace: URDF text} of those that came from a URDF (``<ns>/robot_description``).
+    ``notes``: what each URDF's import changed or could not follow, to log."""
     urdfs = {}
     for e in entries:
         folder, _, name = e.namespace.rpartition('/')
-        path = resource(e)
+        path = resource(e, notes)
         device.scene.spawn(path, name, e.position, e.quaternion, namespace=folder)
         device.robots.add(e.namespace)
         home = home_pose(path)

@@ -205,8 +205,9 @@ TABLE = ParameterTable([
           "file's sensors.seed (else 0). The same seed gives the same noisy readings.",
           range=(-1, 2 ** 31 - 1), rule='-1 (the device file\'s) or 0 and above'),
     Param('lidars', 'string_array', [], 'Extra lidars as NAME=SITE (or SITE): a planar '
-          'scanner of lidar_rays rays over 360 degrees on that site, publishing '
-          "<name>/scan (LaserScan); the device file's lidars: section sets any pattern.",
+          'scanner of lidar_rays rays over 360 degrees on that site (or, where no site has '
+          "the name, at that body's origin), publishing <name>/scan (LaserScan); the device "
+          "file's lidars: section sets any pattern and pose.",
           check=lambda v: [d for d in v if d]),
     Param('lidar_rays', 'integer', 360, 'Rays per scan of each lidars entry.',
           range=(1, 100000), rule='1..100000'),

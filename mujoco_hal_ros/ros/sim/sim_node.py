@@ -43,6 +43,7 @@ from ..swap.trajectory_controller import CONTROLLERS_FILE  # noqa: E402
 from ...mobile import config as drive_config  # noqa: E402
 from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
+from ...sensors import declared as declared_sensors  # noqa: E402
 from ...sim.device import Device  # noqa: E402
 from ...world import robots_file  # noqa: E402
 from ...world.sandbox import Limits, Sandbox  # noqa: E402
@@ -87,7 +88,11 @@ class SimNode(GuardedNode):
                                  gravity_compensation=self.p.gravity_compensation or None,
                                  move_tolerance=self.p.move_tolerance or None)
             if p.robots:         # the launch's own robots: read here, not in the sandbox
-                self._robot_urdfs = robots_file.add_to(self.device, robots_file.load(p.robots))
+                notes = []
+                self._robot_urdfs = robots_file.add_to(self.device, robots_file.load(p.robots),
+                                                       notes)
+                for note in notes:        # each robot's import, as robot_description's
+                    self.get_logger().info(f'robots: {note}')
         except BaseException:
             if self.device is not None:
                 self.device.close()
@@ -115,14 +120,25 @@ class SimNode(GuardedNode):
             raise ConfigError(f'no camera {", ".join(unknown)}', where='parameter depth',
                               allowed=', '.join(sorted(known)) or 'none: this device has no '
                               'cameras')
-        for img in self.device.layout.images:
-            got = P.camera_table(img.name, {'rate': self.p.camera_rate,
-                                            'width': self.p.camera_width or img.width,
-                                            'height': self.p.camera_height or img.height}
+        # cameras the robot description declares: their rate, size, depth and topics are
+        # the tag's (the cameras.<name>.* parameters still win), served even where a device
+        # file's channels leave them out
+        tagged = declared_sensors.cameras(self.device.model)
+        images = [(i.name, i.camera, i.width, i.height, i.depth)
+                  for i in self.device.layout.images]
+        served = {camera for _n, camera, *_rest in images}
+        images += [(name, name, d.width, d.height, False) for name, d in tagged.items()
+                   if name not in served]
+        for name, camera, width, height, depth in images:
+            tag = tagged.get(camera)
+            got = P.camera_table(name, {'rate': tag.rate if tag else self.p.camera_rate,
+                                        'width': self.p.camera_width or width,
+                                        'height': self.p.camera_height or height}
                                  ).declare(self)
-            depth = img.depth or img.name in depth_wanted or img.camera in depth_wanted
-            configs.append(CameraConfig(img.name, img.camera, got.width, got.height, got.rate,
-                                        depth))
+            depth = depth or name in depth_wanted or camera in depth_wanted or (
+                tag is not None and tag.kind != 'camera')
+            configs.append(CameraConfig(name, camera, got.width, got.height, got.rate,
+                                        depth, topics=dict(tag.topics) if tag else {}))
         return configs
 
     def _check_unknown_overrides(self):
