@@ -160,32 +160,23 @@ def resource(entry: RobotEntry) -> str:
 
 def home_pose(path: str) -> dict:
     """{joint: position} of the hinge and slide joints at the model's ``home`` keyframe
-    (else its first; {} without one): where the robot starts, as it would alone. A spawn
-    attaches the bodies, not the keyframes, so the robot is put there after it."""
+    (else its first; without one qpos0 clamped into the joints' ranges): where the robot
+    starts, as it would alone (``keyframes.home_state``; a spawn puts it there)."""
     import mujoco
-    model = mujoco.MjModel.from_xml_path(path)
-    if not model.nkey:
-        return {}
-    key = max(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home'), 0)
-    moving = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-    return {model.joint(j).name: float(model.key_qpos[key, model.jnt_qposadr[j]])
-            for j in range(model.njnt)
-            if int(model.jnt_type[j]) in moving and model.joint(j).name}
+    from ..sim.keyframes import home_state
+    return home_state(mujoco.MjModel.from_xml_path(path))[0]
 
 
 def add_to(device, entries: list[RobotEntry]) -> dict:
-    """Spawn each entry under its namespace at its home pose and make it a robot;
-    {namespace: URDF text} of those that came from a URDF (``<ns>/robot_description``)."""
+    """Spawn each entry under its namespace (it starts at its home pose, as every spawned
+    entity does) and make it a robot; {namespace: URDF text} of those that came from a
+    URDF (``<ns>/robot_description``)."""
     urdfs = {}
     for e in entries:
         folder, _, name = e.namespace.rpartition('/')
         path = resource(e)
         device.scene.spawn(path, name, e.position, e.quaternion, namespace=folder)
         device.robots.add(e.namespace)
-        home = home_pose(path)
-        if home:
-            device.physics.set_joint_state([f'{e.namespace}/{j}' for j in home],
-                                           list(home.values()))
         if e.urdf:
             urdfs[e.namespace] = read_urdf(e.urdf)
     return urdfs

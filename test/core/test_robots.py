@@ -226,3 +226,79 @@ def test_spawning_a_model_with_keyframes_into_a_world_without_says_nothing(
                 pytest.approx(value, abs=1e-9)
     assert not [w for w in recwarn if 'Attach conflict' in str(w.message)]
     assert 'Attach conflict' not in capfd.readouterr().err
+
+
+def _expected_home(path):
+    """Where a model alone starts, read from its file here (not through the package): its
+    ``home`` keyframe, else its first, else qpos0 clamped into each limited joint's range;
+    {joint name: position} of its hinges and slides."""
+    m = mujoco.MjModel.from_xml_path(path)
+    names = [m.key(k).name for k in range(m.nkey)]
+    key = names.index('home') if 'home' in names else (0 if m.nkey else None)
+    qpos = m.key_qpos[key] if key is not None else m.qpos0
+    out = {}
+    for j in range(m.njnt):
+        if int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE),
+                                      int(mujoco.mjtJoint.mjJNT_SLIDE)) or not m.joint(j).name:
+            continue
+        q = float(qpos[m.jnt_qposadr[j]])
+        if m.jnt_limited[j]:
+            q = min(max(q, m.jnt_range[j, 0]), m.jnt_range[j, 1])
+        out[m.joint(j).name] = q
+    return out
+
+
+def _zoo_arms():
+    from mujoco_hal_ros.conformance import zoo
+    return [z for z in zoo.models(include_variants=False) if z.kind == 'arm']
+
+
+@pytest.mark.parametrize('zm', _zoo_arms(), ids=lambda z: z.name)
+def test_a_spawned_zoo_arm_starts_at_home_with_its_servos_there(zm):
+    """A robot spawned under an entity namespace starts where the model alone starts (its
+    home keyframe, else qpos0 clamped into its ranges): every joint inside its range, and
+    after half a second of physics its servo-driven joints are still there (their
+    setpoints are home, not qpos0). Panda's joint4 range excludes 0: at qpos0 it started
+    outside it and a later move ended 0.07 rad short."""
+    if zm.path is None:
+        pytest.skip(zm.missing)
+    expected = _expected_home(zm.path)
+    with Device(model=menagerie.empty_world_path(), real_time_factor=0,
+                start_paused=True) as dev:
+        dev.spawn_entity(zm.path, 'arm', position=(0.0, 0.0, 0.0), namespace='second')
+        m = dev.model
+        q0 = dev.snapshot.qpos.copy()
+        for name, value in expected.items():
+            j = m.joint(f'second/arm/{name}').id
+            q = q0[m.jnt_qposadr[j]]
+            assert q == pytest.approx(value, abs=1e-9), name
+            if m.jnt_limited[j]:
+                assert m.jnt_range[j, 0] - 1e-9 <= q <= m.jnt_range[j, 1] + 1e-9, name
+        # the servos hold home: each position servo's setpoint is its joint's home, and on
+        # a fixed base (no free joint above) the joints stay there (measured)
+        servos = [(a, int(m.actuator_trnid[a, 0])) for a in range(m.nu)
+                  if m.actuator(a).name.startswith('second/arm/')
+                  and m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT
+                  and m.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE
+                  and m.actuator_gainprm[a, 0] > 0
+                  and np.isclose(m.actuator_biasprm[a, 1], -m.actuator_gainprm[a, 0])]
+        dev.step(int(round(0.5 / m.opt.timestep)))
+        snap = dev.snapshot
+        for a, j in servos:
+            home = expected[m.joint(j).name[len('second/arm/'):]]
+            if m.actuator_ctrllimited[a]:
+                home = min(max(home, m.actuator_ctrlrange[a, 0]), m.actuator_ctrlrange[a, 1])
+            assert snap.setpoint[a] == pytest.approx(home, abs=1e-9), m.actuator(a).name
+            if not _under_free_joint(m, int(m.jnt_bodyid[j])):
+                drift = abs(snap.qpos[m.jnt_qposadr[j]] - q0[m.jnt_qposadr[j]])
+                assert drift < 0.05, (m.joint(j).name, drift)
+
+
+def _under_free_joint(m, body):
+    while body > 0:
+        adr, n = m.body_jntadr[body], m.body_jntnum[body]
+        if any(int(m.jnt_type[k]) == int(mujoco.mjtJoint.mjJNT_FREE)
+               for k in range(adr, adr + n)):
+            return True
+        body = int(m.body_parentid[body])
+    return False
