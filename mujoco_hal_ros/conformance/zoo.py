@@ -35,6 +35,7 @@ class ZooModel:
     urdf: bool = False        # path is a URDF, loaded as robot_description (urdf_zoo)
     ros2_control: bool = False   # ... with a driver's <ros2_control> block written in
     span: float = None        # rad: sample joints at most this far from mid-range (None: all)
+    gripper_joint: str = None  # the gripper's joint as a user binds it (None: zero-config's)
 
 
 # Cells that fail today, each with what we know of why. The tier reports them as expected

@@ -55,6 +55,11 @@ class RobotInterfaces:
             self.destroy()
             raise
 
+    def gripper_text(self):
+        """The gripper joint and range for the start-up log ('no gripper' without one)."""
+        g = self.gripper.gripper if self.gripper is not None else None
+        return 'no gripper' if g is None else f'gripper {g.joint} [{g.lo:g}, {g.hi:g}]'
+
     def describe(self):
         ns = self.view.namespace
         out = [f'{ns}/joint_states'] + self.control.describe()
@@ -108,7 +113,8 @@ class RobotsServed:
                     self.served[ns] = RobotInterfaces(self.node, view, self.bridge,
                                                       self.urdf_texts.get(ns))
                     self.node.get_logger().info(
-                        f'robot {ns}: {len(view.joint_names)} joints, serving '
+                        f'robot {ns}: {len(view.joint_names)} joints, '
+                        f'{self.served[ns].gripper_text()}, serving '
                         + ', '.join(self.served[ns].describe()[:4]) + ', ...')
             self.state.set_robots(list(views.values()))
 

@@ -265,6 +265,11 @@ class SimNode(GuardedNode):
         log.info('serving: ' + ', '.join(self.control.describe() + WrenchServices.describe() + (
             self.swap.describe() if self.swap is not None else []) + self.recording.describe()
             + self.robots.describe()))
+        gripper = getattr(self.swap, 'gripper', None) if self.swap is not None else None
+        g = gripper.gripper if gripper is not None else None
+        log.info('gripper: ' + ('none found (no finger joint driven to a position, no finger '
+                                'tendon; gripper_controller.joint names one)' if g is None else
+                                f'{g.joint} [{g.lo:g}, {g.hi:g}] on goal channel {g.channel}'))
 
     def health_line(self):
         h = self.device.health()

@@ -130,16 +130,10 @@ def _gripper_for(layout, joint):
     found = gr.find_gripper(layout)
     if not joint or (found is not None and found.joint == joint):
         return found
-    for goal in layout.goals.values():
-        if goal.drive == 'position' and goal.joint >= 0 and layout.joints[goal.joint] == joint:
-            model = layout.model
-            j = goal.joint
-            lo, hi = (model.jnt_range[j] if model.jnt_limited[j]
-                      else (-float('inf'), float('inf')))
-            return gr.Gripper(goal.name, joint, int(model.jnt_qposadr[j]), float(lo),
-                              float(hi))
-    raise ConfigError(f'joint {joint!r} is not driven by a position goal channel',
-                      where='gripper joint')
+    try:
+        return gr.gripper_on_joint(layout, joint)
+    except DeviceError as exc:
+        raise ConfigError(str(exc), where='gripper joint') from None
 
 
 class _Goal:
