@@ -855,10 +855,17 @@ def finger_groups(m, fingers, joint):
             if finger_bodies & set(below):
                 out.append(below)
         return out
+
+    def fingers_only(found):       # a finger is a short branch; an arm is not one
+        movable = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        return all(sum(int(m.jnt_type[k]) in movable for b in below
+                       for k in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))
+                   <= gr.MAX_FINGER_JOINTS for below in found)
     own = int(m.jnt_bodyid[joint])
     hand, body = None, int(m.body_parentid[own])
     while body > 0 and hand is None:
-        if len(branches(body)) >= 2:
+        found = branches(body)
+        if len(found) >= 2 and fingers_only(found):
             hand = body
         body = int(m.body_parentid[body])
     if hand is None:
@@ -909,8 +916,8 @@ def check_gripper(ctx):
         return _skip(ctx, 'gripper', fingers)
     groups = finger_groups(m, fingers, m.joint(g.joint).id)
     if len(groups) < 2:
-        return _fail(ctx, 'gripper', f'gripper on {g.joint}, but no finger geometry to '
-                     'measure an opening on')
+        return _skip(ctx, 'gripper', f'gripper on {g.joint}, but its fingers have no '
+                     'geometry to measure an opening on')
     lo, hi = (g.lo, g.hi) if np.isfinite(g.lo) and np.isfinite(g.hi) else (-0.5, 0.5)
     channel = dev.layout.goals[g.channel]
     d = mujoco.MjData(m)
