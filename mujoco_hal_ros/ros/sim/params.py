@@ -176,6 +176,9 @@ TABLE = ParameterTable([
     Param('record', 'string', '', 'Record from start into this rosbag2 folder (MCAP); empty: '
           'only when start_recording is called (then rosbag2_<time>). An existing folder '
           'gets _2, _3...'),
+    Param('record_folder', 'string', '', 'Folder a recording with a relative name (record, '
+          'or start_recording\'s rosbag2_<time>) goes into, created if missing; empty: the '
+          'node\'s working directory. make run gives <repository>/recordings.'),
     Param('record_topics', 'string_array', [], 'Topics to record; empty: every topic this '
           'node publishes.', check=lambda v: [t for t in v if t]),
     Param('record_max_bytes', 'integer', 0, 'Start a new MCAP file past this size; 0 = never.',
