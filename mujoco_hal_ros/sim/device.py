@@ -220,10 +220,11 @@ class Device:
                      'real_time_factor': self.stepper.real_time_factor})
         return desc
 
-    def read(self, names=None, snapshot=None):
-        """Scalar read channels in their own units, from one consistent snapshot."""
+    def read(self, names=None, snapshot=None, *, layout=None):
+        """Scalar read channels in their own units, from one consistent snapshot;
+        ``layout``: one robot's channels (``RobotView``) instead of the device's."""
         snap = snapshot or self.snapshot
-        chans = self.layout.reads
+        chans = (layout or self.layout).reads
         if names is not None:
             if isinstance(names, str):
                 names = [names]

@@ -47,12 +47,21 @@ def _bench_q(dev):
 
 
 def test_a_robot_names_only_its_own_joints_channels_and_tool(world):
+    """A robot speaks its own names, as Panda's own driver would (``joint1``, not the world
+    model's ``right/panda/joint1``); the rest of the world is not its to name."""
     dev, view = world
-    assert view.joint_names and all(j.startswith('right/panda/') for j in view.joint_names)
+    panda = mujoco.MjModel.from_xml_path(_panda())        # the model alone, read here
+    own = [panda.joint(j).name for j in range(panda.njnt)
+           if int(panda.jnt_type[j]) in (2, 3)]            # its slides and hinges
+    assert view.joint_names == own
     assert 'pan' not in view.joint_names
-    assert all(g.startswith('right/panda/') for g in view.layout.goals)
+    assert sorted(view.layout.goals) == sorted(f'{panda.actuator(a).name}_goal'
+                                               for a in range(panda.nu))
     assert not any(n.startswith('right/') for n in dev.layout.goals)   # the file's device
-    assert view.tool() == 'right/panda/hand'          # the hand, not a finger
+    assert view.tool() == 'hand'                      # the hand, not a finger
+    assert view.world_name('joint1') == 'right/panda/joint1'
+    q = dev.snapshot.qpos[dev.model.jnt_qposadr[dev.model.joint('right/panda/joint4').id]]
+    assert view.read(['joint4'])['joint4'] == pytest.approx(q)
     desc = view.describe()
     assert desc['namespace'] == 'right' and desc['joints'] == view.joint_names
     assert dev.robots.names() == ['right'] and dev.robots.claimed('right/panda/joint1')
@@ -109,7 +118,8 @@ def test_hold_on_one_robot_leaves_the_other_moving(world):
     assert bench.wait(30) and bench.result['code'] == errors.DONE
     held = dev.snapshot.qpos.copy()
     time.sleep(0.2)
-    panda_q = [int(dev.model.jnt_qposadr[dev.model.joint(j).id]) for j in view.joint_names[:7]]
+    panda_q = [int(dev.model.jnt_qposadr[dev.model.joint(view.world_name(j)).id])
+               for j in view.joint_names[:7]]
     assert np.abs(dev.snapshot.qpos[panda_q] - held[panda_q]).max() < 2e-3
     # the world-wide hold holds every robot
     dev.pause()
@@ -130,10 +140,13 @@ def test_requests_for_the_other_robot_are_refused_and_change_nothing(world):
     assert err.value.code == errors.UNKNOWN_NAME
     for bad in (float('nan'), float('inf'), 1e308, True):
         with pytest.raises(DeviceError):
-            view.set_goals({'right/panda/actuator1_goal': bad})
+            view.set_goals({'actuator1_goal': bad})
     assert dev.goals() == goals and view.move is None
-    assert view.set_goals({'right/panda/actuator1_goal': 0.3})['code'] == errors.STARTED
-    assert view.goals()['right/panda/actuator1_goal'] == pytest.approx(0.3)
+    with pytest.raises(DeviceError) as err:      # the world model's name is not the robot's
+        view.set_goals({'right/panda/actuator1_goal': 0.3})
+    assert err.value.code == errors.UNKNOWN_NAME
+    assert view.set_goals({'actuator1_goal': 0.3})['code'] == errors.STARTED
+    assert view.goals()['actuator1_goal'] == pytest.approx(0.3)
     with pytest.raises(DeviceError):
         view.pause()
     with pytest.raises(DeviceError) as err:

@@ -57,6 +57,7 @@ class SimNode(GuardedNode):
         self.sensors = self.robots = self.policy = None
         self.description = self.urdf_text = None
         self._robot_urdfs = {}
+        self._robot_entries = []        # the robots file's entries (their own settings)
         start_or_destroy(self, self._start)
 
     def _start(self):
@@ -76,7 +77,8 @@ class SimNode(GuardedNode):
                                  gravity_compensation=self.p.gravity_compensation or None,
                                  move_tolerance=self.p.move_tolerance or None)
             if p.robots:         # the launch's own robots: read here, not in the sandbox
-                self._robot_urdfs = robots_file.add_to(self.device, robots_file.load(p.robots))
+                self._robot_entries = robots_file.load(p.robots)
+                self._robot_urdfs = robots_file.add_to(self.device, self._robot_entries)
         except BaseException:
             if self.device is not None:
                 self.device.close()
@@ -147,7 +149,8 @@ class SimNode(GuardedNode):
         self.bridge = CompletionBridge(self)    # every request's answer, when core work ends
         self.control = Control(self, device, self.bridge)
         self.wrench_services = WrenchServices(self, device, self.bridge)
-        self.robots = RobotsServed(self, device, self.bridge, self.state, self._robot_urdfs)
+        self.robots = RobotsServed(self, device, self.bridge, self.state, self._robot_urdfs,
+                                   {e.namespace: e for e in self._robot_entries})
         self.policy = PolicyRuns(self, device, self.bridge)    # run_policy, stop_policy
         self.description = (DescriptionPublisher(self, device.model, self.frames,
                                                  self.urdf_text)

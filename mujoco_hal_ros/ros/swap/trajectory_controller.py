@@ -220,7 +220,8 @@ class TrajectoryController:
     """``<name>/follow_joint_trajectory``, ``<name>/joint_trajectory`` and
     ``<name>/controller_state`` on ``node`` for ``device``."""
 
-    def __init__(self, node, device, name=None, bridge=None, namespace=''):
+    def __init__(self, node, device, name=None, bridge=None, namespace='',
+                 controllers_file=None):
         self.node = node
         self.device = device
         self._own_bridge = bridge is None           # closed in destroy() if made here
@@ -243,6 +244,8 @@ class TrajectoryController:
         self.name = topic
         path = ParameterTable([CONTROLLERS_FILE]).declare(node).controllers_file
         given = controller_block(path, name) if path and not namespace else {}
+        if controllers_file:        # one robot's own (the robots file's controllers_file)
+            given = controller_block(controllers_file, name)
         name = f'{namespace}.{name}' if namespace else name
         p = f'{name}.'
         joints = joints_table(name).declare(node, defaults=given).joints
