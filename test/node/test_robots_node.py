@@ -242,3 +242,132 @@ def test_a_robots_launch_opens_an_empty_world():
     with_robots = P.sim_params(dict(defaults, robots='/x.yaml'))
     assert P.device_arguments(with_robots) == (None, P.device_arguments(with_robots)[1])
     assert P.device_arguments(with_robots)[1].endswith('world.xml')
+
+
+HOBBY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'models',
+                     'hobby_arm.urdf')
+HOBBY_CONTROLLERS = os.path.join(os.path.dirname(HOBBY), 'hobby_arm_controllers.yaml')
+HOBBY_ARM = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll']
+
+
+@pytest.fixture(scope='module')
+def twins(tmp_path_factory):
+    """Two copies of one arm URDF, each with the real arm's own controllers file and
+    gripper joint, under left/ and right/."""
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+    from mujoco_hal_ros.ros.sim.sim_node import SimNode
+    from helpers import SpunNodes
+    path = tmp_path_factory.mktemp('twins') / 'cell.yaml'
+    entry = (f'    urdf: {HOBBY}\n    controllers_file: {HOBBY_CONTROLLERS}\n'
+             '    gripper_joint: left_finger_joint\n')
+    path.write_text('robots:\n  - namespace: left\n' + entry + '    position: [0, 0.3, 0]\n'
+                    '  - namespace: right\n' + entry + '    position: [0, -0.3, 0]\n')
+    h = SpunNodes(lambda ctx: [
+        SimNode(context=ctx, parameter_overrides=[Parameter('robots', value=str(path)),
+                                                  Parameter('publish_rate', value=100.0)]),
+        rclpy.create_node('twins_test_client', context=ctx)],
+        lambda ctx: MultiThreadedExecutor(num_threads=4, context=ctx))
+    h.spin(300.0)
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+def _send(h, client, goal, timeout=30.0):
+    assert client.wait_for_server(timeout_sec=10.0)
+    handle = h.wait(client.send_goal_async(goal), 10.0)
+    assert handle.accepted
+    return h.wait(handle.get_result_async(), timeout).result
+
+
+def _positions(js, names):
+    return np.array([js.position[list(js.name).index(n)] for n in names])
+
+
+def test_two_copies_of_one_arm_are_driven_by_its_own_controllers_file_and_names(twins):
+    """The unchanged controllers file and joint names of the real arm drive each copy;
+    judged from each robot's own joint_states."""
+    node = twins.nodes[0]
+    for ns in ('left', 'right'):
+        js = _latest(twins, f'{ns}/joint_states')
+        assert list(js.name) == HOBBY_ARM + ['gripper', 'left_finger_joint',
+                                             'right_finger_joint']
+        assert node.get_parameter(f'{ns}.arm_controller.joints').value == HOBBY_ARM
+        assert node.get_parameter(f'{ns}.arm_controller.constraints.shoulder_pan.goal'
+                                  ).value == pytest.approx(0.02)
+    before_right = _latest(twins, 'right/joint_states')
+    goal = np.array([0.4, -0.3, 0.5, 0.3, -0.2])
+    client = ActionClient(twins.nodes[-1], FollowJointTrajectory,
+                          'left/arm_controller/follow_joint_trajectory')
+    try:
+        result = _send(twins, client, FollowJointTrajectory.Goal(
+            trajectory=trajectory(HOBBY_ARM, [(1.5, goal)])))
+        assert result.error_code == 0, result.error_string
+        after = _latest(twins, 'left/joint_states', after=node.device.snapshot.time)
+        assert np.abs(_positions(after, HOBBY_ARM) - goal).max() < 0.03
+        right = _latest(twins, 'right/joint_states', after=node.device.snapshot.time)
+        assert np.abs(_positions(right, HOBBY_ARM)
+                      - _positions(before_right, HOBBY_ARM)).max() < 5e-3
+        # the world model's prefixed names are not the robot's: refused, and why reaches
+        # the client in the result (the log has it too)
+        bad = _send(twins, client, FollowJointTrajectory.Goal(trajectory=trajectory(
+            [f'left/{j}' for j in HOBBY_ARM], [(1.0, goal)])))
+        assert bad.error_code == FollowJointTrajectory.Result.INVALID_JOINTS
+        assert 'left/shoulder_pan' in bad.error_string and 'shoulder_pan' in bad.error_string
+    finally:
+        client.destroy()
+
+
+def _finger_gap(h, ns):
+    """The distance between robot ``ns``'s finger links, by forward kinematics from its
+    published joint_states (a separate MjData)."""
+    js = _latest(h, f'{ns}/joint_states', after=h.nodes[0].device.snapshot.time)
+    model = h.nodes[0].device.model
+    data = mujoco.MjData(model)
+    data.qpos[:] = h.nodes[0].device.snapshot.qpos
+    for name, q in zip(js.name, js.position):
+        data.qpos[model.jnt_qposadr[model.joint(f'{ns}/{name}').id]] = q
+    mujoco.mj_kinematics(model, data)
+    return float(np.linalg.norm(data.xpos[model.body(f'{ns}/left_finger').id]
+                                - data.xpos[model.body(f'{ns}/right_finger').id]))
+
+
+def test_each_copy_s_gripper_moves_its_own_fingers(twins):
+    from control_msgs.action import GripperCommand
+    client = ActionClient(twins.nodes[-1], GripperCommand,
+                          'right/gripper_controller/gripper_cmd')
+    try:
+        left_before = _finger_gap(twins, 'left')
+        closed = _send(twins, client, GripperCommand.Goal(
+            command=GripperCommand.Goal().command.__class__(position=0.0, max_effort=5.0)))
+        gap_closed = _finger_gap(twins, 'right')
+        opened = _send(twins, client, GripperCommand.Goal(
+            command=GripperCommand.Goal().command.__class__(position=0.03, max_effort=5.0)))
+        gap_open = _finger_gap(twins, 'right')
+    finally:
+        client.destroy()
+    assert closed.reached_goal and opened.reached_goal
+    assert gap_open - gap_closed == pytest.approx(0.06, abs=0.005)     # both fingers, 30 mm
+    assert _finger_gap(twins, 'left') == pytest.approx(left_before, abs=1e-3)
+
+
+def test_tf_frames_carry_the_robot_prefix_and_no_empty_segment(twins):
+    from tf2_msgs.msg import TFMessage
+    frames, seen = set(), threading.Event()
+
+    def on_tf(msg):
+        for t in msg.transforms:
+            frames.update((t.header.frame_id, t.child_frame_id))
+        if {'left/base_link', 'right/base_link', 'left/left_finger'} <= frames:
+            seen.set()
+    node = twins.nodes[-1]
+    sub = node.create_subscription(TFMessage, '/tf', on_tf, 10)
+    try:
+        seen.wait(10.0)
+    finally:
+        node.destroy_subscription(sub)
+    assert {'left/base_link', 'right/base_link', 'left/left_finger',
+            'right/right_finger'} <= frames, sorted(frames)
+    assert not [f for f in frames if '//' in f or f.startswith('/') or f.endswith('/')]
