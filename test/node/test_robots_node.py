@@ -263,10 +263,14 @@ def twins(tmp_path_factory):
              '    gripper_joint: left_finger_joint\n')
     path.write_text('robots:\n  - namespace: left\n' + entry + '    position: [0, 0.3, 0]\n'
                     '  - namespace: right\n' + entry + '    position: [0, -0.3, 0]\n')
+    # under /cell: the module's other node serves left/ and right/ at the root; frame_prefix
+    # empty, so the frames are the robots' own prefix only (left/base_link)
     h = SpunNodes(lambda ctx: [
-        SimNode(context=ctx, parameter_overrides=[Parameter('robots', value=str(path)),
-                                                  Parameter('publish_rate', value=100.0)]),
-        rclpy.create_node('twins_test_client', context=ctx)],
+        SimNode(context=ctx, namespace='cell',
+                parameter_overrides=[Parameter('robots', value=str(path)),
+                                     Parameter('publish_rate', value=100.0),
+                                     Parameter('frame_prefix', value='')]),
+        rclpy.create_node('twins_test_client', namespace='cell', context=ctx)],
         lambda ctx: MultiThreadedExecutor(num_threads=4, context=ctx))
     h.spin(300.0)
     try:
