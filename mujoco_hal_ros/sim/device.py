@@ -221,10 +221,11 @@ class Device:
                      'real_time_factor': self.stepper.real_time_factor})
         return desc
 
-    def read(self, names=None, snapshot=None):
-        """Scalar read channels in their own units, from one consistent snapshot."""
+    def read(self, names=None, snapshot=None, *, layout=None):
+        """Scalar read channels in their own units, from one consistent snapshot;
+        ``layout``: one robot's channels (``RobotView``) instead of the device's."""
         snap = snapshot or self.snapshot
-        chans = self.layout.reads
+        chans = (layout or self.layout).reads
         if names is not None:
             if isinstance(names, str):
                 names = [names]
@@ -515,7 +516,7 @@ class Device:
         return self.scene.unload_world()
 
     def replace_model(self, model, *, world=False, why='the scene changed', scene_spec=None,
-                      model_path=None, entity=None):
+                      model_path=None, entity=None, home=None):
         """Swap the running device onto ``model`` (an ``MjModel``, or an ``MjSpec`` that is
         compiled first) at a chunk boundary.
 
@@ -528,12 +529,15 @@ class Device:
         zero-config), starting at its keyframe; a running move ends STOPPED. Either way
         snapshots saved before are stale from now on (STALE_SNAPSHOT). ``entity``: the
         actuators and sensors named ``<entity>/...`` may go (a spawned entity deleted);
-        goals on them end, and a move that used them ends PREEMPTED.
+        goals on them end, and a move that used them ends PREEMPTED. ``home``: where the
+        joints and actuators a spawn brought start (``scene.entity_home``), their servos
+        holding there; without it they start at the model's qpos0.
         """
         with self.scene.lock:
-            return self._replace_model(model, world, why, scene_spec, model_path, entity)
+            return self._replace_model(model, world, why, scene_spec, model_path, entity,
+                                       home)
 
-    def _replace_model(self, model, world, why, scene_spec, model_path, entity):
+    def _replace_model(self, model, world, why, scene_spec, model_path, entity, home=None):
         if isinstance(model, mujoco.MjSpec):
             spec_in, model = model, Scene(spec=model).compile()
             scene_spec = scene_spec or spec_in
@@ -565,7 +569,7 @@ class Device:
         scene_edit.trial_swap(model, old, why)
         try:
             self.stepper.post(lambda s: self._swap(s, model, layout, device_spec, world,
-                                                   renumber, code, ended, model_path),
+                                                   renumber, code, ended, model_path, home),
                               wait=True, timeout=30.0)
         except mujoco.FatalError as exc:     # the state moved on since the trial; refused
             raise ModelError(f'{why}: MuJoCo failed on the new model ({exc}); nothing was '
@@ -596,7 +600,7 @@ class Device:
         return self._gravcomp_on
 
     def _swap(self, s, model, layout, device_spec, world, renumber, code, ended,
-              model_path):
+              model_path, home=None):
         """Stepper thread, between chunks: the new model in, all or nothing."""
         saved = {k: getattr(self, k) for k in (
             'model', 'data', 'layout', 'spec', 'keyframe', 'keyframe_name', 'gravcomp_bodies',
@@ -618,6 +622,8 @@ class Device:
                 self.model_path = model_path or self.model_path
             else:
                 scene_edit.carry_state(old_model, old_data, model, data)
+                if home:
+                    scene_edit.put_at_home(old_model, model, data, home)
                 self.model, self.layout = model, layout
                 if self.keyframe is not None and self.keyframe >= model.nkey:
                     self.keyframe, self.keyframe_name = None, None

@@ -197,8 +197,11 @@ def test_malformed_goals_are_refused_with_a_reason_and_nothing_moves(arm):
          'goal_tolerance'),
     ]
     for what, g, reason in bad:
-        gh, _ = arm.send(g)
-        assert not gh.accepted, what
+        gh, result = arm.send(g)
+        # the reason reaches the client (explain_rejections): accepted, aborted at once
+        assert gh.accepted, what
+        result = arm.wait(result, 15.0)
+        assert result.result.error_code < 0 and reason in result.result.error_string, what
         arm.spin_until(lambda r=reason: any(r in m for m in arm.rejections()), 5.0)
     arm.spin_for(0.3)
     assert np.array_equal(arm.setpoint(), start)

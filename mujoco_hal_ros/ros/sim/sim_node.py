@@ -64,6 +64,7 @@ class SimNode(GuardedNode):
         self.mobile = self.controllers = None
         self.drives = []
         self._robot_urdfs = {}
+        self._robot_entries = []        # the robots file's entries (their own settings)
         start_or_destroy(self, self._start)
 
     def _start(self):
@@ -89,8 +90,8 @@ class SimNode(GuardedNode):
                                  move_tolerance=self.p.move_tolerance or None)
             if p.robots:         # the launch's own robots: read here, not in the sandbox
                 notes = []
-                self._robot_urdfs = robots_file.add_to(self.device, robots_file.load(p.robots),
-                                                       notes)
+                self._robot_entries = robots_file.load(p.robots)
+                self._robot_urdfs = robots_file.add_to(self.device, self._robot_entries, notes)
                 for note in notes:        # each robot's import, as robot_description's
                     self.get_logger().info(f'robots: {note}')
         except BaseException:
@@ -181,7 +182,8 @@ class SimNode(GuardedNode):
         self.bridge = CompletionBridge(self)    # every request's answer, when core work ends
         self.control = Control(self, device, self.bridge)
         self.wrench_services = WrenchServices(self, device, self.bridge)
-        self.robots = RobotsServed(self, device, self.bridge, self.state, self._robot_urdfs)
+        self.robots = RobotsServed(self, device, self.bridge, self.state, self._robot_urdfs,
+                                   {e.namespace: e for e in self._robot_entries})
         self.policy = PolicyRuns(self, device, self.bridge)    # run_policy, stop_policy
         self.description = (DescriptionPublisher(self, device.model, self.frames,
                                                  self.urdf_text)
@@ -304,6 +306,11 @@ class SimNode(GuardedNode):
             self.mobile.describe() if self.mobile is not None else [])
             + self.recording.describe()
             + self.robots.describe()))
+        gripper = getattr(self.swap, 'gripper', None) if self.swap is not None else None
+        g = gripper.gripper if gripper is not None else None
+        log.info('gripper: ' + ('none found (no finger joint driven to a position, no finger '
+                                'tendon; gripper_controller.joint names one)' if g is None else
+                                f'{g.joint} [{g.lo:g}, {g.hi:g}] on goal channel {g.channel}'))
 
     def health_line(self):
         h = self.device.health()

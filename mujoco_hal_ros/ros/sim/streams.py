@@ -62,7 +62,9 @@ def moving_joints(model, keep=None):
 
 class JointGroup:
     """``<namespace>/joint_states`` of one robot of the world (``sim.robots``): its joints
-    only, packed from the same snapshot as the node's own joint_states."""
+    only, by the robot's own names (``waist``, not the world model's ``left/waist``, as
+    the real arm's driver publishes them), packed from the same snapshot as the node's own
+    joint_states."""
 
     def __init__(self, namespace, prefix, pub):
         self.namespace, self.prefix, self.pub = namespace, prefix, pub
@@ -70,8 +72,9 @@ class JointGroup:
         self.js, self.js_bytes, self.packed, self.payload = None, None, None, None
 
     def follow(self, model):
-        self.names, self.qadr, self.dadr = moving_joints(
+        names, self.qadr, self.dadr = moving_joints(
             model, lambda name: name.startswith(self.prefix))
+        self.names = [n[len(self.prefix):] for n in names]
         self.js = JointState(name=list(self.names))
         self.js_bytes = cdr.JointStateBytes(self.names)
         self.packed = self.payload = None
