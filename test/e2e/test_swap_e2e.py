@@ -315,7 +315,12 @@ def test_goal_storm_leaves_the_node_alive_consistent_and_able_to_hold(arm):
     assert not missing, f'{missing} of {len(results)} accepted goals got no result'
     statuses = [r.result().status for r in results]
     assert all(s in TERMINAL for s in statuses)
-    assert len(handles) == total - malformed
+    # every goal accepted: a malformed one only to abort it with why (explain_rejections)
+    assert len(handles) == total
+    explained = [r.result().result for r in results
+                 if 'values for' in r.result().result.error_string]
+    assert len(explained) == malformed
+    assert all(e.error_code == FollowJointTrajectory.Result.INVALID_GOAL for e in explained)
     assert arm.proc.poll() is None
     assert total >= STORM_MIN, f'only {total} goals in {STORM_BUDGET_S} s'
     print(f'storm: {total} goals in {storm_s:.1f} s, {statuses.count(GoalStatus.STATUS_ABORTED)}'
