@@ -11,6 +11,7 @@ into the world under its namespace and made a device of its own (``sim.robots``)
         device_file: arm.yaml           # the real arm's device file (optional)
         controllers_file: controllers.yaml   # its ros2_control controllers (optional)
         gripper_joint: finger_joint1    # the joint its gripper_controller drives (optional)
+        base: auto                      # auto, fixed or floating, as the base parameter
 
 A robot speaks its own names (``sim.robots``): joints, channels, controllers and goals are
 named as its URDF or MJCF names them, so the real arm's device file and controllers file
@@ -34,7 +35,8 @@ from ..config import device_file
 from ..errors import ConfigError, DeviceError, shorten
 
 KEYS = ('namespace', 'urdf', 'model', 'position', 'quaternion', 'device_file',
-        'controllers_file', 'gripper_joint')
+        'controllers_file', 'gripper_joint', 'base')
+BASES = ('auto', 'fixed', 'floating')
 MAX_ROBOTS = 32
 # A robot's namespace starts every name it serves (``<ns>/arm_controller/
 # follow_joint_trajectory/_action/cancel_goal``, ``<ns>/goals/<ns>/<joint>_goal``), and ROS
@@ -53,6 +55,7 @@ class RobotEntry(NamedTuple):
     device_file: Optional[str] = None       # the robot's device file, in its own names
     controllers_file: Optional[str] = None  # its ros2_control controllers YAML
     gripper_joint: Optional[str] = None     # the joint its gripper_controller drives
+    base: str = 'auto'                      # a URDF's base: auto, fixed or floating
 
 
 def _namespace(value: Any, where: str) -> str:
@@ -132,9 +135,13 @@ def parse(data: Any, base: str = '.') -> list[RobotEntry]:
             raise ConfigError(f'expected a joint name, got {shorten(gripper)}',
                               where=f'{where}.gripper_joint',
                               allowed='a joint of this robot, by its own name')
+        base_mode = entry.get('base', 'auto')
+        if base_mode not in BASES:
+            raise ConfigError(f'expected auto, fixed or floating, got {shorten(base_mode)}',
+                              where=f'{where}.base', allowed=', '.join(BASES))
         out.append(RobotEntry(ns, model, urdf, tuple(float(v) for v in pos),
                               tuple(float(v) for v in quat), files['device_file'],
-                              files['controllers_file'], gripper))
+                              files['controllers_file'], gripper, base_mode))
     return out
 
 
@@ -174,8 +181,13 @@ def resource(entry: RobotEntry, notes: Optional[list] = None) -> str:
     from ..description.urdf_in import model_from_urdf
     text = read_urdf(entry.urdf)
     roots = [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
+    drives = {}
+    if entry.controllers_file:      # its drive controller's wheels and steering
+        from ..mobile import config as controllers
+        drives = controllers.drive_joints(controllers.read(entry.controllers_file))
     path, said = model_from_urdf(text, package_roots=roots,
-                                 base_dir=os.path.dirname(entry.urdf), bare=True)
+                                 base_dir=os.path.dirname(entry.urdf), bare=True,
+                                 base=entry.base, drives=drives)
     if notes is not None:
         notes.extend(f'{entry.namespace}: {n}' for n in said)
     return path

@@ -313,3 +313,40 @@ def test_gazebo_diff_drive_plugin_drives_a_turtlebot():
     finally:
         base.close()
         dev.close()
+
+
+def test_robots_file_base_per_robot(tmp_path):
+    """The robots file's ``base``: the Husky beside a bolted copy of itself; the free one
+    rests on its wheels on the world's floor (its wheels velocity servos from its own
+    controllers file), the fixed one stays where it was put."""
+    from mujoco_hal_ros import menagerie
+    from mujoco_hal_ros.world import robots_file
+    data = pybullet_data.getDataPath()
+    text = xacro(os.path.join(data, 'husky', 'husky.urdf')).replace(
+        'filename="meshes/', f'filename="{data}/husky/meshes/')
+    (tmp_path / 'husky.urdf').write_text(text)
+    controllers = os.path.join(FILES, 'husky_controllers.yaml')
+    entries = robots_file.parse({'robots': [
+        {'namespace': 'rover', 'urdf': 'husky.urdf', 'position': [0.0, 1.0, 0.2],
+         'controllers_file': controllers},
+        {'namespace': 'statue', 'urdf': 'husky.urdf', 'position': [0.0, -1.0, 0.2],
+         'base': 'fixed'}]}, str(tmp_path))
+    with pytest.raises(Exception) as err:
+        robots_file.parse({'robots': [{'namespace': 'x', 'urdf': 'husky.urdf',
+                                       'base': 'wobbly'}]}, str(tmp_path))
+    assert 'auto, fixed or floating' in str(err.value)
+    with Device(model=menagerie.empty_world_path(), real_time_factor=0,
+                start_paused=True) as dev:
+        robots_file.add_to(dev, entries)
+        m = dev.model
+        frees = [m.joint(j).name for j in range(m.njnt)
+                 if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE)]
+        assert len(frees) == 1 and frees[0].startswith('rover'), frees
+        wheel = [a for a in range(m.nu) if m.actuator(a).name.startswith('rover')
+                 and m.actuator(a).name.endswith('front_left_wheel')]
+        assert wheel and m.actuator_biasprm[wheel[0], 1] == 0    # a velocity servo
+        rover = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, 'rover/base_footprint')
+        statue = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, 'statue/base_footprint')
+        dev.step(1000)
+        assert abs(dev.snapshot.xpos[rover][2]) < 0.02, 'fell onto the floor and rests'
+        assert dev.snapshot.xpos[statue][2] == pytest.approx(0.2, abs=1e-6)
