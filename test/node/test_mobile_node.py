@@ -213,3 +213,55 @@ def test_tiago_base_and_both_arms_from_its_controllers_file(ctx, monkeypatch):
         ex.shutdown(timeout_sec=2.0)
         client.destroy_node()
         node.destroy_node()
+
+
+def test_a_robots_file_rover_drives_under_its_namespace(ctx, husky_urdf, tmp_path):
+    """A robots-file robot's own controllers file: its drive under <ns>/, frames with the
+    namespace as prefix, its odometry's origin (world -> rover/odom) where it was put."""
+    robots = tmp_path / 'robots.yaml'
+    robots.write_text(f'robots:\n  - namespace: rover\n    urdf: {husky_urdf}\n'
+                      f'    position: [1.0, 2.0, 0.05]\n    controllers_file: {CONTROLLERS}\n')
+    node = SimNode(context=ctx, parameter_overrides=[
+        Parameter('robots', value=str(robots)), Parameter('web_viewer', value=0)])
+    client = rclpy.create_node('rover_client', context=ctx)
+    odoms, statics, tfs = [], [], []
+    client.create_subscription(Odometry, f'rover/{NAME}/odom', odoms.append, 10)
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    client.create_subscription(TFMessage, '/tf_static', lambda m: statics.extend(
+        m.transforms), QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    client.create_subscription(TFMessage, '/tf', lambda m: tfs.extend(
+        (t.header.frame_id, t.child_frame_id) for t in m.transforms), 100)
+    pub = client.create_publisher(Twist, f'rover/{NAME}/cmd_vel', 10)
+    ex = rclpy.executors.MultiThreadedExecutor(num_threads=3, context=ctx)
+    ex.add_node(node)
+    ex.add_node(client)
+    spinner = SpinThread(ex, 120.0)
+    try:
+        dev = node.device
+        body = mujoco.mj_name2id(dev.model, mujoco.mjtObj.mjOBJ_BODY, 'rover/base_footprint')
+        assert body >= 0
+        assert wait_for(lambda: pub.get_subscription_count() > 0, 20.0)
+        p0 = dev.snapshot.xpos[body].copy()
+        t_end = dev.snapshot.time + 3.0
+        while dev.snapshot.time < t_end:
+            msg = Twist()
+            msg.linear.x = 0.4
+            pub.publish(msg)
+            time.sleep(0.05)
+        assert wait_for(lambda: dev.snapshot.time > t_end + 1.5, 20.0)
+        p1 = dev.snapshot.xpos[body]
+        assert p1[0] - p0[0] > 0.6, 'the rover drove along its x'
+        assert wait_for(lambda: len(odoms) > 3, 10.0)
+        o = odoms[-1]
+        assert (o.header.frame_id, o.child_frame_id) == ('rover/odom', 'rover/base_footprint')
+        assert abs(o.pose.pose.position.x - (p1[0] - p0[0])) < 0.1
+        origin = [t for t in statics if t.child_frame_id == 'rover/odom']
+        assert origin and origin[0].header.frame_id == 'world'
+        assert origin[0].transform.translation.x == pytest.approx(1.0)
+        parents = {child: parent for parent, child in tfs}
+        assert parents.get('rover/base_footprint') == 'rover/odom'
+    finally:
+        spinner.stop(5.0)
+        ex.shutdown(timeout_sec=2.0)
+        client.destroy_node()
+        node.destroy_node()

@@ -12,6 +12,7 @@ robot's controller_manager would give them.
 This module only translates; ``mobile.base.BaseController`` runs the controller.
 """
 
+import dataclasses
 import math
 
 from geometry_msgs.msg import TransformStamped, Twist, TwistStamped
@@ -41,6 +42,34 @@ def frame_prefix(config: cfg.DriveConfig, namespace: str) -> str:
     return f'{prefix}/' if prefix else ''
 
 
+def topics(config: cfg.DriveConfig):
+    """(command topic, odometry topic) of a drive: the ones its source names, else the
+    controller's own under its name."""
+    c = config
+    diff = c.type == cfg.DIFF_DRIVE
+    if c.command_topic:
+        command = c.command_topic
+    elif diff:
+        command = f'{c.name}/cmd_vel'
+    else:
+        command = f'{c.name}/reference' if c.stamped else f'{c.name}/reference_unstamped'
+    return command, c.odom_topic or (f'{c.name}/odom' if diff else f'{c.name}/odometry')
+
+
+def for_robot(config: cfg.DriveConfig, namespace: str, prefix: str) -> cfg.DriveConfig:
+    """A robots-file robot's drive: its joints as the world model names them (``prefix``),
+    its topics under its namespace and its frames with the namespace as prefix (as
+    ros2_controllers prefixes them with the controller's namespace)."""
+    command, odom = topics(config)
+    geometry = {k: [prefix + j for j in v] if k in ('traction', 'left', 'right', 'steering')
+                else v for k, v in config.geometry.items()}
+    ns = namespace.strip('/')
+    return dataclasses.replace(
+        config, geometry=geometry, command_topic=f'{ns}/{command.lstrip("/")}',
+        odom_topic=f'{ns}/{odom.lstrip("/")}', tf_frame_prefix_enable=True,
+        tf_frame_prefix=ns, source=f'{config.source} of robot {ns}')
+
+
 def _yaw_quat(yaw):
     return (0.0, 0.0, math.sin(yaw / 2.0), math.cos(yaw / 2.0))
 
@@ -56,22 +85,17 @@ class DriveServed:
         prefix = frame_prefix(c, node.get_namespace())
         self.odom_frame, self.base_frame = prefix + c.odom_frame_id, prefix + c.base_frame_id
         diff = c.type == cfg.DIFF_DRIVE
-        if c.command_topic:
-            topic = c.command_topic
-        elif diff:
-            topic = f'{c.name}/cmd_vel'
-        else:
-            topic = f'{c.name}/reference' if c.stamped else f'{c.name}/reference_unstamped'
+        topic, odom_topic = topics(c)
         kind = TwistStamped if c.stamped else Twist
         self.topics = [topic]
         self._sub = node.create_subscription(kind, topic, self._on_command, 10)
-        odom_topic = c.odom_topic or (f'{c.name}/odom' if diff else f'{c.name}/odometry')
         self._odom_pub = node.create_publisher(Odometry, odom_topic, 10)
         self.topics.append(odom_topic)
         self._tf_pub = None
         if c.enable_odom_tf:
             if diff:
-                self._tf_pub = tf_pub
+                self._tf_pub = tf_pub if tf_pub is not None else \
+                    node.create_publisher(TFMessage, '/tf', 100)
                 self.topics.append(f'/tf ({self.odom_frame} -> {self.base_frame})')
             else:
                 self._tf_pub = node.create_publisher(TFMessage, f'{c.name}/tf_odometry', 10)

@@ -16,6 +16,7 @@ import threading  # noqa: E402
 import time  # noqa: E402
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
+from geometry_msgs.msg import TransformStamped  # noqa: E402
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup  # noqa: E402
 from rclpy.logging import LoggingSeverity  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
@@ -63,6 +64,7 @@ class SimNode(GuardedNode):
         self.description = self.urdf_text = None
         self.mobile = self.controllers = None
         self.drives = []
+        self._robot_odom_static = []
         self._robot_urdfs = {}
         self._robot_entries = []        # the robots file's entries (their own settings)
         start_or_destroy(self, self._start)
@@ -161,9 +163,12 @@ class SimNode(GuardedNode):
         drives = self.drives
         odom_tf = [d for d in drives if d.enable_odom_tf and d.type == drive_config.DIFF_DRIVE]
         # a drive controller's wheel odometry owns odom -> base on /tf, as on the robot
+        robot_odom = self._robot_odometry()
         self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame,
                                 odom_tf[0].odom_frame_id if odom_tf else p.odom_frame,
-                                bodies=p.publish_tf, base_tf=not odom_tf)
+                                bodies=p.publish_tf, base_tf=not odom_tf,
+                                external=[p.frame_prefix + base for base, _t in robot_odom])
+        self._robot_odom_static = [t for _base, t in robot_odom]
         camera_configs = self._declare_cameras()
         log = self.get_logger()
         # a drive controller's wheel odometry may take 'odom' (a Gazebo plugin's /odom):
@@ -203,8 +208,7 @@ class SimNode(GuardedNode):
             self.mobile = DriveControllers(self, device, drives,
                                            self.create_publisher(TFMessage, '/tf', 100))
         snap = device.snapshot
-        self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
-            snap, cv.stamp(snap.time)) + self.sensors.static_transforms(cv.stamp(snap.time))))
+        self.static_pub.publish(TFMessage(transforms=self._statics(snap, cv.stamp(snap.time))))
         self.markers_ready = threading.Event()
         self._markers_stop = threading.Event()
         self._scene_swapped = threading.Event()     # set by the device's model-swapped event
@@ -233,6 +237,33 @@ class SimNode(GuardedNode):
         self.viewer = attach_web_viewer(device, p, log)
         if p.log_summary:
             self._log_start()
+
+    def _robot_odometry(self):
+        """[(base frame, world -> odom transform)] of the robots-file robots whose drive
+        controller publishes odom -> base: their odometry starts where they were put."""
+        out = []
+        for e in self._robot_entries:
+            if not e.controllers_file:
+                continue
+            for d in drive_config.read(e.controllers_file).drives:
+                if not (d.enable_odom_tf and d.type == drive_config.DIFF_DRIVE):
+                    continue
+                t = TransformStamped()
+                t.header.frame_id = self.p.world_frame
+                t.child_frame_id = f'{self.p.frame_prefix}{e.namespace}/{d.odom_frame_id}'
+                tr, rot = t.transform.translation, t.transform.rotation
+                tr.x, tr.y, tr.z = e.position
+                rot.w, rot.x, rot.y, rot.z = e.quaternion
+                out.append((f'{e.namespace}/{d.base_frame_id}', t))
+        return out
+
+    def _statics(self, snap, stamp):
+        """Everything /tf_static carries: the frame tree's, the sensors', and the robots'
+        odometry origins."""
+        for t in self._robot_odom_static:
+            t.header.stamp = stamp
+        return (self.frames.static_transforms(snap, stamp)
+                + self.sensors.static_transforms(stamp) + list(self._robot_odom_static))
 
     def _attach_swap(self, log):
         """The real arm's controller interfaces (trajectory controller, ...), where present."""
@@ -269,8 +300,7 @@ class SimNode(GuardedNode):
                     return
                 stamp = cv.stamp(snap.time)
                 self.static_pub.publish(TFMessage(
-                    transforms=self.frames.static_transforms(snap, stamp)
-                    + self.sensors.static_transforms(stamp)))
+                    transforms=self._statics(snap, stamp)))
             if self.description is not None:
                 self.description.follow(model)
             self._publish_scene(model)

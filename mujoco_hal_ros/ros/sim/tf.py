@@ -56,9 +56,11 @@ class FrameTree:
     """Frame names, each frame's parent and which transforms are static, decided once."""
 
     def __init__(self, model, prefix='', world='world', odom='odom', bodies=True,
-                 base_tf=True):
+                 base_tf=True, external=()):
+        # external: frames whose transform another part publishes (a robots-file robot's
+        # drive controller: its base from its wheel odometry)
         self.model = model
-        self._settings = (prefix, world, odom, bodies, base_tf)
+        self._settings = (prefix, world, odom, bodies, base_tf, tuple(external))
         self.prefix = prefix
         self.world = world
         self.body_frames = df.body_frame_names(model, prefix, world)
@@ -72,6 +74,9 @@ class FrameTree:
         if not base_tf and self.base is not None and self.base in self.dynamic_bodies:
             # a drive controller's wheel odometry publishes odom -> base (mobile.base)
             self.dynamic_bodies.remove(self.base)
+        if external:
+            self.dynamic_bodies = [b for b in self.dynamic_bodies
+                                   if self.body_frames[b] not in set(external)]
         self.cameras = {}
         declared_cameras = declared.cameras(model)
         for c in range(model.ncam):
