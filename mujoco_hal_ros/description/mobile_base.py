@@ -71,7 +71,9 @@ def gazebo_friction(root: ET.Element) -> Dict[str, Tuple[Optional[float], Option
     return out
 
 
-def _lowest(model, data, bodies=None) -> float:
+def lowest_point(model: mujoco.MjModel, data: mujoco.MjData, bodies=None) -> float:
+    """The lowest z of any colliding geom's bounding box (of ``bodies`` only, when given)
+    at ``data``'s pose; planes left out."""
     low = np.inf
     for g in range(model.ngeom):
         if not (model.geom_contype[g] or model.geom_conaffinity[g]):
@@ -109,14 +111,14 @@ def touching_wheels(model: mujoco.MjModel, candidates: Iterable[str]) -> List[st
     and reaches the robot's lowest point at ``qpos0``."""
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
-    low = _lowest(model, data)
+    low = lowest_point(model, data)
     out = []
     for name in candidates:
         j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
         if j < 0 or not np.isfinite(low):
             continue
         body = int(model.jnt_bodyid[j])
-        if _lowest(model, data, {body}) <= low + GROUND_TOUCH and \
+        if lowest_point(model, data, {body}) <= low + GROUND_TOUCH and \
                 _on_axle(model, data, j, body):
             out.append(name)
     return out
@@ -219,10 +221,10 @@ def wheel_radius(model: mujoco.MjModel, data: mujoco.MjData, joint: str) -> floa
     mujoco.mj_kinematics(model, data)
     body = int(model.jnt_bodyid[j])
     anchor = data.xanchor[j]
-    low = _lowest(model, data, {body})
+    low = lowest_point(model, data, {body})
     return float(anchor[2] - low) if np.isfinite(low) and anchor[2] > low else 0.0
 
 
 def floor_height(model: mujoco.MjModel, data: mujoco.MjData) -> float:
     """Where a free base's floor goes: just below its lowest point."""
-    return _lowest(model, data) - FLOOR_GAP
+    return lowest_point(model, data) - FLOOR_GAP

@@ -621,27 +621,13 @@ def _look_at(pos, target):
     return np.concatenate([x, np.cross(x, f)])
 
 
-def _lowest_point(model, data):
-    """The lowest z of any colliding geom's bounding box at ``data``'s pose."""
-    low = np.inf
-    for g in range(model.ngeom):
-        if not (model.geom_contype[g] or model.geom_conaffinity[g]):
-            continue
-        centre, half = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
-        corners = centre + half * np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1)
-                                            for z in (-1, 1)])
-        world = data.geom_xpos[g] + corners @ data.geom_xmat[g].reshape(3, 3).T
-        low = min(low, float(world[:, 2].min()))
-    return low
-
-
 def _default_scene(spec, floating=False):
     """Floor, light and an ``overview`` camera framing the robot's bounding sphere. The
     floor is at the robot's base (z = 0), or just below whatever hangs lower at ``home``
     (an arm whose zero pose reaches down, a legged robot fixed by its root link)."""
     model, data = _at_home(spec)
     mujoco.mj_kinematics(model, data)
-    floor_z = min(0.0, _lowest_point(model, data) - FLOOR_CLEARANCE)
+    floor_z = min(0.0, mobile_base.lowest_point(model, data) - FLOOR_CLEARANCE)
     if floating:                 # a free base stands on its wheels from the first step
         floor_z = mobile_base.floor_height(model, data)
     world = spec.worldbody
