@@ -186,7 +186,7 @@ class SimRobot:
         """Simulated seconds."""
         return float(self.device.snapshot.time)
 
-    def step(self, seconds: float) -> float:
+    def step(self, seconds: float, *, settle: bool = True) -> float:
         """Advance the paused simulation by ``seconds`` of simulated time (deterministic
         mode), in slices of ``QUANTUM_S``: however a test groups its steps, the physics runs
         the same slices, so the same commands at the same simulated times give bit-identical
@@ -195,7 +195,8 @@ class SimRobot:
             raise RuntimeError('step() needs deterministic=True (a paused simulation)')
         dt = self.device.model.opt.timestep
         per = max(1, int(round(QUANTUM_S / dt)))
-        self._settle()
+        if settle:
+            self._settle()
         now = self.time
         for _ in range(max(1, int(round(seconds / (per * dt))))):
             now = self.device.step(per)
@@ -216,6 +217,8 @@ class SimRobot:
         """Step (or, in real time, wait) until ``predicate()`` holds; the simulated time it
         took. Raises AssertionError naming ``what`` after ``timeout`` simulated seconds."""
         start = self.time if self.sim is not None else time.monotonic()
+        if self.deterministic:
+            self._settle()          # what the test sent before; then the slices run on
         while True:
             if predicate():
                 now = self.time if self.sim is not None else time.monotonic()
@@ -225,7 +228,7 @@ class SimRobot:
                 raise AssertionError(f'{what} did not hold within {timeout:g} s of '
                                      'simulated time')
             if self.deterministic:
-                self.step(every)
+                self.step(every, settle=False)
             else:
                 time.sleep(every)
 

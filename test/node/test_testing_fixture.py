@@ -75,15 +75,39 @@ def test_a_condition_that_never_holds_names_what(sim_robot):
         robot.run_until(lambda: False, 0.2, what='the impossible')
 
 
-def test_nothing_left_behind():
+def graph_names(domain, seconds=3.0):
+    """Node names a separate participant on ``domain`` sees (an independent reader)."""
+    import time
+    import rclpy
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, args=[], domain_id=domain)
+    probe = rclpy.create_node('graph_probe', context=ctx)
+    names = set()
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        names = set(probe.get_node_names()) - {'graph_probe'}
+        if names:
+            break
+        time.sleep(0.1)
+    probe.destroy_node()
+    rclpy.shutdown(context=ctx)
+    return names
+
+
+@pytest.mark.parametrize('process', [False, True])
+def test_nothing_left_behind_even_when_the_test_raises(process):
     before = {t.name for t in threading.enumerate()}
-    robot = SimRobot(domain_id=free_domain_id())
-    robot.step(0.1)
-    robot.close()
+    domain = free_domain_id()
+    with pytest.raises(RuntimeError, match='the test failed'):
+        with SimRobot(model=bench_arm_path(), domain_id=domain, process=process) as robot:
+            assert 'sim_node' in graph_names(domain)
+            raise RuntimeError('the test failed')
     robot.close()                                  # twice is fine
     assert not robot.context.ok()
+    assert robot.proc is None or robot.proc.poll() is not None
     left = {t.name for t in threading.enumerate() if t.is_alive()} - before
     assert not [t for t in left if t.startswith('sim_robot') or t.startswith('sim_node')], left
+    assert graph_names(domain, seconds=1.0) == set(), 'a participant is left on the domain'
 
 
 def test_as_a_real_process():
