@@ -203,6 +203,7 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
     cmd = np.zeros((m, task.command_size))
     last = np.zeros((m, task.act_size))
     setpoint = np.zeros((m, task.act_size))
+    ctrl0 = np.zeros((m, model.nu))     # each episode's starting controls (servos at its start)
     steps = np.zeros(m, dtype=np.int64)
     ret = np.zeros(m)
     ep_of = np.full(m, -1, dtype=np.int64)
@@ -230,7 +231,8 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
         qvel[slots] = rows[:, qvel_at:qvel_at + model.nv]
         cmd[slots] = np.stack([d.command for d in draws]) if task.command_size else 0.0
         last[slots] = 0.0
-        setpoint[slots] = amap.first_setpoints(len(slots))
+        ctrl0[slots] = np.stack([task.start_ctrl if d.ctrl is None else d.ctrl for d in draws])
+        setpoint[slots] = amap.first_setpoints(len(slots), ctrl0[slots])
         steps[slots] = 0
         ret[slots] = 0.0
         ep_of[slots] = eps
@@ -253,7 +255,8 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
             out = policy.act(obs, ids)
         act = check_actions(out, len(ids), task, policy.name, ep_of[ids])
         sp = amap.apply(act, setpoint[ids])
-        res = pool.step(task.decimation, ctrl=amap.full_ctrl(sp), env_ids=ids, sensors=use_sens)
+        res = pool.step(task.decimation, ctrl=amap.full_ctrl(sp, ctrl0[ids]), env_ids=ids,
+                        sensors=use_sens)
         env_steps += len(ids)
         setpoint[ids] = sp
         qpos[ids], qvel[ids] = res.qpos, res.qvel

@@ -40,6 +40,7 @@ from ..errors import UnknownName
 from ..pool.layout import FULLPHYSICS, StateLayout
 from ..pool.randomization import view
 from .actions import ActionMap
+from .servos import ServoStart
 from .spec import AXES, TaskError, TaskSpec, Term
 
 _OBJ = {'body': mujoco.mjtObj.mjOBJ_XBODY,  # the body frame, not its inertial frame
@@ -99,11 +100,14 @@ class Frame:
 
 @dataclass
 class EpisodeDraw:
-    """One episode's start: physics row, command vector and model-field patch (or None)."""
+    """One episode's start: physics row, command vector, model-field patch (or None) and the
+    controls the episode starts from (``ctrl``: the servos' setpoints at the randomized
+    start, ``servos``; None means the task's ``start_ctrl``)."""
 
     state: np.ndarray
     command: np.ndarray
     patch: Optional[Dict[str, np.ndarray]]
+    ctrl: Optional[np.ndarray] = None
 
 
 def _model_file(spec: TaskSpec) -> str:
@@ -575,6 +579,8 @@ class Task:
         self.start_sensordata = d.sensordata.copy()
         offsets = {name: off for name, off, _ in self.layout.components}
         self._qpos_at, self._qvel_at = offsets['qpos'], offsets['qvel']
+        self.servos = ServoStart(m, self.start_state, self.start_ctrl, offsets['qpos'],
+                                 offsets['qvel'], offsets['act'])
 
     def _resolve_reset(self):
         spec, m = self.spec, self.model
@@ -669,7 +675,9 @@ class Task:
                     sub = value[rows][:, cols] * scale + add
                     idx = np.ix_(np.arange(value.shape[0])[rows], np.arange(value.shape[1])[cols])
                     value[idx] = sub
-        return EpisodeDraw(state, command, patch)
+        # the servos start at the randomized start, not the keyframe's ctrl (``servos``)
+        ctrl, state = self.servos.shift(state, patch)
+        return EpisodeDraw(state, command, patch, ctrl)
 
     # ------------------------------------------------------------------ helpers
     def make_pool(self, nenv: int, nthread: int = 1, **kw):
