@@ -7,7 +7,7 @@ policy observes and commands, when an episode succeeds or fails, and what it is 
     task = load_task('reach')                      # built in, or a path to a YAML file
     policy = make_policy('pd.onnx', task)          # zero, random, FILE.onnx, module:attr
     report = evaluate(task, policy, episodes=100, envs=32, seed=0)
-    report.success_rate, report.interval, report.episodes[0].failure
+    report.success_rate, report.interval, report.episode_results[0].failure
 
 Module map: ``spec`` (the task file's keys, checked), ``task`` (resolved against the model:
 observations, predicates, rewards, per-episode draws), ``actions`` (policy outputs to
@@ -33,7 +33,8 @@ def builtin_tasks():
 
 
 def load_task(name_or_path: str) -> Task:
-    """A built-in task by name (``reach``, ``walk_forward``) or a task file by path."""
+    """A built-in task by name (``builtin_tasks()``, the table in doc/tasks.md) or a task
+    file by path."""
     if not isinstance(name_or_path, str) or not name_or_path:
         raise TaskError(f'expected a task name or file, got {shorten(name_or_path)}',
                         where='task', allowed=', '.join(builtin_tasks()) + ' or a YAML path')

@@ -443,7 +443,16 @@ def parse(data: Dict[str, Any], source: str = 'task', source_dir: Optional[str] 
             u = c.mapping(term['uniform'], f'{k}.uniform', ['low', 'high'],
                           required=['low', 'high'])
             low = c.vector(u['low'], f'{k}.uniform.low')
-            high = c.vector(u['high'], f'{k}.uniform.high', len(low))
+            high = c.vector(u['high'], f'{k}.uniform.high')
+            if len(low) != len(high):
+                # name the shorter one: a number left out is the likelier slip
+                short, other = ('low', 'high') if len(low) < len(high) else ('high', 'low')
+                sizes = {'low': len(low), 'high': len(high)}
+                raise c.error(f'{k}.uniform.{short}', f'has {sizes[short]} numbers and '
+                              f'{other} has {sizes[other]}; low and high give one bound per '
+                              f'number of the command {name!r}',
+                              allowed=f'{short} with {sizes[other]} numbers, or {other} '
+                              f'with {sizes[short]}')
             for i, (lo, hi) in enumerate(zip(low, high)):
                 if lo > hi:
                     raise c.error(f'{k}.uniform', f'low[{i}] = {lo} is above high[{i}] = {hi}')
