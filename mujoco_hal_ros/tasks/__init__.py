@@ -19,8 +19,8 @@ pool with sparse resets), ``reference`` (one episode on one MjData, the serial r
 
 import os
 
-from .spec import (ActionSpec, CommandTerm, FieldTerm, TaskError, TaskSpec, Term, load_file,
-                   parse)
+from .spec import (ActionSpec, CommandTerm, FieldTerm, FrameTerm, TaskError, TaskSpec, Term,
+                   load_file, parse)
 from .task import Task
 from ..errors import shorten
 
@@ -49,7 +49,8 @@ def load_task(name_or_path: str) -> Task:
 from .policies import Policy, make_policy  # noqa: E402
 from .evaluate import EpisodeResult, EvaluationReport, evaluate, wilson_interval  # noqa: E402
 
-__all__ = ['Task', 'TaskSpec', 'Term', 'CommandTerm', 'FieldTerm', 'ActionSpec', 'TaskError',
+__all__ = ['Task', 'TaskSpec', 'Term', 'CommandTerm', 'FieldTerm', 'FrameTerm', 'ActionSpec',
+           'TaskError',
            'load_task', 'load_file', 'parse',
            'builtin_tasks', 'Policy', 'make_policy', 'evaluate', 'EvaluationReport',
            'EpisodeResult', 'wilson_interval']

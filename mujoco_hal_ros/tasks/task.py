@@ -41,11 +41,14 @@ from ..pool.layout import FULLPHYSICS, StateLayout
 from ..pool.randomization import view
 from .actions import ActionMap
 from .servos import ServoStart
-from .spec import AXES, TaskError, TaskSpec, Term
+from .spec import AXES, CONTACT_SIDES, TaskError, TaskSpec, Term
 
 _OBJ = {'body': mujoco.mjtObj.mjOBJ_XBODY,  # the body frame, not its inertial frame
         'site': mujoco.mjtObj.mjOBJ_SITE,
         'geom': mujoco.mjtObj.mjOBJ_GEOM}
+# a contact sensor's side: one geom, every geom of a body, or of the body's subtree
+_CONTACT_OBJ = {'geom': mujoco.mjtObj.mjOBJ_GEOM, 'body': mujoco.mjtObj.mjOBJ_BODY,
+                'subtree': mujoco.mjtObj.mjOBJ_XBODY}
 _S = mujoco.mjtSensor
 _HINGE_SLIDE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 _FREE = int(mujoco.mjtJoint.mjJNT_FREE)
@@ -207,13 +210,9 @@ class Task:
         except Exception as err:  # noqa: BLE001 - MuJoCo's own message says what is wrong
             raise TaskError(f'MuJoCo cannot load {path}: {err}', where=f'{src}: model') from None
         self.model_path = path
-        self._names = {kind: [getattr(nominal, kind)(i).name for i in range(count)]
-                       for kind, count in (('body', nominal.nbody), ('site', nominal.nsite),
-                                           ('geom', nominal.ngeom), ('joint', nominal.njnt),
-                                           ('sensor', nominal.nsensor),
-                                           ('actuator', nominal.nu),
-                                           ('key', nominal.nkey),
-                                           ('camera', nominal.ncam))}
+        self._names = self._model_names(nominal)
+        if spec.frames:
+            nominal = self._add_frames(mspec)
         if spec.base is not None:
             self._id('body', spec.base, 'base')
         if spec.video.get('camera'):
@@ -267,6 +266,33 @@ class Task:
         return cls(parse(data, source, source_dir))
 
     # ------------------------------------------------------------------ names
+    @staticmethod
+    def _model_names(m):
+        return {kind: [getattr(m, kind)(i).name for i in range(count)]
+                for kind, count in (('body', m.nbody), ('site', m.nsite), ('geom', m.ngeom),
+                                    ('joint', m.njnt), ('sensor', m.nsensor),
+                                    ('actuator', m.nu), ('key', m.nkey),
+                                    ('camera', m.ncam))}
+
+    def _add_frames(self, mspec):
+        """The task's own frames as sites on their bodies (``frames``): a site has no mass
+        and no collision, so the model steps as before; every ``site:`` key can name them."""
+        for name, fr in self.spec.frames.items():
+            key = f'frames.{name}'
+            if name in self._names['site']:
+                raise TaskError(f'the model already has a site {name!r}', where=f'{self._src}: '
+                                f'{key}', allowed='a new name, or use the model\'s site as it is')
+            self._id('body', fr.body, f'{key}.body')
+            body = mspec.body(fr.body)
+            body.add_site(name=name, pos=list(fr.pos), quat=list(fr.quat))
+        try:
+            nominal = mspec.compile()
+        except Exception as err:  # noqa: BLE001 - MuJoCo's own message says what is wrong
+            raise TaskError(f'MuJoCo refused the task frames: {err}',
+                            where=f'{self._src}: frames') from None
+        self._names = self._model_names(nominal)
+        return nominal
+
     def _id(self, kind, name, key):
         names = self._names[kind]
         if name not in names:
@@ -474,12 +500,20 @@ class Task:
             return t.name, role, (lambda f, pos=pos, cc=cc, dist=dist:
                                   np.linalg.norm(pos(f) - f.command[:, cc], axis=1) < dist)
         if t.kind == 'contact':
-            self._id('geom', a['geom1'], f'{key}.geom1')
-            self._id('geom', a['geom2'], f'{key}.geom2')
-            found = self._sensors.need(_S.mjSENS_CONTACT, _OBJ['geom'], a['geom1'], _OBJ['geom'],
-                                       a['geom2'], intprm=[1, 0, 1])
+            side1 = self._contact_side(a, '1', key)
+            side2 = self._contact_side(a, '2', key) or (None, None)
+            found = self._sensors.need(_S.mjSENS_CONTACT, *side1, *side2, intprm=[1, 0, 1])
             return t.name, role, (lambda f, found=found: found(f)[:, 0] > 0)
         raise AssertionError(t.kind)  # pragma: no cover
+
+    def _contact_side(self, a, side, key):
+        """(objtype, name) of one side of a contact term, or None (side 2: anything)."""
+        for kind in CONTACT_SIDES:
+            name = a.get(kind + side)
+            if name is not None:
+                self._id('geom' if kind == 'geom' else 'body', name, f'{key}.{kind}{side}')
+                return _CONTACT_OBJ[kind], name
+        return None
 
     def predicates(self, f: Frame) -> Tuple[np.ndarray, np.ndarray]:
         """``(success_index, failure_index)``, each ``(n,)`` int: the first predicate that
