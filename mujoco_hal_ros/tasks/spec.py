@@ -196,6 +196,17 @@ class _Checker:
                              allowed=', '.join(choices))
         return value
 
+    def function(self, value, key):
+        """``module:attr`` text, or (a spec built in Python) the callable itself."""
+        if callable(value) and not isinstance(value, str):
+            return value
+        if not isinstance(value, str) or value.count(':') != 1 or \
+                not all(value.split(':')):
+            raise self.error(key, f'expected module:attr, got {shorten(value)}',
+                             allowed='module:attr naming a function f(frame) or a class '
+                             'made with the task, cls(task)')
+        return value
+
     def flag(self, value, key):
         if not isinstance(value, bool):
             raise self.error(key, f'expected true or false, got {shorten(value)}')
@@ -238,6 +249,8 @@ PREDICATES = {
     'contact': {'geom1': ('name', False, None), 'body1': ('name', False, None),
                 'subtree1': ('name', False, None), 'geom2': ('name', False, None),
                 'body2': ('name', False, None), 'subtree2': ('name', False, None)},
+    # the user's own: ``module:attr`` (or, from Python, the callable itself) on the batch
+    'python': {'function': ('function', True, None)},
 }
 REWARDS = {
     'track_velocity': {'body': ('name', False, None), 'command': ('name', True, None),
@@ -251,6 +264,7 @@ REWARDS = {
     'joint_vel_l2': {'joints': ('names_all', False, None)},
     'alive': {},
     'predicate': {'name': ('name', True, None)},
+    'python': {'function': ('function', True, None)},
 }
 CONTACT_SIDES = ('geom', 'body', 'subtree')
 _OBJECT_KINDS = {'height_below', 'height_above', 'past', 'near_command', 'distance_to_command'}
@@ -292,6 +306,8 @@ def _check_args(c, kind, args, table, key):
             out[arg] = c.number(v, k, low=0.0, high=180.0)
         elif check.startswith('choice:'):
             out[arg] = c.choice(v, k, check[7:].split(','))
+        elif check == 'function':
+            out[arg] = c.function(v, k)
         else:  # pragma: no cover - a typo in the tables above
             raise AssertionError(check)
     if kind in _OBJECT_KINDS and (out['body'] is None) == (out['site'] is None):

@@ -41,6 +41,7 @@ from ..pool.layout import FULLPHYSICS, StateLayout
 from ..pool.randomization import view
 from .actions import ActionMap
 from .servos import ServoStart
+from .user_terms import UserTerm
 from .spec import AXES, CONTACT_SIDES, TaskError, TaskSpec, Term
 
 _OBJ = {'body': mujoco.mjtObj.mjOBJ_XBODY,  # the body frame, not its inertial frame
@@ -221,6 +222,7 @@ class Task:
             self._id('body', spec.video['track'], 'video.track')
         self._sensors = _Sensors(mspec)
         self._nominal = nominal
+        self._user_terms: List[UserTerm] = []
         self.uses_sensordata = False     # model sensors observed, or any appended
         self._obs = [self._observation(t, i, nominal) for i, t in enumerate(spec.observation)]
         self._pred = [self._predicate(t, 'success') for t in spec.success] + \
@@ -252,6 +254,19 @@ class Task:
                 raise UnknownName('predicate', t.args['name'],
                                   self.success_names + self.failure_names,
                                   where=f'{src}: reward.{t.name}.predicate.name')
+        if self._user_terms:     # the user's own terms, checked on the start before any run
+            probe = self.start_frame(2)
+            for term in self._user_terms:
+                term.bind(self, probe)
+
+    def start_frame(self, n: int = 1) -> Frame:
+        """``n`` rows of the task's start as a Frame (zero command and actions)."""
+        def rows(a):
+            return np.repeat(np.asarray(a, dtype=np.float64)[None], n, axis=0)
+        qvel = self.start_state[self._qvel_at:self._qvel_at + self.model.nv]
+        return Frame(rows(self.start_qpos), rows(qvel), rows(self.start_sensordata),
+                     np.zeros((n, self.command_size)), np.zeros((n, self.act_size)),
+                     np.zeros((n, self.act_size)))
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -499,12 +514,20 @@ class Task:
             dist = a['distance']
             return t.name, role, (lambda f, pos=pos, cc=cc, dist=dist:
                                   np.linalg.norm(pos(f) - f.command[:, cc], axis=1) < dist)
+        if t.kind == 'python':
+            return t.name, role, self._user(a['function'], key, predicate=True)
         if t.kind == 'contact':
             side1 = self._contact_side(a, '1', key)
             side2 = self._contact_side(a, '2', key) or (None, None)
             found = self._sensors.need(_S.mjSENS_CONTACT, *side1, *side2, intprm=[1, 0, 1])
             return t.name, role, (lambda f, found=found: found(f)[:, 0] > 0)
         raise AssertionError(t.kind)  # pragma: no cover
+
+    def _user(self, function, key, predicate):
+        """A term of the user's own (``user_terms``), bound once the task is complete."""
+        term = UserTerm(function, f'{self._src}: {key}', predicate)
+        self._user_terms.append(term)
+        return term
 
     def _contact_side(self, a, side, key):
         """(objtype, name) of one side of a contact term, or None (side 2: anything)."""
@@ -572,6 +595,8 @@ class Task:
             return t.name, w, lambda f: np.ones(len(f.qpos))
         if t.kind == 'predicate':
             return t.name, w, ('predicate', a['name'])
+        if t.kind == 'python':
+            return t.name, w, self._user(a['function'], key, predicate=False)
         raise AssertionError(t.kind)  # pragma: no cover
 
     def reward(self, f: Frame, succ: np.ndarray, fail: np.ndarray) -> np.ndarray:
