@@ -525,7 +525,7 @@ class Task:
 
     def _user(self, function, key, predicate):
         """A term of the user's own (``user_terms``), bound once the task is complete."""
-        term = UserTerm(function, f'{self._src}: {key}', predicate)
+        term = UserTerm(function, f'{self._src}: {key}', predicate, self.spec.source_dir)
         self._user_terms.append(term)
         return term
 

@@ -13,13 +13,14 @@ Like a policy, it is checked before any environment runs (called on a two-row fr
 task's start) and on every step: a reward must return ``n`` finite numbers, a predicate
 ``n`` booleans (or numbers, non-zero meaning it holds); anything else, or an exception in
 it, is refused with INVALID_ARGUMENT naming the term's key. ``module`` is imported with the
-current directory on ``sys.path``, as a policy's is.
+task file's directory and the current directory on ``sys.path`` (a task file and the module
+of its terms are kept side by side).
 """
 
 import importlib
 import os
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -28,10 +29,12 @@ from ..errors import DeviceError, InvalidArgument, shorten
 ALLOWED = 'module:attr naming f(frame) -> (n,) or a class made as cls(task)'
 
 
-def _load(text: str, where: str) -> Any:
+def _load(text: str, where: str, search: Optional[str]) -> Any:
     module, _, attr = text.partition(':')
     if os.getcwd() not in sys.path and '' not in sys.path:
         sys.path.insert(0, os.getcwd())
+    if search and search not in sys.path:
+        sys.path.insert(0, search)
     try:    # SystemExit too: a module that runs a program on import must not end ours
         obj: Any = importlib.import_module(module)
     except (Exception, SystemExit) as err:  # noqa: BLE001 - the user's to fix
@@ -49,8 +52,10 @@ def _load(text: str, where: str) -> Any:
 class UserTerm:
     """One reward or predicate term of the user's own, bound to its task by ``bind``."""
 
-    def __init__(self, function: Any, where: str, predicate: bool):
+    def __init__(self, function: Any, where: str, predicate: bool,
+                 search: Optional[str] = None):
         self.function = function
+        self.search = search
         self.where = where
         self.predicate = predicate
         self.name = function if isinstance(function, str) else \
@@ -62,7 +67,7 @@ class UserTerm:
 
     def bind(self, task: Any, probe: Any) -> None:
         """Load and make the callable, then check it on ``probe`` (a two-row start frame)."""
-        obj = _load(self.function, self.where) if isinstance(self.function, str) \
+        obj = _load(self.function, self.where, self.search) if isinstance(self.function, str) \
             else self.function
         if isinstance(obj, type):
             try:

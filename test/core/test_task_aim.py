@@ -7,13 +7,16 @@ measurements on a plain MjData of the zoo's own file: the point by forward kinem
 hand body, the contacts from MuJoCo's contact list, over random configurations.
 """
 
+import os
+
 import mujoco
 import numpy as np
 import pytest
+import yaml
 
 from mujoco_hal_ros.conformance import zoo
 from mujoco_hal_ros.errors import UnknownName
-from mujoco_hal_ros.tasks import Task, TaskError, evaluate, parse
+from mujoco_hal_ros.tasks import Task, TaskError, cli, evaluate, load_task, parse
 from mujoco_hal_ros.tasks.reference import run_episode
 from mujoco_hal_ros.tasks.task import Frame
 
@@ -204,3 +207,44 @@ def test_frames_in_a_python_spec_are_checked_as_in_a_file():
     with pytest.raises(TaskError) as exc:
         Task(replace(spec, frames={'tip': FrameTerm('hand', (0.0, 0.1))}))
     assert exc.value.where == 'aim.py: frames.tip.pos'
+
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), '..', '..', 'examples', 'tasks',
+                       'panda_reach.yaml')
+
+
+def _pd(task):
+    """A linear law on the fingertip error (the fingertip Jacobian at the home pose)."""
+    m = task.model
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    mujoco.mj_forward(m, d)
+    jac = np.zeros((3, m.nv))
+    mujoco.mj_jacSite(m, d, jac, None, m.site('fingertip').id)
+    gain = 0.3 * np.linalg.pinv(jac[:, :7]) / task.spec.action.scale
+    cols = {label.split('[')[0]: slice(off, off + size)
+            for label, off, size in task.observation_layout}
+    w = np.zeros((task.obs_size, task.act_size))
+    w[cols['site_pos']] = -gain.T
+    w[cols['command']] = gain.T
+    w[cols['joint_vel']] = -0.05 * np.eye(7)
+    return lambda obs: np.clip(obs @ w, -1.0, 1.0)
+
+
+def test_the_panda_example_task_file_reaches_with_its_own_frame_contact_and_reward(
+        tmp_path, monkeypatch):
+    _panda()
+    monkeypatch.chdir(tmp_path)         # its terms module is found beside the task file
+    task = load_task(EXAMPLE)
+    assert task.model.site('fingertip') is not None and task.act_size == 7
+    report = evaluate(task, _pd(task), 8, 4, seed=0)
+    assert report.successes >= 6, report.summary()
+    assert 'fingers_down' not in report.failures()
+    # the reward of its own counts: the same task without it returns more
+    data = yaml.safe_load(open(EXAMPLE))
+    del data['reward']['quiet']
+    plain = Task.from_dict(data, 'panda_reach.yaml', os.path.dirname(EXAMPLE))
+    other = evaluate(plain, _pd(plain), 8, 4, seed=0)
+    for a, b in zip(report.episode_results, other.episode_results):
+        assert a.steps == b.steps and a.episode_return < b.episode_return
+    assert cli.main(['--task', EXAMPLE, '--policy', 'zero', '--episodes', '2', '--json']) == 0
