@@ -239,3 +239,24 @@ def test_a_task_without_randomization_starts_from_the_keyframes_ctrl():
     draw = task.draw(0, 4)
     assert np.array_equal(draw.ctrl, task.start_ctrl)
     assert np.array_equal(draw.state, task.start_state)
+
+
+def test_run_policy_in_real_time_commands_the_randomized_start(arm):
+    """Through the goal channels and the device's drive laws (not bit for bit): zero delta
+    actions keep each episode at its randomized start, not the keyframe."""
+    from mujoco_hal_ros.sim.device import Device
+    from mujoco_hal_ros.tasks.device_runner import run_on_device
+    name, task, _ = arm
+    joints, _, _ = ARMS[name]
+    cols = [task.model.jnt_qposadr[task.model.joint(j).id] for j in joints]
+    device = Device(real_time_factor=20.0)
+    try:
+        for e in range(3):
+            run = run_on_device(device, task, 'zero', seed=3, episode=e, lockstep=False)
+            assert run.completed and run.result.steps == task.horizon
+            start = _qpos(task, task.draw(3, e).state)[cols]
+            now = device.snapshot.qpos[cols]
+            assert np.abs(start - task.start_qpos[cols]).max() > 0.3 * NOISE
+            assert np.abs(now - start).max() < 0.1 * NOISE, (start, now)
+    finally:
+        device.close()
