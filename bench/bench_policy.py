@@ -75,13 +75,13 @@ def per_env_loop(task, policy, episodes, seed, physics=None):
         mujoco.mj_setState(m, d, draw.state, mujoco.mjtState.mjSTATE_FULLPHYSICS)
         mujoco.mj_forward(m, d)
         last = np.zeros((1, task.act_size))
-        setpoint = amap.first_setpoints(1)
+        setpoint = amap.first_setpoints(1, draw.ctrl)
         cmd = draw.command[None]
         for _ in range(task.horizon):
             frame = Frame(d.qpos[None], d.qvel[None], d.sensordata[None], cmd, last, last)
             act = np.asarray(policy.act(task.observe(frame), np.array([0])), dtype=np.float64)
             setpoint = amap.apply(act, setpoint)
-            d.ctrl[:] = amap.full_ctrl(setpoint)[0]
+            d.ctrl[:] = amap.full_ctrl(setpoint, draw.ctrl)[0]
             t = clock()
             mujoco.mj_step(m, d, task.decimation)
             in_step += clock() - t

@@ -7,7 +7,7 @@ policy observes and commands, when an episode succeeds or fails, and what it is 
     task = load_task('reach')                      # built in, or a path to a YAML file
     policy = make_policy('pd.onnx', task)          # zero, random, FILE.onnx, module:attr
     report = evaluate(task, policy, episodes=100, envs=32, seed=0)
-    report.success_rate, report.interval, report.episodes[0].failure
+    report.success_rate, report.interval, report.episode_results[0].failure
 
 Module map: ``spec`` (the task file's keys, checked), ``task`` (resolved against the model:
 observations, predicates, rewards, per-episode draws), ``actions`` (policy outputs to
@@ -19,8 +19,8 @@ pool with sparse resets), ``reference`` (one episode on one MjData, the serial r
 
 import os
 
-from .spec import (ActionSpec, CommandTerm, FieldTerm, TaskError, TaskSpec, Term, load_file,
-                   parse)
+from .spec import (ActionSpec, CommandTerm, FieldTerm, FrameTerm, TaskError, TaskSpec, Term,
+                   load_file, parse)
 from .task import Task
 from ..errors import shorten
 
@@ -33,7 +33,8 @@ def builtin_tasks():
 
 
 def load_task(name_or_path: str) -> Task:
-    """A built-in task by name (``reach``, ``walk_forward``) or a task file by path."""
+    """A built-in task by name (``builtin_tasks()``, the table in doc/tasks.md) or a task
+    file by path."""
     if not isinstance(name_or_path, str) or not name_or_path:
         raise TaskError(f'expected a task name or file, got {shorten(name_or_path)}',
                         where='task', allowed=', '.join(builtin_tasks()) + ' or a YAML path')
@@ -48,7 +49,8 @@ def load_task(name_or_path: str) -> Task:
 from .policies import Policy, make_policy  # noqa: E402
 from .evaluate import EpisodeResult, EvaluationReport, evaluate, wilson_interval  # noqa: E402
 
-__all__ = ['Task', 'TaskSpec', 'Term', 'CommandTerm', 'FieldTerm', 'ActionSpec', 'TaskError',
+__all__ = ['Task', 'TaskSpec', 'Term', 'CommandTerm', 'FieldTerm', 'FrameTerm', 'ActionSpec',
+           'TaskError',
            'load_task', 'load_file', 'parse',
            'builtin_tasks', 'Policy', 'make_policy', 'evaluate', 'EvaluationReport',
            'EpisodeResult', 'wilson_interval']

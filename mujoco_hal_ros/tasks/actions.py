@@ -9,7 +9,15 @@ servo's driver would, so a policy cannot command what the hardware refuses.
     normalized delta      ctrl = last   + scale * halfrange * a
     channel absolute      ctrl = offset + scale * a                  (offset 0 or the start ctrl)
     channel delta         ctrl = last   + scale * a
+
+``last`` starts at the episode's starting controls (``EpisodeDraw.ctrl``): a position or
+velocity servo starts at the randomized start, not at the keyframe's ctrl (``servos``), so
+zero delta actions hold the start. Absolute actions set the setpoint outright each step;
+``offset: start`` is the task's nominal start (the "default pose" of legged RL), not the
+randomized one.
 """
+
+from typing import Optional
 
 import mujoco
 import numpy as np
@@ -58,9 +66,13 @@ class ActionMap:
             self.centre = (self.start_ctrl[self.ids] if spec.offset == 'start'
                            else np.zeros(self.size))
 
-    def first_setpoints(self, n: int) -> np.ndarray:
-        """``(n, size)`` setpoints before the first action: the start ctrl, clipped."""
-        return np.broadcast_to(np.clip(self.start_ctrl[self.ids], self.low, self.high),
+    def first_setpoints(self, n: int, start_ctrl: Optional[np.ndarray] = None) -> np.ndarray:
+        """``(n, size)`` setpoints before the first action, clipped: the episodes' starting
+        controls (``(n, nu)`` or ``(nu,)``, ``EpisodeDraw.ctrl``: the servos at the
+        randomized start), or the task's start ctrl when not given. Delta actions integrate
+        from here."""
+        ctrl = self.start_ctrl if start_ctrl is None else np.asarray(start_ctrl, np.float64)
+        return np.broadcast_to(np.clip(ctrl[..., self.ids], self.low, self.high),
                                (n, self.size)).copy()
 
     def apply(self, actions: np.ndarray, last: np.ndarray) -> np.ndarray:
@@ -68,8 +80,13 @@ class ActionMap:
         base = last if self.spec.mode == 'delta' else self.centre
         return np.clip(base + self.gain * actions, self.low, self.high)
 
-    def full_ctrl(self, setpoints: np.ndarray) -> np.ndarray:
-        """``(n, nu)`` controls: the acted actuators' setpoints, the others at the start."""
-        out = np.broadcast_to(self.start_ctrl, (len(setpoints), len(self.start_ctrl))).copy()
+    def full_ctrl(self, setpoints: np.ndarray, start_ctrl: Optional[np.ndarray] = None
+                  ) -> np.ndarray:
+        """``(n, nu)`` controls: the acted actuators' setpoints, the others at the episodes'
+        starting controls (``(n, nu)`` or ``(nu,)``; default the task's start ctrl), so a
+        servo the policy does not drive holds the randomized start."""
+        base = self.start_ctrl if start_ctrl is None else start_ctrl
+        out = np.array(np.broadcast_to(base, (len(setpoints), len(self.start_ctrl))),
+                       dtype=np.float64)
         out[:, self.ids] = setpoints
         return out

@@ -4,11 +4,13 @@
     ros2 run mujoco_hal_ros evaluate_policy --task walk_forward --policy zero --episodes 8
 
 Human-readable lines go to stdout; with ``--json`` stdout is one JSON object and nothing
-else (keys ``task``, ``episodes``, ``success_rate``, ``episode_results`` with ``episode``,
-``success``, ``failure``, ``return``, ``steps`` each, ``env_steps_per_s``, and more), so
-``evaluate_policy ... --json | jq .success_rate`` works; the human-readable lines then go to
-stderr. A refused task or policy exits 2 before any environment runs (with ``--json``: an
-``{"error": {...}}`` object naming the key or the sizes).
+else (keys ``task``, ``episodes_done``, ``success_rate``, ``episode_results`` with
+``episode``, ``success``, ``failure``, ``episode_return``, ``steps`` each,
+``env_steps_per_s``, and more: doc/tasks.md lists them; ``episodes`` and ``return`` are
+deprecated aliases), so ``evaluate_policy ... --json | jq .success_rate`` works; the
+human-readable lines then go to stderr. A refused task or policy exits 2 before any
+environment runs (with ``--json``: an ``{"error": {...}}`` object naming the key or the
+sizes).
 """
 
 import argparse
@@ -23,11 +25,13 @@ SHOW_EPISODES = 100      # one line per episode up to this many
 
 
 def _parser():
+    from . import builtin_tasks
     p = argparse.ArgumentParser(
         prog='evaluate_policy', description='Evaluate a policy on a task over many seeded, '
         'randomized episodes stepped in parallel (mujoco_hal_ros.tasks).')
     p.add_argument('--task', required=True,
-                   help='a built-in task (reach, walk_forward) or a task YAML file')
+                   help=f'a built-in task ({", ".join(builtin_tasks())}) or a task YAML '
+                   'file')
     p.add_argument('--policy', required=True,
                    help='zero, random, FILE.onnx or module:attr (a callable on batches)')
     p.add_argument('--episodes', type=int, default=10, help='episodes to run (default 10)')
@@ -75,11 +79,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(f'video of episode {ep}: {path}', file=human, flush=True)
     except DeviceError as err:
         return _refuse(args, err)
-    shown = report.episodes if len(report.episodes) <= SHOW_EPISODES else []
+    shown = report.episode_results if report.episodes_done <= SHOW_EPISODES else []
     for e in shown:          # a long run says it in the summary (and the JSON) only
         state = 'success' if e.success else f'failure ({e.failure})'
-        print(f'episode {e.episode}: {state} after {e.steps} steps, return {e.ret:.3f}',
-              file=human)
+        print(f'episode {e.episode}: {state} after {e.steps} steps, '
+              f'return {e.episode_return:.3f}', file=human)
     print(report.summary(), file=human, flush=True)
     if args.json:
         print(json.dumps(report.to_dict()), flush=True)

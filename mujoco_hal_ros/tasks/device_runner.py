@@ -118,6 +118,8 @@ class DevicePolicyRunner:
                 'gravity_compensation')
         self.policy = make_policy(policy, self.task, self.seed)
         self.draw = self.task.draw(self.seed, self.episode)
+        # the controls the episode starts from: its servos at the randomized start
+        self.ctrl0 = self.task.start_ctrl if self.draw.ctrl is None else self.draw.ctrl
         model = episode_model(self.task, self.draw.patch)
         # The device keeps the model it runs (and may edit it: gravity, timestep): its own copy.
         self.model = copy.copy(model) if model is self.task.model else model
@@ -239,7 +241,7 @@ class DevicePolicyRunner:
         policy.reset(slots[:1], np.array([self.episode]))
         cmd = self.draw.command[None]
         last = np.zeros((1, task.act_size))
-        setpoint = amap.first_setpoints(1)
+        setpoint = amap.first_setpoints(1, self.ctrl0)
         ret, steps, completed = 0.0, 0, True
         # the horizon ends an episode with no success predicate a success, else a failure
         ok, failure, by = _at_horizon(task)
@@ -250,7 +252,7 @@ class DevicePolicyRunner:
             act = _actions(policy, task, Frame(qpos, qvel, sens, cmd, last, last), slots,
                            steps)
             setpoint = amap.apply(act, setpoint)
-            qpos, qvel, sens, t, row, bad = self._step(amap.full_ctrl(setpoint)[0], t)
+            qpos, qvel, sens, t, row, bad = self._step(amap.full_ctrl(setpoint, self.ctrl0)[0], t)
             steps += 1
             self.steps = steps
             if self.record:
@@ -301,7 +303,7 @@ class DevicePolicyRunner:
         policy.reset(slots[:1], np.array([self.episode]))
         cmd = self.draw.command[None]
         last = np.zeros((1, task.act_size))
-        setpoint = amap.first_setpoints(1)
+        setpoint = amap.first_setpoints(1, self.ctrl0)
         ret, steps, completed = 0.0, 0, True
         # the horizon ends an episode with no success predicate a success, else a failure
         ok, failure, by = _at_horizon(task)

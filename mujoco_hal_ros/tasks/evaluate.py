@@ -63,25 +63,42 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> Tuple[float, flo
 
 @dataclass
 class EpisodeResult:
+    """One episode's outcome. The same names in Python, in JSON (``to_dict``) and, prefixed
+    ``episode_`` where a ROS result holds one array per field, in the actions' results:
+    ``episode_return`` is ``EvaluatePolicy`` / ``RunPolicy``'s ``episode_return``."""
+
     episode: int
     success: bool
     failure: Optional[str]      # the failure predicate, 'horizon' or 'unstable'; None on success
-    ret: float                  # undiscounted sum of rewards
+    episode_return: float       # undiscounted sum of rewards
     steps: int                  # control steps
     ended_by: str               # the predicate (success or failure) that ended it, or 'horizon'
 
+    @property
+    def ret(self) -> float:
+        """Deprecated alias of ``episode_return`` (its earlier name)."""
+        return self.episode_return
+
     def to_dict(self) -> Dict:
+        """JSON: ``return`` is a deprecated alias of ``episode_return``, kept for scripts."""
         return {'episode': self.episode, 'success': self.success, 'failure': self.failure,
-                'return': self.ret, 'steps': self.steps, 'ended_by': self.ended_by}
+                'episode_return': self.episode_return, 'return': self.episode_return,
+                'steps': self.steps, 'ended_by': self.ended_by}
 
 
 @dataclass
 class EvaluationReport:
+    """An evaluation's outcome. ``episode_results`` lists the finished episodes (JSON
+    ``episode_results``), ``episodes_done`` counts them (JSON and the action's result
+    ``episodes_done``), ``requested`` is how many were asked for (the action goal's
+    ``episodes``). ``episodes`` is a deprecated alias of ``episode_results`` (and in JSON of
+    ``episodes_done``), kept because scripts read it."""
+
     task: str
     policy: str
     seed: int
     envs: int
-    episodes: List[EpisodeResult]
+    episode_results: List[EpisodeResult]
     requested: int
     completed: bool             # False when progress() stopped it early
     wall_s: float
@@ -91,20 +108,30 @@ class EvaluationReport:
     states: Dict[int, np.ndarray] = field(default_factory=dict)   # recorded episodes' rows
 
     @property
+    def episodes(self) -> List[EpisodeResult]:
+        """Deprecated alias of ``episode_results``."""
+        return self.episode_results
+
+    @property
+    def episodes_done(self) -> int:
+        return len(self.episode_results)
+
+    @property
     def successes(self) -> int:
-        return sum(e.success for e in self.episodes)
+        return sum(e.success for e in self.episode_results)
 
     @property
     def success_rate(self) -> float:
-        return self.successes / len(self.episodes) if self.episodes else 0.0
+        return self.successes / len(self.episode_results) if self.episode_results else 0.0
 
     @property
     def interval(self) -> Tuple[float, float]:
-        return wilson_interval(self.successes, len(self.episodes))
+        return wilson_interval(self.successes, len(self.episode_results))
 
     @property
     def mean_return(self) -> float:
-        return float(np.mean([e.ret for e in self.episodes])) if self.episodes else 0.0
+        results = self.episode_results
+        return float(np.mean([e.episode_return for e in results])) if results else 0.0
 
     @property
     def env_steps_per_s(self) -> float:
@@ -112,7 +139,7 @@ class EvaluationReport:
 
     def failures(self) -> Dict[str, int]:
         out: Dict[str, int] = {}
-        for e in self.episodes:
+        for e in self.episode_results:
             if e.failure is not None:
                 out[e.failure] = out.get(e.failure, 0) + 1
         return out
@@ -120,11 +147,12 @@ class EvaluationReport:
     def to_dict(self) -> Dict:
         lo, hi = self.interval
         return {'task': self.task, 'policy': self.policy, 'seed': self.seed, 'envs': self.envs,
-                'episodes': len(self.episodes), 'requested': self.requested,
+                'episodes_done': self.episodes_done, 'requested': self.requested,
+                'episodes': self.episodes_done,          # deprecated alias of episodes_done
                 'completed': self.completed, 'success_rate': self.success_rate,
                 'success_interval_95': [lo, hi], 'mean_return': self.mean_return,
                 'failures': self.failures(),
-                'episode_results': [e.to_dict() for e in self.episodes],
+                'episode_results': [e.to_dict() for e in self.episode_results],
                 'env_steps': self.env_steps, 'env_steps_per_s': self.env_steps_per_s,
                 'physics_steps_per_s': self.physics_steps / self.wall_s if self.wall_s else 0.0,
                 'wall_s': self.wall_s, 'videos': {str(k): v for k, v in self.videos.items()}}
@@ -132,7 +160,7 @@ class EvaluationReport:
     def summary(self) -> str:
         lo, hi = self.interval
         fails = ', '.join(f'{k} {v}' for k, v in sorted(self.failures().items())) or 'none'
-        return (f'{self.task} / {self.policy}: {self.successes}/{len(self.episodes)} succeeded '
+        return (f'{self.task} / {self.policy}: {self.successes}/{self.episodes_done} succeeded '
                 f'({100 * self.success_rate:.1f} %, 95 % CI {100 * lo:.1f}-{100 * hi:.1f} %), '
                 f'mean return {self.mean_return:.3f}, failures: {fails}; '
                 f'{self.env_steps_per_s:.0f} env-steps/s on {self.envs} envs')
@@ -203,6 +231,7 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
     cmd = np.zeros((m, task.command_size))
     last = np.zeros((m, task.act_size))
     setpoint = np.zeros((m, task.act_size))
+    ctrl0 = np.zeros((m, model.nu))     # each episode's starting controls (servos at its start)
     steps = np.zeros(m, dtype=np.int64)
     ret = np.zeros(m)
     ep_of = np.full(m, -1, dtype=np.int64)
@@ -230,7 +259,8 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
         qvel[slots] = rows[:, qvel_at:qvel_at + model.nv]
         cmd[slots] = np.stack([d.command for d in draws]) if task.command_size else 0.0
         last[slots] = 0.0
-        setpoint[slots] = amap.first_setpoints(len(slots))
+        ctrl0[slots] = np.stack([task.start_ctrl if d.ctrl is None else d.ctrl for d in draws])
+        setpoint[slots] = amap.first_setpoints(len(slots), ctrl0[slots])
         steps[slots] = 0
         ret[slots] = 0.0
         ep_of[slots] = eps
@@ -253,7 +283,8 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
             out = policy.act(obs, ids)
         act = check_actions(out, len(ids), task, policy.name, ep_of[ids])
         sp = amap.apply(act, setpoint[ids])
-        res = pool.step(task.decimation, ctrl=amap.full_ctrl(sp), env_ids=ids, sensors=use_sens)
+        res = pool.step(task.decimation, ctrl=amap.full_ctrl(sp, ctrl0[ids]), env_ids=ids,
+                        sensors=use_sens)
         env_steps += len(ids)
         setpoint[ids] = sp
         qpos[ids], qvel[ids] = res.qpos, res.qvel
@@ -295,6 +326,6 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
     wall = time.perf_counter() - t0
     return EvaluationReport(
         task=task.name, policy=policy.name, seed=seed, envs=m,
-        episodes=[results[k] for k in sorted(results)], requested=n_ep, completed=completed,
+        episode_results=[results[k] for k in sorted(results)], requested=n_ep, completed=completed,
         wall_s=wall, env_steps=env_steps, physics_steps=env_steps * task.decimation,
         states={k: np.stack(v) for k, v in states.items()})

@@ -52,6 +52,7 @@ class _Runner:
         self.cmd = np.zeros((n, task.command_size))
         self.last = np.zeros((n, task.act_size))
         self.setpoint = np.zeros((n, task.act_size))
+        self.ctrl0 = np.zeros((n, m.nu))      # each episode's starting controls
         self.steps = np.zeros(n, dtype=np.int64)
 
     def reset(self, slots: np.ndarray, seed: int, episodes: np.ndarray) -> np.ndarray:
@@ -68,7 +69,9 @@ class _Runner:
         self.qvel[slots] = rows[:, self._qvel:self._qvel + m.nv]
         self.cmd[slots] = np.stack([d.command for d in draws]) if task.command_size else 0.0
         self.last[slots] = 0.0
-        self.setpoint[slots] = task.actions.first_setpoints(len(slots))
+        self.ctrl0[slots] = np.stack([task.start_ctrl if d.ctrl is None else d.ctrl
+                                      for d in draws])
+        self.setpoint[slots] = task.actions.first_setpoints(len(slots), self.ctrl0[slots])
         self.steps[slots] = 0
         return self.observe(slots)
 
@@ -80,7 +83,8 @@ class _Runner:
     def step(self, slots, act):
         task = self.task
         sp = task.actions.apply(act, self.setpoint[slots])
-        res = self.pool.step(task.decimation, ctrl=task.actions.full_ctrl(sp), env_ids=slots,
+        res = self.pool.step(task.decimation, ctrl=task.actions.full_ctrl(sp, self.ctrl0[slots]),
+                             env_ids=slots,
                              sensors=task.uses_sensordata)
         self.setpoint[slots] = sp
         self.qpos[slots], self.qvel[slots] = res.qpos, res.qvel

@@ -65,7 +65,8 @@ def run_episode(task: Task, policy, seed: int, episode: int, record: bool = Fals
     policy.reset(slots[:1], np.array([episode]))
     cmd = draw.command[None]
     last = np.zeros((1, task.act_size))
-    setpoint = amap.first_setpoints(1)
+    ctrl0 = task.start_ctrl if draw.ctrl is None else draw.ctrl
+    setpoint = amap.first_setpoints(1, ctrl0)
     rows: List[np.ndarray] = [draw.state.copy()]
     ret, steps = 0.0, 0
     ok, failure, by = (not task.success_names), None, 'horizon'
@@ -76,7 +77,7 @@ def run_episode(task: Task, policy, seed: int, episode: int, record: bool = Fals
         out = policy.act(np.concatenate([obs, np.zeros_like(obs)]), slots)
         act = check_actions(out[:1] if np.ndim(out) == 2 else out, 1, task, policy.name)
         setpoint = amap.apply(act, setpoint)
-        d.ctrl[:] = amap.full_ctrl(setpoint)[0]
+        d.ctrl[:] = amap.full_ctrl(setpoint, ctrl0)[0]
         d.warning.number[_BAD] = 0
         for _ in range(task.decimation):
             mujoco.mj_step(m, d)

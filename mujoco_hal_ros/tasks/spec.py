@@ -7,7 +7,7 @@ Why a hand-written checker instead of a schema library: the refusals must name t
 
 The keys, at the top level of a task file (``builtin/reach.yaml`` shows them all)::
 
-    name, model, start, base, horizon, command, reset, observation, action,
+    name, model, start, base, frames, horizon, command, reset, observation, action,
     success, failure, reward, video
 """
 
@@ -59,6 +59,16 @@ class FieldTerm:
 
 
 @dataclass(frozen=True)
+class FrameTerm:
+    """A point of the task's own on a body (a fingertip), added to the model as a site:
+    ``pos`` in the body's frame, ``quat`` (w, x, y, z) its orientation there."""
+
+    body: str
+    pos: Tuple[float, float, float] = (0.0, 0.0, 0.0)
+    quat: Tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True)
 class ActionSpec:
     """How the policy's outputs become controls (see ``actions.ActionMap``)."""
 
@@ -93,6 +103,7 @@ class TaskSpec:
     failure: List[Term] = field(default_factory=list)
     reward: List[Term] = field(default_factory=list)
     video: Dict[str, Any] = field(default_factory=dict)
+    frames: Dict[str, 'FrameTerm'] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- value checks
@@ -185,6 +196,17 @@ class _Checker:
                              allowed=', '.join(choices))
         return value
 
+    def function(self, value, key):
+        """``module:attr`` text, or (a spec built in Python) the callable itself."""
+        if callable(value) and not isinstance(value, str):
+            return value
+        if not isinstance(value, str) or value.count(':') != 1 or \
+                not all(value.split(':')):
+            raise self.error(key, f'expected module:attr, got {shorten(value)}',
+                             allowed='module:attr naming a function f(frame) or a class '
+                             'made with the task, cls(task)')
+        return value
+
     def flag(self, value, key):
         if not isinstance(value, bool):
             raise self.error(key, f'expected true or false, got {shorten(value)}')
@@ -222,7 +244,13 @@ PREDICATES = {
              'value': ('number', True, None)},
     'near_command': {**_OBJECT, 'command': ('name', True, None),
                      'distance': ('positive', True, None)},
-    'contact': {'geom1': ('name', True, None), 'geom2': ('name', True, None)},
+    # one side: a geom by name, every geom of a body (unnamed ones too) or of its subtree;
+    # the second side left out: anything
+    'contact': {'geom1': ('name', False, None), 'body1': ('name', False, None),
+                'subtree1': ('name', False, None), 'geom2': ('name', False, None),
+                'body2': ('name', False, None), 'subtree2': ('name', False, None)},
+    # the user's own: ``module:attr`` (or, from Python, the callable itself) on the batch
+    'python': {'function': ('function', True, None)},
 }
 REWARDS = {
     'track_velocity': {'body': ('name', False, None), 'command': ('name', True, None),
@@ -236,7 +264,9 @@ REWARDS = {
     'joint_vel_l2': {'joints': ('names_all', False, None)},
     'alive': {},
     'predicate': {'name': ('name', True, None)},
+    'python': {'function': ('function', True, None)},
 }
+CONTACT_SIDES = ('geom', 'body', 'subtree')
 _OBJECT_KINDS = {'height_below', 'height_above', 'past', 'near_command', 'distance_to_command'}
 
 
@@ -276,10 +306,22 @@ def _check_args(c, kind, args, table, key):
             out[arg] = c.number(v, k, low=0.0, high=180.0)
         elif check.startswith('choice:'):
             out[arg] = c.choice(v, k, check[7:].split(','))
+        elif check == 'function':
+            out[arg] = c.function(v, k)
         else:  # pragma: no cover - a typo in the tables above
             raise AssertionError(check)
     if kind in _OBJECT_KINDS and (out['body'] is None) == (out['site'] is None):
         raise c.error(key, 'needs exactly one of body or site')
+    if kind == 'contact':
+        for side, need in (('1', True), ('2', False)):
+            given = [k + side for k in CONTACT_SIDES if out[k + side] is not None]
+            if len(given) > 1 or (need and not given):
+                raise c.error(key, f'needs {"exactly" if need else "at most"} one of '
+                              + ', '.join(k + side for k in CONTACT_SIDES)
+                              + (f', got {", ".join(given)}' if given else ''),
+                              allowed='geom1: NAME, body1: BODY (its geoms) or subtree1: BODY '
+                              '(the geoms of it and every body below it); the same for side 2, '
+                              'or none: anything')
     return out
 
 
@@ -407,8 +449,28 @@ def _reset(c, value, key, spec):
             spec.fields.append(FieldTerm(fname, names, scale, add, cols))
 
 
-TOP_KEYS = ['name', 'model', 'start', 'base', 'horizon', 'command', 'reset', 'observation',
-            'action', 'success', 'failure', 'reward', 'video']
+TOP_KEYS = ['name', 'model', 'start', 'base', 'frames', 'horizon', 'command', 'reset',
+            'observation', 'action', 'success', 'failure', 'reward', 'video']
+
+
+def _frames(c, value, key):
+    """``{NAME: {body: BODY, pos: [x, y, z], quat: [w, x, y, z]}}``: points of the task's own."""
+    if not isinstance(value, dict) or not value:
+        raise c.error(key, f'expected a mapping of name -> {{body, pos, quat}}, got '
+                      f'{shorten(value)}', allowed='{fingertip: {body: hand, pos: [0, 0, 0.1]}}')
+    out = {}
+    for name, term in value.items():
+        k = f'{key}.{c.name(name, key)}'
+        if isinstance(term, FrameTerm):
+            term = {'body': term.body, 'pos': list(term.pos), 'quat': list(term.quat)}
+        c.mapping(term, k, ['body', 'pos', 'quat'], required=['body'])
+        pos = c.vector(term.get('pos', [0.0, 0.0, 0.0]), f'{k}.pos', 3)
+        quat = c.vector(term.get('quat', [1.0, 0.0, 0.0, 0.0]), f'{k}.quat', 4)
+        if math.sqrt(sum(q * q for q in quat)) < 1e-9:
+            raise c.error(f'{k}.quat', 'is all zeros', allowed='a rotation (w, x, y, z), '
+                          'normalized for you')
+        out[name] = FrameTerm(c.name(term['body'], f'{k}.body'), pos, quat)
+    return out
 
 
 def parse(data: Dict[str, Any], source: str = 'task', source_dir: Optional[str] = None
@@ -431,6 +493,8 @@ def parse(data: Dict[str, Any], source: str = 'task', source_dir: Optional[str] 
             spec.qvel = c.vector(st['qvel'], 'start.qvel')
     if 'base' in data:
         spec.base = c.name(data['base'], 'base')
+    if 'frames' in data and data['frames'] is not None:
+        spec.frames = _frames(c, data['frames'], 'frames')
     spec.horizon = c.integer(data['horizon'], 'horizon', 1, 10_000_000)
     if 'command' in data and data['command'] is not None:
         cmd = data['command']
@@ -443,7 +507,16 @@ def parse(data: Dict[str, Any], source: str = 'task', source_dir: Optional[str] 
             u = c.mapping(term['uniform'], f'{k}.uniform', ['low', 'high'],
                           required=['low', 'high'])
             low = c.vector(u['low'], f'{k}.uniform.low')
-            high = c.vector(u['high'], f'{k}.uniform.high', len(low))
+            high = c.vector(u['high'], f'{k}.uniform.high')
+            if len(low) != len(high):
+                # name the shorter one: a number left out is the likelier slip
+                short, other = ('low', 'high') if len(low) < len(high) else ('high', 'low')
+                sizes = {'low': len(low), 'high': len(high)}
+                raise c.error(f'{k}.uniform.{short}', f'has {sizes[short]} numbers and '
+                              f'{other} has {sizes[other]}; low and high give one bound per '
+                              f'number of the command {name!r}',
+                              allowed=f'{short} with {sizes[other]} numbers, or {other} '
+                              f'with {sizes[short]}')
             for i, (lo, hi) in enumerate(zip(low, high)):
                 if lo > hi:
                     raise c.error(f'{k}.uniform', f'low[{i}] = {lo} is above high[{i}] = {hi}')
@@ -508,6 +581,8 @@ def check(spec: TaskSpec) -> TaskSpec:
     if spec.action.actuators is None:
         act['actuators'] = 'all'
     out.action = _action(c, act, 'action')
+    if spec.frames:
+        out.frames = _frames(c, spec.frames, 'frames')
 
     def terms(items, table, key, named):
         checked = []

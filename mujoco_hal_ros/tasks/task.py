@@ -40,11 +40,16 @@ from ..errors import UnknownName
 from ..pool.layout import FULLPHYSICS, StateLayout
 from ..pool.randomization import view
 from .actions import ActionMap
-from .spec import AXES, TaskError, TaskSpec, Term
+from .servos import ServoStart
+from .user_terms import UserTerm
+from .spec import AXES, CONTACT_SIDES, TaskError, TaskSpec, Term
 
 _OBJ = {'body': mujoco.mjtObj.mjOBJ_XBODY,  # the body frame, not its inertial frame
         'site': mujoco.mjtObj.mjOBJ_SITE,
         'geom': mujoco.mjtObj.mjOBJ_GEOM}
+# a contact sensor's side: one geom, every geom of a body, or of the body's subtree
+_CONTACT_OBJ = {'geom': mujoco.mjtObj.mjOBJ_GEOM, 'body': mujoco.mjtObj.mjOBJ_BODY,
+                'subtree': mujoco.mjtObj.mjOBJ_XBODY}
 _S = mujoco.mjtSensor
 _HINGE_SLIDE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 _FREE = int(mujoco.mjtJoint.mjJNT_FREE)
@@ -99,11 +104,14 @@ class Frame:
 
 @dataclass
 class EpisodeDraw:
-    """One episode's start: physics row, command vector and model-field patch (or None)."""
+    """One episode's start: physics row, command vector, model-field patch (or None) and the
+    controls the episode starts from (``ctrl``: the servos' setpoints at the randomized
+    start, ``servos``; None means the task's ``start_ctrl``)."""
 
     state: np.ndarray
     command: np.ndarray
     patch: Optional[Dict[str, np.ndarray]]
+    ctrl: Optional[np.ndarray] = None
 
 
 def _model_file(spec: TaskSpec) -> str:
@@ -203,13 +211,9 @@ class Task:
         except Exception as err:  # noqa: BLE001 - MuJoCo's own message says what is wrong
             raise TaskError(f'MuJoCo cannot load {path}: {err}', where=f'{src}: model') from None
         self.model_path = path
-        self._names = {kind: [getattr(nominal, kind)(i).name for i in range(count)]
-                       for kind, count in (('body', nominal.nbody), ('site', nominal.nsite),
-                                           ('geom', nominal.ngeom), ('joint', nominal.njnt),
-                                           ('sensor', nominal.nsensor),
-                                           ('actuator', nominal.nu),
-                                           ('key', nominal.nkey),
-                                           ('camera', nominal.ncam))}
+        self._names = self._model_names(nominal)
+        if spec.frames:
+            nominal = self._add_frames(mspec)
         if spec.base is not None:
             self._id('body', spec.base, 'base')
         if spec.video.get('camera'):
@@ -218,6 +222,7 @@ class Task:
             self._id('body', spec.video['track'], 'video.track')
         self._sensors = _Sensors(mspec)
         self._nominal = nominal
+        self._user_terms: List[UserTerm] = []
         self.uses_sensordata = False     # model sensors observed, or any appended
         self._obs = [self._observation(t, i, nominal) for i, t in enumerate(spec.observation)]
         self._pred = [self._predicate(t, 'success') for t in spec.success] + \
@@ -249,6 +254,19 @@ class Task:
                 raise UnknownName('predicate', t.args['name'],
                                   self.success_names + self.failure_names,
                                   where=f'{src}: reward.{t.name}.predicate.name')
+        if self._user_terms:     # the user's own terms, checked on the start before any run
+            probe = self.start_frame(2)
+            for term in self._user_terms:
+                term.bind(self, probe)
+
+    def start_frame(self, n: int = 1) -> Frame:
+        """``n`` rows of the task's start as a Frame (zero command and actions)."""
+        def rows(a):
+            return np.repeat(np.asarray(a, dtype=np.float64)[None], n, axis=0)
+        qvel = self.start_state[self._qvel_at:self._qvel_at + self.model.nv]
+        return Frame(rows(self.start_qpos), rows(qvel), rows(self.start_sensordata),
+                     np.zeros((n, self.command_size)), np.zeros((n, self.act_size)),
+                     np.zeros((n, self.act_size)))
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -263,6 +281,33 @@ class Task:
         return cls(parse(data, source, source_dir))
 
     # ------------------------------------------------------------------ names
+    @staticmethod
+    def _model_names(m):
+        return {kind: [getattr(m, kind)(i).name for i in range(count)]
+                for kind, count in (('body', m.nbody), ('site', m.nsite), ('geom', m.ngeom),
+                                    ('joint', m.njnt), ('sensor', m.nsensor),
+                                    ('actuator', m.nu), ('key', m.nkey),
+                                    ('camera', m.ncam))}
+
+    def _add_frames(self, mspec):
+        """The task's own frames as sites on their bodies (``frames``): a site has no mass
+        and no collision, so the model steps as before; every ``site:`` key can name them."""
+        for name, fr in self.spec.frames.items():
+            key = f'frames.{name}'
+            if name in self._names['site']:
+                raise TaskError(f'the model already has a site {name!r}', where=f'{self._src}: '
+                                f'{key}', allowed='a new name, or use the model\'s site as it is')
+            self._id('body', fr.body, f'{key}.body')
+            body = mspec.body(fr.body)
+            body.add_site(name=name, pos=list(fr.pos), quat=list(fr.quat))
+        try:
+            nominal = mspec.compile()
+        except Exception as err:  # noqa: BLE001 - MuJoCo's own message says what is wrong
+            raise TaskError(f'MuJoCo refused the task frames: {err}',
+                            where=f'{self._src}: frames') from None
+        self._names = self._model_names(nominal)
+        return nominal
+
     def _id(self, kind, name, key):
         names = self._names[kind]
         if name not in names:
@@ -469,13 +514,29 @@ class Task:
             dist = a['distance']
             return t.name, role, (lambda f, pos=pos, cc=cc, dist=dist:
                                   np.linalg.norm(pos(f) - f.command[:, cc], axis=1) < dist)
+        if t.kind == 'python':
+            return t.name, role, self._user(a['function'], key, predicate=True)
         if t.kind == 'contact':
-            self._id('geom', a['geom1'], f'{key}.geom1')
-            self._id('geom', a['geom2'], f'{key}.geom2')
-            found = self._sensors.need(_S.mjSENS_CONTACT, _OBJ['geom'], a['geom1'], _OBJ['geom'],
-                                       a['geom2'], intprm=[1, 0, 1])
+            side1 = self._contact_side(a, '1', key)
+            side2 = self._contact_side(a, '2', key) or (None, None)
+            found = self._sensors.need(_S.mjSENS_CONTACT, *side1, *side2, intprm=[1, 0, 1])
             return t.name, role, (lambda f, found=found: found(f)[:, 0] > 0)
         raise AssertionError(t.kind)  # pragma: no cover
+
+    def _user(self, function, key, predicate):
+        """A term of the user's own (``user_terms``), bound once the task is complete."""
+        term = UserTerm(function, f'{self._src}: {key}', predicate, self.spec.source_dir)
+        self._user_terms.append(term)
+        return term
+
+    def _contact_side(self, a, side, key):
+        """(objtype, name) of one side of a contact term, or None (side 2: anything)."""
+        for kind in CONTACT_SIDES:
+            name = a.get(kind + side)
+            if name is not None:
+                self._id('geom' if kind == 'geom' else 'body', name, f'{key}.{kind}{side}')
+                return _CONTACT_OBJ[kind], name
+        return None
 
     def predicates(self, f: Frame) -> Tuple[np.ndarray, np.ndarray]:
         """``(success_index, failure_index)``, each ``(n,)`` int: the first predicate that
@@ -534,6 +595,8 @@ class Task:
             return t.name, w, lambda f: np.ones(len(f.qpos))
         if t.kind == 'predicate':
             return t.name, w, ('predicate', a['name'])
+        if t.kind == 'python':
+            return t.name, w, self._user(a['function'], key, predicate=False)
         raise AssertionError(t.kind)  # pragma: no cover
 
     def reward(self, f: Frame, succ: np.ndarray, fail: np.ndarray) -> np.ndarray:
@@ -575,6 +638,8 @@ class Task:
         self.start_sensordata = d.sensordata.copy()
         offsets = {name: off for name, off, _ in self.layout.components}
         self._qpos_at, self._qvel_at = offsets['qpos'], offsets['qvel']
+        self.servos = ServoStart(m, self.start_state, self.start_ctrl, offsets['qpos'],
+                                 offsets['qvel'], offsets['act'])
 
     def _resolve_reset(self):
         spec, m = self.spec, self.model
@@ -669,7 +734,9 @@ class Task:
                     sub = value[rows][:, cols] * scale + add
                     idx = np.ix_(np.arange(value.shape[0])[rows], np.arange(value.shape[1])[cols])
                     value[idx] = sub
-        return EpisodeDraw(state, command, patch)
+        # the servos start at the randomized start, not the keyframe's ctrl (``servos``)
+        ctrl, state = self.servos.shift(state, patch)
+        return EpisodeDraw(state, command, patch, ctrl)
 
     # ------------------------------------------------------------------ helpers
     def make_pool(self, nenv: int, nthread: int = 1, **kw):
