@@ -15,6 +15,7 @@ from typing import Dict, List
 import mujoco
 
 from ..description.gazebo_sensors import TEXT_NAME, SensorDeclaration, from_json
+from ..errors import ConfigError
 from .noise import NoiseSpec
 from .settings import lidar_entry
 
@@ -108,3 +109,31 @@ def merged(declared: Dict[str, dict], given: Dict[str, dict]) -> Dict[str, dict]
         said = {k: v for k, v in entry.items() if not (k == 'noise' and v.off)}
         out[name] = {**out.get(name, {}), **said}
     return out
+
+
+def with_cameras(path: str, cameras: Dict[str, dict], folder: str) -> str:
+    """The model file ``path`` with a device file's ``cameras:`` (``settings.
+    parse_cameras``) mounted on their bodies as a URDF camera tag's would be, written into
+    ``folder``; ``path`` itself when there are none. A body the model lacks is a
+    ConfigError listing the bodies."""
+    if not cameras:
+        return path
+    from ..description.sensor_mounts import mount_on_file
+    model = mujoco.MjModel.from_xml_path(path)
+    bodies = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or ''
+              for b in range(1, model.nbody)]
+    decls = []
+    for name, c in cameras.items():
+        if c['body'] not in bodies:
+            raise ConfigError(f'camera {name!r}: the model has no body {c["body"]!r}',
+                              where=f'cameras.{name}.body',
+                              allowed=', '.join(b for b in bodies if b)[:1000] or 'none')
+        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, name) >= 0:
+            raise ConfigError(f'the model has a camera {name!r} already; name this one '
+                              'otherwise', where=f'cameras.{name}')
+        decls.append(SensorDeclaration(
+            name=name, kind='depth' if c['depth'] else 'camera', link=c['body'],
+            source='device_file', pose=tuple(c['pos']) + tuple(c['rpy']),
+            frame=c['frame'] or f'{name}_optical_frame', rate=c['rate'], width=c['width'],
+            height=c['height'], horizontal_fov=c['horizontal_fov'], near=0.01, far=100.0))
+    return mount_on_file(path, decls, folder)

@@ -17,6 +17,10 @@ LIDAR_KEYS = {'site', 'rate', 'rays', 'fov', 'vertical_rays', 'vertical_fov', 'r
               'range_max', 'exclude_robot', 'geomgroup', 'frame', 'angle_min', 'angle_max',
               'vertical_angle_min', 'vertical_angle_max', 'noise', 'topic', 'output',
               'body', 'pos', 'rpy'}
+CAMERA_KEYS = {'body', 'pos', 'rpy', 'width', 'height', 'horizontal_fov', 'rate', 'depth',
+               'frame'}
+MAX_SIDE = 2048
+MAX_CAMERA_RATE = 240.0
 OUTPUTS = ('auto', 'scan', 'points')
 MAX_TOPIC = 256
 MAX_RATE = 10000.0
@@ -212,4 +216,37 @@ def _triple(value, where, kind):
     out = tuple(parse_quantity(v, kind, f'{where}[{i}]') for i, v in enumerate(value))
     if not all(math.isfinite(v) and abs(v) <= 1e3 for v in out):
         raise ConfigError('expected finite values within 1000', where=where)
+    return out
+
+
+def parse_cameras(section, where='cameras'):
+    """``{name: {...}}``: cameras a device file adds to a body of any model, as a URDF's
+    camera tag puts one on a link (looking along the body's x at ``pos``/``rpy``); each
+    publishes ``<name>/image_raw`` and ``camera_info`` (and depth) as a model's own."""
+    out = {}
+    for name, entry in _mapping(section, where).items():
+        here = f'{where}.{name}'
+        entry = _named_entry(name, entry, where, here, 'camera', CAMERA_KEYS)
+        _topic(name, here)
+        if not isinstance(entry.get('body'), str) or not entry['body']:
+            raise ConfigError('a camera needs the body it sits on', where=f'{here}.body')
+        fov = parse_quantity(entry.get('horizontal_fov', '60 deg'), 'angle',
+                             f'{here}.horizontal_fov')
+        if not 0.01 <= fov <= 3.0:
+            raise ConfigError('a horizontal field of view from 0.01 to 3 rad (172 degrees)',
+                              where=f'{here}.horizontal_fov')
+        depth = entry.get('depth', False)
+        if not isinstance(depth, bool):
+            raise ConfigError(f'expected true or false, got {depth!r}', where=f'{here}.depth')
+        rate = _rate(entry.get('rate', 10.0), f'{here}.rate')
+        if rate > MAX_CAMERA_RATE:
+            raise ConfigError(f'at most {MAX_CAMERA_RATE:g} Hz', where=f'{here}.rate')
+        out[name] = {
+            'name': name, 'body': entry['body'],
+            'pos': _triple(entry.get('pos'), f'{here}.pos', 'length'),
+            'rpy': _triple(entry.get('rpy'), f'{here}.rpy', 'angle'),
+            'width': _int(entry.get('width', 640), f'{here}.width', 1, MAX_SIDE),
+            'height': _int(entry.get('height', 480), f'{here}.height', 1, MAX_SIDE),
+            'horizontal_fov': fov, 'rate': rate, 'depth': depth,
+            'frame': _frame(entry['frame'], f'{here}.frame') if entry.get('frame') else None}
     return out

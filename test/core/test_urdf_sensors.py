@@ -494,3 +494,61 @@ def test_two_tagged_robots_in_one_world_each_under_its_namespace(open_device):
     assert dev.sensing.lidar(cfg).site >= 0
     groups = {g.name: g for g in dev.sensing.sensor_groups()}
     assert groups['tb_a/tb3_imu'].topic == 'tb_a/imu'
+
+
+# --- the same for MJCF users: a device file's cameras: entry on any body ---------------------
+ROVER = '''<mujoco model="rover">
+  <worldbody>
+    <light pos="0 0 3" dir="0 0 -1"/>
+    <geom name="floor" type="plane" size="0 0 0.05"/>
+    <geom name="wall_front" type="box" pos="1.55 0 0.5" size="0.05 3 0.5"/>
+    <geom name="wall_left" type="box" pos="0 1.05 0.5" size="3 0.05 0.5"/>
+    <body name="rover" pos="0 0 0.1"><geom type="box" size="0.1 0.1 0.05"/></body>
+  </worldbody>
+</mujoco>'''
+
+
+def rover_device(open_device, tmp_path, cameras):
+    model = tmp_path / 'rover.xml'
+    model.write_text(ROVER)
+    return open_device({'connect': {'model': str(model)}, 'cameras': cameras},
+                       start_paused=True)
+
+
+def test_device_file_camera_on_a_body_serves_like_a_tag(open_device, tmp_path):
+    dev = rover_device(open_device, tmp_path, {'front': {
+        'body': 'rover', 'pos': [0, 0, '20 cm'], 'rpy': [0, 0, '90 deg'], 'width': 64,
+        'height': 48, 'horizontal_fov': '60 deg', 'rate': 15, 'depth': True}})
+    m = dev.model
+    cid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_CAMERA, 'front')
+    assert cid >= 0 and tuple(m.cam_resolution[cid]) == (64, 48)
+    d = declared.cameras(m)['front']
+    assert (d.kind, d.link, d.rate, d.source) == ('depth', 'rover', 15.0, 'device_file')
+    assert declared.optical_frame(d) == 'front_optical_frame'
+    # turned a quarter left, it looks along the world's +y: at the left wall
+    rot = np.zeros(9)
+    mujoco.mju_quat2Mat(rot, m.cam_quat[cid])
+    assert np.allclose(-rot.reshape(3, 3)[:, 2], [0, 1, 0], atol=1e-9)
+    if GL_PROBLEM is not None:
+        return
+    renderer = dev.cameras.renderer('front', 64, 48, depth=True)
+    snap = dev.snapshot
+    with dev.cameras.render_state(snap) as data:
+        frame = renderer.submit(data, rgb=False, depth=True).result()
+    fx, fy, cx, cy = renderer.intrinsics()
+    assert fx == pytest.approx(32 / math.tan(math.radians(30)), rel=1e-3)
+    # the optical axis from (0, 0, 0.3) along +y meets the left wall's face at y = 1.0
+    centre = frame.depth[::-1][int(round(cy)), int(round(cx))]
+    assert centre == pytest.approx(1.0, abs=0.005 + abs(cx - round(cx)) * 0.01)
+
+
+def test_device_file_camera_refusals(open_device, tmp_path):
+    for cameras, where in (({'c': {'body': 'nope'}}, 'cameras.c.body'),
+                           ({'c': {'body': 'rover', 'width': 99999}}, 'cameras.c.width'),
+                           ({'c': {'body': 'rover', 'speed': 1}}, 'cameras.c'),
+                           ({'1c': {'body': 'rover'}}, 'cameras.1c'),
+                           ({'c': {'body': 'rover', 'horizontal_fov': 'nan'}},
+                            'cameras.c.horizontal_fov')):
+        with pytest.raises(ConfigError) as err:
+            rover_device(open_device, tmp_path, cameras)
+        assert where in str(err.value), (where, str(err.value))
