@@ -127,6 +127,9 @@ class SensorDeclaration:
     far: float = 0.0
     # contact: the collisions the tag names
     collisions: Tuple[str, ...] = ()
+    # force-torque: the wrench the child applies to the parent (Gazebo's default) or the
+    # parent to the child (what MuJoCo's force and torque sensors measure)
+    measure_direction: str = 'parent_to_child'
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -729,13 +732,17 @@ class _SensorReader:
                     if std:
                         d.noise['force'] = d.noise['torque'] = Gaussian(0.0, std)
         ft = _child(self.elem, 'force_torque')
-        if ft is not None:
-            for tag, value in (('frame', 'child'), ('measure_direction', 'child_to_parent')):
-                got = _text(ft, tag)
-                if got is not None and got != value:
-                    self.notes.add(self.where, f'force_torque <{tag}>{_short(got)}: MuJoCo '
-                                   f'measures in the child link\'s frame, {value}; as '
-                                   f'{tag} {value}')
+        frame = _text(ft, 'frame') or 'child'
+        if frame not in ('child', 'sensor'):
+            self.notes.add(self.where, f'force_torque <frame>{_short(frame)}: measured in '
+                           'the child link\'s frame instead')
+        direction = _text(ft, 'measure_direction') or 'child_to_parent'
+        if direction not in ('child_to_parent', 'parent_to_child'):
+            self.notes.add(self.where, f'force_torque <measure_direction>{_short(direction)}'
+                           ' is neither child_to_parent nor parent_to_child; '
+                           'child_to_parent (Gazebo\'s default) used')
+            direction = 'child_to_parent'
+        d.measure_direction = direction
         if self.sim:
             d.topics = {'wrench': self._sim_topic(d.name)}
         else:

@@ -86,6 +86,11 @@ def sensor_entries(model: mujoco.MjModel) -> Dict[str, dict]:
         for role, noise in d.noise.items():
             if not noise.off:
                 out[f'{d.name}_{role}'] = {'noise': _spec(noise)}
+        if d.kind == 'force_torque' and d.measure_direction == 'child_to_parent':
+            # MuJoCo measures what the parent applies to the child; Gazebo's default is
+            # the child's push on the parent: the same wrench with the other sign
+            for role in ('force', 'torque'):
+                out.setdefault(f'{d.name}_{role}', {})['sign'] = -1.0
     return out
 
 

@@ -552,3 +552,29 @@ def test_device_file_camera_refusals(open_device, tmp_path):
         with pytest.raises(ConfigError) as err:
             rover_device(open_device, tmp_path, cameras)
         assert where in str(err.value), (where, str(err.value))
+
+
+# --- force-torque and contact tags ------------------------------------------------------------
+FT_URDF = os.path.join(HERE, 'models', 'ft_tool.urdf')
+
+
+@pytest.mark.parametrize('direction, sign', [('child_to_parent', -1.0),
+                                             ('parent_to_child', 1.0)])
+def test_force_torque_tag_reads_the_tool_weight(open_device, tmp_path, direction, sign):
+    """The 2 kg tool hangs from the sensor's joint: it reads the tool's weight along the
+    tool frame's z, the sign as the tag's measure_direction says (Gazebo's default
+    child_to_parent: what the tool pushes on the arm)."""
+    text = open(FT_URDF).read().replace('child_to_parent', direction)
+    path, _notes = model_from_urdf(text, cache_dir=str(tmp_path))
+    dev = open_device(model=path, start_paused=True)
+    dev.step(300)
+    groups = {g.name: g for g in dev.sensing.sensor_groups()}
+    ft = groups['tcp_ft']
+    assert (ft.kind, ft.topic, ft.frame) == ('wrench', 'ft', 'tool')
+    snap = dev.snapshot
+    _t, r = ft.read(snap.sensordata, snap.time)
+    rot = snap.site_xmat[ft.site].reshape(3, 3)
+    weight_in_site = rot.T @ np.array([0.0, 0.0, 2 * G])
+    assert np.allclose(r['force'], sign * weight_in_site, atol=0.05)
+    touch = groups['tool_bumper_touch']
+    assert (touch.kind, touch.topic) == ('touch', 'tool_bumper')
