@@ -63,7 +63,7 @@ PLUGINS = {
 # Plugin parameters read here, or that change nothing a subscriber sees
 PLUGIN_KEYS = {'ros', 'output_type', 'frame_name', 'frameName', 'frameId', 'frame_id',
                'camera_name', 'cameraName', 'topicName', 'updateRate', 'updateRateHZ',
-               'update_rate', 'alwaysOn', 'always_on', 'robotNamespace', 'imageTopicName',
+               'alwaysOn', 'always_on', 'robotNamespace', 'imageTopicName',
                'cameraInfoTopicName', 'depthImageTopicName', 'depthImageCameraInfoTopicName',
                'pointCloudTopicName', 'gaussianNoise', 'accelGaussianNoise',
                'rateGaussianNoise', 'bodyName', 'initial_orientation_as_reference',
@@ -391,8 +391,10 @@ class _SensorReader:
         if plugin is not None:
             self._unused_plugin_keys(plugin)
         elif not self.sim and _child(elem, 'plugin') is None:
-            notes.add(where, 'no ROS plugin: Gazebo Classic publishes it on no ROS topic; '
-                      f'published as the {kind} of a gazebo_ros plugin with default names')
+            notes.add(where, 'no ROS plugin: Gazebo Classic publishes it on no ROS topic, '
+                      'and neither does sim_node; left out (a gazebo_ros plugin in the '
+                      'sensor names its topic)')
+            return []
         base = SensorDeclaration(name=self._unique(_name(self.raw_name)), kind=kind,
                                  link=self.link,
                                  source='gazebo_sim' if self.sim else 'gazebo_classic')
@@ -401,9 +403,12 @@ class _SensorReader:
             notes.add(where, '<pose relative_to=...> not followed; the pose is taken in the '
                       'link')
         rate_text = _text(elem, 'update_rate')
-        if plugin is not None:
+        if plugin is not None:      # ROS 1 plugins' own rate, where they read one
             rate_text = _text(plugin, 'updateRate') or _text(plugin, 'updateRateHZ') \
-                or _text(plugin, 'update_rate') or rate_text
+                or rate_text
+        if rate_text is None:
+            notes.add(where, f'no <update_rate> (Gazebo: every physics step); '
+                      f'{DEFAULT_RATE[kind]:g} Hz used')
         top = MAX_CAMERA_RATE if kind in ('camera', 'depth', 'rgbd') else MAX_RATE
         base.rate = _number(rate_text, where, notes, DEFAULT_RATE[kind], 0.0, top,
                             'update_rate')

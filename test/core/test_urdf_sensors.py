@@ -75,6 +75,58 @@ def test_turtlebot3_description_all_three_sensors():
     assert any('hack_baseline' in n and 'min_depth' in n for n in notes)
 
 
+def test_turtlebot3_ros1_gazebo_xacro_style():
+    """The ROS 1 TurtleBot3 Gazebo description's way: an IMU <sensor> without a plugin (no
+    ROS topic in Gazebo either) beside a libgazebo_ros_imu model plugin that publishes
+    ``imu``; the LDS through libgazebo_ros_laser with a plugin-level update_rate it does
+    not read; the R200 through openni_kinect with topics under <cameraName>."""
+    decls, notes = parse('''
+    <gazebo reference="imu_link"><sensor type="imu" name="imu">
+      <always_on>true</always_on><visualize>false</visualize></sensor></gazebo>
+    <gazebo><plugin name="imu_plugin" filename="libgazebo_ros_imu.so">
+      <alwaysOn>true</alwaysOn><bodyName>imu_link</bodyName><topicName>imu</topicName>
+      <serviceName>imu_service</serviceName><gaussianNoise>0.0</gaussianNoise>
+      <updateRate>200</updateRate></plugin></gazebo>
+    <gazebo reference="laser"><sensor type="ray" name="lds_lfcd_sensor">
+      <pose>0 0 0 0 0 0</pose><visualize>false</visualize>
+      <ray><scan><horizontal><samples>360</samples><resolution>1</resolution>
+        <min_angle>0.0</min_angle><max_angle>6.28319</max_angle></horizontal></scan>
+        <range><min>0.120</min><max>3.5</max><resolution>0.015</resolution></range>
+        <noise><type>gaussian</type><mean>0.0</mean><stddev>0.01</stddev></noise></ray>
+      <plugin name="lds_controller" filename="libgazebo_ros_laser.so">
+        <topicName>scan</topicName><frameName>base_scan</frameName>
+        <update_rate>1800</update_rate></plugin></sensor></gazebo>
+    <gazebo reference="camera_link"><sensor type="depth" name="realsense_R200">
+      <camera><horizontal_fov>1.3439</horizontal_fov>
+        <image><width>1920</width><height>1080</height><format>R8G8B8</format></image>
+        <depth_camera></depth_camera><clip><near>0.03</near><far>100</far></clip></camera>
+      <plugin name="camera_controller" filename="libgazebo_ros_openni_kinect.so">
+        <updateRate>30.0</updateRate><cameraName>camera</cameraName>
+        <frameName>camera_rgb_optical_frame</frameName>
+        <imageTopicName>rgb/image_raw</imageTopicName>
+        <depthImageTopicName>depth/image_raw</depthImageTopicName>
+        <pointCloudTopicName>depth/points</pointCloudTopicName>
+        <cameraInfoTopicName>rgb/camera_info</cameraInfoTopicName>
+        <depthImageCameraInfoTopicName>depth/camera_info</depthImageCameraInfoTopicName>
+        <pointCloudCutoff>0.4</pointCloudCutoff></plugin></sensor></gazebo>''')
+    by = {d.name: d for d in decls}
+    assert set(by) == {'imu_plugin', 'lds_lfcd_sensor', 'realsense_R200'}
+    assert by['imu_plugin'].topics == {'imu': 'imu'} and by['imu_plugin'].rate == 200.0
+    lds = by['lds_lfcd_sensor']
+    assert lds.topics == {'scan': 'scan'} and lds.frame == 'base_scan'
+    assert lds.rate == gs.DEFAULT_RATE['lidar']
+    cam = by['realsense_R200']
+    assert cam.topics == {'image': 'camera/rgb/image_raw', 'info': 'camera/rgb/camera_info',
+                          'depth': 'camera/depth/image_raw',
+                          'depth_info': 'camera/depth/camera_info',
+                          'points': 'camera/depth/points'}
+    assert (cam.width, cam.height, cam.rate) == (1920, 1080, 30.0)
+    text = '\n'.join(notes)
+    for said in ('sensor imu on imu_link: no ROS plugin', 'no <update_rate>',
+                 '<update_rate>', '<pointCloudCutoff>'):
+        assert said in text, said
+
+
 def test_fetch_ros1_laser_and_kinect_names():
     """Fetch's description: ROS 1 plugins with <topicName>, <frameName>, openni_kinect's
     topics under <cameraName>."""
@@ -281,7 +333,8 @@ def test_huge_counts_clamped_and_said():
 
 
 def test_many_sensors_capped_and_garbage_is_no_crash():
-    body = ''.join(f'<gazebo reference="laser"><sensor name="s{i}" type="imu"/></gazebo>'
+    body = ''.join(f'<gazebo reference="laser"><sensor name="s{i}" type="imu"><plugin '
+                   f'name="p{i}" filename="libgazebo_ros_imu_sensor.so"/></sensor></gazebo>'
                    for i in range(gs.MAX_SENSORS + 10))
     decls, notes = parse(body)
     assert len(decls) == gs.MAX_SENSORS and any('more than' in n for n in notes)
