@@ -910,6 +910,12 @@ def _is_gazebo_sim(elem) -> bool:
                                                      'ignition_frame_id', 'lidar'))
 
 
+# Gazebo Sim systems that only make its sensors run (sim_node runs its own)
+SIM_SYSTEMS = {f'gz-sim-{name}-system' for name in ('sensors', 'imu', 'contact',
+                                                    'forcetorque', 'navsat', 'magnetometer',
+                                                    'air-pressure', 'altimeter')}
+SIM_SYSTEMS |= {f'gz-sim{v}-{name}-system' for v in range(6, 10)
+                for name in ('sensors', 'imu', 'contact', 'forcetorque')}
 # Tags of <gazebo reference> that only Gazebo's physics or looks read
 _SURFACE = {'material', 'mu1', 'mu2', 'kp', 'kd', 'fdir1', 'maxVel', 'minDepth',
             'selfCollide', 'gravity', 'turnGravityOff', 'maxContacts', 'dampingFactor',
@@ -930,6 +936,8 @@ def _other_tags(ref, elems, notes) -> None:
         if pname in ('gazebo_ros2_control', 'gz_ros2_control-system',
                      'ign_ros2_control-system', 'gazebo_ros_control'):
             continue              # sim_node is the ros2_control hardware itself
+        if pname.replace('ignition-gazebo', 'gz-sim').replace('libgz', 'gz') in SIM_SYSTEMS:
+            continue              # what makes Gazebo Sim's sensors work: sim_node's own
         notes.add(where, f'plugin {_short(plugin.get("filename") or "?")} not run: '
                   'sim_node serves joints, drives and state through its own interfaces')
     rest = sorted({_local(e.tag) for e in elems if _local(e.tag) not in _SURFACE | {
