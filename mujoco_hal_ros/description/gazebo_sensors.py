@@ -701,9 +701,13 @@ class _SensorReader:
             if body and body != self.link:
                 notes.add(where, f'<bodyName> {_short(body)!r}: the IMU sits on the link of '
                           f'the <gazebo reference>, {_short(self.link)!r}')
-            if _text(p, 'initial_orientation_as_reference') not in (None, 'false', '0'):
-                notes.add(where, 'initial_orientation_as_reference: orientation is given in '
-                          'the world frame instead (the robot starts level)')
+            initial = _text(p, 'initial_orientation_as_reference')
+            if _plugin_name(p.get('filename')) == 'gazebo_ros_imu_sensor' and \
+                    initial not in ('false', '0'):
+                notes.add(where, 'initial_orientation_as_reference '
+                          f'{"true" if initial else "not given (Gazebo: true)"}: orientation '
+                          'is given in the world frame instead (the same while the robot '
+                          'starts level, facing +x)')
         if self.sim:
             d.topics = {'imu': self._sim_topic(d.name)}
         else:
