@@ -177,8 +177,8 @@ def test_device_file_camera_and_body_lidar_on_an_mjcf(tmp_path):
         scan = run.collect(LaserScan, 'around/scan')[-1]
         i = int(round((0.0 - scan.angle_min) / scan.angle_increment))
         # from the lidar at x = 0 straight ahead to the wall's face at x = 1.5
-        assert scan.header.frame_id == 'around' and scan.ranges[i] == pytest.approx(1.5,
-                                                                                   abs=0.02)
+        assert scan.header.frame_id == 'around'
+        assert scan.ranges[i] == pytest.approx(1.5, abs=0.02)
         if gl.probe() is None:
             info = run.collect(CameraInfo, 'front/camera_info', count=1, timeout=60.0)[-1]
             assert info.header.frame_id == 'front_optical_frame' and info.width == 64
