@@ -65,3 +65,20 @@ def test_files_it_cannot_read_exit_2_saying_why(tmp_path, capsys):
     captured = capsys.readouterr()
     assert 'not valid XML' in captured.err
     assert json.loads(captured.out.strip().splitlines()[-1])['error']
+
+
+def test_lists_the_sensors_a_urdf_declares(capsys):
+    """A URDF's Gazebo sensor tags: each sensor on a line with its topics, frame and rate,
+    and in the JSON report, each read once (test/models/tb3_sensors.urdf)."""
+    urdf = os.path.join(ROOT, 'test', 'models', 'tb3_sensors.urdf')
+    code = main([urdf, '--kind', 'other', '--json'])
+    out = capsys.readouterr().out
+    report = json.loads(out.strip().splitlines()[-1])
+    sensors = {s['name']: s for s in report['sensors']}
+    assert code == 0 and report['passed'], out
+    assert {'hls_lfcd_lds', 'tb3_imu', 'intel_realsense_r200'} <= set(sensors)
+    assert sensors['hls_lfcd_lds']['topics'] == 'scan'
+    assert sensors['hls_lfcd_lds']['result'] == 'pass'
+    assert 'pass hls_lfcd_lds (lidar on base_scan, gazebo_classic): scan in base_scan @ 5 Hz' \
+        in out
+    assert any('<material>' in n for n in report['notes'])
