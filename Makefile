@@ -10,8 +10,8 @@ BUILD := build$(SUFFIX)
 INSTALL := install$(SUFFIX)
 LOGS := log$(SUFFIX)
 ENV := set +u; . $(VENV)/bin/activate && . $(INSTALL)/setup.bash; set -u;
-ROS_DOMAIN_ID ?= 42
-export ROS_DOMAIN_ID
+# ROS_DOMAIN_ID: the one in your environment, untouched (unset means ROS's default, 0): a
+# client in another shell finds the node when it has the same. `make run` prints it.
 
 .PHONY: setup build run test bench bench-mjbatch clean constraints docs
 
@@ -21,11 +21,15 @@ setup:
 build: setup
 
 # The simulated device on the built-in bench arm, headless, until Ctrl-C; the log's first
-# lines give the web viewer's URL (WEB_VIEWER=0 turns it off).
+# lines give the web viewer's URL (WEB_VIEWER=0 turns it off). Recordings (start_recording)
+# go into RECORDINGS. It builds only when a source changed since the last build.
 WEB_VIEWER ?= 8080
+RECORDINGS ?= $(CURDIR)/recordings
 run: setup
+	@echo "[run] ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-unset (ROS's default, 0)}: a client in another shell needs the same; recordings go to $(RECORDINGS)"
 	@$(ENV) exec $(INSTALL)/mujoco_hal_ros/lib/mujoco_hal_ros/sim_node --ros-args \
-	  -p log_summary:=true -p web_viewer:=$(WEB_VIEWER) $(RUN_ARGS)
+	  -p log_summary:=true -p web_viewer:=$(WEB_VIEWER) -p record_folder:=$(RECORDINGS) \
+	  $(RUN_ARGS)
 
 # Build, run every test tier with colcon, and fail on any failure.
 test: setup

@@ -150,15 +150,34 @@ for pkg_dir in "$ROOT"/standins/*/; do
   set +u; . "$INSTALL/setup.bash"; set -u   # later stand-ins may depend on this one
 done
 
-# --- 6. Build the package itself. ----------------------------------------------------------
-log "colcon build mujoco_hal_ros"
-colcon --log-base "$LOGS" build --base-paths "$ROOT" --packages-select mujoco_hal_ros \
-  --build-base "$BUILD" --install-base "$INSTALL" \
-  --cmake-args "${CMAKE_FIX[@]}" \
-  --event-handlers console_cohesion- status- >/dev/null \
-  || { echo "[setup] colcon build failed; see $LOGS/latest_build/mujoco_hal_ros" >&2
-       tail -40 "$LOGS/latest_build/mujoco_hal_ros/stdout_stderr.log" >&2 || true
-       exit 1; }
+# --- 6. Build the package itself, when a source changed since the last build. -------------
+# (`make run` comes here every time: an unchanged tree starts at once.) A file newer than
+# the stamp of the last good build, or a new one, rebuilds; the stamp is taken before the
+# build starts, so an edit made during a build is seen by the next run.
+BUILT=$BUILD/.mujoco_hal_ros.built
+sources=()
+for f in CMakeLists.txt package.xml setup.py setup.cfg mujoco_hal_ros scripts msg srv action \
+         launch config models bench src; do
+  [ -e "$ROOT/$f" ] && sources+=("$ROOT/$f")
+done
+if [ -f "$BUILT" ] && [ -f "$INSTALL/mujoco_hal_ros/share/mujoco_hal_ros/package.xml" ] \
+   && [ -z "$(find "${sources[@]}" -newer "$BUILT" -not -name '*.pyc' \
+              -not -path '*/__pycache__*' -print -quit)" ]; then
+  log "mujoco_hal_ros: no source changed since the last build; not rebuilt"
+else
+  log "colcon build mujoco_hal_ros"
+  mkdir -p "$BUILD"
+  touch "$BUILT.next"
+  colcon --log-base "$LOGS" build --base-paths "$ROOT" --packages-select mujoco_hal_ros \
+    --build-base "$BUILD" --install-base "$INSTALL" \
+    --cmake-args "${CMAKE_FIX[@]}" \
+    --event-handlers console_cohesion- status- >/dev/null \
+    || { echo "[setup] colcon build failed; see $LOGS/latest_build/mujoco_hal_ros" >&2
+         tail -40 "$LOGS/latest_build/mujoco_hal_ros/stdout_stderr.log" >&2 || true
+         rm -f "$BUILT.next"
+         exit 1; }
+  mv -f "$BUILT.next" "$BUILT"
+fi
 # --- 7. Every interface the node needs must import, real or stand-in; fail loudly if not. --
 set +u; . "$INSTALL/setup.bash"; set -u
 python scripts/check_interfaces.py \

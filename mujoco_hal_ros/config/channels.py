@@ -121,14 +121,25 @@ class Action:
 class Layout:
     """Channels and actions of one device on one model (``describe()`` reports this)."""
 
-    def __init__(self, model: mujoco.MjModel, spec: Optional[dict]) -> None:
+    def __init__(self, model: mujoco.MjModel, spec: Optional[dict], prefix: str = '') -> None:
+        # prefix: one robot of a world (``sim.robots``): only what is named ``<prefix>...``
+        # has a name here, and it is the robot's own (``waist``, not ``left/waist``), so its
+        # device file, controllers and clients use the names its URDF or MJCF gives; the
+        # rest of the world is unnamed to it. Ids and addresses stay the world model's.
         self.model = model
-        self.joints = _names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt)
-        self.sites = _names(model, mujoco.mjtObj.mjOBJ_SITE, model.nsite)
-        self.bodies = _names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody)
-        self.actuators = _names(model, mujoco.mjtObj.mjOBJ_ACTUATOR, model.nu)
-        self.cameras = _names(model, mujoco.mjtObj.mjOBJ_CAMERA, model.ncam)
-        self.sensors = _names(model, mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
+        self.prefix = prefix
+
+        def own(objtype: Any, count: int) -> list[str]:
+            names = _names(model, objtype, count)
+            if not prefix:
+                return names
+            return [n[len(prefix):] if n.startswith(prefix) else '' for n in names]
+        self.joints = own(mujoco.mjtObj.mjOBJ_JOINT, model.njnt)
+        self.sites = own(mujoco.mjtObj.mjOBJ_SITE, model.nsite)
+        self.bodies = own(mujoco.mjtObj.mjOBJ_BODY, model.nbody)
+        self.actuators = own(mujoco.mjtObj.mjOBJ_ACTUATOR, model.nu)
+        self.cameras = own(mujoco.mjtObj.mjOBJ_CAMERA, model.ncam)
+        self.sensors = own(mujoco.mjtObj.mjOBJ_SENSOR, model.nsensor)
         self.zero_config = spec is None
         spec = spec or {'read': None, 'write': None, 'actions': {}}
         self.reads: list[ReadChannel] = []

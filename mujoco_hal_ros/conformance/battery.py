@@ -17,10 +17,10 @@ from . import zoo
 from .. import errors
 from ..config import effort
 from ..errors import DeviceError
-from ..motion import joint_trajectory as jt, move as moves
+from ..motion import gripper as gr, joint_trajectory as jt, move as moves
 
 CHECKS = ('start', 'keyframe', 'move_to', 'unreachable', 'hold', 'trajectory',
-          'trajectory_small', 'effort', 'step', 'mimic')
+          'trajectory_small', 'effort', 'step', 'mimic', 'gripper')
 TARGETS = 10            # move_to targets per arm
 RANGE_SHARE = 0.7       # targets come from joint configurations within this share of a range
 STILL_AFTER = 2.0       # simulated seconds a reached target must stay within tolerance
@@ -47,6 +47,8 @@ MAX_VARIATION = 1.4     # total variation / step: 1 + 2 x overshoot, and no chat
 #                         measured 3 to 100 on the gains the import used to build)
 MIMIC_TOL = 1e-3        # rad (m) a mimic joint may be off its leader's relation
 HOLD_EFFORT_SHARE = 0.05   # effort within this share of the gravity torque it carries
+GRIPPER_SETTLE = 1.5    # simulated seconds the fingers get to open or close
+MIN_OPENING_CHANGE = 2e-3   # m the measured finger opening must change from closed to open
 
 
 @dataclass
@@ -822,11 +824,128 @@ def check_mimic(ctx):
     return _pass(ctx, 'mimic', detail)
 
 
+def _subtree(m, top):
+    return [b for b in range(m.nbody) if b == top or _is_below(m, b, top)]
+
+
+def _is_below(m, b, top):
+    while b > 0:
+        b = int(m.body_parentid[b])
+        if b == top:
+            return True
+    return False
+
+
+def finger_groups(m, fingers, joint):
+    """The geoms of each finger of the hand that ``joint`` (the gripper's) is on, and of
+    the hand itself when only one finger moves. The hand is the first body above
+    ``joint`` with two child branches holding finger joints (not servo horns), else the
+    body the joint's own link hangs from; each such branch is one finger. A bimanual
+    robot's other hand is not this one."""
+    fingers = {int(j) for j in fingers if not gr.is_horn(m, int(j))}
+    finger_bodies = {int(m.jnt_bodyid[j]) for j in fingers}
+    children = {b: [] for b in range(m.nbody)}
+    for b in range(1, m.nbody):
+        children[int(m.body_parentid[b])].append(b)
+
+    def branches(body):
+        out = []
+        for child in children[body]:
+            below = _subtree(m, child)
+            if finger_bodies & set(below):
+                out.append(below)
+        return out
+
+    def fingers_only(found):       # a finger is a short branch; an arm is not one
+        movable = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+        return all(sum(int(m.jnt_type[k]) in movable for b in below
+                       for k in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))
+                   <= gr.MAX_FINGER_JOINTS for below in found)
+    own = int(m.jnt_bodyid[joint])
+    hand, body = None, int(m.body_parentid[own])
+    while body > 0 and hand is None:
+        found = branches(body)
+        if len(found) >= 2 and fingers_only(found):
+            hand = body
+        body = int(m.body_parentid[body])
+    if hand is None:
+        hand = int(m.body_parentid[own])
+    groups = [[g for g in range(m.ngeom) if int(m.geom_bodyid[g]) in set(below)]
+              for below in branches(hand)]
+    groups = [g for g in groups if g]
+    if len(groups) < 2:       # one moving jaw: its opening is against the hand's own
+        groups.append([g for g in range(m.ngeom) if int(m.geom_bodyid[g]) == hand])
+    return [g for g in groups if g]
+
+
+def finger_distances(m, d, groups):
+    """The distances in metres between the geometric centres of every two groups
+    (``finger_groups``) at the state in ``d`` (after kinematics): the fingers' opening
+    measured from the model's geometry, not from any joint value."""
+    centres = [d.geom_xpos[g].mean(axis=0) for g in groups]
+    return np.array([float(np.linalg.norm(a - b)) for i, a in enumerate(centres)
+                     for b in centres[i + 1:]])
+
+
+def _gripper_of(ctx):
+    """(Gripper, finger joints) as zero-config binds it, or as the user bound it
+    (``ZooModel.gripper_joint``, check_robot's --gripper-joint); (None, why) without one."""
+    m, layout = ctx.model, ctx.dev.layout
+    # a gripper alone (the zoo's kind 'gripper') has no arm above its fingers
+    fingers = gr.finger_joints(m, min_arm_joints=0 if ctx.zoo.kind == 'gripper' else None)
+    if ctx.zoo.gripper_joint:
+        try:
+            return gr.gripper_on_joint(layout, ctx.zoo.gripper_joint), fingers
+        except DeviceError as exc:
+            return None, str(exc)
+    g = gr.find_gripper(layout, fingers)
+    return (g, fingers) if g is not None else (None, 'no gripper found (no finger joint '
+                                               'driven to a position, no finger tendon)')
+
+
+def check_gripper(ctx):
+    """The gripper channel zero-config binds (the one gripper_controller drives) moves
+    the fingers: commanded closed, then open, the fingers' opening measured from the
+    model's geometry (``finger_distances`` on a fresh MjData from the published state:
+    some two fingers' distance) changes by at least ``MIN_OPENING_CHANGE``. A channel on
+    a servo horn or any other joint that moves no finger fails, whatever the joint's own
+    position says."""
+    dev, m = ctx.dev, ctx.model
+    g, fingers = _gripper_of(ctx)
+    if g is None:
+        return _skip(ctx, 'gripper', fingers)
+    groups = finger_groups(m, fingers, m.joint(g.joint).id)
+    if len(groups) < 2:
+        return _skip(ctx, 'gripper', f'gripper on {g.joint}, but its fingers have no '
+                     'geometry to measure an opening on')
+    lo, hi = (g.lo, g.hi) if np.isfinite(g.lo) and np.isfinite(g.hi) else (-0.5, 0.5)
+    channel = dev.layout.goals[g.channel]
+    d = mujoco.MjData(m)
+    gaps, reached = {}, {}
+    for label, position in (('closed', lo), ('open', hi)):
+        dev.set_goals({g.channel: channel.to_unit(g.native_goal(position))})
+        dev.step(ctx.steps(GRIPPER_SETTLE))
+        snap = dev.snapshot
+        d.qpos[:] = snap.qpos
+        mujoco.mj_kinematics(m, d)
+        gaps[label] = finger_distances(m, d, groups)
+        reached[label] = g.position(snap)
+    change = float(np.abs(gaps['open'] - gaps['closed']).max())
+    detail = (f'{g.joint} [{g.lo:g}, {g.hi:g}] (channel {g.channel}): finger opening '
+              f'{gaps["closed"].max() * 1e3:.1f} mm closed, {gaps["open"].max() * 1e3:.1f} mm '
+              f'open, the fingers moved {change * 1e3:.1f} mm apart (the joint read '
+              f'{reached["closed"]:.4g} and {reached["open"]:.4g})')
+    if change < MIN_OPENING_CHANGE:
+        return _fail(ctx, 'gripper', detail + f'; the fingers did not move (less than '
+                     f'{MIN_OPENING_CHANGE * 1e3:g} mm): {g.joint} is not what moves them')
+    return _pass(ctx, 'gripper', detail)
+
+
 CHECK_FUNCTIONS = {'start': check_start, 'keyframe': check_keyframe,
                    'move_to': check_move_to, 'unreachable': check_unreachable,
                    'hold': check_hold, 'trajectory': check_trajectory,
                    'trajectory_small': check_trajectory_small, 'effort': check_effort,
-                   'step': check_step, 'mimic': check_mimic}
+                   'step': check_step, 'mimic': check_mimic, 'gripper': check_gripper}
 
 
 def open_device(zm, folder=None, **kw):

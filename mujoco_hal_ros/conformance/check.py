@@ -7,11 +7,13 @@
 Before pointing a launch file at the simulated arm, a user wants to know whether their
 description will behave there: that it starts, holds its pose, reaches targets by
 ``move_to`` (judged by forward kinematics on a separate MjData), follows a joint trajectory
-to its end, reports effort, answers a setpoint step without chattering, and keeps mimic
-joints together. These are the checks every model of the zoos passes (``battery``,
-``doc/conformance.md``), run on one more. The URDF is loaded as ``sim_node
-robot_description:=`` loads it (``package://`` through ``ROS_PACKAGE_PATH``, relative
-meshes beside the file).
+to its end, reports effort, answers a setpoint step without chattering, keeps mimic joints
+together, and that its gripper channel moves the fingers (their opening measured from the
+model's geometry; a gripper bound to a servo horn fails, ``--gripper-joint`` checks the
+binding a controllers file makes). These are the checks every model of the zoos passes
+(``battery``, ``doc/conformance.md``), run on one more. The URDF is loaded as ``sim_node
+robot_description:=`` loads it (``package://`` through ``ROS_PACKAGE_PATH``, relative meshes
+beside the file).
 
 One line per check goes to stdout; with ``--json`` the last line is one JSON object
 (``model``, ``kind``, ``passed``, ``checks``: each with ``check``, ``result`` (pass, FAIL or
@@ -35,12 +37,16 @@ KINDS = ('auto', 'arm', 'legged', 'hand', 'other')
 def _parser():
     p = argparse.ArgumentParser(
         prog='check_robot', description='Run the conformance battery (start, hold, move_to, '
-        'trajectory, effort, step, mimic) on a URDF or MJCF file.')
+        'trajectory, effort, step, mimic, gripper) on a URDF or MJCF file.')
     p.add_argument('path', help='a .urdf file (as robot_description) or an MJCF .xml')
     p.add_argument('--kind', choices=KINDS, default='auto',
                    help='arm (move_to and trajectories), legged, hand or other; auto: '
                         'legged when the model has a free joint, else arm (a URDF\'s base is '
                         'fixed: give --kind legged for a quadruped or humanoid URDF)')
+    p.add_argument('--gripper-joint', default=None, metavar='JOINT',
+                   help='the joint your gripper_controller drives (its joint parameter); '
+                        'default: the one zero-config finds. The gripper check fails when '
+                        'commanding it does not move the fingers')
     p.add_argument('--json', action='store_true', help='end with one JSON line')
     return p
 
@@ -91,7 +97,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise FileNotFoundError(f'{args.path}: no such file; give a .urdf or MJCF path')
         urdf = _is_urdf(path)
         # URDF joints are sampled near mid-range, as the URDF zoo's are (urdf_zoo.SPAN)
-        zm = ZooModel(name, path, 'arm', urdf=urdf, span=SPAN if urdf else None)
+        zm = ZooModel(name, path, 'arm', urdf=urdf, span=SPAN if urdf else None,
+                      gripper_joint=args.gripper_joint)
         zm.kind = _kind(zm, args.kind)
     except (OSError, ValueError, DeviceError) as exc:
         print(f'check_robot: {exc}', file=sys.stderr)

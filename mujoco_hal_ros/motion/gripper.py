@@ -8,10 +8,16 @@ tells them apart by structure: a finger joint sits in a branch of the body tree 
 least two jointed branches leave one body (the hand), that body has ``MIN_ARM_JOINTS``
 movable joints above it (an arm first, so a quadruped's legs under its trunk are not
 fingers), and each branch holds at most ``MAX_FINGER_JOINTS`` joints. A joint whose name
-says so (``finger``, ``gripper``, ``jaw``, ``claw``, ``knuckle``) is a finger too.
+says so (``finger``, ``gripper``, ``jaw``, ``claw``, ``knuckle``) is a finger too, unless
+it also says it turns the hand (``yaw``, ``roll``, ``pitch``, ``wrist``: a gripper's yaw
+joint is a wrist).
 
-A gripper is driven by one goal channel: a position servo on its first finger joint, or a
-tendon actuator coupling the fingers (Menagerie's Panda: one 0-255 ctrl for both). Its
+A gripper is driven by one goal channel: a position servo on a finger joint, or a tendon
+actuator coupling the fingers (Menagerie's Panda: one 0-255 ctrl for both); of several, the
+one moving the most fingers (a mimic leader with its followers), then prismatic ones, then
+one whose name says gripper (``gripper_candidates``). Never a joint that turns without
+limits (``is_horn``): a hobby arm's gripper servo horn is a continuous joint named
+``gripper`` beside the prismatic fingers, and a servo on it moves no finger. Its
 position is the finger joint's (metres for a slide, radians for a hinge), as
 ros2_controllers' gripper_action_controller reads its ``joint``; for a tendon the joints
 are taken to move together, so the tendon's length is that position times the sum of its
@@ -38,6 +44,8 @@ if TYPE_CHECKING:     # the hints only; channels is a sibling package
 MIN_ARM_JOINTS = 3
 MAX_FINGER_JOINTS = 4
 FINGER_WORDS = ('finger', 'gripper', 'jaw', 'claw', 'knuckle')
+# ... unless it also says it turns the hand (Alex's ``LeftGripperYaw`` is a wrist joint)
+WRIST_WORDS = ('yaw', 'roll', 'pitch', 'wrist')
 _MOVABLE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
 
@@ -55,15 +63,19 @@ def _subtree_joints(model, b, children):
     return out
 
 
-def finger_joints(model: mujoco.MjModel) -> list[int]:
-    """Sorted ids of the joints zero-config counts as fingers (see the module docstring)."""
+def finger_joints(model: mujoco.MjModel, min_arm_joints: Optional[int] = None) -> list[int]:
+    """Sorted ids of the joints zero-config counts as fingers (see the module docstring);
+    ``min_arm_joints``: movable joints a hand needs above it (``MIN_ARM_JOINTS`` unless
+    given; 0 for a gripper on its own)."""
+    min_arm = MIN_ARM_JOINTS if min_arm_joints is None else min_arm_joints
     children: dict[int, list[int]] = {b: [] for b in range(model.nbody)}
     for b in range(1, model.nbody):
         children[int(model.body_parentid[b])].append(b)
     out = set()
     for j in range(model.njnt):
         name = (mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or '').lower()
-        if int(model.jnt_type[j]) in _MOVABLE and any(w in name for w in FINGER_WORDS):
+        if int(model.jnt_type[j]) in _MOVABLE and any(w in name for w in FINGER_WORDS) \
+                and not any(w in name for w in WRIST_WORDS):
             out.add(j)
     for b in range(model.nbody):
         branches = [_subtree_joints(model, c, children) for c in children[b]]
@@ -74,7 +86,7 @@ def finger_joints(model: mujoco.MjModel) -> list[int]:
         while a:
             above += len(_movable(model, a))
             a = int(model.body_parentid[a])
-        if above >= MIN_ARM_JOINTS:
+        if above >= min_arm:
             out.update(j for br in branches for j in br)
     return sorted(out)
 
@@ -160,38 +172,118 @@ def _range(model, j):
     return -np.inf, np.inf
 
 
-def find_gripper(layout: 'Layout') -> Optional[Gripper]:
-    """The gripper zero-config finds in ``layout`` (a channels.Layout), or None."""
-    model = layout.model
-    fingers = finger_joints(model)
-    if not fingers:
+def is_horn(model: mujoco.MjModel, j: int) -> bool:
+    """Whether joint ``j`` turns without limits (a URDF ``continuous`` joint): a servo horn
+    or a wheel, never a finger, whatever its name says. A hobby arm's gripper servo horn is
+    often a continuous joint named ``gripper`` beside the prismatic fingers it drives. A
+    mimic joint (it follows a leader through a joint equality) is not one: the URDF import
+    leaves its limits to the leader."""
+    if int(model.jnt_type[j]) != int(mujoco.mjtJoint.mjJNT_HINGE) or model.jnt_limited[j]:
+        return False
+    return not any(int(model.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT)
+                   and int(model.eq_obj1id[e]) == j for e in range(model.neq))
+
+
+def _followers(model, j):
+    """Joints coupled to ``j`` as their leader (URDF ``<mimic>``: a joint equality)."""
+    return {int(model.eq_obj1id[e]) for e in range(model.neq)
+            if int(model.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT)
+            and int(model.eq_obj2id[e]) == j}
+
+
+def _marked(*names):
+    return any(w in (n or '').lower() for n in names for w in FINGER_WORDS + ('grip',))
+
+
+def _tendon_gripper(layout, goal, fingers):
+    """(fingers moved, Gripper) of a tendon actuator coupling finger joints, or None."""
+    model, a = layout.model, goal.actuator
+    t = int(model.actuator_trnid[a, 0])
+    adr, num = model.tendon_adr[t], model.tendon_num[t]
+    joints = [int(model.wrap_objid[w]) for w in range(adr, adr + num)
+              if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT)]
+    if len(joints) != num or not joints or not set(joints) <= set(fingers):
         return None
-    for goal in layout.goals.values():
+    coef = float(np.sum(model.wrap_prm[adr:adr + num]))
+    gain, bias = model.actuator_gainprm[a], model.actuator_biasprm[a]
+    if (int(model.actuator_biastype[a]) != int(mujoco.mjtBias.mjBIAS_AFFINE)
+            or gain[0] == 0 or bias[1] == 0 or coef == 0):
+        return None
+    # force = gain*ctrl + b0 + b1*length = 0 at rest; length = coef * position
+    j = joints[0]
+    lo, hi = _range(model, j)
+    if model.actuator_ctrllimited[a]:
+        reach = sorted((c * gain[0] + bias[0]) / (-bias[1] * coef)
+                       for c in model.actuator_ctrlrange[a])
+        lo, hi = max(lo, reach[0]), min(hi, reach[1])
+    marked = _marked(goal.actuator_name, mujoco.mj_id2name(
+        model, mujoco.mjtObj.mjOBJ_TENDON, t))
+    return (set(joints), marked, Gripper(goal.name, layout.joints[j],
+                                         int(model.jnt_qposadr[j]), lo, hi,
+                                         (-bias[1] * coef / gain[0], -bias[0] / gain[0])))
+
+
+def gripper_candidates(layout: 'Layout', fingers: Optional[Sequence[int]] = None) -> list:
+    """Every goal channel that could be the gripper, best first, as ``(score, Gripper)``.
+
+    A candidate drives finger joints: a position servo on one (never a joint that turns
+    without limits: ``is_horn``), or a tendon actuator coupling several. Best is the one
+    that moves the most fingers (a mimic leader moves its followers too; a tendon all it
+    couples), then one on a slide (prismatic fingers), then one whose actuator, tendon or
+    joint name marks it as the gripper, then the first in the model."""
+    model = layout.model
+    finger_set = set(finger_joints(model) if fingers is None else fingers)
+    out = []
+    for order, goal in enumerate(layout.goals.values()):
         a = goal.actuator
-        if goal.drive == 'position' and goal.joint in fingers:
+        if goal.drive == 'position' and goal.joint in finger_set:
             j = goal.joint
+            if is_horn(model, j):
+                continue
+            moved = {j} | (_followers(model, j) & finger_set)
             lo, hi = _range(model, j)
-            return Gripper(goal.name, layout.joints[j], int(model.jnt_qposadr[j]), lo, hi)
-        if int(model.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_TENDON):
+            if model.actuator_ctrllimited[a] and model.actuator_gear[a, 0] == 1:
+                # the servo reaches no further than its ctrl range (ALOHA: 0.002..0.037 m)
+                lo = max(lo, float(model.actuator_ctrlrange[a, 0]))
+                hi = min(hi, float(model.actuator_ctrlrange[a, 1]))
+            found = (moved, _marked(goal.actuator_name, layout.joints[j]),
+                     Gripper(goal.name, layout.joints[j], int(model.jnt_qposadr[j]), lo, hi))
+        elif int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_TENDON):
+            found = _tendon_gripper(layout, goal, finger_set)
+            if found is None:
+                continue
+        else:
             continue
-        t = int(model.actuator_trnid[a, 0])
-        adr, num = model.tendon_adr[t], model.tendon_num[t]
-        joints = [int(model.wrap_objid[w]) for w in range(adr, adr + num)
-                  if int(model.wrap_type[w]) == int(mujoco.mjtWrap.mjWRAP_JOINT)]
-        if len(joints) != num or not joints or not set(joints) <= set(fingers):
-            continue
-        coef = float(np.sum(model.wrap_prm[adr:adr + num]))
-        gain, bias = model.actuator_gainprm[a], model.actuator_biasprm[a]
-        if (int(model.actuator_biastype[a]) != int(mujoco.mjtBias.mjBIAS_AFFINE)
-                or gain[0] == 0 or bias[1] == 0 or coef == 0):
-            continue
-        # force = gain*ctrl + b0 + b1*length = 0 at rest; length = coef * position
-        j = joints[0]
-        lo, hi = _range(model, j)
-        if model.actuator_ctrllimited[a]:
-            reach = sorted((c * gain[0] + bias[0]) / (-bias[1] * coef)
-                           for c in model.actuator_ctrlrange[a])
-            lo, hi = max(lo, reach[0]), min(hi, reach[1])
-        return Gripper(goal.name, layout.joints[j], int(model.jnt_qposadr[j]), lo, hi,
-                       (-bias[1] * coef / gain[0], -bias[0] / gain[0]))
-    return None
+        moved, marked, g = found
+        slide = any(int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_SLIDE) for j in moved)
+        out.append(((len(moved), slide, marked, -order), g))
+    out.sort(key=lambda c: c[0], reverse=True)
+    return out
+
+
+def find_gripper(layout: 'Layout', fingers: Optional[Sequence[int]] = None) \
+        -> Optional[Gripper]:
+    """The gripper zero-config finds in ``layout`` (a channels.Layout), or None: the best
+    of ``gripper_candidates`` (``fingers``: the finger joints, ``finger_joints`` unless
+    given)."""
+    found = gripper_candidates(layout, fingers)
+    return found[0][1] if found else None
+
+
+def gripper_on_joint(layout: 'Layout', joint: str) -> Gripper:
+    """The gripper a user binds to ``joint`` (``gripper_controller.joint``): the
+    position goal channel on that joint, as given, even one that moves no finger (the
+    conformance battery's ``gripper`` check then says so); InvalidArgument naming the
+    joints that have one otherwise."""
+    model = layout.model
+    driven = []
+    for goal in layout.goals.values():
+        if goal.drive == 'position' and goal.joint >= 0:
+            name = layout.joints[goal.joint]
+            driven.append(name)
+            if name == joint:
+                j = goal.joint
+                lo, hi = _range(model, j)
+                return Gripper(goal.name, joint, int(model.jnt_qposadr[j]), lo, hi)
+    raise InvalidArgument(f'joint {joint!r} is not driven by a position goal channel; '
+                          'name a finger joint that is', allowed=', '.join(driven) or 'none')

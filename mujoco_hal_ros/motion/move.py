@@ -243,6 +243,16 @@ class Planner:
         self._scratch = mujoco.MjData(model)
         self._lock = threading.Lock()
 
+    def model_names(self, act: 'Action') -> dict:
+        """The action's site, body and joints by the model's names, for IK: one robot of a
+        world names them its own way (``hand``), the world model ``<prefix>hand``."""
+        prefix = getattr(self.layout, 'prefix', '')
+
+        def named(name: Optional[str]) -> Optional[str]:
+            return f'{prefix}{name}' if prefix and name else name
+        return {'site': named(act.site), 'body': named(act.body),
+                'joints': None if act.joints is None else [named(j) for j in act.joints]}
+
     def plan(self, act: 'Action', snap: Any, target: np.ndarray, speed_ms: Optional[float],
              aim: Any, path: str, tolerance: float, aim_tolerance: float) -> Move:
         """A ``Move`` for the action from the state in ``snap``, ready for ``start_plan``;
@@ -261,8 +271,7 @@ class Planner:
             scratch.mocap_pos[:] = snap.mocap_pos
             scratch.mocap_quat[:] = snap.mocap_quat
             # Solve tighter than the tolerance, so the servos' own error still fits in it.
-            common = dict(site=act.site, body=act.body, aim=aim, joints=act.joints,
-                          lower=lower, upper=upper)
+            common = dict(**self.model_names(act), aim=aim, lower=lower, upper=upper)
             sol = ik.solve(model, scratch, target, q_init=q_start,
                            tolerance=IK_SHARE * tol, aim_tolerance=IK_SHARE * aim_tol, **common)
             ok = sol.pos_error <= tol and (aim is None or sol.aim_error <= aim_tol)
@@ -325,8 +334,8 @@ class Planner:
             scratch.qpos[:] = snap.qpos
             scratch.mocap_pos[:] = snap.mocap_pos
             scratch.mocap_quat[:] = snap.mocap_quat
-            sol = ik.solve(self.model, scratch, move.target, site=act.site, body=act.body,
-                           aim=move.aim, joints=act.joints, q_init=q_now,
+            sol = ik.solve(self.model, scratch, move.target, **self.model_names(act),
+                           aim=move.aim, q_init=q_now,
                            tolerance=IK_SHARE * tolerance,
                            aim_tolerance=IK_SHARE * aim_tolerance, lower=move.lower,
                            upper=move.upper)

@@ -84,14 +84,15 @@ class MoveRunner:
     # --- reading ------------------------------------------------------------------------
     def result(self, move: Any, code: str, success: bool, message: str,
                snap: Any = None) -> dict:
-        return moves.result(self._device.layout, move, code, success, message,
-                            snap or self._device.snapshot)
+        return moves.result(_layout_of(move, self._device.layout), move, code, success,
+                            message, snap or self._device.snapshot)
 
     def distance_to_go(self, move: Any = None) -> float:
         move = move or self.latest
         if move is None:
             return 0.0
-        return moves.distance_to_go(self._device.layout, move, self._device.snapshot)
+        return moves.distance_to_go(_layout_of(move, self._device.layout), move,
+                                    self._device.snapshot)
 
     # --- ending (physics thread) ----------------------------------------------------------
     def preempt_touching(self, actuators: Any) -> None:
@@ -120,7 +121,8 @@ class MoveRunner:
             if renumber or set(gone) & set(move.actuators):
                 why = ended if renumber else \
                     f'{ended.split(":")[0]}: the move\'s actuators went with the entity'
-                move.finish(moves.result(old_layout, move, code, False, why, snap))
+                move.finish(moves.result(_layout_of(move, old_layout), move, code, False,
+                                         why, snap))
                 gone = gone + list(move.actuators)
         return gone
 
@@ -134,7 +136,7 @@ class MoveRunner:
     def _settle(self, stepper: Any, move: Any) -> None:
         dev = self._device
         snap = stepper.snapshot
-        ended = moves.settle(dev.layout, move, snap, dev.params['tolerance'],
+        ended = moves.settle(_layout_of(move, dev.layout), move, snap, dev.params['tolerance'],
                              dev.params['aim_tolerance'])
         if ended is None:
             return
@@ -154,7 +156,7 @@ class MoveRunner:
         aiming thread: the physics goes on stepping (the move held where it stopped) and
         the new path is posted back through the device's door when solved (``_aimed``)."""
         dev = self._device
-        miss = moves.distance_to_go(dev.layout, move, snap)
+        miss = moves.distance_to_go(_layout_of(move, dev.layout), move, snap)
         speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
         if move.corrections >= moves.CORRECTIONS or miss > moves.CORRECT_WITHIN \
                 or speed >= moves.STILL_SPEED or move.cartesian is not None:
@@ -199,11 +201,19 @@ class MoveRunner:
     def _apply_then(self, stepper: Any, move: Any) -> None:
         dev = self._device
         now = stepper.data.time
-        for plan in moves.then_plans(dev.layout, move.then, stepper.goal_setpoint(), now):
+        layout = _layout_of(move, dev.layout)
+        for plan in moves.then_plans(layout, move.then, stepper.goal_setpoint(), now):
             stepper.take_over(plan)
         dev.record('then', {'action': move.action.name, 'then': dict(move.action.then)},
-                   {dev.layout.goals[n].actuator_name: float(v)
+                   {layout.goals[n].actuator_name: float(v)
                     for n, v in move.then.items()}, sim_time=now)
 
     def close(self) -> None:
         self._aiming.shutdown(wait=False, cancel_futures=True)
+
+
+def _layout_of(move: Any, default: Any) -> Any:
+    """The channels a move's names are in: one robot's (``RobotView``: its own names, a
+    ``Layout`` with a prefix) or the device's (``default``)."""
+    layout = getattr(getattr(move, 'planner', None), 'layout', None)
+    return layout if getattr(layout, 'prefix', '') else default

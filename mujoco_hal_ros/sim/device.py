@@ -148,10 +148,11 @@ class Device:
         self.audit = Log(2000)
         self.events = Log(200)
         self.runner = MoveRunner(self)   # the running moves, one a robot (motion.runner)
+        self._chunk_hooks: tuple = ()    # on_every_chunk: read-outs after every chunk
         laws = drive_laws.build(self.model, self.layout, self.keyframe)
         self.stepper = Stepper(self.model, self.data, laws=laws,
                                real_time_factor=rtf, start_paused=bool(start_paused),
-                               keyframe=self.keyframe, on_chunk=self.runner.after_chunk,
+                               keyframe=self.keyframe, on_chunk=self._after_chunk,
                                on_unstable=self._on_unstable, on_error=self._on_error)
         try:
             sp = self.stepper.post(lambda s: s.hold_pose(), wait=True)
@@ -226,10 +227,11 @@ class Device:
                      'real_time_factor': self.stepper.real_time_factor})
         return desc
 
-    def read(self, names=None, snapshot=None):
-        """Scalar read channels in their own units, from one consistent snapshot."""
+    def read(self, names=None, snapshot=None, *, layout=None):
+        """Scalar read channels in their own units, from one consistent snapshot;
+        ``layout``: one robot's channels (``RobotView``) instead of the device's."""
         snap = snapshot or self.snapshot
-        chans = self.layout.reads
+        chans = (layout or self.layout).reads
         if names is not None:
             if isinstance(names, str):
                 names = [names]
@@ -271,6 +273,23 @@ class Device:
         back (or its exception is raised here). What a closure may do on that thread is the
         stepper's thread-only methods, checked in debug runs (MUJOCO_HAL_ROS_CHECK_THREADS)."""
         return self.stepper.post(fn, wait=wait, timeout=timeout)
+
+    def on_every_chunk(self, fn):
+        """Run ``fn(stepper)`` on the physics thread after every chunk of steps (after the
+        moves settle): for light read-outs that must see every chunk, such as a drive
+        controller's wheel odometry. Returns the call that removes it."""
+        if not callable(fn):
+            raise TypeError(f'expected a callable, got {fn!r}')
+        self._chunk_hooks = self._chunk_hooks + (fn,)
+
+        def remove():
+            self._chunk_hooks = tuple(h for h in self._chunk_hooks if h is not fn)
+        return remove
+
+    def _after_chunk(self, stepper):
+        self.runner.after_chunk(stepper)
+        for hook in self._chunk_hooks:
+            hook(stepper)
 
     @property
     def paused(self):
@@ -503,7 +522,7 @@ class Device:
         return self.scene.unload_world()
 
     def replace_model(self, model, *, world=False, why='the scene changed', scene_spec=None,
-                      model_path=None, entity=None):
+                      model_path=None, entity=None, home=None):
         """Swap the running device onto ``model`` (an ``MjModel``, or an ``MjSpec`` that is
         compiled first) at a chunk boundary.
 
@@ -516,12 +535,15 @@ class Device:
         zero-config), starting at its keyframe; a running move ends STOPPED. Either way
         snapshots saved before are stale from now on (STALE_SNAPSHOT). ``entity``: the
         actuators and sensors named ``<entity>/...`` may go (a spawned entity deleted);
-        goals on them end, and a move that used them ends PREEMPTED.
+        goals on them end, and a move that used them ends PREEMPTED. ``home``: where the
+        joints and actuators a spawn brought start (``scene.entity_home``), their servos
+        holding there; without it they start at the model's qpos0.
         """
         with self.scene.lock:
-            return self._replace_model(model, world, why, scene_spec, model_path, entity)
+            return self._replace_model(model, world, why, scene_spec, model_path, entity,
+                                       home)
 
-    def _replace_model(self, model, world, why, scene_spec, model_path, entity):
+    def _replace_model(self, model, world, why, scene_spec, model_path, entity, home=None):
         if isinstance(model, mujoco.MjSpec):
             spec_in, model = model, Scene(spec=model).compile()
             scene_spec = scene_spec or spec_in
@@ -553,7 +575,7 @@ class Device:
         scene_edit.trial_swap(model, old, why)
         try:
             self.stepper.post(lambda s: self._swap(s, model, layout, device_spec, world,
-                                                   renumber, code, ended, model_path),
+                                                   renumber, code, ended, model_path, home),
                               wait=True, timeout=30.0)
         except mujoco.FatalError as exc:     # the state moved on since the trial; refused
             raise ModelError(f'{why}: MuJoCo failed on the new model ({exc}); nothing was '
@@ -584,7 +606,7 @@ class Device:
         return self._gravcomp_on
 
     def _swap(self, s, model, layout, device_spec, world, renumber, code, ended,
-              model_path):
+              model_path, home=None):
         """Stepper thread, between chunks: the new model in, all or nothing."""
         saved = {k: getattr(self, k) for k in (
             'model', 'data', 'layout', 'spec', 'keyframe', 'keyframe_name', 'gravcomp_bodies',
@@ -606,6 +628,8 @@ class Device:
                 self.model_path = model_path or self.model_path
             else:
                 scene_edit.carry_state(old_model, old_data, model, data)
+                if home:
+                    scene_edit.put_at_home(old_model, model, data, home)
                 self.model, self.layout = model, layout
                 if self.keyframe is not None and self.keyframe >= model.nkey:
                     self.keyframe, self.keyframe_name = None, None

@@ -34,3 +34,31 @@ def default_keyframe(model):
     if known and known[0]:
         return known[0]
     return 0 if known else None
+
+
+def home_state(model) -> tuple[dict, dict]:
+    """``({joint: position}, {actuator: ctrl})`` of a robot at home: its ``home`` keyframe
+    (else its first, as ``default_keyframe``), or without one ``qpos0`` clamped into every
+    limited joint's range (a model at qpos0 may sit outside a joint's range, as Panda's
+    joint4 does). Hinge and slide joints only: a free joint's keyframe pose is in the
+    model's own world, not where a spawn puts it. Names are the model's own."""
+    moving = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    key = keyframe_id(model, default_keyframe(model))
+    qpos = model.key_qpos[key] if key is not None else model.qpos0
+    joints = {}
+    for j in range(model.njnt):
+        name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j)
+        if not name or int(model.jnt_type[j]) not in moving:
+            continue
+        q = float(qpos[model.jnt_qposadr[j]])
+        if model.jnt_limited[j]:
+            lo, hi = (float(v) for v in model.jnt_range[j])
+            q = min(max(q, lo), hi)
+        joints[name] = q
+    ctrl = {}
+    if key is not None:
+        for a in range(model.nu):
+            name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a)
+            if name:
+                ctrl[name] = float(model.key_ctrl[key, a])
+    return joints, ctrl

@@ -9,8 +9,12 @@ go through the world's one door, so two robots' moves run side by side, each pre
 only its own, and a hold on one robot leaves the other moving. ``Robots`` is the
 registry: which prefixes are robots, and whose an actuator is.
 
-Names stay the world's (``left/joint1``): one ``/tf`` tree and one MjModel hold both
-arms, so a joint or frame name must say whose it is, as a bimanual URDF's prefixes do.
+A robot speaks its own names, as a real arm's driver in its namespace does: the world's
+MjModel names the joint ``left/waist`` (one model holds both arms), the robot's channels,
+joints, sites and goals say ``waist``, the name its URDF or MJCF gives, so the real arm's
+device file, controllers file and clients work unchanged and two copies of one
+description run side by side. Only TF frames carry the prefix (``left/base_link``), as
+robot_state_publisher's ``frame_prefix`` does.
 """
 
 import collections
@@ -31,23 +35,12 @@ def _names(model, objtype, count):
     return [mujoco.mj_id2name(model, objtype, i) or '' for i in range(count)]
 
 
-def robot_layout(model, prefix):
-    """A Layout over the world's ``model`` that names only the robot under ``prefix``:
-    a read channel per hinge or slide joint, an image per camera, a ``<actuator>_goal``
-    per actuator (as zero-config names them), hold as its one action."""
-    joints = _names(model, mujoco.mjtObj.mjOBJ_JOINT, model.njnt)
-    moving = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-    read = {j: {} for i, j in enumerate(joints)
-            if j.startswith(prefix) and int(model.jnt_type[i]) in moving}
-    read.update({c: {'type': 'image', 'map': {'camera': c}}
-                 for c in _names(model, mujoco.mjtObj.mjOBJ_CAMERA, model.ncam)
-                 if c.startswith(prefix)})
-    write = {f'{a}_goal': {'map': {'actuator': a}}
-             for a in _names(model, mujoco.mjtObj.mjOBJ_ACTUATOR, model.nu)
-             if a.startswith(prefix)}
-    layout = Layout(model, {'read': read, 'write': write, 'actions': {}})
-    layout.zero_config = True      # as zero-config: no device file's effects to check
-    return layout
+def robot_layout(model, prefix, spec=None):
+    """A Layout over the world's ``model`` for the robot under ``prefix``, in the robot's
+    own names (``prefix`` stripped; the rest of the world unnamed to it): zero-config (a
+    read channel per hinge or slide joint, an image per camera, a ``<actuator>_goal`` per
+    actuator), or ``spec``, a device file of the robot written for the real arm."""
+    return Layout(model, spec, prefix=prefix)
 
 
 class RobotView:
@@ -57,10 +50,11 @@ class RobotView:
     against this robot's channels before they reach the world, so a goal for another
     robot's joint is UNKNOWN_NAME here and nothing moves."""
 
-    def __init__(self, world, prefix, namespace):
+    def __init__(self, world, prefix, namespace, spec=None):
         self.world = world
         self.prefix = prefix
         self.namespace = namespace
+        self.spec = spec                    # the robot's own device file, or None
         self._layout = (None, None)         # (generation, Layout)
         self._planner = (None, None)        # (its Layout, Planner)
         self._lock = threading.Lock()
@@ -72,7 +66,7 @@ class RobotView:
         gen = self.world.generation
         with self._lock:
             if self._layout[0] != gen:
-                self._layout = (gen, robot_layout(self.world.model, self.prefix))
+                self._layout = (gen, robot_layout(self.world.model, self.prefix, self.spec))
             return self._layout[1]
 
     @property
@@ -92,7 +86,12 @@ class RobotView:
 
     @property
     def joint_names(self):
+        """This robot's joints, by its own names (``waist``, as its URDF has them)."""
         return [r.target for r in self.layout.reads if r.kind == 'joint']
+
+    def world_name(self, name):
+        """The world model's name of one of this robot's own names (``left/waist``)."""
+        return f'{self.prefix}{name}'
 
     def tool(self):
         """Where move_to puts a point unless told: of this robot's sites (else bodies), the
@@ -120,7 +119,7 @@ class RobotView:
                     if (mujoco.mj_id2name(m, kind, i) or '').startswith(prefix)]
             mine = [c for c in mine if c[0][0] > 0]
             if mine:
-                return max(mine)[2]
+                return max(mine)[2][len(prefix):]          # the robot's own name
         raise DeviceError(errors.INVALID_ARGUMENT, f'robot {self.namespace!r} has no site '
                           'or body that its joints move', where='site')
 
@@ -133,7 +132,7 @@ class RobotView:
                      'model': self.world.model_path,
                      'timestep': self.world.model.opt.timestep, 'keyframe': None,
                      'hazard': 'none', 'safe_state': {'action': 'hold'},
-                     'params': dict(self.world.params), 'zero_config': True,
+                     'params': dict(self.world.params), 'zero_config': self.spec is None,
                      'actuators': [{'name': g.actuator_name, 'drive': g.drive,
                                     'joint': self.layout.joints[g.joint] if g.joint >= 0
                                     else None, 'goal': g.name}
@@ -192,7 +191,7 @@ class RobotView:
         if isinstance(names, (list, tuple, set, frozenset)):
             for n in names:
                 known_name(n, mine, 'read channel')
-        return self.world.read(names, snapshot)
+        return self.world.read(names, snapshot, layout=self.layout)
 
     def goals(self, setpoint=False):
         mine = self.layout.goals
@@ -214,12 +213,12 @@ class RobotView:
 
     def move_to(self, args=None, *, point=None, site=None, **kw):
         """``Device.move_to`` for a site or body of this robot (its ``tool()`` unless
-        named): IK turns this robot's joints only."""
+        named, by its own name): IK turns this robot's joints only."""
+        layout = self.layout
         if site in (None, ''):
             site = self.tool()
-        elif not isinstance(site, str) or not site.startswith(self.prefix):
-            mine = [n for n in self.layout.sites + self.layout.bodies
-                    if n.startswith(self.prefix)]
+        elif not isinstance(site, str) or site not in layout.sites + layout.bodies:
+            mine = [n for n in layout.sites + layout.bodies if n]
             raise errors.UnknownName('site or body of this robot', site, mine)
         return self.world.move_to(args, point=point, site=site, layout=self.layout,
                                   planner=self.planner, **kw)
@@ -276,9 +275,11 @@ class Robots:
                 self.remove(view.namespace)
                 self.removed.append((view.namespace, 'its actuators left the world'))
 
-    def add(self, namespace, prefix=None):
+    def add(self, namespace, prefix=None, spec=None):
         """Make the entity under ``prefix`` (``<namespace>/`` unless given) a robot of its
-        own; refused when the world has no actuator of it or the namespace is taken."""
+        own, on ``spec`` (its device file, in its own names) or zero-config; refused when
+        the world has no actuator of it, the namespace is taken or the device file does not
+        fit it (nothing changed)."""
         if not isinstance(namespace, str) or not namespace.strip('/'):
             raise errors.InvalidArgument(f'a robot needs a namespace, got {namespace!r}',
                                          where='namespace')
@@ -293,7 +294,11 @@ class Robots:
             if namespace in self._views:
                 raise errors.InvalidArgument(f'robot {namespace!r} exists already',
                                              where='namespace')
-            view = self._views[namespace] = RobotView(self.world, prefix, namespace)
+            view = RobotView(self.world, prefix, namespace, spec)
+            if spec is not None and not view.layout.goals:   # builds it: a misfit refused
+                raise errors.InvalidArgument(f'the device file of robot {namespace!r} has '
+                                             'no goal channel', where='device_file')
+            self._views[namespace] = view
             self._prefixes = tuple(v.prefix for v in self._views.values())
         return view
 

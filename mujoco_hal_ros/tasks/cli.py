@@ -3,11 +3,12 @@
     evaluate_policy --task reach --policy pd.onnx --episodes 100 --envs 32 --seed 0 --json
     ros2 run mujoco_hal_ros evaluate_policy --task walk_forward --policy zero --episodes 8
 
-Human-readable lines go to stdout; with ``--json`` the last line is one JSON object (keys
-``task``, ``episodes``, ``success_rate``, ``episode_results`` with ``episode``, ``success``,
-``failure``, ``return``, ``steps`` each, ``env_steps_per_s``, and more), so scripts can read
-it with ``tail -n 1``. A refused task or policy exits 2 before any environment runs (with
-``--json``: an ``{"error": {...}}`` line naming the key or the sizes).
+Human-readable lines go to stdout; with ``--json`` stdout is one JSON object and nothing
+else (keys ``task``, ``episodes``, ``success_rate``, ``episode_results`` with ``episode``,
+``success``, ``failure``, ``return``, ``steps`` each, ``env_steps_per_s``, and more), so
+``evaluate_policy ... --json | jq .success_rate`` works; the human-readable lines then go to
+stderr. A refused task or policy exits 2 before any environment runs (with ``--json``: an
+``{"error": {...}}`` object naming the key or the sizes).
 """
 
 import argparse
@@ -40,7 +41,8 @@ def _parser():
     p.add_argument('--video-episodes', default='0',
                    help='comma-separated episode indices to film (default 0)')
     p.add_argument('--json', action='store_true',
-                   help='print the report as one JSON object on the last line')
+                   help='print the report as one JSON object, the only output on stdout '
+                        '(the progress lines go to stderr)')
     p.add_argument('--describe', action='store_true',
                    help='print the task\'s observation and action layout first')
     return p
@@ -50,10 +52,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     from . import load_task
     from .evaluate import evaluate
+    # with --json, stdout carries the JSON object alone (a pipe into jq); the rest is stderr
+    human = sys.stderr if args.json else sys.stdout
     try:
         task = load_task(args.task)
         if args.describe:
-            print(task.describe(), flush=True)
+            print(task.describe(), file=human, flush=True)
         record = []
         if args.video:
             try:
@@ -68,14 +72,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.video:
             from .video import write_videos
             for ep, path in write_videos(task, report, args.video).items():
-                print(f'video of episode {ep}: {path}', flush=True)
+                print(f'video of episode {ep}: {path}', file=human, flush=True)
     except DeviceError as err:
         return _refuse(args, err)
     shown = report.episodes if len(report.episodes) <= SHOW_EPISODES else []
     for e in shown:          # a long run says it in the summary (and the JSON) only
         state = 'success' if e.success else f'failure ({e.failure})'
-        print(f'episode {e.episode}: {state} after {e.steps} steps, return {e.ret:.3f}')
-    print(report.summary(), flush=True)
+        print(f'episode {e.episode}: {state} after {e.steps} steps, return {e.ret:.3f}',
+              file=human)
+    print(report.summary(), file=human, flush=True)
     if args.json:
         print(json.dumps(report.to_dict()), flush=True)
     return 0

@@ -62,13 +62,16 @@ class SceneEdits:
               quaternion=(1.0, 0.0, 0.0, 0.0), namespace='') -> dict:
         """Attach an MJCF (a string, or a file: a body tree, an object, a whole robot) at a
         world pose, its names prefixed ``[<namespace>/]<name>/``; the device goes on with
-        its goals and running move. Refused with nothing changed when it does not compile.
+        its goals and running move. The entity's joints start at its model's ``home``
+        keyframe (else qpos0 clamped into their ranges), its servos holding there, as the
+        robot alone would start. Refused with nothing changed when it does not compile.
         Returns the entity's full name and its bodies."""
         with self.lock:
             scene = self.spec()
             scene.check_pose(name, position, quaternion, namespace)   # cheap refusals first
             self._vet(resource)
-            spec, model = scene.spawn(resource, name, position, quaternion, namespace)
+            spec, model, home = scene.spawn_at_home(resource, name, position, quaternion,
+                                                    namespace)
             sandbox = self._device.sandbox
             if sandbox is not None:
                 sandbox.check_totals(model)
@@ -81,7 +84,8 @@ class SceneEdits:
                     allowed='an MJCF with at least one <body> in its <worldbody>')
             self._spawned[full] = bodies      # known to whoever follows the swap event
             try:
-                self._device.replace_model(model, why=f'spawned {full}', scene_spec=spec)
+                self._device.replace_model(model, why=f'spawned {full}', scene_spec=spec,
+                                           home=home)
             except BaseException:
                 self._spawned.pop(full, None)
                 raise

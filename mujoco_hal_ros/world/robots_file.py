@@ -8,6 +8,14 @@ into the world under its namespace and made a device of its own (``sim.robots``)
         urdf: /path/to/arm.urdf         # or model: /path/to/arm.xml (MJCF)
         position: [0.0, 0.35, 0.0]      # metres, in the world
         quaternion: [1, 0, 0, 0]        # w x y z (optional)
+        device_file: arm.yaml           # the real arm's device file (optional)
+        controllers_file: controllers.yaml   # its ros2_control controllers (optional)
+        gripper_joint: finger_joint1    # the joint its gripper_controller drives (optional)
+        base: auto                      # auto, fixed or floating, as the base parameter
+
+A robot speaks its own names (``sim.robots``): joints, channels, controllers and goals are
+named as its URDF or MJCF names them, so the real arm's device file and controllers file
+work unchanged for each robot, two copies of one description side by side.
 
 Each entry is checked key by key before anything is put in the world, so a typo in the
 third robot starts nothing. The file is the launch's, trusted as the model parameter is:
@@ -26,7 +34,9 @@ from . import bounds
 from ..config import device_file
 from ..errors import ConfigError, DeviceError, shorten
 
-KEYS = ('namespace', 'urdf', 'model', 'position', 'quaternion')
+KEYS = ('namespace', 'urdf', 'model', 'position', 'quaternion', 'device_file',
+        'controllers_file', 'gripper_joint', 'base')
+BASES = ('auto', 'fixed', 'floating')
 MAX_ROBOTS = 32
 # A robot's namespace starts every name it serves (``<ns>/arm_controller/
 # follow_joint_trajectory/_action/cancel_goal``, ``<ns>/goals/<ns>/<joint>_goal``), and ROS
@@ -42,6 +52,10 @@ class RobotEntry(NamedTuple):
     urdf: Optional[str]             # a URDF file
     position: tuple
     quaternion: tuple
+    device_file: Optional[str] = None       # the robot's device file, in its own names
+    controllers_file: Optional[str] = None  # its ros2_control controllers YAML
+    gripper_joint: Optional[str] = None     # the joint its gripper_controller drives
+    base: str = 'auto'                      # a URDF's base: auto, fixed or floating
 
 
 def _namespace(value: Any, where: str) -> str:
@@ -113,8 +127,21 @@ def parse(data: Any, base: str = '.') -> list[RobotEntry]:
                        f'{where}.position')
         quat = _checked(bounds.quaternion, entry.get('quaternion', [1.0, 0.0, 0.0, 0.0]),
                         f'{where}.quaternion')
+        files = {k: _file(entry[k], f'{where}.{k}', base) if k in entry else None
+                 for k in ('device_file', 'controllers_file')}
+        gripper = entry.get('gripper_joint')
+        if gripper is not None and (not isinstance(gripper, str) or not gripper
+                                    or len(gripper) > 256):
+            raise ConfigError(f'expected a joint name, got {shorten(gripper)}',
+                              where=f'{where}.gripper_joint',
+                              allowed='a joint of this robot, by its own name')
+        base_mode = entry.get('base', 'auto')
+        if base_mode not in BASES:
+            raise ConfigError(f'expected auto, fixed or floating, got {shorten(base_mode)}',
+                              where=f'{where}.base', allowed=', '.join(BASES))
         out.append(RobotEntry(ns, model, urdf, tuple(float(v) for v in pos),
-                              tuple(float(v) for v in quat)))
+                              tuple(float(v) for v in quat), files['device_file'],
+                              files['controllers_file'], gripper, base_mode))
     return out
 
 
@@ -154,8 +181,13 @@ def resource(entry: RobotEntry, notes: Optional[list] = None) -> str:
     from ..description.urdf_in import model_from_urdf
     text = read_urdf(entry.urdf)
     roots = [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
+    drives = {}
+    if entry.controllers_file:      # its drive controller's wheels and steering
+        from ..mobile import config as controllers
+        drives = controllers.drive_joints(controllers.read(entry.controllers_file))
     path, said = model_from_urdf(text, package_roots=roots,
-                                 base_dir=os.path.dirname(entry.urdf), bare=True)
+                                 base_dir=os.path.dirname(entry.urdf), bare=True,
+                                 base=entry.base, drives=drives)
     if notes is not None:
         notes.extend(f'{entry.namespace}: {n}' for n in said)
     return path
@@ -163,33 +195,34 @@ def resource(entry: RobotEntry, notes: Optional[list] = None) -> str:
 
 def home_pose(path: str) -> dict:
     """{joint: position} of the hinge and slide joints at the model's ``home`` keyframe
-    (else its first; {} without one): where the robot starts, as it would alone. A spawn
-    attaches the bodies, not the keyframes, so the robot is put there after it."""
+    (else its first; without one qpos0 clamped into the joints' ranges): where the robot
+    starts, as it would alone (``keyframes.home_state``; a spawn puts it there)."""
     import mujoco
-    model = mujoco.MjModel.from_xml_path(path)
-    if not model.nkey:
-        return {}
-    key = max(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, 'home'), 0)
-    moving = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-    return {model.joint(j).name: float(model.key_qpos[key, model.jnt_qposadr[j]])
-            for j in range(model.njnt)
-            if int(model.jnt_type[j]) in moving and model.joint(j).name}
+    from ..sim.keyframes import home_state
+    return home_state(mujoco.MjModel.from_xml_path(path))[0]
 
 
 def add_to(device, entries: list[RobotEntry], notes: Optional[list] = None) -> dict:
-    """Spawn each entry under its namespace at its home pose and make it a robot;
-    {namespace: URDF text} of those that came from a URDF (``<ns>/robot_description``).
-    ``notes``: what each URDF's import changed or could not follow, to log."""
+    """Spawn each entry under its namespace (it starts at its home pose, as every spawned
+    entity does) and make it a robot, on its device file when it names one; {namespace:
+    URDF text} of those that came from a URDF (``<ns>/robot_description``). A device file
+    that does not fit its robot is refused (ConfigError naming the robot). ``notes``: what
+    each URDF's import changed or could not follow, to log."""
     urdfs = {}
     for e in entries:
+        spec = None
+        if e.device_file:
+            try:
+                spec = device_file.load(e.device_file)
+            except DeviceError as exc:
+                raise ConfigError(f'robot {e.namespace}: {exc}', where='robots') from None
         folder, _, name = e.namespace.rpartition('/')
         path = resource(e, notes)
         device.scene.spawn(path, name, e.position, e.quaternion, namespace=folder)
-        device.robots.add(e.namespace)
-        home = home_pose(path)
-        if home:
-            device.physics.set_joint_state([f'{e.namespace}/{j}' for j in home],
-                                           list(home.values()))
+        try:
+            device.robots.add(e.namespace, spec=spec)
+        except DeviceError as exc:
+            raise ConfigError(f'robot {e.namespace}: {exc}', where='robots') from None
         if e.urdf:
             urdfs[e.namespace] = read_urdf(e.urdf)
     return urdfs

@@ -111,8 +111,17 @@ class Scene:
               namespace=''):
         """(spec, model) with the entity's bodies attached at the pose, named
         ``<namespace>/<name>/<body>``; the scene is unchanged until ``commit``."""
+        spec, model, _home = self.spawn_at_home(resource, name, position, quaternion,
+                                                namespace)
+        return spec, model
+
+    def spawn_at_home(self, resource, name, position=(0, 0, 0), quaternion=(1, 0, 0, 0),
+                      namespace=''):
+        """``spawn``, and the entity's home (``entity_home``) under its new names: where
+        its joints and actuators start once swapped in, as the model alone would start."""
         name, pos, quat = self.check_pose(name, position, quaternion, namespace)
         child = child_spec(resource)
+        home = entity_home(child, f'{name}/')
         spec = self.spec.copy()
         if not spec.keys:
             # A world without keyframes keeps none of the entity's either; MuJoCo said so
@@ -126,7 +135,7 @@ class Scene:
         except Exception as exc:  # noqa: BLE001
             raise ModelError(f'the entity cannot be attached: {exc}; nothing was changed',
                              where='scene') from None
-        return spec, self._compile(spec, f'spawning {name!r}')
+        return spec, self._compile(spec, f'spawning {name!r}'), home
 
     def delete(self, name, brought=None):
         """(spec, model) without body ``name`` and what hangs below it. Actuators and
@@ -148,6 +157,39 @@ class Scene:
 
     def commit(self, spec):
         self.spec = spec
+
+
+def entity_home(child, prefix):
+    """``({joint: position}, {actuator: ctrl})`` of an entity at its home (``keyframes.
+    home_state`` of its model alone), its names prefixed: a spawn attaches bodies, not
+    keyframes, and a robot left at qpos0 may start outside its joint ranges. Empty when
+    the entity does not compile alone (the spawn then refuses it anyway)."""
+    from ..sim.keyframes import home_state       # sim imports this module
+    try:
+        model = child.copy().compile()
+    except Exception:  # noqa: BLE001 - MuJoCo's compiler raises several types
+        return {}, {}
+    joints, ctrl = home_state(model)
+    return ({f'{prefix}{j}': q for j, q in joints.items()},
+            {f'{prefix}{a}': c for a, c in ctrl.items()})
+
+
+def put_at_home(old_model, new_model, new_data, home):
+    """Stepper thread, in a swap: the joints and actuators that are new in ``new_model``
+    (not in ``old_model``) start where ``home`` (``entity_home``) puts them, then
+    ``mj_forward``. What was there before keeps its carried-over state."""
+    joints, ctrl = home or ({}, {})
+    J, A = mujoco.mjtObj.mjOBJ_JOINT, mujoco.mjtObj.mjOBJ_ACTUATOR
+    for name, q in joints.items():
+        j = mujoco.mj_name2id(new_model, J, name)
+        if j >= 0 and mujoco.mj_name2id(old_model, J, name) < 0:
+            new_data.qpos[new_model.jnt_qposadr[j]] = q
+            new_data.qvel[new_model.jnt_dofadr[j]] = 0.0
+    for name, c in ctrl.items():
+        a = mujoco.mj_name2id(new_model, A, name)
+        if a >= 0 and mujoco.mj_name2id(old_model, A, name) < 0:
+            new_data.ctrl[a] = c
+    mujoco.mj_forward(new_model, new_data)
 
 
 def entity_bodies(spec, name):

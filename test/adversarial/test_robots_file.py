@@ -213,3 +213,42 @@ def test_a_good_file_still_loads(folder):
     left, right = robots_file.load(str(path))
     assert (left.namespace, left.position) == ('left', (0.0, 0.4, 0.0))
     assert (right.namespace, right.quaternion) == ('right', (0.0, 0.0, 0.0, 1.0))
+
+
+@pytest.mark.parametrize('value', ['/tmp', '/dev/zero', 'missing.yaml', '', 'x\x00y',
+                                   'a' * 100_000, 7, ['a.yaml'], None])
+@pytest.mark.parametrize('key', ['device_file', 'controllers_file'])
+def test_a_robot_s_own_files_that_are_no_file_are_refused(folder, key, value):
+    path = folder / 'robots.yaml'
+    path.write_text(one({'namespace': 'a', 'model': 'arm.xml', key: value}))
+    refused(path, key)
+
+
+@pytest.mark.parametrize('value', ['', 7, ['j1'], {'joint': 'j1'}, True, 'j' * 300])
+def test_a_gripper_joint_that_is_no_name_is_refused(folder, value):
+    path = folder / 'robots.yaml'
+    path.write_text(one({'namespace': 'a', 'model': 'arm.xml', 'gripper_joint': value}))
+    refused(path, 'gripper_joint')
+
+
+def test_a_device_file_that_does_not_fit_its_robot_is_refused_naming_it(folder):
+    """The robot's device file names its channels by the robot's own names: one naming a
+    joint the robot does not have is a ConfigError saying which robot."""
+    from mujoco_hal_ros import menagerie
+    from mujoco_hal_ros.sim.device import Device
+    (folder / 'arm_device.yaml').write_text(
+        'write:\n  j1_goal: {map: {joint: j1}}\n')
+    (folder / 'bad_device.yaml').write_text(
+        'write:\n  elbow_goal: {map: {joint: elbow}}\n')
+    path = folder / 'robots.yaml'
+    path.write_text('robots:\n - {namespace: good, model: arm.xml, device_file: arm_device.yaml}\n'
+                    ' - {namespace: bad, model: arm.xml, device_file: bad_device.yaml,'
+                    ' position: [0, 0.5, 0]}\n')
+    entries = robots_file.load(str(path))
+    with Device(model=menagerie.empty_world_path(), real_time_factor=0,
+                start_paused=True) as dev:
+        with pytest.raises(ConfigError) as err:
+            robots_file.add_to(dev, entries)
+        assert 'robot bad' in str(err.value) and "'elbow'" in str(err.value)
+        assert list(dev.robots.get('good').layout.goals) == ['j1_goal']     # its own names
+        assert dev.robots.get('bad') is None

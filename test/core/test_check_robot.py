@@ -67,6 +67,23 @@ def test_files_it_cannot_read_exit_2_saying_why(tmp_path, capsys):
     assert json.loads(captured.out.strip().splitlines()[-1])['error']
 
 
+def test_a_gripper_bound_to_a_servo_horn_fails_and_the_fingers_pass(capsys):
+    """test/models/hobby_arm.urdf: its gripper servo's horn is a continuous joint named
+    ``gripper``; commanded there the fingers do not move, which the gripper check measures
+    from the model's geometry. Zero-config binds the prismatic fingers and passes."""
+    hobby = os.path.join(ROOT, 'test', 'models', 'hobby_arm.urdf')
+    assert main([hobby, '--json', '--gripper-joint', 'gripper']) == 1
+    out = capsys.readouterr().out
+    report = json.loads(out.strip().splitlines()[-1])
+    marks = {c['check']: c for c in report['checks']}
+    assert marks['gripper']['result'] == 'FAIL', marks['gripper']
+    assert 'did not move' in marks['gripper']['detail']
+    assert [c for c, r in marks.items() if r['result'] == 'FAIL'] == ['gripper'], report
+    good = battery.run(battery.zoo.ZooModel('hobby_arm', hobby, 'arm', urdf=True),
+                       checks=('gripper',))[0]
+    assert good.mark == 'pass' and good.detail.startswith('left_finger_joint'), good.detail
+
+
 def test_lists_the_sensors_a_urdf_declares(capsys):
     """A URDF's Gazebo sensor tags: each sensor on a line with its topics, frame and rate,
     and in the JSON report, each read once (test/models/tb3_sensors.urdf)."""

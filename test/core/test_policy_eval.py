@@ -413,12 +413,15 @@ def test_given_pool_and_cancel_between_control_steps(reach):
     assert report.env_steps == 5 * 4
 
 
-def test_cli_json_last_line(capsys):
+def test_cli_json_is_all_of_stdout(capsys):
+    """``--json | jq`` works: stdout is the one JSON object; the progress lines (one per
+    episode and the summary) went to stderr."""
     code = cli_main(['--task', 'reach', '--policy', 'random', '--episodes', '3', '--envs', '2',
                      '--seed', '4', '--json'])
     assert code == 0
-    last = capsys.readouterr().out.strip().splitlines()[-1]
-    out = json.loads(last)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert 'episode 0:' in captured.err and 'episode 2:' in captured.err
     assert out['task'] == 'reach' and out['episodes'] == 3
     assert 0.0 <= out['success_rate'] <= 1.0 and out['env_steps_per_s'] > 0
     assert [r['episode'] for r in out['episode_results']] == [0, 1, 2]
@@ -434,7 +437,7 @@ def test_cli_refusal_exits_2_with_json_error(capsys, tmp_path):
     code = cli_main(['--task', str(bad), '--policy', 'zero', '--json'])
     captured = capsys.readouterr()
     assert code == 2
-    err = json.loads(captured.out.strip().splitlines()[-1])['error']
+    err = json.loads(captured.out)['error']
     assert err['code'] == 'CONFIG_ERROR' and err['where'].endswith('action.mode')
     assert 'action.mode' in captured.err
 
@@ -448,7 +451,7 @@ def test_installed_executable_runs():
                           '--episodes', '2', '--json'], capture_output=True, text=True,
                          timeout=240, env=env)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout.strip().splitlines()[-1])['episodes'] == 2
+    assert json.loads(out.stdout)['episodes'] == 2          # stdout: the JSON object alone
 
 
 def test_video_of_a_chosen_episode(tmp_path):

@@ -11,6 +11,7 @@ reference lists.
 import os
 import re
 import subprocess
+import time
 
 import pytest
 import yaml
@@ -103,3 +104,40 @@ def test_ros2_calls_name_real_interfaces_and_fields(call):
                      encoding='utf-8').read()
     assert f"`{name}`" in reference, (
         f'{name} is not in doc/reference/sim_node.md: a name the node does not serve?')
+
+
+def test_the_ros_client_without_a_node_ends_in_its_timeout_saying_why():
+    """The README's rclpy client, run where no sim_node runs (this test's private
+    ROS_DOMAIN_ID), ends within its 10 s wait for the server with a message, instead of
+    blocking forever in spin_until_future_complete."""
+    pytest.importorskip('rclpy', reason='the client needs rclpy')
+    (block,) = blocks(lang='python', tag='sim_node')
+    assert 'wait_for_server(timeout_sec=' in block.body and 'timeout_sec=' in block.body
+    t0 = time.monotonic()
+    code, out = run_python(block.body, timeout=60.0)
+    assert code != 0 and 'no move_to server' in out and 'ROS_DOMAIN_ID' in out, out[-2000:]
+    assert time.monotonic() - t0 < 45.0
+
+
+def test_the_bag_reader_defines_its_folder_and_says_when_there_is_none(tmp_path):
+    """The README's bag reader names what it reads (make run's recordings/): with none
+    there it ends with a message, not a NameError."""
+    pytest.importorskip('rosbags', reason='the reader needs rosbags (a test extra)')
+    (block,) = blocks(lang='python', tag='recording')
+    code, out = run_python(block.body, cwd=str(tmp_path))
+    assert code != 0 and 'no recordings/rosbag2_*' in out and 'Error' not in out, out[-2000:]
+
+
+def test_the_tools_the_readme_names_are_on_path_after_its_sourcing_line():
+    """After ``. install/setup.bash`` (the README's line), ``check_robot`` and
+    ``evaluate_policy`` are commands, as the README runs them (no ``ros2`` needed)."""
+    setup = os.path.join(ROOT, 'install', 'setup.bash')
+    if not os.path.isfile(setup):
+        pytest.skip('no install/ here (make setup builds it)')
+    line = next(b for b in blocks(lang='sh') if 'install/setup.bash' in b.body).body.strip()
+    assert line == '. .venv/bin/activate && . install/setup.bash', line
+    out = subprocess.run(['bash', '-c', 'set +u; . install/setup.bash; check_robot --help '
+                          '&& evaluate_policy --help'], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert 'usage: check_robot' in out.stdout and 'usage: evaluate_policy' in out.stdout

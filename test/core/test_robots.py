@@ -47,12 +47,21 @@ def _bench_q(dev):
 
 
 def test_a_robot_names_only_its_own_joints_channels_and_tool(world):
+    """A robot speaks its own names, as Panda's own driver would (``joint1``, not the world
+    model's ``right/panda/joint1``); the rest of the world is not its to name."""
     dev, view = world
-    assert view.joint_names and all(j.startswith('right/panda/') for j in view.joint_names)
+    panda = mujoco.MjModel.from_xml_path(_panda())        # the model alone, read here
+    own = [panda.joint(j).name for j in range(panda.njnt)
+           if int(panda.jnt_type[j]) in (2, 3)]            # its slides and hinges
+    assert view.joint_names == own
     assert 'pan' not in view.joint_names
-    assert all(g.startswith('right/panda/') for g in view.layout.goals)
+    assert sorted(view.layout.goals) == sorted(f'{panda.actuator(a).name}_goal'
+                                               for a in range(panda.nu))
     assert not any(n.startswith('right/') for n in dev.layout.goals)   # the file's device
-    assert view.tool() == 'right/panda/hand'          # the hand, not a finger
+    assert view.tool() == 'hand'                      # the hand, not a finger
+    assert view.world_name('joint1') == 'right/panda/joint1'
+    q = dev.snapshot.qpos[dev.model.jnt_qposadr[dev.model.joint('right/panda/joint4').id]]
+    assert view.read(['joint4'])['joint4'] == pytest.approx(q)
     desc = view.describe()
     assert desc['namespace'] == 'right' and desc['joints'] == view.joint_names
     assert dev.robots.names() == ['right'] and dev.robots.claimed('right/panda/joint1')
@@ -109,7 +118,8 @@ def test_hold_on_one_robot_leaves_the_other_moving(world):
     assert bench.wait(30) and bench.result['code'] == errors.DONE
     held = dev.snapshot.qpos.copy()
     time.sleep(0.2)
-    panda_q = [int(dev.model.jnt_qposadr[dev.model.joint(j).id]) for j in view.joint_names[:7]]
+    panda_q = [int(dev.model.jnt_qposadr[dev.model.joint(view.world_name(j)).id])
+               for j in view.joint_names[:7]]
     assert np.abs(dev.snapshot.qpos[panda_q] - held[panda_q]).max() < 2e-3
     # the world-wide hold holds every robot
     dev.pause()
@@ -130,10 +140,13 @@ def test_requests_for_the_other_robot_are_refused_and_change_nothing(world):
     assert err.value.code == errors.UNKNOWN_NAME
     for bad in (float('nan'), float('inf'), 1e308, True):
         with pytest.raises(DeviceError):
-            view.set_goals({'right/panda/actuator1_goal': bad})
+            view.set_goals({'actuator1_goal': bad})
     assert dev.goals() == goals and view.move is None
-    assert view.set_goals({'right/panda/actuator1_goal': 0.3})['code'] == errors.STARTED
-    assert view.goals()['right/panda/actuator1_goal'] == pytest.approx(0.3)
+    with pytest.raises(DeviceError) as err:      # the world model's name is not the robot's
+        view.set_goals({'right/panda/actuator1_goal': 0.3})
+    assert err.value.code == errors.UNKNOWN_NAME
+    assert view.set_goals({'actuator1_goal': 0.3})['code'] == errors.STARTED
+    assert view.goals()['actuator1_goal'] == pytest.approx(0.3)
     with pytest.raises(DeviceError):
         view.pause()
     with pytest.raises(DeviceError) as err:
@@ -226,3 +239,79 @@ def test_spawning_a_model_with_keyframes_into_a_world_without_says_nothing(
                 pytest.approx(value, abs=1e-9)
     assert not [w for w in recwarn if 'Attach conflict' in str(w.message)]
     assert 'Attach conflict' not in capfd.readouterr().err
+
+
+def _expected_home(path):
+    """Where a model alone starts, read from its file here (not through the package): its
+    ``home`` keyframe, else its first, else qpos0 clamped into each limited joint's range;
+    {joint name: position} of its hinges and slides."""
+    m = mujoco.MjModel.from_xml_path(path)
+    names = [m.key(k).name for k in range(m.nkey)]
+    key = names.index('home') if 'home' in names else (0 if m.nkey else None)
+    qpos = m.key_qpos[key] if key is not None else m.qpos0
+    out = {}
+    for j in range(m.njnt):
+        if int(m.jnt_type[j]) not in (int(mujoco.mjtJoint.mjJNT_HINGE),
+                                      int(mujoco.mjtJoint.mjJNT_SLIDE)) or not m.joint(j).name:
+            continue
+        q = float(qpos[m.jnt_qposadr[j]])
+        if m.jnt_limited[j]:
+            q = min(max(q, m.jnt_range[j, 0]), m.jnt_range[j, 1])
+        out[m.joint(j).name] = q
+    return out
+
+
+def _zoo_arms():
+    from mujoco_hal_ros.conformance import zoo
+    return [z for z in zoo.models(include_variants=False) if z.kind == 'arm']
+
+
+@pytest.mark.parametrize('zm', _zoo_arms(), ids=lambda z: z.name)
+def test_a_spawned_zoo_arm_starts_at_home_with_its_servos_there(zm):
+    """A robot spawned under an entity namespace starts where the model alone starts (its
+    home keyframe, else qpos0 clamped into its ranges): every joint inside its range, and
+    after half a second of physics its servo-driven joints are still there (their
+    setpoints are home, not qpos0). Panda's joint4 range excludes 0: at qpos0 it started
+    outside it and a later move ended 0.07 rad short."""
+    if zm.path is None:
+        pytest.skip(zm.missing)
+    expected = _expected_home(zm.path)
+    with Device(model=menagerie.empty_world_path(), real_time_factor=0,
+                start_paused=True) as dev:
+        dev.spawn_entity(zm.path, 'arm', position=(0.0, 0.0, 0.0), namespace='second')
+        m = dev.model
+        q0 = dev.snapshot.qpos.copy()
+        for name, value in expected.items():
+            j = m.joint(f'second/arm/{name}').id
+            q = q0[m.jnt_qposadr[j]]
+            assert q == pytest.approx(value, abs=1e-9), name
+            if m.jnt_limited[j]:
+                assert m.jnt_range[j, 0] - 1e-9 <= q <= m.jnt_range[j, 1] + 1e-9, name
+        # the servos hold home: each position servo's setpoint is its joint's home, and on
+        # a fixed base (no free joint above) the joints stay there (measured)
+        servos = [(a, int(m.actuator_trnid[a, 0])) for a in range(m.nu)
+                  if m.actuator(a).name.startswith('second/arm/')
+                  and m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT
+                  and m.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE
+                  and m.actuator_gainprm[a, 0] > 0
+                  and np.isclose(m.actuator_biasprm[a, 1], -m.actuator_gainprm[a, 0])]
+        dev.step(int(round(0.5 / m.opt.timestep)))
+        snap = dev.snapshot
+        for a, j in servos:
+            home = expected[m.joint(j).name[len('second/arm/'):]]
+            if m.actuator_ctrllimited[a]:
+                home = min(max(home, m.actuator_ctrlrange[a, 0]), m.actuator_ctrlrange[a, 1])
+            assert snap.setpoint[a] == pytest.approx(home, abs=1e-9), m.actuator(a).name
+            if not _under_free_joint(m, int(m.jnt_bodyid[j])):
+                drift = abs(snap.qpos[m.jnt_qposadr[j]] - q0[m.jnt_qposadr[j]])
+                assert drift < 0.05, (m.joint(j).name, drift)
+
+
+def _under_free_joint(m, body):
+    while body > 0:
+        adr, n = m.body_jntadr[body], m.body_jntnum[body]
+        if any(int(m.jnt_type[k]) == int(mujoco.mjtJoint.mjJNT_FREE)
+               for k in range(adr, adr + n)):
+            return True
+        body = int(m.body_parentid[body])
+    return False

@@ -40,7 +40,8 @@ def _node(folder, executable, params):
 def sim_node(tmp_path_factory):
     folder = tmp_path_factory.mktemp('sim_node')
     proc = _node(folder, 'sim_node',
-                 ['record_topics:=[/joint_states,/tf,/contacts]', 'thread_priority:=0'])
+                 ['record_topics:=[/joint_states,/tf,/contacts]', 'thread_priority:=0',
+                  f'record_folder:={folder / "recordings"}'])      # as make run sets it
     try:
         yield folder
     finally:
@@ -93,9 +94,11 @@ def test_record_example_and_the_readme_reader_read_the_bag(sim_node):
     counts = dict((topic, int(n)) for n, topic in re.findall(r'^\s+(\d+) (/\S+)$', out, re.M))
     assert set(counts) == {'/joint_states', '/tf', '/contacts'}, out
     assert all(n > 0 for n in counts.values()), out
-    bag = sorted(glob.glob(str(sim_node / 'rosbag2_*')))[-1]
+    assert sorted(glob.glob(str(sim_node / 'recordings' / 'rosbag2_*')))   # record_folder
+    assert not glob.glob(str(sim_node / 'rosbag2_*'))       # not the working directory
     (block,) = blocks(lang='python', tag='recording')
-    code, text = run_python(f'bag_folder = {bag!r}\n' + block.body, env=_env(), cwd=sim_node)
+    # the README's reader finds the newest recordings/rosbag2_* from where make run ran
+    code, text = run_python(block.body, env=_env(), cwd=sim_node)
     assert code == 0, f'{block} failed:\n{text[-3000:]}'
     assert "['pan', 'lift', 'elbow', 'wrist']" in text, text
 

@@ -197,8 +197,11 @@ def test_malformed_goals_are_refused_with_a_reason_and_nothing_moves(arm):
          'goal_tolerance'),
     ]
     for what, g, reason in bad:
-        gh, _ = arm.send(g)
-        assert not gh.accepted, what
+        gh, result = arm.send(g)
+        # the reason reaches the client (explain_rejections): accepted, aborted at once
+        assert gh.accepted, what
+        result = arm.wait(result, 15.0)
+        assert result.result.error_code < 0 and reason in result.result.error_string, what
         arm.spin_until(lambda r=reason: any(r in m for m in arm.rejections()), 5.0)
     arm.spin_for(0.3)
     assert np.array_equal(arm.setpoint(), start)
@@ -312,7 +315,12 @@ def test_goal_storm_leaves_the_node_alive_consistent_and_able_to_hold(arm):
     assert not missing, f'{missing} of {len(results)} accepted goals got no result'
     statuses = [r.result().status for r in results]
     assert all(s in TERMINAL for s in statuses)
-    assert len(handles) == total - malformed
+    # every goal accepted: a malformed one only to abort it with why (explain_rejections)
+    assert len(handles) == total
+    explained = [r.result().result for r in results
+                 if 'values for' in r.result().result.error_string]
+    assert len(explained) == malformed
+    assert all(e.error_code == FollowJointTrajectory.Result.INVALID_GOAL for e in explained)
     assert arm.proc.poll() is None
     assert total >= STORM_MIN, f'only {total} goals in {STORM_BUDGET_S} s'
     print(f'storm: {total} goals in {storm_s:.1f} s, {statuses.count(GoalStatus.STATUS_ABORTED)}'

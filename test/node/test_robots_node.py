@@ -101,13 +101,14 @@ def _latest(h, topic, after=None, timeout=10.0):
     return got[0] if got else None
 
 
-def _fk(h, js, body):
-    """Where ``body`` is for the published joint positions (a separate MjData)."""
+def _fk(h, js, body, ns):
+    """Where ``body`` (the world model's name) is for the joint positions robot ``ns``
+    published under its own joint names (a separate MjData)."""
     model = h.nodes[0].device.model
     data = mujoco.MjData(model)
     data.qpos[:] = h.nodes[0].device.snapshot.qpos     # joints of the other robot too
     for name, q in zip(js.name, js.position):
-        data.qpos[model.jnt_qposadr[model.joint(name).id]] = q
+        data.qpos[model.jnt_qposadr[model.joint(f'{ns}/{name}').id]] = q
     mujoco.mj_kinematics(model, data)
     return data.xpos[model.body(body).id].copy()
 
@@ -116,14 +117,16 @@ def test_each_robot_publishes_only_its_joints(two):
     left = _latest(two, 'left/joint_states')
     right = _latest(two, 'right/joint_states')
     assert left is not None and right is not None
-    assert list(left.name) == [f'left/{j}' for j in (
-        'shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
-        'wrist_2_joint', 'wrist_3_joint')]
-    assert right.name and all(n.startswith('right/') for n in right.name)
+    # each robot's own names, as its URDF has them (a real arm's driver publishes these)
+    assert list(left.name) == ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint',
+                               'wrist_1_joint', 'wrist_2_joint', 'wrist_3_joint']
+    assert list(right.name)[:2] == ['panda_joint1', 'panda_joint2']
+    assert not any('/' in n for n in list(left.name) + list(right.name))
     # the world has no joints of its own: the robots' joint_states carry them all
     assert _latest(two, 'joint_states', timeout=1.0) is None
     desc = two.call(Describe, 'right/describe', Describe.Request())
-    assert 'right' in desc.device and all(c.name.startswith('right/') for c in desc.channels)
+    assert 'right' in desc.device and desc.channels
+    assert not any(c.name.startswith('right/') for c in desc.channels)
 
 
 def _still(h, topic, speed=2e-3, timeout=30.0):
@@ -170,11 +173,11 @@ def test_move_to_on_one_arm_judged_from_its_joint_states(two):
     assert res.success and res.code == 'DONE', res.message
     t = two.nodes[0].device.snapshot.time
     left = _latest(two, 'left/joint_states', after=t)
-    tool = two.nodes[0].device.robots.get('left').tool()
+    tool = 'left/' + two.nodes[0].device.robots.get('left').tool()
     model = two.nodes[0].device.model
     if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, tool) >= 0:
         pytest.fail(f'expected a body tool on the UR5, got site {tool}')
-    assert np.linalg.norm(_fk(two, left, tool) - target) < 2e-3
+    assert np.linalg.norm(_fk(two, left, tool, 'left') - target) < 2e-3
     right = _latest(two, 'right/joint_states', after=t)
     assert np.abs(np.array(right.position) - np.array(before.position)).max() < 5e-3
     # the action too, and a target for the other arm's tool is refused
@@ -211,7 +214,7 @@ def test_a_robot_spawned_under_a_namespace_becomes_a_device_and_goes_with_its_en
     r = two.call(si.SpawnEntity, 'spawn_entity', req)
     assert r.result.result == Result.RESULT_OK, r.result.error_message
     js = _latest(two, 'third/joint_states')
-    assert js is not None and list(js.name) == ['third/arm/j1', 'third/arm/j2']
+    assert js is not None and list(js.name) == ['j1', 'j2']     # the MJCF's own names
     res = two.call(MoveToSrv, 'third/move_to', MoveToSrv.Request(
         target=_point((0.7760, 0.0544, 0.1621)), wait=True), timeout=40.0)
     assert res.code == 'DONE', res.message
@@ -239,3 +242,136 @@ def test_a_robots_launch_opens_an_empty_world():
     with_robots = P.sim_params(dict(defaults, robots='/x.yaml'))
     assert P.device_arguments(with_robots) == (None, P.device_arguments(with_robots)[1])
     assert P.device_arguments(with_robots)[1].endswith('world.xml')
+
+
+HOBBY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'models',
+                     'hobby_arm.urdf')
+HOBBY_CONTROLLERS = os.path.join(os.path.dirname(HOBBY), 'hobby_arm_controllers.yaml')
+HOBBY_ARM = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll']
+
+
+@pytest.fixture(scope='module')
+def twins(tmp_path_factory):
+    """Two copies of one arm URDF, each with the real arm's own controllers file and
+    gripper joint, under left/ and right/."""
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+    from mujoco_hal_ros.ros.sim.sim_node import SimNode
+    from helpers import SpunNodes
+    path = tmp_path_factory.mktemp('twins') / 'cell.yaml'
+    entry = (f'    urdf: {HOBBY}\n    controllers_file: {HOBBY_CONTROLLERS}\n'
+             '    gripper_joint: left_finger_joint\n')
+    path.write_text('robots:\n  - namespace: left\n' + entry + '    position: [0, 0.3, 0]\n'
+                    '  - namespace: right\n' + entry + '    position: [0, -0.3, 0]\n')
+    # under /cell: the module's other node serves left/ and right/ at the root; frame_prefix
+    # empty, so the frames are the robots' own prefix only (left/base_link)
+    h = SpunNodes(lambda ctx: [
+        SimNode(context=ctx, namespace='cell',
+                parameter_overrides=[Parameter('robots', value=str(path)),
+                                     Parameter('publish_rate', value=100.0),
+                                     Parameter('frame_prefix', value='')]),
+        rclpy.create_node('twins_test_client', namespace='cell', context=ctx)],
+        lambda ctx: MultiThreadedExecutor(num_threads=4, context=ctx))
+    h.spin(300.0)
+    try:
+        yield h
+    finally:
+        h.close()
+
+
+def _send(h, client, goal, timeout=30.0):
+    assert client.wait_for_server(timeout_sec=10.0)
+    handle = h.wait(client.send_goal_async(goal), 10.0)
+    assert handle.accepted
+    return h.wait(handle.get_result_async(), timeout).result
+
+
+def _positions(js, names):
+    return np.array([js.position[list(js.name).index(n)] for n in names])
+
+
+def test_two_copies_of_one_arm_are_driven_by_its_own_controllers_file_and_names(twins):
+    """The unchanged controllers file and joint names of the real arm drive each copy;
+    judged from each robot's own joint_states."""
+    node = twins.nodes[0]
+    for ns in ('left', 'right'):
+        js = _latest(twins, f'{ns}/joint_states')
+        assert list(js.name) == HOBBY_ARM + ['gripper', 'left_finger_joint',
+                                             'right_finger_joint']
+        assert node.get_parameter(f'{ns}.arm_controller.joints').value == HOBBY_ARM
+        assert node.get_parameter(f'{ns}.arm_controller.constraints.shoulder_pan.goal'
+                                  ).value == pytest.approx(0.02)
+    before_right = _latest(twins, 'right/joint_states')
+    goal = np.array([0.4, -0.3, 0.5, 0.3, -0.2])
+    client = ActionClient(twins.nodes[-1], FollowJointTrajectory,
+                          'left/arm_controller/follow_joint_trajectory')
+    try:
+        result = _send(twins, client, FollowJointTrajectory.Goal(
+            trajectory=trajectory(HOBBY_ARM, [(1.5, goal)])))
+        assert result.error_code == 0, result.error_string
+        after = _latest(twins, 'left/joint_states', after=node.device.snapshot.time)
+        assert np.abs(_positions(after, HOBBY_ARM) - goal).max() < 0.03
+        right = _latest(twins, 'right/joint_states', after=node.device.snapshot.time)
+        assert np.abs(_positions(right, HOBBY_ARM)
+                      - _positions(before_right, HOBBY_ARM)).max() < 5e-3
+        # the world model's prefixed names are not the robot's: refused, and why reaches
+        # the client in the result (the log has it too)
+        bad = _send(twins, client, FollowJointTrajectory.Goal(trajectory=trajectory(
+            [f'left/{j}' for j in HOBBY_ARM], [(1.0, goal)])))
+        assert bad.error_code == FollowJointTrajectory.Result.INVALID_JOINTS
+        assert 'left/shoulder_pan' in bad.error_string and 'shoulder_pan' in bad.error_string
+    finally:
+        client.destroy()
+
+
+def _finger_gap(h, ns):
+    """The distance between robot ``ns``'s finger links, by forward kinematics from its
+    published joint_states (a separate MjData)."""
+    js = _latest(h, f'{ns}/joint_states', after=h.nodes[0].device.snapshot.time)
+    model = h.nodes[0].device.model
+    data = mujoco.MjData(model)
+    data.qpos[:] = h.nodes[0].device.snapshot.qpos
+    for name, q in zip(js.name, js.position):
+        data.qpos[model.jnt_qposadr[model.joint(f'{ns}/{name}').id]] = q
+    mujoco.mj_kinematics(model, data)
+    return float(np.linalg.norm(data.xpos[model.body(f'{ns}/left_finger').id]
+                                - data.xpos[model.body(f'{ns}/right_finger').id]))
+
+
+def test_each_copy_s_gripper_moves_its_own_fingers(twins):
+    from control_msgs.action import GripperCommand
+    client = ActionClient(twins.nodes[-1], GripperCommand,
+                          'right/gripper_controller/gripper_cmd')
+    try:
+        left_before = _finger_gap(twins, 'left')
+        closed = _send(twins, client, GripperCommand.Goal(
+            command=GripperCommand.Goal().command.__class__(position=0.0, max_effort=5.0)))
+        gap_closed = _finger_gap(twins, 'right')
+        opened = _send(twins, client, GripperCommand.Goal(
+            command=GripperCommand.Goal().command.__class__(position=0.03, max_effort=5.0)))
+        gap_open = _finger_gap(twins, 'right')
+    finally:
+        client.destroy()
+    assert closed.reached_goal and opened.reached_goal
+    assert gap_open - gap_closed == pytest.approx(0.06, abs=0.005)     # both fingers, 30 mm
+    assert _finger_gap(twins, 'left') == pytest.approx(left_before, abs=1e-3)
+
+
+def test_tf_frames_carry_the_robot_prefix_and_no_empty_segment(twins):
+    from tf2_msgs.msg import TFMessage
+    frames, seen = set(), threading.Event()
+
+    def on_tf(msg):
+        for t in msg.transforms:
+            frames.update((t.header.frame_id, t.child_frame_id))
+        if {'left/base_link', 'right/base_link', 'left/left_finger'} <= frames:
+            seen.set()
+    node = twins.nodes[-1]
+    sub = node.create_subscription(TFMessage, '/tf', on_tf, 10)
+    try:
+        seen.wait(10.0)
+    finally:
+        node.destroy_subscription(sub)
+    assert {'left/base_link', 'right/base_link', 'left/left_finger',
+            'right/right_finger'} <= frames, sorted(frames)
+    assert not [f for f in frames if '//' in f or f.startswith('/') or f.endswith('/')]

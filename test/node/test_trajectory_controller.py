@@ -85,7 +85,14 @@ def test_malformed_goals_are_rejected_with_a_reason_and_nothing_moves(h):
               'tolerance joint': 'path_tolerance', 'missing joints': 'leaves out'}
     for what, g in bad.items():
         gh, result = h.send(h.action, g)
-        assert not gh.accepted, what
+        # the reason reaches the client: accepted, aborted at once, why in error_string
+        assert gh.accepted and result is not None, what
+        result = h.wait(result, 10.0)
+        code = result.result.error_code
+        named = what in ('unknown joint', 'tolerance joint')     # a joint it does not have
+        assert code == (FollowJointTrajectory.Result.INVALID_JOINTS if named
+                        else FollowJointTrajectory.Result.INVALID_GOAL), (what, code)
+        assert expect[what] in result.result.error_string, (what, result.result.error_string)
         assert expect[what] in h.parts.trajectory.last_rejection, \
             (what, h.parts.trajectory.last_rejection)
     h.spin_for(0.2)

@@ -110,7 +110,8 @@ class Control:
         """The dofs hold watches: every moving joint's, or a robot's own."""
         if self.world:
             return _joint_dofs(model)
-        return np.array([model.jnt_dofadr[model.joint(j).id]
+        layout = self.device.layout                # a robot's names are its own
+        return np.array([model.jnt_dofadr[layout.joints.index(j)]
                          for j in self.device.joint_names], dtype=int)
 
     def _follow_goals(self, layout):

@@ -86,12 +86,20 @@ TABLE = ParameterTable([
           '<ros2_control> command interfaces.', check=_robot_description),
     Param('robots', 'string', '', 'YAML file of robots to put in the world at start, each a '
           'device of its own under <namespace>/ (joint_states, move_to, hold, '
-          'arm_controller, gripper_controller, describe): namespace, urdf or model, '
-          'position, quaternion. With no model, device file or robot_description the world '
-          'is empty (a floor); the model given is the world they join.',
+          'arm_controller, gripper_controller, describe), named as its URDF or MJCF names '
+          'its joints: namespace, urdf or model, position, quaternion, and optionally its '
+          'own device_file, controllers_file and gripper_joint. With no model, device file '
+          'or robot_description the world is empty (a floor); the model given is the world '
+          'they join.',
           check=_existing_file),
     Param('scene', 'string', '', 'MJCF scene the URDF robot is attached to (empty: a floor, a '
           'light and an overview camera).', check=_existing_file),
+    Param('base', 'string', 'auto', 'Whether a URDF robot\'s base is free to move: auto frees '
+          'the base of a robot with drive wheels (joints a drive controller of '
+          'controllers_file names, <ros2_control> velocity interfaces on continuous joints, '
+          'or continuous joints whose own links touch the ground) unless its root link is '
+          'world; fixed bolts it to the world; floating frees it.',
+          choices=('auto', 'fixed', 'floating')),
     Param('keyframe', 'string', '', 'Keyframe to start from and reset to (empty: the device '
           "file's; zero-config: home, else the model's first keyframe)."),
     Param('gravity_compensation', 'bool', False, 'Make servo-driven links weightless inside '
@@ -176,6 +184,9 @@ TABLE = ParameterTable([
     Param('record', 'string', '', 'Record from start into this rosbag2 folder (MCAP); empty: '
           'only when start_recording is called (then rosbag2_<time>). An existing folder '
           'gets _2, _3...'),
+    Param('record_folder', 'string', '', 'Folder a recording with a relative name (record, '
+          'or start_recording\'s rosbag2_<time>) goes into, created if missing; empty: the '
+          'node\'s working directory. make run gives <repository>/recordings.'),
     Param('record_topics', 'string_array', [], 'Topics to record; empty: every topic this '
           'node publishes.', check=lambda v: [t for t in v if t]),
     Param('record_max_bytes', 'integer', 0, 'Start a new MCAP file past this size; 0 = never.',

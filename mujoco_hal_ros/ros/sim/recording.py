@@ -120,12 +120,16 @@ class Recording:
 
     # --- start / stop -----------------------------------------------------------------------
     def start(self, folder=None):
-        """Start recording into ``folder`` (default: record, else rosbag2_<time>)."""
+        """Start recording into ``folder`` (default: record, else rosbag2_<time>), inside
+        ``record_folder`` when the name is relative and that parameter is set."""
         with self._lock:
             if self.recorder is not None:
                 return f'already recording to {self.recorder.path}'
             topics = self._chosen()
-            path = fresh_folder(folder or self.p.record or default_folder())
+            name = folder or self.p.record or default_folder()
+            if self.p.record_folder and not os.path.isabs(name):
+                name = os.path.join(self.p.record_folder, name)     # make run: recordings/
+            path = fresh_folder(name)
             rec = Recorder(path, max_bytes=self.p.record_max_bytes,
                            max_seconds=self.p.record_max_seconds,
                            compression=self.p.record_compression, on_error=self._on_error)

@@ -5,8 +5,11 @@ joints only, from the node's state thread), ``<ns>/move_to``, ``<ns>/hold``,
 ``<ns>/set_goals``, ``<ns>/run_action``, ``<ns>/describe``, ``<ns>/goals/<channel>``,
 ``<ns>/arm_controller/follow_joint_trajectory`` and, where it has fingers,
 ``<ns>/gripper_controller/gripper_cmd``; ``<ns>/robot_description`` when it came from a
-URDF. The node keeps the world's own: ``/clock``, one ``/tf`` tree (each robot's frames
-under its prefix), reset, pause, step, and a hold that holds every robot.
+URDF. Every name a robot serves is its own (``waist``, as its URDF or MJCF has it), so the
+real arm's controllers file (the robots file's ``controllers_file``) and clients work
+unchanged; only ``/tf`` frames carry its prefix (``left/base_link``). The node keeps the
+world's own: ``/clock``, one ``/tf`` tree, reset, pause, step, and a hold that holds every
+robot.
 
 Robots come from the ``robots`` file at start, and from ``spawn_entity`` with an
 ``entity_namespace``: every model swap, ``RobotsServed`` makes each spawned entity that
@@ -32,21 +35,27 @@ class RobotInterfaces:
     """One robot's services, actions and topics on ``node`` (its joint_states are the
     state publisher's)."""
 
-    def __init__(self, node, view, bridge, urdf_text=None):
+    def __init__(self, node, view, bridge, urdf_text=None, entry=None):
+        # entry: the robots file's entry (its controllers_file and gripper_joint), or None
         self.view = view
         self.node = node
         ns = view.namespace
         log = node.get_logger()
+        controllers = getattr(entry, 'controllers_file', None)
         self.control = self.trajectory = self.gripper = self.description = None
         try:
             self.control = Control(node, view, bridge, namespace=ns)
             try:
                 self.trajectory = TrajectoryController(node, view, 'arm_controller',
-                                                       bridge=bridge, namespace=ns)
+                                                       bridge=bridge, namespace=ns,
+                                                       controllers_file=controllers)
             except ConfigError as err:        # nothing a joint trajectory could move
+                if controllers:
+                    raise                     # the user's own file: say what is wrong
                 log.info(f'{ns}/arm_controller not served: {err}')
             self.gripper = GripperController(node, view, 'gripper_controller', bridge=bridge,
-                                             namespace=ns)
+                                             namespace=ns,
+                                             joint=getattr(entry, 'gripper_joint', None))
             if urdf_text:
                 self.description = node.create_publisher(String, f'{ns}/robot_description',
                                                          LATCHED)
@@ -54,6 +63,11 @@ class RobotInterfaces:
         except BaseException:
             self.destroy()
             raise
+
+    def gripper_text(self):
+        """The gripper joint and range for the start-up log ('no gripper' without one)."""
+        g = self.gripper.gripper if self.gripper is not None else None
+        return 'no gripper' if g is None else f'gripper {g.joint} [{g.lo:g}, {g.hi:g}]'
 
     def describe(self):
         ns = self.view.namespace
@@ -75,9 +89,10 @@ class RobotInterfaces:
 class RobotsServed:
     """The robots of the node's world, each with its ``RobotInterfaces``."""
 
-    def __init__(self, node, device, bridge, state, urdf_texts=None):
+    def __init__(self, node, device, bridge, state, urdf_texts=None, entries=None):
         self.node, self.device, self.bridge, self.state = node, device, bridge, state
         self.urdf_texts = dict(urdf_texts or {})
+        self.entries = dict(entries or {})     # namespace -> its robots file entry
         self.served = {}                  # namespace -> RobotInterfaces
         self._lock = threading.Lock()
         self._closed = False
@@ -106,9 +121,11 @@ class RobotsServed:
             for ns, view in views.items():
                 if ns not in self.served:
                     self.served[ns] = RobotInterfaces(self.node, view, self.bridge,
-                                                      self.urdf_texts.get(ns))
+                                                      self.urdf_texts.get(ns),
+                                                      self.entries.get(ns))
                     self.node.get_logger().info(
-                        f'robot {ns}: {len(view.joint_names)} joints, serving '
+                        f'robot {ns}: {len(view.joint_names)} joints, '
+                        f'{self.served[ns].gripper_text()}, serving '
                         + ', '.join(self.served[ns].describe()[:4]) + ', ...')
             self.state.set_robots(list(views.values()))
 

@@ -37,6 +37,10 @@ from ..run import run_node, start_or_destroy  # noqa: E402
 from .sensors import SensorPublisher  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
 from .description import DescriptionPublisher, model_from_parameters  # noqa: E402
+from .mobile import DriveControllers  # noqa: E402
+from ..parameters import ParameterTable  # noqa: E402
+from ..swap.trajectory_controller import CONTROLLERS_FILE  # noqa: E402
+from ...mobile import config as drive_config  # noqa: E402
 from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
 from ...sensors import declared as declared_sensors  # noqa: E402
@@ -57,7 +61,10 @@ class SimNode(GuardedNode):
         self.recording = self.viewer = self.bridge = None
         self.sensors = self.robots = self.policy = None
         self.description = self.urdf_text = None
+        self.mobile = self.controllers = None
+        self.drives = []
         self._robot_urdfs = {}
+        self._robot_entries = []        # the robots file's entries (their own settings)
         start_or_destroy(self, self._start)
 
     def _start(self):
@@ -69,7 +76,12 @@ class SimNode(GuardedNode):
             max_geoms=p.world_max_geoms, max_mesh_vertices=p.world_max_mesh_vertices),
             roots=p.resource_roots or None)
         try:     # the sandbox reads a robot_description from the topic, then scene edits
-            self.urdf_text, urdf_model, self.republish = model_from_parameters(self, p, sandbox)
+            # the robot's own controllers file: its drive controllers decide which joints
+            # are wheels (velocity servos) and steering before the URDF becomes a model
+            path = ParameterTable([CONTROLLERS_FILE]).declare(self).controllers_file
+            self.controllers = drive_config.read(path) if path else None
+            self.urdf_text, urdf_model, self.republish, self.drives = model_from_parameters(
+                self, p, sandbox, drives=self.controllers.drives if self.controllers else ())
             device_file, model = P.device_arguments(self.p, urdf_model)
             self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
                                  real_time_factor=self.p.real_time_factor,
@@ -78,8 +90,8 @@ class SimNode(GuardedNode):
                                  move_tolerance=self.p.move_tolerance or None)
             if p.robots:         # the launch's own robots: read here, not in the sandbox
                 notes = []
-                self._robot_urdfs = robots_file.add_to(self.device, robots_file.load(p.robots),
-                                                       notes)
+                self._robot_entries = robots_file.load(p.robots)
+                self._robot_urdfs = robots_file.add_to(self.device, self._robot_entries, notes)
                 for note in notes:        # each robot's import, as robot_description's
                     self.get_logger().info(f'robots: {note}')
         except BaseException:
@@ -146,11 +158,18 @@ class SimNode(GuardedNode):
     # --- assembly ---------------------------------------------------------------------------
     def _build(self):
         device, p = self.device, self.p
-        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame, p.odom_frame,
-                                bodies=p.publish_tf)
+        drives = self.drives
+        odom_tf = [d for d in drives if d.enable_odom_tf and d.type == drive_config.DIFF_DRIVE]
+        # a drive controller's wheel odometry owns odom -> base on /tf, as on the robot
+        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame,
+                                odom_tf[0].odom_frame_id if odom_tf else p.odom_frame,
+                                bodies=p.publish_tf, base_tf=not odom_tf)
         camera_configs = self._declare_cameras()
         log = self.get_logger()
-        self.state = StatePublisher(self, device, self.frames, p, log)
+        # a drive controller's wheel odometry may take 'odom' (a Gazebo plugin's /odom):
+        # the ground truth then moves beside it
+        self.state = StatePublisher(self, device, self.frames, p, log,
+                                    odom_topic='odom/ground_truth' if drives else 'odom')
         self.cameras = CameraPublisher(self, device, self.frames, camera_configs,
                                        log, p.camera_background,
                                        compression=(p.image_compression, p.jpeg_quality))
@@ -163,7 +182,8 @@ class SimNode(GuardedNode):
         self.bridge = CompletionBridge(self)    # every request's answer, when core work ends
         self.control = Control(self, device, self.bridge)
         self.wrench_services = WrenchServices(self, device, self.bridge)
-        self.robots = RobotsServed(self, device, self.bridge, self.state, self._robot_urdfs)
+        self.robots = RobotsServed(self, device, self.bridge, self.state, self._robot_urdfs,
+                                   {e.namespace: e for e in self._robot_entries})
         self.policy = PolicyRuns(self, device, self.bridge)    # run_policy, stop_policy
         self.description = (DescriptionPublisher(self, device.model, self.frames,
                                                  self.urdf_text)
@@ -179,6 +199,9 @@ class SimNode(GuardedNode):
             log.set_level(level)
         for why in self.swap.not_served if self.swap is not None else ():
             log.info(why)
+        if drives:
+            self.mobile = DriveControllers(self, device, drives,
+                                           self.create_publisher(TFMessage, '/tf', 100))
         snap = device.snapshot
         self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
             snap, cv.stamp(snap.time)) + self.sensors.static_transforms(cv.stamp(snap.time))))
@@ -279,8 +302,15 @@ class SimNode(GuardedNode):
             self.sensors.describe()
         log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
         log.info('serving: ' + ', '.join(self.control.describe() + WrenchServices.describe() + (
-            self.swap.describe() if self.swap is not None else []) + self.recording.describe()
+            self.swap.describe() if self.swap is not None else []) + (
+            self.mobile.describe() if self.mobile is not None else [])
+            + self.recording.describe()
             + self.robots.describe()))
+        gripper = getattr(self.swap, 'gripper', None) if self.swap is not None else None
+        g = gripper.gripper if gripper is not None else None
+        log.info('gripper: ' + ('none found (no finger joint driven to a position, no finger '
+                                'tendon; gripper_controller.joint names one)' if g is None else
+                                f'{g.joint} [{g.lo:g}, {g.hi:g}] on goal channel {g.channel}'))
 
     def health_line(self):
         h = self.device.health()
@@ -427,6 +457,9 @@ class SimNode(GuardedNode):
         if self.swap is not None:
             self.swap.destroy()
             self.swap = None
+        if self.mobile is not None:
+            self.mobile.destroy()
+            self.mobile = None
         if self.device is not None:
             self.device.close()
 

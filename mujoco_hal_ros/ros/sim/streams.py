@@ -62,7 +62,9 @@ def moving_joints(model, keep=None):
 
 class JointGroup:
     """``<namespace>/joint_states`` of one robot of the world (``sim.robots``): its joints
-    only, packed from the same snapshot as the node's own joint_states."""
+    only, by the robot's own names (``waist``, not the world model's ``left/waist``, as
+    the real arm's driver publishes them), packed from the same snapshot as the node's own
+    joint_states."""
 
     def __init__(self, namespace, prefix, pub):
         self.namespace, self.prefix, self.pub = namespace, prefix, pub
@@ -70,8 +72,9 @@ class JointGroup:
         self.js, self.js_bytes, self.packed, self.payload = None, None, None, None
 
     def follow(self, model):
-        self.names, self.qadr, self.dadr = moving_joints(
+        names, self.qadr, self.dadr = moving_joints(
             model, lambda name: name.startswith(self.prefix))
+        self.names = [n[len(self.prefix):] for n in names]
         self.js = JointState(name=list(self.names))
         self.js_bytes = cdr.JointStateBytes(self.names)
         self.packed = self.payload = None
@@ -117,7 +120,7 @@ class RateMeter:
 class StatePublisher:
     """Publishes the device state on its own thread at the configured rates."""
 
-    def __init__(self, node, device, frames, params, logger):
+    def __init__(self, node, device, frames, params, logger, odom_topic='odom'):
         self.node = node
         self.device = device
         self.frames = frames
@@ -151,7 +154,7 @@ class StatePublisher:
         self._js = JointState(name=list(self.joint_names))
         self._js_bytes = cdr.JointStateBytes(self.joint_names)
         self._tf_bytes = cdr.TransformsBytes(frames.moving_parents, frames.moving_frames)
-        self.odometry = (Odometry(node, model, frames)
+        self.odometry = (Odometry(node, model, frames, odom_topic)
                          if frames.odom is not None else None)
         fast = fastpath.enabled()          # the one choice of path for these three streams
         self.raw = fast and raw_messages_ok(self._js_bytes, self._tf_bytes, self.joint_names)
@@ -227,7 +230,8 @@ class StatePublisher:
         if self.clock_pub is not None:
             out.append('/clock')
         if self.odometry is not None:
-            out.append(f'odom ({self.frames.odom} -> {self.odometry.child})')
+            out.append(f'{self.odometry.topic} ({self.frames.odom} -> {self.odometry.child}, '
+                       'ground truth)')
         out += [f'poses/{n}' for n in self.poses]
         out += [f'channels/{n}' for n in self.channels]
         return out
@@ -447,7 +451,7 @@ class Odometry:
     the numbers are the simulator's exact state, not an estimate.
     """
 
-    def __init__(self, node, model, frames):
+    def __init__(self, node, model, frames, topic='odom'):
         from nav_msgs.msg import Odometry as OdometryMsg   # only floating bases need it
         base = frames.base
         self.base = base
@@ -457,7 +461,8 @@ class Odometry:
         self._msg = OdometryMsg()
         self._msg.header.frame_id = frames.odom
         self._msg.child_frame_id = self.child
-        self._pub = node.create_publisher(OdometryMsg, 'odom', STATE_QOS)
+        self.topic = topic
+        self._pub = node.create_publisher(OdometryMsg, topic, STATE_QOS)
         self._mat = np.empty(9)
         self.wanted = False
 

@@ -55,9 +55,10 @@ def floating_base(model):
 class FrameTree:
     """Frame names, each frame's parent and which transforms are static, decided once."""
 
-    def __init__(self, model, prefix='', world='world', odom='odom', bodies=True):
+    def __init__(self, model, prefix='', world='world', odom='odom', bodies=True,
+                 base_tf=True):
         self.model = model
-        self._settings = (prefix, world, odom, bodies)
+        self._settings = (prefix, world, odom, bodies, base_tf)
         self.prefix = prefix
         self.world = world
         self.body_frames = df.body_frame_names(model, prefix, world)
@@ -68,6 +69,9 @@ class FrameTree:
         # REP-105 for a floating base: world -> odom (static) -> base -> its body tree
         self.base = floating_base(model) if odom and bodies else None
         self.odom = prefix + odom if self.base is not None else None
+        if not base_tf and self.base is not None and self.base in self.dynamic_bodies:
+            # a drive controller's wheel odometry publishes odom -> base (mobile.base)
+            self.dynamic_bodies.remove(self.base)
         self.cameras = {}
         declared_cameras = declared.cameras(model)
         for c in range(model.ncam):

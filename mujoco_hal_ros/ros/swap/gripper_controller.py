@@ -130,16 +130,10 @@ def _gripper_for(layout, joint):
     found = gr.find_gripper(layout)
     if not joint or (found is not None and found.joint == joint):
         return found
-    for goal in layout.goals.values():
-        if goal.drive == 'position' and goal.joint >= 0 and layout.joints[goal.joint] == joint:
-            model = layout.model
-            j = goal.joint
-            lo, hi = (model.jnt_range[j] if model.jnt_limited[j]
-                      else (-float('inf'), float('inf')))
-            return gr.Gripper(goal.name, joint, int(model.jnt_qposadr[j]), float(lo),
-                              float(hi))
-    raise ConfigError(f'joint {joint!r} is not driven by a position goal channel',
-                      where='gripper joint')
+    try:
+        return gr.gripper_on_joint(layout, joint)
+    except DeviceError as exc:
+        raise ConfigError(str(exc), where='gripper joint') from None
 
 
 class _Goal:
@@ -165,9 +159,11 @@ class GripperController:
     GripperCommand, PARALLEL_COMMAND: ParallelGripperCommand); ``None``-safe to destroy.
     ``peers``: controllers on the same finger, whose goal a new one here preempts."""
 
-    def __init__(self, node, device, name, bridge=None, interface=SINGLE, namespace=''):
+    def __init__(self, node, device, name, bridge=None, interface=SINGLE, namespace='',
+                 joint=None):
         # namespace: one robot of several (``RobotView``): ``<namespace>/<name>/gripper_cmd``,
-        # its parameters under ``<namespace>.<name>.``
+        # its parameters under ``<namespace>.<name>.``; joint: the robots file's
+        # gripper_joint, the default of its ``joint`` parameter
         self.node, self.device = node, device
         self.name = f'{namespace}/{name}' if namespace else name
         name = f'{namespace}.{name}' if namespace else name
@@ -176,7 +172,7 @@ class GripperController:
         self._own_bridge = bridge is None           # closed in destroy() if made here
         self.bridge = CompletionBridge(node) if bridge is None else bridge
         self.log = node.get_logger()
-        c = controller_table(name).declare(node)
+        c = controller_table(name).declare(node, defaults={'joint': joint} if joint else None)
         self._joint = c.joint
         self._unsubscribe = None
         try:
@@ -202,7 +198,9 @@ class GripperController:
             self.gripper = None
             return
         g = self.gripper
-        self._dof = int(device.model.jnt_dofadr[device.model.joint(g.joint).id])
+        # by the layout's name: a robot's joint names are its own (``finger``, not
+        # ``left/finger``), its layout maps them to the world model's ids
+        self._dof = int(device.model.jnt_dofadr[device.layout.joints.index(g.joint)])
         self._channel = device.layout.goals[g.channel]
         # A spawn, delete or load_world renumbers the finger's addresses (or removes it).
         self._unsubscribe = device.swaps.subscribe(self._follow)
@@ -236,7 +234,7 @@ class GripperController:
         with self._lock:
             old, self.gripper = self.gripper, g
             if g is not None:
-                self._dof = int(event.model.jnt_dofadr[event.model.joint(g.joint).id])
+                self._dof = int(event.model.jnt_dofadr[layout.joints.index(g.joint)])
                 self._channel = layout.goals[g.channel]
             active = None
             if g is None or old is None or g.joint != old.joint:

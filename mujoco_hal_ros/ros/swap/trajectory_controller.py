@@ -2,9 +2,13 @@
 
 MoveIt, rviz's motion planning panel and scripts written for a ros2_control arm talk to
 ``/<controller>/follow_joint_trajectory``, ``/<controller>/joint_trajectory`` and
-``/<controller>/controller_state``. Serving the same names, types and behaviour here (goals
-refused in the goal callback, splines, path and goal tolerances, preemption, cancel and
-hold) is what lets a configuration move from simulation to the real arm unchanged.
+``/<controller>/controller_state``. Serving the same names, types and behaviour here
+(splines, path and goal tolerances, preemption, cancel and hold) is what lets a
+configuration move from simulation to the real arm unchanged. One difference by default:
+a goal that fails its checks is accepted and aborted at once with the reason in the
+result's ``error_string`` (INVALID_JOINTS for a joint the controller does not have), since
+a rejected goal carries no reason to the client; ``explain_rejections:=false`` rejects it
+in the goal callback as joint_trajectory_controller does. Either way the log says why.
 
 The class only translates: checks, splines and tolerances are ``joint_trajectory`` (core).
 Callbacks never wait on motion or on the stepper: the goal and topic callbacks check the
@@ -37,7 +41,7 @@ from ..bridge import CompletionBridge
 from ..qos import action_queues
 from ..parameters import Param, ParameterTable, given_under, kind_of
 from ...motion import joint_trajectory as jt
-from ...errors import CLOSED, ConfigError, DeviceError
+from ...errors import CLOSED, ConfigError, DeviceError, UNKNOWN_NAME
 
 Result = FollowJointTrajectory.Result
 CHECK_HZ = 100.0                 # tolerance checks, steady clock
@@ -82,7 +86,17 @@ def nothing_to_serve(node, device, name, controllers_file=''):
     start. Joints the user named (``<name>.joints`` or a controllers file) are not second
     guessed: the controller is built and refuses them with what it would accept.
     """
-    if jt.trajectory_joints(device.layout) or controllers_file or given_under(node, f'{name}.'):
+    if given_under(node, f'{name}.'):
+        return None
+    if controllers_file:
+        from ...mobile import config as drive_config
+        blocks = drive_config.read(controllers_file).blocks
+        if name in blocks:
+            return None
+        return (f'{name}: not served: {controllers_file} has no "{name}: ros__parameters:" '
+                'block (a file with only a drive controller is fine; trajectory_controller:='
+                '<name> serves another block)')
+    if jt.trajectory_joints(device.layout):
         return None
     return (f'{name}: not served: no goal channel drives a joint to a position, so a joint '
             'trajectory could move nothing (give the device file a position goal channel to '
@@ -102,6 +116,11 @@ def controller_table(name, joints):
     params = [
         Param('allow_partial_joints_goal', 'bool', False,
               'Accept goals that name only some of the joints.'),
+        Param('explain_rejections', 'bool', True, 'A goal that fails its checks is accepted '
+              'and aborted at once with INVALID_JOINTS or INVALID_GOAL and the reason in the '
+              'result\'s error_string, so the client sees why (the log has it too); false: '
+              'rejected in the goal callback, the reason only in the log, as '
+              'joint_trajectory_controller does.'),
         Param('smooth_positions', 'bool', False, 'Position-only trajectories as a C2 cubic '
               'spline instead of straight segments (joint_trajectory_controller interpolates '
               'them linearly).'),
@@ -220,7 +239,8 @@ class TrajectoryController:
     """``<name>/follow_joint_trajectory``, ``<name>/joint_trajectory`` and
     ``<name>/controller_state`` on ``node`` for ``device``."""
 
-    def __init__(self, node, device, name=None, bridge=None, namespace=''):
+    def __init__(self, node, device, name=None, bridge=None, namespace='',
+                 controllers_file=None):
         self.node = node
         self.device = device
         self._own_bridge = bridge is None           # closed in destroy() if made here
@@ -243,6 +263,8 @@ class TrajectoryController:
         self.name = topic
         path = ParameterTable([CONTROLLERS_FILE]).declare(node).controllers_file
         given = controller_block(path, name) if path and not namespace else {}
+        if controllers_file:        # one robot's own (the robots file's controllers_file)
+            given = controller_block(controllers_file, name)
         name = f'{namespace}.{name}' if namespace else name
         p = f'{name}.'
         joints = joints_table(name).declare(node, defaults=given).joints
@@ -250,6 +272,8 @@ class TrajectoryController:
                                            where=f'parameter {p}joints')
         c = controller_table(name, self.joints).declare(node, defaults=given)
         self.allow_partial = c.allow_partial_joints_goal
+        self.explain = c.explain_rejections
+        self._refused = []               # (goal message, why) accepted only to say why
         self.smooth_positions = c.smooth_positions
         self.monitor_rate = c.action_monitor_rate
         self.state_rate = c.state_publish_rate
@@ -340,7 +364,13 @@ class TrajectoryController:
             checked = self._check(goal)
         except DeviceError as exc:
             self._reject('goal', exc)
-            return GoalResponse.REJECT
+            if not self.explain:
+                return GoalResponse.REJECT
+            # accepted only to abort it at once with the reason: a rejection carries none
+            with self._lock:
+                self._refused.append((goal, exc))
+                del self._refused[:-16]
+            return GoalResponse.ACCEPT
         with self._lock:
             # The accepted callback gets this very message object: keep the work done.
             self._checked.append((goal, checked))
@@ -364,6 +394,13 @@ class TrajectoryController:
         scheduling delay, long under load, between "accepted" and the first step that
         moves. The start itself runs on the worker; the execute coroutine awaits it."""
         key = bytes(handle.goal_id.uuid)
+        with self._lock:
+            refused = next((i for i, (g, _) in enumerate(self._refused)
+                            if g is handle.request), None)
+            if refused is not None:
+                self._starts[key] = self._refused.pop(refused)[1]   # nothing starts
+                handle.execute()
+                return
         if not handle.is_cancel_requested:
             with self._lock:
                 self._starting += 1
@@ -408,6 +445,10 @@ class TrajectoryController:
 
     async def _execute(self, handle):
         start = self._starts.pop(bytes(handle.goal_id.uuid), None)
+        if isinstance(start, DeviceError):      # refused in the goal callback: say why
+            handle.abort()
+            code = Result.INVALID_JOINTS if start.code == UNKNOWN_NAME else Result.INVALID_GOAL
+            return Result(error_code=code, error_string=str(start))
         if start is not None:
             start = await start
             if start is None:                   # the node stopped before it started
