@@ -183,8 +183,11 @@ DEVICE_KEYS = {
         'noise': ('added', 'Noise on each return (`bias`, `std`, `delay`, `dropout`), '
                   'kept within the range.'),
         'topic': ('added', 'Its topic (default `<name>/scan` or `<name>/points`).'),
-        'output': ('added', '`scan` (LaserScan), `points` (PointCloud2) or `auto` (scan '
-                   'when planar).'),
+        'output': ('added', '`scan` (LaserScan), `points` (PointCloud2), `range` (Range: '
+                   'the nearest return, a sonar or an infrared ranger) or `auto` (scan when '
+                   'planar).'),
+        'radiation': ('added', 'Range\'s radiation_type: `infrared` (default) or '
+                      '`ultrasound`.'),
         'rate': ('added', 'Scans per second.'),
         'rays': ('added', 'Rays per scan (horizontal).'),
         'fov': ('added', 'Horizontal field of view (`360 deg`).'),

@@ -55,6 +55,7 @@ PLUGINS = {
     'gazebo_ros_ray_sensor': 'lidar', 'gazebo_ros_laser': 'lidar',
     'gazebo_ros_gpu_laser': 'lidar', 'gazebo_ros_block_laser': 'lidar',
     'gazebo_ros_velodyne_laser': 'lidar', 'gazebo_ros_velodyne_gpu_laser': 'lidar',
+    'gazebo_ros_range': 'lidar',
     'gazebo_ros_camera': 'camera', 'gazebo_ros_multicamera': 'camera',
     'gazebo_ros_depth_camera': 'depth', 'gazebo_ros_openni_kinect': 'depth',
     'gazebo_ros_imu_sensor': 'imu', 'gazebo_ros_imu': 'imu', 'hector_gazebo_ros_imu': 'imu',
@@ -67,7 +68,8 @@ PLUGIN_KEYS = {'ros', 'output_type', 'frame_name', 'frameName', 'frameId', 'fram
                'cameraInfoTopicName', 'depthImageTopicName', 'depthImageCameraInfoTopicName',
                'pointCloudTopicName', 'gaussianNoise', 'accelGaussianNoise',
                'rateGaussianNoise', 'bodyName', 'initial_orientation_as_reference',
-               'gaussian_noise', 'serviceName', 'bumperTopicName', 'imu'}
+               'gaussian_noise', 'serviceName', 'bumperTopicName', 'imu', 'radiation_type',
+               'radiation', 'fov'}
 # What a <camera> may carry (read here, noted where it is read, or changing nothing seen)
 CAMERA_KEYS = {'horizontal_fov', 'image', 'clip', 'noise', 'distortion', 'lens', 'pose',
                'camera_info_topic', 'depth_camera', 'visibility_mask', 'triggered',
@@ -130,6 +132,8 @@ class SensorDeclaration:
     # force-torque: the wrench the child applies to the parent (Gazebo's default) or the
     # parent to the child (what MuJoCo's force and torque sensors measure)
     measure_direction: str = 'parent_to_child'
+    # a ray sensor published as sensor_msgs/Range: infrared or ultrasound
+    radiation: str = ''
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -558,20 +562,34 @@ class _SensorReader:
             if pname == 'gazebo_ros_ray_sensor':
                 output = {'sensor_msgs/LaserScan': 'scan', 'sensor_msgs/msg/LaserScan': 'scan',
                           'sensor_msgs/PointCloud2': 'points',
-                          'sensor_msgs/msg/PointCloud2': 'points', '': 'points'}.get(
+                          'sensor_msgs/msg/PointCloud2': 'points', '': 'points',
+                          'sensor_msgs/Range': 'range', 'sensor_msgs/msg/Range': 'range'}.get(
                               out_type, None)
                 if output is None:
                     notes.add(where, f'output_type {_short(out_type)!r} is not supported '
-                              '(LaserScan, PointCloud2); PointCloud2 used')
+                              '(LaserScan, PointCloud2, Range); PointCloud2 used')
                     output = 'points'
+                if output == 'range':      # a sonar or an infrared ranger: the nearest return
+                    kind = (_text(p, 'radiation_type') or 'infrared').lower()
+                    if kind not in ('infrared', 'ultrasound'):
+                        notes.add(where, f'radiation_type {_short(kind)!r}: infrared used')
+                        kind = 'infrared'
+                    d.radiation = kind
             elif pname in ('gazebo_ros_block_laser', 'gazebo_ros_velodyne_laser',
                            'gazebo_ros_velodyne_gpu_laser'):
                 output = 'points'
-            if output == 'scan' and d.vertical_samples > 1:
+            elif pname == 'gazebo_ros_range':     # ROS 1 sonars and rangers (TIAGo's)
+                output = 'range'
+                kind = (_text(p, 'radiation') or 'ultrasound').lower()
+                d.radiation = kind if kind in ('infrared', 'ultrasound') else 'ultrasound'
+            if output == 'range' and d.vertical_samples > 1:
+                pass                  # Range is the nearest return of every ray, rows too
+            elif output == 'scan' and d.vertical_samples > 1:
                 notes.add(where, f'LaserScan holds one row; the {d.vertical_samples} vertical '
                           'samples go out as PointCloud2 instead')
                 output = 'points'
-            default = '~/out' if pname in ('gazebo_ros_ray_sensor', '') else 'scan'
+            default = '~/out' if pname in ('gazebo_ros_ray_sensor', '') else \
+                ('range' if output == 'range' else 'scan')
             d.topics = {output: self._classic_topic(default, ('topicName',))}
         return [d]
 

@@ -57,12 +57,14 @@ def lidar_settings(model: mujoco.MjModel) -> Dict[str, dict]:
     for d in declarations(model):
         if d.kind != 'lidar':
             continue
-        output = 'scan' if 'scan' in d.topics else 'points'
+        output = next(o for o in ('scan', 'range', 'points') if o in d.topics)
         entry = {'site': d.name, 'rate': d.rate, 'rays': d.samples,
                  'vertical_rays': d.vertical_samples,
                  'angle_min': d.min_angle, 'angle_max': d.max_angle,
                  'range_min': d.range_min, 'range_max': d.range_max,
                  'frame': d.frame or d.link, 'topic': d.topics[output], 'output': output}
+        if d.radiation:
+            entry['radiation'] = d.radiation
         if d.vertical_samples > 1:
             entry.update(vertical_angle_min=d.vertical_min_angle,
                          vertical_angle_max=d.vertical_max_angle)

@@ -16,12 +16,13 @@ SECTION_KEYS = {'seed', 'rate'}
 LIDAR_KEYS = {'site', 'rate', 'rays', 'fov', 'vertical_rays', 'vertical_fov', 'range_min',
               'range_max', 'exclude_robot', 'geomgroup', 'frame', 'angle_min', 'angle_max',
               'vertical_angle_min', 'vertical_angle_max', 'noise', 'topic', 'output',
-              'body', 'pos', 'rpy'}
+              'body', 'pos', 'rpy', 'radiation'}
 CAMERA_KEYS = {'body', 'pos', 'rpy', 'width', 'height', 'horizontal_fov', 'rate', 'depth',
                'frame'}
 MAX_SIDE = 2048
 MAX_CAMERA_RATE = 240.0
-OUTPUTS = ('auto', 'scan', 'points')
+OUTPUTS = ('auto', 'scan', 'points', 'range')
+RADIATIONS = ('infrared', 'ultrasound')
 MAX_TOPIC = 256
 MAX_RATE = 10000.0
 MAX_RAYS = 1 << 20
@@ -157,6 +158,7 @@ def lidar_entry(name, entry, where):
         'frame': _frame(get('frame'), f'{where}.frame') if get('frame') else None,
         'topic': _topic(get('topic'), f'{where}.topic') if get('topic') else None,
         'output': get('output', 'auto'),
+        'radiation': get('radiation', 'infrared'),
         'noise': noise.spec_from(get('noise'), f'{where}.noise', _number),
     }
     _angles(parsed, entry, where, '', math.pi, 2 * math.pi, 'fov')
@@ -164,6 +166,9 @@ def lidar_entry(name, entry, where):
     if parsed['output'] not in OUTPUTS:
         raise ConfigError(f'expected one of {", ".join(OUTPUTS)}, got {parsed["output"]!r}',
                           where=f'{where}.output')
+    if parsed['radiation'] not in RADIATIONS:
+        raise ConfigError(f'expected one of {", ".join(RADIATIONS)}, got '
+                          f'{parsed["radiation"]!r}'[:200], where=f'{where}.radiation')
     if parsed['output'] == 'scan' and parsed['vertical_rays'] > 1:
         raise ConfigError('a LaserScan holds one row: output points (PointCloud2) for '
                           'vertical_rays above 1', where=f'{where}.output')

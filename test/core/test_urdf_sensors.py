@@ -245,6 +245,43 @@ def test_tiago_imu_and_ros2_control_force_torque():
     assert any('base_imu' in n and 'no link' in n for n in notes)
 
 
+def test_sonars_as_range():
+    """Sonars: TIAGo's ROS 1 way (libgazebo_ros_range, <radiation>ultrasound) and ROS 2's
+    gazebo_ros_ray_sensor with output_type sensor_msgs/Range: the nearest return as
+    sensor_msgs/Range."""
+    decls, _notes = parse('''
+    <gazebo reference="laser"><sensor type="ray" name="base_sonar_01">
+      <update_rate>5</update_rate>
+      <ray><scan><horizontal><samples>5</samples><min_angle>-0.25</min_angle>
+        <max_angle>0.25</max_angle></horizontal><vertical><samples>5</samples>
+        <min_angle>-0.25</min_angle><max_angle>0.25</max_angle></vertical></scan>
+        <range><min>0.03</min><max>1.0</max></range></ray>
+      <plugin name="base_sonar_01" filename="libgazebo_ros_range.so">
+        <gaussianNoise>0.005</gaussianNoise><alwaysOn>true</alwaysOn><updateRate>5</updateRate>
+        <topicName>sonar_base</topicName><frameName>base_sonar_01_link</frameName>
+        <radiation>ultrasound</radiation><fov>0.5</fov></plugin></sensor></gazebo>
+    <gazebo reference="camera_link"><sensor type="ray" name="ir">
+      <ray><scan><horizontal><samples>3</samples><min_angle>-0.1</min_angle>
+        <max_angle>0.1</max_angle></horizontal></scan><range><min>0.02</min><max>2</max>
+        </range></ray>
+      <plugin name="ir" filename="libgazebo_ros_ray_sensor.so">
+        <ros><remapping>~/out:=ir_range</remapping></ros>
+        <output_type>sensor_msgs/Range</output_type>
+        <radiation_type>infrared</radiation_type></plugin></sensor></gazebo>''')
+    sonar, ir = decls
+    assert (sonar.topics, sonar.radiation, sonar.vertical_samples) == (
+        {'range': 'sonar_base'}, 'ultrasound', 5)
+    assert (ir.topics, ir.radiation) == ({'range': 'ir_range'}, 'infrared')
+    for d in decls:
+        got = settings.lidar_entry(d.name, {
+            'site': d.name, 'rays': d.samples, 'angle_min': d.min_angle,
+            'angle_max': d.max_angle, 'vertical_rays': d.vertical_samples,
+            'vertical_angle_min': d.vertical_min_angle,
+            'vertical_angle_max': d.vertical_max_angle, 'range_min': d.range_min,
+            'range_max': d.range_max, 'output': 'range', 'radiation': d.radiation}, 'x')
+        assert got['output'] == 'range'
+
+
 def test_ros2_plugin_namespace_and_remapping():
     d, _ = one('''<gazebo reference="laser"><sensor name="s" type="ray">
         <ray><scan><horizontal><samples>10</samples></horizontal></scan></ray>

@@ -188,3 +188,37 @@ def test_device_file_camera_and_body_lidar_on_an_mjcf(tmp_path):
             assert info.header.frame_id == 'front_optical_frame' and info.width == 64
     finally:
         run.close()
+
+
+RANGER = '''<robot name="ranger">
+  <link name="base_link"><collision><geometry><box size="0.2 0.2 0.1"/></geometry></collision>
+    <inertial><mass value="2"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0"
+      iyz="0"/></inertial></link>
+  <joint name="sonar_joint" type="fixed"><parent link="base_link"/><child link="sonar_link"/>
+    <origin xyz="0.1 0 0.2"/></joint>
+  <link name="sonar_link"/>
+  <gazebo reference="sonar_link"><sensor type="ray" name="front_sonar">
+    <update_rate>10</update_rate>
+    <ray><scan><horizontal><samples>5</samples><min_angle>-0.2</min_angle>
+      <max_angle>0.2</max_angle></horizontal></scan>
+      <range><min>0.03</min><max>3.0</max></range></ray>
+    <plugin name="front_sonar" filename="libgazebo_ros_ray_sensor.so">
+      <ros><remapping>~/out:=sonar_front</remapping></ros>
+      <output_type>sensor_msgs/Range</output_type>
+      <radiation_type>ultrasound</radiation_type></plugin></sensor></gazebo>
+</robot>'''
+
+
+def test_a_ray_sensor_as_range_reads_the_nearest_wall(tmp_path):
+    from sensor_msgs.msg import Range
+    (tmp_path / 'ranger.urdf').write_text(RANGER)
+    run = Tb3({'robot_description': str(tmp_path / 'ranger.urdf'), 'scene': WALLS,
+               'trajectory_controller': '', 'base': 'fixed'})
+    try:
+        msg = run.collect(Range, 'sonar_front')[-1]
+        assert msg.header.frame_id == 'sonar_link' and msg.radiation_type == Range.ULTRASOUND
+        assert msg.field_of_view == pytest.approx(0.4)
+        # from x = 0.1 straight ahead (the central ray is the nearest) to the wall at 1.5
+        assert msg.range == pytest.approx(1.4, abs=0.02)
+    finally:
+        run.close()
