@@ -946,6 +946,14 @@ _SURFACE = {'material', 'mu1', 'mu2', 'kp', 'kd', 'fdir1', 'maxVel', 'minDepth',
             'static', 'laserRetro', 'springReference', 'springStiffness', 'cfmDamping'}
 
 
+def _is_drive(plugin) -> bool:
+    """A diff-drive plugin ``mobile.gazebo_drive`` serves (and notes) itself."""
+    from ..mobile import gazebo_drive
+    name = plugin.get('filename', '') or ''
+    return name in gazebo_drive.CLASSIC + gazebo_drive.GZ_SIM or \
+        plugin.get('name', '') in gazebo_drive.GZ_SIM or 'DiffDrive' in name
+
+
 def _other_tags(ref, elems, notes) -> None:
     """One note for what a ``<gazebo>`` element holds besides sensors."""
     surface = sorted({_local(e.tag) for e in elems if _local(e.tag) in _SURFACE})
@@ -960,6 +968,8 @@ def _other_tags(ref, elems, notes) -> None:
             continue              # sim_node is the ros2_control hardware itself
         if pname.replace('ignition-gazebo', 'gz-sim').replace('libgz', 'gz') in SIM_SYSTEMS:
             continue              # what makes Gazebo Sim's sensors work: sim_node's own
+        if _is_drive(plugin):
+            continue              # served, with its own notes (mobile.gazebo_drive)
         notes.add(where, f'plugin {_short(plugin.get("filename") or "?")} not run: '
                   'sim_node serves joints, drives and state through its own interfaces')
     rest = sorted({_local(e.tag) for e in elems if _local(e.tag) not in _SURFACE | {

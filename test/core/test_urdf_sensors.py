@@ -320,13 +320,16 @@ def test_unsupported_things_each_get_a_note():
         <camera><distortion><k1>0.1</k1></distortion><lens><type>stereographic</type></lens>
         </camera><plugin name="x" filename="libmy_vendor_cam.so"/><weird/></sensor></gazebo>
       <gazebo><plugin name="diff" filename="libgazebo_ros_diff_drive.so"/></gazebo>
+      <gazebo><plugin name="p3d" filename="libgazebo_ros_p3d.so"/></gazebo>
       <gazebo reference="base_link"><mu1>0.5</mu1></gazebo>''')
     assert [d.name for d in decls] == ['c']
     text = '\n'.join(notes)
     for said in ("type 'gps' is not supported", "'nowhere' is no link", '<distortion>',
-                 '<lens>', 'libmy_vendor_cam.so', '<weird>', 'libgazebo_ros_diff_drive.so',
+                 '<lens>', 'libmy_vendor_cam.so', '<weird>', 'libgazebo_ros_p3d.so',
                  '<mu1>'):
         assert said in text, said
+    # a diff drive is served (mobile.gazebo_drive), with notes of its own
+    assert 'libgazebo_ros_diff_drive.so' not in text
 
 
 @pytest.mark.parametrize('value', ['nan', 'inf', '-inf', '1e308', '-5', 'abc', ''])
