@@ -49,6 +49,8 @@ DEVICE_KEYS = {
         'hazard': ('seed', 'One of `none`, `low`, `medium`, `high`: reported by `describe`.'),
         'sensors': ('added', "Settings of the model's `<sensor>` streams (below)."),
         'lidars': ('added', 'Extra lidars cast from sites, by name (below).'),
+        'cameras': ('added', 'Cameras put on bodies of any model, by name (below), as a '
+                    'URDF camera tag puts one on a link.'),
     },
     'connect': {
         'mujoco': ('seed', 'Name of an environment variable that holds the MJCF path (the '
@@ -152,6 +154,19 @@ DEVICE_KEYS = {
         'delay': ('added', 'Delay in simulated seconds.'),
         'dropout': ('added', 'Probability a reading is dropped.'),
     },
+    'cameras.<name>': {
+        'body': ('added', 'The body it sits on, looking along its x with z up (as Gazebo '
+                 'cameras look), from `pos` and `rpy` in it.'),
+        'pos': ('added', 'Its position in `body` (`[x, y, z]`, m or with units).'),
+        'rpy': ('added', 'Its roll, pitch, yaw in `body` (fixed axes, as URDF).'),
+        'width': ('added', 'Image width in pixels (default 640).'),
+        'height': ('added', 'Image height in pixels (default 480).'),
+        'horizontal_fov': ('added', 'Horizontal field of view (default `60 deg`).'),
+        'rate': ('added', 'Images per second (default 10).'),
+        'depth': ('added', 'Also depth, its camera_info and points (default false).'),
+        'frame': ('added', 'The optical frame images are stamped with (default '
+                  '`<name>_optical_frame`, on /tf_static under the body).'),
+    },
     'lidars.<name>': {
         'site': ('added', 'The site it casts from (x forward); or `body`.'),
         'body': ('added', 'The body it sits on, at `pos` and `rpy` in it (instead of a '
@@ -168,8 +183,11 @@ DEVICE_KEYS = {
         'noise': ('added', 'Noise on each return (`bias`, `std`, `delay`, `dropout`), '
                   'kept within the range.'),
         'topic': ('added', 'Its topic (default `<name>/scan` or `<name>/points`).'),
-        'output': ('added', '`scan` (LaserScan), `points` (PointCloud2) or `auto` (scan '
-                   'when planar).'),
+        'output': ('added', '`scan` (LaserScan), `points` (PointCloud2), `range` (Range: '
+                   'the nearest return, a sonar or an infrared ranger) or `auto` (scan when '
+                   'planar).'),
+        'radiation': ('added', 'Range\'s radiation_type: `infrared` (default) or '
+                      '`ultrasound`.'),
         'rate': ('added', 'Scans per second.'),
         'rays': ('added', 'Rays per scan (horizontal).'),
         'fov': ('added', 'Horizontal field of view (`360 deg`).'),
@@ -199,6 +217,7 @@ def _device_key_sets():
         'sensors.<group or sensor>': settings.SENSOR_KEYS,
         'sensors.<group or sensor>.noise': set(noise.KEYS),
         'lidars.<name>': settings.LIDAR_KEYS,
+        'cameras.<name>': settings.CAMERA_KEYS,
     }
 
 

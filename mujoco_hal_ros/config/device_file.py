@@ -29,7 +29,7 @@ MAX_DEVICE_FILE_BYTES = 1 << 20   # a large real device file is a few kB
 MAX_DEPTH = 32                    # mappings and lists inside each other; real files use 5
 
 TOP_KEYS = {'device', 'id', 'connect', 'read', 'write', 'actions', 'safe_state', 'hazard',
-            'description', 'sensors', 'lidars'}
+            'description', 'sensors', 'lidars', 'cameras'}
 CONNECT_KEYS = {'mujoco', 'model', 'keyframe', 'timestep', 'action_wait', 'tolerance',
                 'aim_tolerance', 'real_time_factor', 'gravity_compensation'}
 READ_KEYS = {'unit', 'every', 'map', 'type', 'description', 'min', 'max'}
@@ -259,7 +259,8 @@ def parse(doc: Optional[dict], source: str = 'device file') -> dict:
             'connect': connect, 'read': read, 'write': write, 'actions': actions,
             'safe_state': safe, 'hazard': hazard,
             'sensors': sensor_settings.parse_sensors(doc.get('sensors')),
-            'lidars': sensor_settings.parse_lidars(doc.get('lidars'))}
+            'lidars': sensor_settings.parse_lidars(doc.get('lidars')),
+            'cameras': sensor_settings.parse_cameras(doc.get('cameras'))}
 
 
 class _RefusedInput(yaml.YAMLError):

@@ -55,6 +55,7 @@ PLUGINS = {
     'gazebo_ros_ray_sensor': 'lidar', 'gazebo_ros_laser': 'lidar',
     'gazebo_ros_gpu_laser': 'lidar', 'gazebo_ros_block_laser': 'lidar',
     'gazebo_ros_velodyne_laser': 'lidar', 'gazebo_ros_velodyne_gpu_laser': 'lidar',
+    'gazebo_ros_range': 'lidar',
     'gazebo_ros_camera': 'camera', 'gazebo_ros_multicamera': 'camera',
     'gazebo_ros_depth_camera': 'depth', 'gazebo_ros_openni_kinect': 'depth',
     'gazebo_ros_imu_sensor': 'imu', 'gazebo_ros_imu': 'imu', 'hector_gazebo_ros_imu': 'imu',
@@ -63,11 +64,12 @@ PLUGINS = {
 # Plugin parameters read here, or that change nothing a subscriber sees
 PLUGIN_KEYS = {'ros', 'output_type', 'frame_name', 'frameName', 'frameId', 'frame_id',
                'camera_name', 'cameraName', 'topicName', 'updateRate', 'updateRateHZ',
-               'update_rate', 'alwaysOn', 'always_on', 'robotNamespace', 'imageTopicName',
+               'alwaysOn', 'always_on', 'robotNamespace', 'imageTopicName',
                'cameraInfoTopicName', 'depthImageTopicName', 'depthImageCameraInfoTopicName',
                'pointCloudTopicName', 'gaussianNoise', 'accelGaussianNoise',
                'rateGaussianNoise', 'bodyName', 'initial_orientation_as_reference',
-               'gaussian_noise', 'serviceName', 'bumperTopicName', 'imu'}
+               'gaussian_noise', 'serviceName', 'bumperTopicName', 'imu', 'radiation_type',
+               'radiation', 'fov'}
 # What a <camera> may carry (read here, noted where it is read, or changing nothing seen)
 CAMERA_KEYS = {'horizontal_fov', 'image', 'clip', 'noise', 'distortion', 'lens', 'pose',
                'camera_info_topic', 'depth_camera', 'visibility_mask', 'triggered',
@@ -127,6 +129,11 @@ class SensorDeclaration:
     far: float = 0.0
     # contact: the collisions the tag names
     collisions: Tuple[str, ...] = ()
+    # force-torque: the wrench the child applies to the parent (Gazebo's default) or the
+    # parent to the child (what MuJoCo's force and torque sensors measure)
+    measure_direction: str = 'parent_to_child'
+    # a ray sensor published as sensor_msgs/Range: infrared or ultrasound
+    radiation: str = ''
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -388,8 +395,10 @@ class _SensorReader:
         if plugin is not None:
             self._unused_plugin_keys(plugin)
         elif not self.sim and _child(elem, 'plugin') is None:
-            notes.add(where, 'no ROS plugin: Gazebo Classic publishes it on no ROS topic; '
-                      f'published as the {kind} of a gazebo_ros plugin with default names')
+            notes.add(where, 'no ROS plugin: Gazebo Classic publishes it on no ROS topic, '
+                      'and neither does sim_node; left out (a gazebo_ros plugin in the '
+                      'sensor names its topic)')
+            return []
         base = SensorDeclaration(name=self._unique(_name(self.raw_name)), kind=kind,
                                  link=self.link,
                                  source='gazebo_sim' if self.sim else 'gazebo_classic')
@@ -398,9 +407,12 @@ class _SensorReader:
             notes.add(where, '<pose relative_to=...> not followed; the pose is taken in the '
                       'link')
         rate_text = _text(elem, 'update_rate')
-        if plugin is not None:
+        if plugin is not None:      # ROS 1 plugins' own rate, where they read one
             rate_text = _text(plugin, 'updateRate') or _text(plugin, 'updateRateHZ') \
-                or _text(plugin, 'update_rate') or rate_text
+                or rate_text
+        if rate_text is None:
+            notes.add(where, f'no <update_rate> (Gazebo: every physics step); '
+                      f'{DEFAULT_RATE[kind]:g} Hz used')
         top = MAX_CAMERA_RATE if kind in ('camera', 'depth', 'rgbd') else MAX_RATE
         base.rate = _number(rate_text, where, notes, DEFAULT_RATE[kind], 0.0, top,
                             'update_rate')
@@ -550,20 +562,34 @@ class _SensorReader:
             if pname == 'gazebo_ros_ray_sensor':
                 output = {'sensor_msgs/LaserScan': 'scan', 'sensor_msgs/msg/LaserScan': 'scan',
                           'sensor_msgs/PointCloud2': 'points',
-                          'sensor_msgs/msg/PointCloud2': 'points', '': 'points'}.get(
+                          'sensor_msgs/msg/PointCloud2': 'points', '': 'points',
+                          'sensor_msgs/Range': 'range', 'sensor_msgs/msg/Range': 'range'}.get(
                               out_type, None)
                 if output is None:
                     notes.add(where, f'output_type {_short(out_type)!r} is not supported '
-                              '(LaserScan, PointCloud2); PointCloud2 used')
+                              '(LaserScan, PointCloud2, Range); PointCloud2 used')
                     output = 'points'
+                if output == 'range':      # a sonar or an infrared ranger: the nearest return
+                    kind = (_text(p, 'radiation_type') or 'infrared').lower()
+                    if kind not in ('infrared', 'ultrasound'):
+                        notes.add(where, f'radiation_type {_short(kind)!r}: infrared used')
+                        kind = 'infrared'
+                    d.radiation = kind
             elif pname in ('gazebo_ros_block_laser', 'gazebo_ros_velodyne_laser',
                            'gazebo_ros_velodyne_gpu_laser'):
                 output = 'points'
-            if output == 'scan' and d.vertical_samples > 1:
+            elif pname == 'gazebo_ros_range':     # ROS 1 sonars and rangers (TIAGo's)
+                output = 'range'
+                kind = (_text(p, 'radiation') or 'ultrasound').lower()
+                d.radiation = kind if kind in ('infrared', 'ultrasound') else 'ultrasound'
+            if output == 'range' and d.vertical_samples > 1:
+                pass                  # Range is the nearest return of every ray, rows too
+            elif output == 'scan' and d.vertical_samples > 1:
                 notes.add(where, f'LaserScan holds one row; the {d.vertical_samples} vertical '
                           'samples go out as PointCloud2 instead')
                 output = 'points'
-            default = '~/out' if pname in ('gazebo_ros_ray_sensor', '') else 'scan'
+            default = '~/out' if pname in ('gazebo_ros_ray_sensor', '') else \
+                ('range' if output == 'range' else 'scan')
             d.topics = {output: self._classic_topic(default, ('topicName',))}
         return [d]
 
@@ -693,9 +719,13 @@ class _SensorReader:
             if body and body != self.link:
                 notes.add(where, f'<bodyName> {_short(body)!r}: the IMU sits on the link of '
                           f'the <gazebo reference>, {_short(self.link)!r}')
-            if _text(p, 'initial_orientation_as_reference') not in (None, 'false', '0'):
-                notes.add(where, 'initial_orientation_as_reference: orientation is given in '
-                          'the world frame instead (the robot starts level)')
+            initial = _text(p, 'initial_orientation_as_reference')
+            if _plugin_name(p.get('filename')) == 'gazebo_ros_imu_sensor' and \
+                    initial not in ('false', '0'):
+                notes.add(where, 'initial_orientation_as_reference '
+                          f'{"true" if initial else "not given (Gazebo: true)"}: orientation '
+                          'is given in the world frame instead (the same while the robot '
+                          'starts level, facing +x)')
         if self.sim:
             d.topics = {'imu': self._sim_topic(d.name)}
         else:
@@ -729,13 +759,17 @@ class _SensorReader:
                     if std:
                         d.noise['force'] = d.noise['torque'] = Gaussian(0.0, std)
         ft = _child(self.elem, 'force_torque')
-        if ft is not None:
-            for tag, value in (('frame', 'child'), ('measure_direction', 'child_to_parent')):
-                got = _text(ft, tag)
-                if got is not None and got != value:
-                    self.notes.add(self.where, f'force_torque <{tag}>{_short(got)}: MuJoCo '
-                                   f'measures in the child link\'s frame, {value}; as '
-                                   f'{tag} {value}')
+        frame = _text(ft, 'frame') or 'child'
+        if frame not in ('child', 'sensor'):
+            self.notes.add(self.where, f'force_torque <frame>{_short(frame)}: measured in '
+                           'the child link\'s frame instead')
+        direction = _text(ft, 'measure_direction') or 'child_to_parent'
+        if direction not in ('child_to_parent', 'parent_to_child'):
+            self.notes.add(self.where, f'force_torque <measure_direction>{_short(direction)}'
+                           ' is neither child_to_parent nor parent_to_child; '
+                           'child_to_parent (Gazebo\'s default) used')
+            direction = 'child_to_parent'
+        d.measure_direction = direction
         if self.sim:
             d.topics = {'wrench': self._sim_topic(d.name)}
         else:
@@ -898,12 +932,26 @@ def _is_gazebo_sim(elem) -> bool:
                                                      'ignition_frame_id', 'lidar'))
 
 
+# Gazebo Sim systems that only make its sensors run (sim_node runs its own)
+SIM_SYSTEMS = {f'gz-sim-{name}-system' for name in ('sensors', 'imu', 'contact',
+                                                    'forcetorque', 'navsat', 'magnetometer',
+                                                    'air-pressure', 'altimeter')}
+SIM_SYSTEMS |= {f'gz-sim{v}-{name}-system' for v in range(6, 10)
+                for name in ('sensors', 'imu', 'contact', 'forcetorque')}
 # Tags of <gazebo reference> that only Gazebo's physics or looks read
 _SURFACE = {'material', 'mu1', 'mu2', 'kp', 'kd', 'fdir1', 'maxVel', 'minDepth',
             'selfCollide', 'gravity', 'turnGravityOff', 'maxContacts', 'dampingFactor',
             'provideFeedback', 'implicitSpringDamper', 'stopCfm', 'stopErp',
             'disableFixedJointLumping', 'preserveFixedJoint', 'visual', 'collision',
             'static', 'laserRetro', 'springReference', 'springStiffness', 'cfmDamping'}
+
+
+def _is_drive(plugin) -> bool:
+    """A diff-drive plugin ``mobile.gazebo_drive`` serves (and notes) itself."""
+    from ..mobile import gazebo_drive
+    name = plugin.get('filename', '') or ''
+    return name in gazebo_drive.CLASSIC + gazebo_drive.GZ_SIM or \
+        plugin.get('name', '') in gazebo_drive.GZ_SIM or 'DiffDrive' in name
 
 
 def _other_tags(ref, elems, notes) -> None:
@@ -918,6 +966,10 @@ def _other_tags(ref, elems, notes) -> None:
         if pname in ('gazebo_ros2_control', 'gz_ros2_control-system',
                      'ign_ros2_control-system', 'gazebo_ros_control'):
             continue              # sim_node is the ros2_control hardware itself
+        if pname.replace('ignition-gazebo', 'gz-sim').replace('libgz', 'gz') in SIM_SYSTEMS:
+            continue              # what makes Gazebo Sim's sensors work: sim_node's own
+        if _is_drive(plugin):
+            continue              # served, with its own notes (mobile.gazebo_drive)
         notes.add(where, f'plugin {_short(plugin.get("filename") or "?")} not run: '
                   'sim_node serves joints, drives and state through its own interfaces')
     rest = sorted({_local(e.tag) for e in elems if _local(e.tag) not in _SURFACE | {

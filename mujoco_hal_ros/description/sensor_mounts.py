@@ -10,13 +10,16 @@ declarations themselves go into the model as one custom text (``TEXT_NAME``), so
 loads the model (sim_node, ``check_robot``) finds topics, frames, rates and noise there.
 """
 
+import hashlib
 import math
+import os
+import tempfile
 from typing import List
 
 import mujoco
 import numpy as np
 
-from .gazebo_sensors import TEXT_NAME, SensorDeclaration, to_json
+from .gazebo_sensors import TEXT_NAME, SensorDeclaration, from_json, to_json
 
 CONTACT_MARGIN = 0.005    # m the contact site reaches beyond the link's geometry
 # columns: the camera's x, y, z axes in the sensor frame (x forward, z up): MuJoCo cameras
@@ -79,8 +82,34 @@ def mount(spec: mujoco.MjSpec, model: mujoco.MjModel, decls: List[SensorDeclarat
     _clip_note(model, [d for d in mounted if d.kind in ('camera', 'depth', 'rgbd')], notes)
     _frame_notes(model, mounted, notes)
     if mounted:
-        spec.add_text(name=TEXT_NAME, data=to_json(mounted))
+        given = next((t for t in spec.texts if t.name == TEXT_NAME), None)
+        if given is None:
+            spec.add_text(name=TEXT_NAME, data=to_json(mounted))
+        else:          # a model imported from a URDF already carries its tags' sensors
+            given.data = to_json(from_json(given.data) + mounted)
     return mounted
+
+
+def mount_on_file(path: str, decls: List[SensorDeclaration], folder: str) -> str:
+    """The MJCF file ``path`` with ``decls`` mounted, written into ``folder`` (named by
+    content) with its mesh and texture folders made absolute, so it loads from there.
+    Every link must be a body of the model (the caller checks and says which)."""
+    spec = mujoco.MjSpec.from_file(path)
+    src = os.path.dirname(os.path.abspath(path))
+    spec.meshdir = os.path.join(src, spec.meshdir) if spec.meshdir else src
+    spec.texturedir = os.path.join(src, spec.texturedir) if spec.texturedir else src
+    notes: List[str] = []
+    mount(spec, spec.compile(), decls, notes)
+    spec.compile()
+    xml = spec.to_xml()
+    os.makedirs(folder, exist_ok=True)
+    out = os.path.join(folder, hashlib.sha1(xml.encode()).hexdigest()[:16] + '.xml')
+    if not os.path.exists(out):
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix='.tmp')
+        with os.fdopen(fd, 'w', encoding='utf-8') as handle:
+            handle.write(xml)
+        os.replace(tmp, out)
+    return out
 
 
 S = mujoco.mjtSensor

@@ -38,6 +38,7 @@ class Part:
     dim: int
     target: str = ''          # joint or actuator name (joints/actuators groups)
     noise: Noise = None
+    sign: float = 1.0         # -1: reported the other way round (a description's convention)
 
 
 @dataclass
@@ -64,6 +65,8 @@ class Group:
         out, stamp = {}, t
         for p in self.parts:
             values = sensordata[p.adr:p.adr + p.dim]
+            if p.sign != 1.0:
+                values = p.sign * values
             if p.noise is not None:
                 got = p.noise.apply(t, values)
                 if got is None:
@@ -180,6 +183,9 @@ def configure(model, settings=None):
             g.frame = entry['frame']
         if 'topic' in entry:
             g.topic = entry['topic']
+        if 'sign' in entry:            # from a robot description only (sensors.declared)
+            for p in parts:
+                p.sign = float(entry['sign'])
         if 'enabled' in entry:
             g.enabled = entry['enabled']
         spec = entry.get('noise', NoiseSpec())

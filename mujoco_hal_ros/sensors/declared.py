@@ -15,6 +15,7 @@ from typing import Dict, List
 import mujoco
 
 from ..description.gazebo_sensors import TEXT_NAME, SensorDeclaration, from_json
+from ..errors import ConfigError
 from .noise import NoiseSpec
 from .settings import lidar_entry
 
@@ -56,12 +57,14 @@ def lidar_settings(model: mujoco.MjModel) -> Dict[str, dict]:
     for d in declarations(model):
         if d.kind != 'lidar':
             continue
-        output = 'scan' if 'scan' in d.topics else 'points'
+        output = next(o for o in ('scan', 'range', 'points') if o in d.topics)
         entry = {'site': d.name, 'rate': d.rate, 'rays': d.samples,
                  'vertical_rays': d.vertical_samples,
                  'angle_min': d.min_angle, 'angle_max': d.max_angle,
                  'range_min': d.range_min, 'range_max': d.range_max,
                  'frame': d.frame or d.link, 'topic': d.topics[output], 'output': output}
+        if d.radiation:
+            entry['radiation'] = d.radiation
         if d.vertical_samples > 1:
             entry.update(vertical_angle_min=d.vertical_min_angle,
                          vertical_angle_max=d.vertical_max_angle)
@@ -85,6 +88,11 @@ def sensor_entries(model: mujoco.MjModel) -> Dict[str, dict]:
         for role, noise in d.noise.items():
             if not noise.off:
                 out[f'{d.name}_{role}'] = {'noise': _spec(noise)}
+        if d.kind == 'force_torque' and d.measure_direction == 'child_to_parent':
+            # MuJoCo measures what the parent applies to the child; Gazebo's default is
+            # the child's push on the parent: the same wrench with the other sign
+            for role in ('force', 'torque'):
+                out.setdefault(f'{d.name}_{role}', {})['sign'] = -1.0
     return out
 
 
@@ -108,3 +116,31 @@ def merged(declared: Dict[str, dict], given: Dict[str, dict]) -> Dict[str, dict]
         said = {k: v for k, v in entry.items() if not (k == 'noise' and v.off)}
         out[name] = {**out.get(name, {}), **said}
     return out
+
+
+def with_cameras(path: str, cameras: Dict[str, dict], folder: str) -> str:
+    """The model file ``path`` with a device file's ``cameras:`` (``settings.
+    parse_cameras``) mounted on their bodies as a URDF camera tag's would be, written into
+    ``folder``; ``path`` itself when there are none. A body the model lacks is a
+    ConfigError listing the bodies."""
+    if not cameras:
+        return path
+    from ..description.sensor_mounts import mount_on_file
+    model = mujoco.MjModel.from_xml_path(path)
+    bodies = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or ''
+              for b in range(1, model.nbody)]
+    decls = []
+    for name, c in cameras.items():
+        if c['body'] not in bodies:
+            raise ConfigError(f'camera {name!r}: the model has no body {c["body"]!r}',
+                              where=f'cameras.{name}.body',
+                              allowed=', '.join(b for b in bodies if b)[:1000] or 'none')
+        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, name) >= 0:
+            raise ConfigError(f'the model has a camera {name!r} already; name this one '
+                              'otherwise', where=f'cameras.{name}')
+        decls.append(SensorDeclaration(
+            name=name, kind='depth' if c['depth'] else 'camera', link=c['body'],
+            source='device_file', pose=tuple(c['pos']) + tuple(c['rpy']),
+            frame=c['frame'] or f'{name}_optical_frame', rate=c['rate'], width=c['width'],
+            height=c['height'], horizontal_fov=c['horizontal_fov'], near=0.01, far=100.0))
+    return mount_on_file(path, decls, folder)

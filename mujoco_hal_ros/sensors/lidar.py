@@ -127,8 +127,8 @@ class Lidar:
 
     @property
     def output(self):
-        """``scan`` (LaserScan) or ``points`` (PointCloud2): as the settings say, else
-        LaserScan for a planar pattern."""
+        """``scan`` (LaserScan), ``points`` (PointCloud2) or ``range`` (Range, the nearest
+        return): as the settings say, else LaserScan for a planar pattern."""
         out = self.cfg.get('output', 'auto')
         return out if out != 'auto' else ('scan' if self.planar else 'points')
 

@@ -16,8 +16,13 @@ SECTION_KEYS = {'seed', 'rate'}
 LIDAR_KEYS = {'site', 'rate', 'rays', 'fov', 'vertical_rays', 'vertical_fov', 'range_min',
               'range_max', 'exclude_robot', 'geomgroup', 'frame', 'angle_min', 'angle_max',
               'vertical_angle_min', 'vertical_angle_max', 'noise', 'topic', 'output',
-              'body', 'pos', 'rpy'}
-OUTPUTS = ('auto', 'scan', 'points')
+              'body', 'pos', 'rpy', 'radiation'}
+CAMERA_KEYS = {'body', 'pos', 'rpy', 'width', 'height', 'horizontal_fov', 'rate', 'depth',
+               'frame'}
+MAX_SIDE = 2048
+MAX_CAMERA_RATE = 240.0
+OUTPUTS = ('auto', 'scan', 'points', 'range')
+RADIATIONS = ('infrared', 'ultrasound')
 MAX_TOPIC = 256
 MAX_RATE = 10000.0
 MAX_RAYS = 1 << 20
@@ -153,6 +158,7 @@ def lidar_entry(name, entry, where):
         'frame': _frame(get('frame'), f'{where}.frame') if get('frame') else None,
         'topic': _topic(get('topic'), f'{where}.topic') if get('topic') else None,
         'output': get('output', 'auto'),
+        'radiation': get('radiation', 'infrared'),
         'noise': noise.spec_from(get('noise'), f'{where}.noise', _number),
     }
     _angles(parsed, entry, where, '', math.pi, 2 * math.pi, 'fov')
@@ -160,6 +166,9 @@ def lidar_entry(name, entry, where):
     if parsed['output'] not in OUTPUTS:
         raise ConfigError(f'expected one of {", ".join(OUTPUTS)}, got {parsed["output"]!r}',
                           where=f'{where}.output')
+    if parsed['radiation'] not in RADIATIONS:
+        raise ConfigError(f'expected one of {", ".join(RADIATIONS)}, got '
+                          f'{parsed["radiation"]!r}'[:200], where=f'{where}.radiation')
     if parsed['output'] == 'scan' and parsed['vertical_rays'] > 1:
         raise ConfigError('a LaserScan holds one row: output points (PointCloud2) for '
                           'vertical_rays above 1', where=f'{where}.output')
@@ -212,4 +221,37 @@ def _triple(value, where, kind):
     out = tuple(parse_quantity(v, kind, f'{where}[{i}]') for i, v in enumerate(value))
     if not all(math.isfinite(v) and abs(v) <= 1e3 for v in out):
         raise ConfigError('expected finite values within 1000', where=where)
+    return out
+
+
+def parse_cameras(section, where='cameras'):
+    """``{name: {...}}``: cameras a device file adds to a body of any model, as a URDF's
+    camera tag puts one on a link (looking along the body's x at ``pos``/``rpy``); each
+    publishes ``<name>/image_raw`` and ``camera_info`` (and depth) as a model's own."""
+    out = {}
+    for name, entry in _mapping(section, where).items():
+        here = f'{where}.{name}'
+        entry = _named_entry(name, entry, where, here, 'camera', CAMERA_KEYS)
+        _topic(name, here)
+        if not isinstance(entry.get('body'), str) or not entry['body']:
+            raise ConfigError('a camera needs the body it sits on', where=f'{here}.body')
+        fov = parse_quantity(entry.get('horizontal_fov', '60 deg'), 'angle',
+                             f'{here}.horizontal_fov')
+        if not 0.01 <= fov <= 3.0:
+            raise ConfigError('a horizontal field of view from 0.01 to 3 rad (172 degrees)',
+                              where=f'{here}.horizontal_fov')
+        depth = entry.get('depth', False)
+        if not isinstance(depth, bool):
+            raise ConfigError(f'expected true or false, got {depth!r}', where=f'{here}.depth')
+        rate = _rate(entry.get('rate', 10.0), f'{here}.rate')
+        if rate > MAX_CAMERA_RATE:
+            raise ConfigError(f'at most {MAX_CAMERA_RATE:g} Hz', where=f'{here}.rate')
+        out[name] = {
+            'name': name, 'body': entry['body'],
+            'pos': _triple(entry.get('pos'), f'{here}.pos', 'length'),
+            'rpy': _triple(entry.get('rpy'), f'{here}.rpy', 'angle'),
+            'width': _int(entry.get('width', 640), f'{here}.width', 1, MAX_SIDE),
+            'height': _int(entry.get('height', 480), f'{here}.height', 1, MAX_SIDE),
+            'horizontal_fov': fov, 'rate': rate, 'depth': depth,
+            'frame': _frame(entry['frame'], f'{here}.frame') if entry.get('frame') else None}
     return out

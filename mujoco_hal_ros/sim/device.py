@@ -98,6 +98,12 @@ class Device:
         if spec is None and not model:
             raise ConfigError('give a device file or a model path', where='device')
         self.model_path = devfile.model_path(spec, model, environ) if spec else model
+        if spec and spec.get('cameras'):     # cameras the device file puts on bodies
+            from ..description.urdf_in import default_cache_dir
+            from ..sensors.declared import with_cameras
+            load_model(self.model_path)       # a missing or broken file says so first
+            self.model_path = with_cameras(self.model_path, spec['cameras'],
+                                           os.path.join(default_cache_dir(), 'cameras'))
         self.model = load_model(self.model_path)
         self.params = dict(DEFAULTS)
         for key, kind in (('action_wait', 'time'), ('tolerance', 'length'),

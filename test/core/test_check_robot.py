@@ -82,3 +82,20 @@ def test_a_gripper_bound_to_a_servo_horn_fails_and_the_fingers_pass(capsys):
     good = battery.run(battery.zoo.ZooModel('hobby_arm', hobby, 'arm', urdf=True),
                        checks=('gripper',))[0]
     assert good.mark == 'pass' and good.detail.startswith('left_finger_joint'), good.detail
+
+
+def test_lists_the_sensors_a_urdf_declares(capsys):
+    """A URDF's Gazebo sensor tags: each sensor on a line with its topics, frame and rate,
+    and in the JSON report, each read once (test/models/tb3_sensors.urdf)."""
+    urdf = os.path.join(ROOT, 'test', 'models', 'tb3_sensors.urdf')
+    code = main([urdf, '--kind', 'other', '--json'])
+    out = capsys.readouterr().out
+    report = json.loads(out.strip().splitlines()[-1])
+    sensors = {s['name']: s for s in report['sensors']}
+    assert code == 0 and report['passed'], out
+    assert {'hls_lfcd_lds', 'tb3_imu', 'intel_realsense_r200'} <= set(sensors)
+    assert sensors['hls_lfcd_lds']['topics'] == 'scan'
+    assert sensors['hls_lfcd_lds']['result'] == 'pass'
+    assert 'pass hls_lfcd_lds (lidar on base_scan, gazebo_classic): scan in base_scan @ 5 Hz' \
+        in out
+    assert any('<material>' in n for n in report['notes'])

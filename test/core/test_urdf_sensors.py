@@ -75,6 +75,58 @@ def test_turtlebot3_description_all_three_sensors():
     assert any('hack_baseline' in n and 'min_depth' in n for n in notes)
 
 
+def test_turtlebot3_ros1_gazebo_xacro_style():
+    """The ROS 1 TurtleBot3 Gazebo description's way: an IMU <sensor> without a plugin (no
+    ROS topic in Gazebo either) beside a libgazebo_ros_imu model plugin that publishes
+    ``imu``; the LDS through libgazebo_ros_laser with a plugin-level update_rate it does
+    not read; the R200 through openni_kinect with topics under <cameraName>."""
+    decls, notes = parse('''
+    <gazebo reference="imu_link"><sensor type="imu" name="imu">
+      <always_on>true</always_on><visualize>false</visualize></sensor></gazebo>
+    <gazebo><plugin name="imu_plugin" filename="libgazebo_ros_imu.so">
+      <alwaysOn>true</alwaysOn><bodyName>imu_link</bodyName><topicName>imu</topicName>
+      <serviceName>imu_service</serviceName><gaussianNoise>0.0</gaussianNoise>
+      <updateRate>200</updateRate></plugin></gazebo>
+    <gazebo reference="laser"><sensor type="ray" name="lds_lfcd_sensor">
+      <pose>0 0 0 0 0 0</pose><visualize>false</visualize>
+      <ray><scan><horizontal><samples>360</samples><resolution>1</resolution>
+        <min_angle>0.0</min_angle><max_angle>6.28319</max_angle></horizontal></scan>
+        <range><min>0.120</min><max>3.5</max><resolution>0.015</resolution></range>
+        <noise><type>gaussian</type><mean>0.0</mean><stddev>0.01</stddev></noise></ray>
+      <plugin name="lds_controller" filename="libgazebo_ros_laser.so">
+        <topicName>scan</topicName><frameName>base_scan</frameName>
+        <update_rate>1800</update_rate></plugin></sensor></gazebo>
+    <gazebo reference="camera_link"><sensor type="depth" name="realsense_R200">
+      <camera><horizontal_fov>1.3439</horizontal_fov>
+        <image><width>1920</width><height>1080</height><format>R8G8B8</format></image>
+        <depth_camera></depth_camera><clip><near>0.03</near><far>100</far></clip></camera>
+      <plugin name="camera_controller" filename="libgazebo_ros_openni_kinect.so">
+        <updateRate>30.0</updateRate><cameraName>camera</cameraName>
+        <frameName>camera_rgb_optical_frame</frameName>
+        <imageTopicName>rgb/image_raw</imageTopicName>
+        <depthImageTopicName>depth/image_raw</depthImageTopicName>
+        <pointCloudTopicName>depth/points</pointCloudTopicName>
+        <cameraInfoTopicName>rgb/camera_info</cameraInfoTopicName>
+        <depthImageCameraInfoTopicName>depth/camera_info</depthImageCameraInfoTopicName>
+        <pointCloudCutoff>0.4</pointCloudCutoff></plugin></sensor></gazebo>''')
+    by = {d.name: d for d in decls}
+    assert set(by) == {'imu_plugin', 'lds_lfcd_sensor', 'realsense_R200'}
+    assert by['imu_plugin'].topics == {'imu': 'imu'} and by['imu_plugin'].rate == 200.0
+    lds = by['lds_lfcd_sensor']
+    assert lds.topics == {'scan': 'scan'} and lds.frame == 'base_scan'
+    assert lds.rate == gs.DEFAULT_RATE['lidar']
+    cam = by['realsense_R200']
+    assert cam.topics == {'image': 'camera/rgb/image_raw', 'info': 'camera/rgb/camera_info',
+                          'depth': 'camera/depth/image_raw',
+                          'depth_info': 'camera/depth/camera_info',
+                          'points': 'camera/depth/points'}
+    assert (cam.width, cam.height, cam.rate) == (1920, 1080, 30.0)
+    text = '\n'.join(notes)
+    for said in ('sensor imu on imu_link: no ROS plugin', 'no <update_rate>',
+                 '<update_rate>', '<pointCloudCutoff>'):
+        assert said in text, said
+
+
 def test_fetch_ros1_laser_and_kinect_names():
     """Fetch's description: ROS 1 plugins with <topicName>, <frameName>, openni_kinect's
     topics under <cameraName>."""
@@ -193,6 +245,43 @@ def test_tiago_imu_and_ros2_control_force_torque():
     assert any('base_imu' in n and 'no link' in n for n in notes)
 
 
+def test_sonars_as_range():
+    """Sonars: TIAGo's ROS 1 way (libgazebo_ros_range, <radiation>ultrasound) and ROS 2's
+    gazebo_ros_ray_sensor with output_type sensor_msgs/Range: the nearest return as
+    sensor_msgs/Range."""
+    decls, _notes = parse('''
+    <gazebo reference="laser"><sensor type="ray" name="base_sonar_01">
+      <update_rate>5</update_rate>
+      <ray><scan><horizontal><samples>5</samples><min_angle>-0.25</min_angle>
+        <max_angle>0.25</max_angle></horizontal><vertical><samples>5</samples>
+        <min_angle>-0.25</min_angle><max_angle>0.25</max_angle></vertical></scan>
+        <range><min>0.03</min><max>1.0</max></range></ray>
+      <plugin name="base_sonar_01" filename="libgazebo_ros_range.so">
+        <gaussianNoise>0.005</gaussianNoise><alwaysOn>true</alwaysOn><updateRate>5</updateRate>
+        <topicName>sonar_base</topicName><frameName>base_sonar_01_link</frameName>
+        <radiation>ultrasound</radiation><fov>0.5</fov></plugin></sensor></gazebo>
+    <gazebo reference="camera_link"><sensor type="ray" name="ir">
+      <ray><scan><horizontal><samples>3</samples><min_angle>-0.1</min_angle>
+        <max_angle>0.1</max_angle></horizontal></scan><range><min>0.02</min><max>2</max>
+        </range></ray>
+      <plugin name="ir" filename="libgazebo_ros_ray_sensor.so">
+        <ros><remapping>~/out:=ir_range</remapping></ros>
+        <output_type>sensor_msgs/Range</output_type>
+        <radiation_type>infrared</radiation_type></plugin></sensor></gazebo>''')
+    sonar, ir = decls
+    assert (sonar.topics, sonar.radiation, sonar.vertical_samples) == (
+        {'range': 'sonar_base'}, 'ultrasound', 5)
+    assert (ir.topics, ir.radiation) == ({'range': 'ir_range'}, 'infrared')
+    for d in decls:
+        got = settings.lidar_entry(d.name, {
+            'site': d.name, 'rays': d.samples, 'angle_min': d.min_angle,
+            'angle_max': d.max_angle, 'vertical_rays': d.vertical_samples,
+            'vertical_angle_min': d.vertical_min_angle,
+            'vertical_angle_max': d.vertical_max_angle, 'range_min': d.range_min,
+            'range_max': d.range_max, 'output': 'range', 'radiation': d.radiation}, 'x')
+        assert got['output'] == 'range'
+
+
 def test_ros2_plugin_namespace_and_remapping():
     d, _ = one('''<gazebo reference="laser"><sensor name="s" type="ray">
         <ray><scan><horizontal><samples>10</samples></horizontal></scan></ray>
@@ -231,13 +320,16 @@ def test_unsupported_things_each_get_a_note():
         <camera><distortion><k1>0.1</k1></distortion><lens><type>stereographic</type></lens>
         </camera><plugin name="x" filename="libmy_vendor_cam.so"/><weird/></sensor></gazebo>
       <gazebo><plugin name="diff" filename="libgazebo_ros_diff_drive.so"/></gazebo>
+      <gazebo><plugin name="p3d" filename="libgazebo_ros_p3d.so"/></gazebo>
       <gazebo reference="base_link"><mu1>0.5</mu1></gazebo>''')
     assert [d.name for d in decls] == ['c']
     text = '\n'.join(notes)
     for said in ("type 'gps' is not supported", "'nowhere' is no link", '<distortion>',
-                 '<lens>', 'libmy_vendor_cam.so', '<weird>', 'libgazebo_ros_diff_drive.so',
+                 '<lens>', 'libmy_vendor_cam.so', '<weird>', 'libgazebo_ros_p3d.so',
                  '<mu1>'):
         assert said in text, said
+    # a diff drive is served (mobile.gazebo_drive), with notes of its own
+    assert 'libgazebo_ros_diff_drive.so' not in text
 
 
 @pytest.mark.parametrize('value', ['nan', 'inf', '-inf', '1e308', '-5', 'abc', ''])
@@ -281,7 +373,8 @@ def test_huge_counts_clamped_and_said():
 
 
 def test_many_sensors_capped_and_garbage_is_no_crash():
-    body = ''.join(f'<gazebo reference="laser"><sensor name="s{i}" type="imu"/></gazebo>'
+    body = ''.join(f'<gazebo reference="laser"><sensor name="s{i}" type="imu"><plugin '
+                   f'name="p{i}" filename="libgazebo_ros_imu_sensor.so"/></sensor></gazebo>'
                    for i in range(gs.MAX_SENSORS + 10))
     decls, notes = parse(body)
     assert len(decls) == gs.MAX_SENSORS and any('more than' in n for n in notes)
@@ -494,3 +587,87 @@ def test_two_tagged_robots_in_one_world_each_under_its_namespace(open_device):
     assert dev.sensing.lidar(cfg).site >= 0
     groups = {g.name: g for g in dev.sensing.sensor_groups()}
     assert groups['tb_a/tb3_imu'].topic == 'tb_a/imu'
+
+
+# --- the same for MJCF users: a device file's cameras: entry on any body ---------------------
+ROVER = '''<mujoco model="rover">
+  <worldbody>
+    <light pos="0 0 3" dir="0 0 -1"/>
+    <geom name="floor" type="plane" size="0 0 0.05"/>
+    <geom name="wall_front" type="box" pos="1.55 0 0.5" size="0.05 3 0.5"/>
+    <geom name="wall_left" type="box" pos="0 1.05 0.5" size="3 0.05 0.5"/>
+    <body name="rover" pos="0 0 0.1"><geom type="box" size="0.1 0.1 0.05"/></body>
+  </worldbody>
+</mujoco>'''
+
+
+def rover_device(open_device, tmp_path, cameras):
+    model = tmp_path / 'rover.xml'
+    model.write_text(ROVER)
+    return open_device({'connect': {'model': str(model)}, 'cameras': cameras},
+                       start_paused=True)
+
+
+def test_device_file_camera_on_a_body_serves_like_a_tag(open_device, tmp_path):
+    dev = rover_device(open_device, tmp_path, {'front': {
+        'body': 'rover', 'pos': [0, 0, '20 cm'], 'rpy': [0, 0, '90 deg'], 'width': 64,
+        'height': 48, 'horizontal_fov': '60 deg', 'rate': 15, 'depth': True}})
+    m = dev.model
+    cid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_CAMERA, 'front')
+    assert cid >= 0 and tuple(m.cam_resolution[cid]) == (64, 48)
+    d = declared.cameras(m)['front']
+    assert (d.kind, d.link, d.rate, d.source) == ('depth', 'rover', 15.0, 'device_file')
+    assert declared.optical_frame(d) == 'front_optical_frame'
+    # turned a quarter left, it looks along the world's +y: at the left wall
+    rot = np.zeros(9)
+    mujoco.mju_quat2Mat(rot, m.cam_quat[cid])
+    assert np.allclose(-rot.reshape(3, 3)[:, 2], [0, 1, 0], atol=1e-9)
+    if GL_PROBLEM is not None:
+        return
+    renderer = dev.cameras.renderer('front', 64, 48, depth=True)
+    snap = dev.snapshot
+    with dev.cameras.render_state(snap) as data:
+        frame = renderer.submit(data, rgb=False, depth=True).result()
+    fx, fy, cx, cy = renderer.intrinsics()
+    assert fx == pytest.approx(32 / math.tan(math.radians(30)), rel=1e-3)
+    # the optical axis from (0, 0, 0.3) along +y meets the left wall's face at y = 1.0
+    centre = frame.depth[::-1][int(round(cy)), int(round(cx))]
+    assert centre == pytest.approx(1.0, abs=0.005 + abs(cx - round(cx)) * 0.01)
+
+
+def test_device_file_camera_refusals(open_device, tmp_path):
+    for cameras, where in (({'c': {'body': 'nope'}}, 'cameras.c.body'),
+                           ({'c': {'body': 'rover', 'width': 99999}}, 'cameras.c.width'),
+                           ({'c': {'body': 'rover', 'speed': 1}}, 'cameras.c'),
+                           ({'1c': {'body': 'rover'}}, 'cameras.1c'),
+                           ({'c': {'body': 'rover', 'horizontal_fov': 'nan'}},
+                            'cameras.c.horizontal_fov')):
+        with pytest.raises(ConfigError) as err:
+            rover_device(open_device, tmp_path, cameras)
+        assert where in str(err.value), (where, str(err.value))
+
+
+# --- force-torque and contact tags ------------------------------------------------------------
+FT_URDF = os.path.join(HERE, 'models', 'ft_tool.urdf')
+
+
+@pytest.mark.parametrize('direction, sign', [('child_to_parent', -1.0),
+                                             ('parent_to_child', 1.0)])
+def test_force_torque_tag_reads_the_tool_weight(open_device, tmp_path, direction, sign):
+    """The 2 kg tool hangs from the sensor's joint: it reads the tool's weight along the
+    tool frame's z, the sign as the tag's measure_direction says (Gazebo's default
+    child_to_parent: what the tool pushes on the arm)."""
+    text = open(FT_URDF).read().replace('child_to_parent', direction)
+    path, _notes = model_from_urdf(text, cache_dir=str(tmp_path))
+    dev = open_device(model=path, start_paused=True)
+    dev.step(300)
+    groups = {g.name: g for g in dev.sensing.sensor_groups()}
+    ft = groups['tcp_ft']
+    assert (ft.kind, ft.topic, ft.frame) == ('wrench', 'ft', 'tool')
+    snap = dev.snapshot
+    _t, r = ft.read(snap.sensordata, snap.time)
+    rot = snap.site_xmat[ft.site].reshape(3, 3)
+    weight_in_site = rot.T @ np.array([0.0, 0.0, 2 * G])
+    assert np.allclose(r['force'], sign * weight_in_site, atol=0.05)
+    touch = groups['tool_bumper_touch']
+    assert (touch.kind, touch.topic) == ('touch', 'tool_bumper')

@@ -149,3 +149,76 @@ def test_depth_pixel_through_camera_info_and_tf_reads_the_wall(tb3):
     z = float(z_img[v, u])
     point = pos + rot @ np.array([(u - cx) / fx * z, (v - cy) / fy * z, z])
     assert abs(point[0] - WALL_X[0]) < 0.005, point
+
+
+ROVER = '''<mujoco model="rover">
+  <worldbody>
+    <light pos="0 0 3" dir="0 0 -1"/>
+    <geom name="floor" type="plane" size="0 0 0.05"/>
+    <geom name="wall_front" type="box" pos="1.55 0 0.5" size="0.05 3 0.5"/>
+    <body name="rover" pos="0 0 0.1"><joint name="lift" type="slide" axis="0 0 1"
+      range="-0.05 0.5"/><geom type="box" size="0.1 0.1 0.05"/></body>
+  </worldbody>
+  <actuator><position name="lift" joint="lift" kp="100" ctrlrange="-0.05 0.5"/></actuator>
+</mujoco>'''
+
+
+def test_device_file_camera_and_body_lidar_on_an_mjcf(tmp_path):
+    """The same for MJCF users: a device file's cameras: and lidars: entries on a body
+    publish as a tag's would, from frames on /tf_static under that body."""
+    (tmp_path / 'rover.xml').write_text(ROVER)
+    (tmp_path / 'rover.yaml').write_text(
+        'device: rover\nconnect: {model: rover.xml}\nwrite:\n  lift: {map: {actuator: lift}}\n'
+        'cameras:\n  front: {body: rover, pos: [0, 0, 0.2], width: 64, height: 48, '
+        'depth: true, rate: 5}\n'
+        'lidars:\n  around: {body: rover, pos: [0, 0, 0.3], range_max: 3}\n')
+    run = Tb3({'device_file': str(tmp_path / 'rover.yaml'), 'trajectory_controller': ''})
+    try:
+        frames = run.tf_static(['front_optical_frame', 'around'])
+        assert frames['front_optical_frame'].header.frame_id == 'rover'
+        assert frames['around'].header.frame_id == 'rover'
+        assert frames['around'].transform.translation.z == pytest.approx(0.3)
+        scan = run.collect(LaserScan, 'around/scan')[-1]
+        i = int(round((0.0 - scan.angle_min) / scan.angle_increment))
+        # from the lidar at x = 0 straight ahead to the wall's face at x = 1.5
+        assert scan.header.frame_id == 'around'
+        assert scan.ranges[i] == pytest.approx(1.5, abs=0.02)
+        if gl.probe() is None:
+            info = run.collect(CameraInfo, 'front/camera_info', count=1, timeout=60.0)[-1]
+            assert info.header.frame_id == 'front_optical_frame' and info.width == 64
+    finally:
+        run.close()
+
+
+RANGER = '''<robot name="ranger">
+  <link name="base_link"><collision><geometry><box size="0.2 0.2 0.1"/></geometry></collision>
+    <inertial><mass value="2"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0"
+      iyz="0"/></inertial></link>
+  <joint name="sonar_joint" type="fixed"><parent link="base_link"/><child link="sonar_link"/>
+    <origin xyz="0.1 0 0.2"/></joint>
+  <link name="sonar_link"/>
+  <gazebo reference="sonar_link"><sensor type="ray" name="front_sonar">
+    <update_rate>10</update_rate>
+    <ray><scan><horizontal><samples>5</samples><min_angle>-0.2</min_angle>
+      <max_angle>0.2</max_angle></horizontal></scan>
+      <range><min>0.03</min><max>3.0</max></range></ray>
+    <plugin name="front_sonar" filename="libgazebo_ros_ray_sensor.so">
+      <ros><remapping>~/out:=sonar_front</remapping></ros>
+      <output_type>sensor_msgs/Range</output_type>
+      <radiation_type>ultrasound</radiation_type></plugin></sensor></gazebo>
+</robot>'''
+
+
+def test_a_ray_sensor_as_range_reads_the_nearest_wall(tmp_path):
+    from sensor_msgs.msg import Range
+    (tmp_path / 'ranger.urdf').write_text(RANGER)
+    run = Tb3({'robot_description': str(tmp_path / 'ranger.urdf'), 'scene': WALLS,
+               'trajectory_controller': '', 'base': 'fixed'})
+    try:
+        msg = run.collect(Range, 'sonar_front')[-1]
+        assert msg.header.frame_id == 'sonar_link' and msg.radiation_type == Range.ULTRASOUND
+        assert msg.field_of_view == pytest.approx(0.4)
+        # from x = 0.1 straight ahead (the central ray is the nearest) to the wall at 1.5
+        assert msg.range == pytest.approx(1.4, abs=0.02)
+    finally:
+        run.close()

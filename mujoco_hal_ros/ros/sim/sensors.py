@@ -117,9 +117,9 @@ class SensorPublisher:
             else:                                   # on a body: a frame of its own name
                 frame = self.frames.prefix + cfg['name']
             self._frame_at(scanner.body, scanner.offset_pos, scanner.offset_quat, frame)
-            scan = scanner.output == 'scan'
-            topic = cfg.get('topic') or f'{cfg["name"]}/{"scan" if scan else "points"}'
-            pub = node.create_publisher(LaserScan if scan else PointCloud2, topic, SENSOR_QOS)
+            output = scanner.output
+            topic = cfg.get('topic') or f'{cfg["name"]}/{output}'
+            pub = node.create_publisher(_SCAN_TYPES[output], topic, SENSOR_QOS)
             self.lidars.append((cfg['name'], topic))
             self.streams.append(_Stream(pub, 1.0 / cfg['rate'],
                                         self._scan(scanner, cfg, frame),
@@ -301,6 +301,15 @@ class SensorPublisher:
             if scan is None:          # its noise model dropped this one
                 return None
             st = cv.stamp(scan.time)
+            if scanner.output == 'range':       # a sonar's or ranger's nearest return
+                msg = Range(radiation_type=Range.ULTRASOUND if cfg.get('radiation') ==
+                            'ultrasound' else Range.INFRARED,
+                            field_of_view=float(cfg['fov']),
+                            min_range=float(cfg['range_min']),
+                            max_range=float(cfg['range_max']),
+                            range=float(np.min(scan.ranges)))
+                msg.header.stamp, msg.header.frame_id = st, frame
+                return msg
             if scanner.output == 'scan':
                 msg = LaserScan()
                 msg.header.stamp, msg.header.frame_id = st, frame
@@ -452,6 +461,7 @@ def cloud_msg(data, height, width, stamp, frame, rgb=False, dense=False):
     return msg
 
 
+_SCAN_TYPES = {'scan': LaserScan, 'points': PointCloud2, 'range': Range}
 _TYPES = {'imu': Imu, 'wrench': WrenchStamped, 'range': Range, 'touch': Touch,
           'pose': PoseStamped, 'joints': JointState, 'actuators': JointState,
           'generic': SensorReading}

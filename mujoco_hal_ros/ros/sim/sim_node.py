@@ -116,17 +116,17 @@ class SimNode(GuardedNode):
         """cameras.<channel>.rate/width/height, defaults from the globals and the device file."""
         configs = []
         depth_wanted = set(self.p.depth)
+        # cameras the robot description (or the device file's cameras:) declares: their
+        # rate, size, depth and topics are the tag's (the cameras.<name>.* parameters still
+        # win), served even where a device file's channels leave them out
+        tagged = declared_sensors.cameras(self.device.model)
         known = {i.name for i in self.device.layout.images} | \
-            {i.camera for i in self.device.layout.images}
+            {i.camera for i in self.device.layout.images} | set(tagged)
         unknown = sorted(depth_wanted - known)
         if unknown:
             raise ConfigError(f'no camera {", ".join(unknown)}', where='parameter depth',
                               allowed=', '.join(sorted(known)) or 'none: this device has no '
                               'cameras')
-        # cameras the robot description declares: their rate, size, depth and topics are
-        # the tag's (the cameras.<name>.* parameters still win), served even where a device
-        # file's channels leave them out
-        tagged = declared_sensors.cameras(self.device.model)
         images = [(i.name, i.camera, i.width, i.height, i.depth)
                   for i in self.device.layout.images]
         served = {camera for _n, camera, *_rest in images}
