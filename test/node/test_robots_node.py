@@ -375,3 +375,40 @@ def test_tf_frames_carry_the_robot_prefix_and_no_empty_segment(twins):
     assert {'left/base_link', 'right/base_link', 'left/left_finger',
             'right/right_finger'} <= frames, sorted(frames)
     assert not [f for f in frames if '//' in f or f.startswith('/') or f.endswith('/')]
+
+
+def test_a_panda_spawned_under_a_namespace_starts_at_its_home_keyframe(two):
+    """simulation_interfaces' spawn with an entity_namespace: the robot starts at its
+    model's home keyframe (read here from the file), every joint within its range, as
+    robots-file robots do; at qpos0 Panda's joint4 was outside its range."""
+    from mujoco_hal_ros import menagerie
+    try:
+        path = menagerie.model_path('panda')
+    except Exception as exc:  # noqa: BLE001 - the test extra is not installed
+        pytest.skip(f'no Menagerie Panda: {exc}')
+    if path is None:
+        pytest.skip('no Menagerie Panda')
+    alone = mujoco.MjModel.from_xml_path(path)
+    key = alone.key('home').id
+    home = {alone.joint(j).name: float(alone.key_qpos[key, alone.jnt_qposadr[j]])
+            for j in range(alone.njnt)}
+    req = si.SpawnEntity.Request(name='panda', entity_namespace='second')
+    req.entity_resource.uri = path
+    req.initial_pose.pose.position.x = 1.5
+    req.initial_pose.pose.orientation.w = 1.0
+    r = two.call(si.SpawnEntity, 'spawn_entity', req, timeout=60.0)
+    assert r.result.result == Result.RESULT_OK, r.result.error_message
+    try:
+        js = _latest(two, 'second/joint_states', timeout=20.0)
+        assert js is not None
+        got = dict(zip(js.name, js.position))
+        assert set(got) == set(home)
+        for name, q in home.items():
+            assert got[name] == pytest.approx(q, abs=2e-3), name
+            j = alone.joint(name).id
+            lo, hi = alone.jnt_range[j]
+            assert lo - 1e-6 <= got[name] <= hi + 1e-6, name
+    finally:
+        d = two.call(si.DeleteEntity, 'delete_entity',
+                     si.DeleteEntity.Request(entity='second/panda'))
+        assert d.result.result == Result.RESULT_OK, d.result.error_message
