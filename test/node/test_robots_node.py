@@ -259,10 +259,11 @@ def twins(tmp_path_factory):
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
     from helpers import SpunNodes
     path = tmp_path_factory.mktemp('twins') / 'cell.yaml'
-    entry = (f'    urdf: {HOBBY}\n    controllers_file: {HOBBY_CONTROLLERS}\n'
-             '    gripper_joint: left_finger_joint\n')
+    entry = f'    urdf: {HOBBY}\n    controllers_file: {HOBBY_CONTROLLERS}\n'
+    # left: the gripper joint from the controllers file; right: gripper_joint (the same)
     path.write_text('robots:\n  - namespace: left\n' + entry + '    position: [0, 0.3, 0]\n'
-                    '  - namespace: right\n' + entry + '    position: [0, -0.3, 0]\n')
+                    '  - namespace: right\n' + entry + '    position: [0, -0.3, 0]\n'
+                    '    gripper_joint: left_finger_joint\n')
     # under /cell: the module's other node serves left/ and right/ at the root; frame_prefix
     # empty, so the frames are the robots' own prefix only (left/base_link)
     h = SpunNodes(lambda ctx: [
@@ -301,6 +302,10 @@ def test_two_copies_of_one_arm_are_driven_by_its_own_controllers_file_and_names(
         assert node.get_parameter(f'{ns}.arm_controller.joints').value == HOBBY_ARM
         assert node.get_parameter(f'{ns}.arm_controller.constraints.shoulder_pan.goal'
                                   ).value == pytest.approx(0.02)
+        assert node.get_parameter(f'{ns}.gripper_controller.joint').value == \
+            'left_finger_joint'
+        assert node.get_parameter(f'{ns}.gripper_controller.goal_tolerance').value == \
+            pytest.approx(0.003)                          # the file's gripper block
     before_right = _latest(twins, 'right/joint_states')
     goal = np.array([0.4, -0.3, 0.5, 0.3, -0.2])
     client = ActionClient(twins.nodes[-1], FollowJointTrajectory,
@@ -338,23 +343,24 @@ def _finger_gap(h, ns):
                                 - data.xpos[model.body(f'{ns}/right_finger').id]))
 
 
-def test_each_copy_s_gripper_moves_its_own_fingers(twins):
+@pytest.mark.parametrize('ns, other', [('right', 'left'), ('left', 'right')])
+def test_each_copy_s_gripper_moves_its_own_fingers(twins, ns, other):
     from control_msgs.action import GripperCommand
     client = ActionClient(twins.nodes[-1], GripperCommand,
-                          'right/gripper_controller/gripper_cmd')
+                          f'{ns}/gripper_controller/gripper_cmd')
     try:
-        left_before = _finger_gap(twins, 'left')
+        other_before = _finger_gap(twins, other)
         closed = _send(twins, client, GripperCommand.Goal(
             command=GripperCommand.Goal().command.__class__(position=0.0, max_effort=5.0)))
-        gap_closed = _finger_gap(twins, 'right')
+        gap_closed = _finger_gap(twins, ns)
         opened = _send(twins, client, GripperCommand.Goal(
             command=GripperCommand.Goal().command.__class__(position=0.03, max_effort=5.0)))
-        gap_open = _finger_gap(twins, 'right')
+        gap_open = _finger_gap(twins, ns)
     finally:
         client.destroy()
     assert closed.reached_goal and opened.reached_goal
     assert gap_open - gap_closed == pytest.approx(0.06, abs=0.005)     # both fingers, 30 mm
-    assert _finger_gap(twins, 'left') == pytest.approx(left_before, abs=1e-3)
+    assert _finger_gap(twins, other) == pytest.approx(other_before, abs=1e-3)
 
 
 def test_tf_frames_carry_the_robot_prefix_and_no_empty_segment(twins):
