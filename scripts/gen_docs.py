@@ -144,6 +144,7 @@ DEVICE_KEYS = {
         'frame': ('added', 'The frame_id it is published in.'),
         'enabled': ('added', 'false: not published.'),
         'noise': ('added', 'The noise model (below); off unless given.'),
+        'topic': ('added', 'Its topic (default `sensors/<name>`).'),
     },
     'sensors.<group or sensor>.noise': {
         'bias': ('added', 'A constant added.'),
@@ -152,7 +153,23 @@ DEVICE_KEYS = {
         'dropout': ('added', 'Probability a reading is dropped.'),
     },
     'lidars.<name>': {
-        'site': ('added', 'The site it casts from (x forward).'),
+        'site': ('added', 'The site it casts from (x forward); or `body`.'),
+        'body': ('added', 'The body it sits on, at `pos` and `rpy` in it (instead of a '
+                 'site), as a URDF sensor tag puts it on a link.'),
+        'pos': ('added', 'Its position in `body` (`[x, y, z]`, m or with units).'),
+        'rpy': ('added', 'Its roll, pitch, yaw in `body` (fixed axes, as URDF).'),
+        'angle_min': ('added', 'First ray\'s azimuth (with `angle_max`: rays from one to '
+                      'the other, both included, as a Gazebo scan; default: `fov` centred '
+                      'on x).'),
+        'angle_max': ('added', 'Last ray\'s azimuth.'),
+        'vertical_angle_min': ('added', 'Lowest row\'s elevation (with '
+                               '`vertical_angle_max`).'),
+        'vertical_angle_max': ('added', 'Highest row\'s elevation.'),
+        'noise': ('added', 'Noise on each return (`bias`, `std`, `delay`, `dropout`), '
+                  'kept within the range.'),
+        'topic': ('added', 'Its topic (default `<name>/scan` or `<name>/points`).'),
+        'output': ('added', '`scan` (LaserScan), `points` (PointCloud2) or `auto` (scan '
+                   'when planar).'),
         'rate': ('added', 'Scans per second.'),
         'rays': ('added', 'Rays per scan (horizontal).'),
         'fov': ('added', 'Horizontal field of view (`360 deg`).'),

@@ -17,7 +17,9 @@ beside the file).
 
 One line per check goes to stdout; with ``--json`` the last line is one JSON object
 (``model``, ``kind``, ``passed``, ``checks``: each with ``check``, ``result`` (pass, FAIL or
-skip), ``detail``; ``notes``: what the URDF import changed). Exit status: 0 when nothing
+skip), ``detail``; ``sensors``: each sensor found, its kind, topics, frame, rate and whether
+one reading came out (``sensors_found``); ``notes``: what the URDF import changed, every
+sensor tag it could not follow among them). Exit status: 0 when nothing
 failed, 1 when a check failed, 2 when the file could not be read.
 """
 
@@ -71,6 +73,18 @@ def _kind(zm, asked: str) -> str:
         else 'arm'
 
 
+def _sensors(zm) -> list:
+    """The sensors of the model (``sensors_found``), each tried once; a model that does
+    not load gives none here (the battery says why)."""
+    import mujoco
+    from .sensors_found import find
+    from .zoo import materialize
+    try:
+        return find(mujoco.MjModel.from_xml_path(materialize(zm)))
+    except (ValueError, DeviceError):
+        return []
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     from . import battery
@@ -92,11 +106,17 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(json.dumps({'model': name, 'error': str(exc)}))
         return 2
     results = battery.run(zm)
-    failed = [r for r in results if r.mark == 'FAIL']
+    sensors = _sensors(zm)
+    failed = [r for r in results if r.mark == 'FAIL'] + [s for s in sensors
+                                                         if s.result == 'FAIL']
     print(f'{name} ({"URDF" if urdf else "MJCF"}, {zm.kind}): '
-          f'{len(results) - len(failed)}/{len(results)} checks without a failure')
+          f'{len(results) + len(sensors) - len(failed)}/{len(results) + len(sensors)} '
+          'checks without a failure')
     for r in results:
         print(f'  {r.mark:4s} {r.check:16s} {r.skipped_reason or r.detail}')
+    print(f'  sensors found: {len(sensors)}')
+    for s in sensors:
+        print(f'    {s.line()}')
     for note in zm.notes:
         print(f'  note: {note}')
     if args.json:
@@ -104,6 +124,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             'model': name, 'kind': zm.kind, 'passed': not failed,
             'checks': [{'check': r.check, 'result': r.mark,
                         'detail': r.skipped_reason or r.detail} for r in results],
+            'sensors': [dict(vars(s)) for s in sensors],
             'notes': list(zm.notes)}))
     return 1 if failed else 0
 

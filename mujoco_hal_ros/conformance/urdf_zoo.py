@@ -155,7 +155,9 @@ def materialize(zm, folder):
         text = with_ros2_control(text)
     roots = [share_dir()] + [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep)
                              if r]
-    path, notes = model_from_urdf(text, package_roots=roots,
+    # The battery checks joints: a wheeled robot's base is bolted down here, as it always
+    # was (base:=auto would free TIAGo's); its base is the mobile tier's to check.
+    path, notes = model_from_urdf(text, package_roots=roots, base='fixed',
                                   base_dir=os.path.dirname(zm.path),
                                   cache_dir=os.path.join(folder, 'urdf') if folder else None)
     zm.notes[:] = notes

@@ -37,6 +37,11 @@ prepares the URDF for it and adds what URDF leaves out:
   as Gazebo does by default, no contacts between the robot's own links
   (``self_collide=True`` keeps them): overlapping collision meshes of neighbouring links
   are common in description packages, and MoveIt keeps planned paths clear anyway.
+- The sensors the description declares for a simulator (Gazebo Classic and Gazebo Sim
+  ``<sensor>`` tags, ``<ros2_control>`` ``<sensor>`` components: ``gazebo_sensors``) are
+  mounted where they sit (``sensor_mounts``: sites, cameras, MuJoCo sensors) and carried
+  in the model, so sim_node publishes them on the topics and frames the tags give; what
+  is not supported is noted.
 - The robot is placed in a default scene (floor, just below whatever hangs lower than the
   base at ``home``; light; an ``overview`` camera looking at it) or attached to the
   world of a user's MJCF ``scene`` file.
@@ -55,7 +60,7 @@ import mujoco
 import numpy as np
 
 from ..errors import ModelError
-from . import joint_limits, servo_gains
+from . import gazebo_sensors, joint_limits, mobile_base, sensor_mounts, servo_gains
 from .urdf_out import write_stl
 
 DEFAULT_KP = 100.0         # placeholders until _size_gains sizes each servo
@@ -297,7 +302,7 @@ def _followers(root):
             if j.find('mimic') is not None and j.find('mimic').get('joint')}
 
 
-def _add_actuators(spec, commands, limits, followers, notes):
+def _add_actuators(spec, commands, limits, followers, notes, overrides=None):
     """One actuator per commanded joint (every movable joint without a <ros2_control>
     block), mimic followers left to their equality; gains are sized later (``_size_gains``)
     from the inertia each joint moves. Returns {actuator name: (kind, params, effort)}."""
@@ -306,6 +311,13 @@ def _add_actuators(spec, commands, limits, followers, notes):
                                           mujoco.mjtJoint.mjJNT_SLIDE)]
     if not commands:
         commands = {j.name: {'kind': 'position', 'params': {}} for j in movable}
+    for joint, kind in (overrides or {}).items():
+        # a drive controller's wheels and steering: driven as it drives them; casters: none
+        if kind is None:
+            commands.pop(joint, None)
+        else:
+            commands[joint] = {'kind': kind,
+                               'params': commands.get(joint, {}).get('params', {})}
     names = {j.name for j in movable}
     unknown = sorted(set(commands) - names)
     if unknown:
@@ -364,7 +376,7 @@ def _at_home(spec):
     return model, data
 
 
-def _size_gains(spec, built):
+def _size_gains(spec, built, wheels=()):
     """Each servo's gains from the inertia its joint moves at the ``home`` keyframe and
     the timestep (``servo_gains``); a ``kp`` / ``kv`` / ``dampratio`` param of the
     <ros2_control> interface wins, as the real drive's tuning would."""
@@ -393,6 +405,11 @@ def _size_gains(spec, built):
         else:
             kvs = servo_gains.velocity_gains(model, data, dofs, efforts)
             for i, a in enumerate(acts):
+                name = model.actuator(a).name
+                if name in wheels:       # a wheel drives its share of the robot's mass too
+                    kvs[i] = mobile_base.wheel_gains(
+                        model, data, [dofs[i]], [efforts[i]],
+                        [mobile_base.wheel_radius(model, data, name)])[0]
                 params = built[model.actuator(a).name][1]
                 spec.actuators[a].set_to_velocity(kv=float(params.get('kv', kvs[i])))
 
@@ -537,12 +554,21 @@ def _with_balanced_inertia(xml):
         compiler = ET.Element('compiler')
         root.insert(0, compiler)
     compiler.set('balanceinertia', 'true')
+    for text in root.iterfind('custom/text'):
+        # MuJoCo writes a text's data as CDATA, which ElementTree turns into plain element
+        # text that MuJoCo's reader refuses; as the data attribute it reads back the same
+        if text.get('data') is None and text.text:
+            text.set('data', text.text)
+            text.text = None
     return ET.tostring(root, encoding='unicode')
 
 
-def _add_home(spec):
+def _add_home(spec, off_limits=0.0):
     """Keyframe ``home``: every joint at 0 moved into its range (a URDF's zero pose can lie
-    outside it, Panda's joint4 does), position servos aimed there."""
+    outside it, Panda's joint4 does), position servos aimed there. ``off_limits``: the
+    share of its range a joint starts away from a limit it sits on (a free base: a
+    TIAGo's torso resting on its lower stop while its drive holds the body up fought the
+    stop's constraint into a blow-up once the base rocked on its wheels)."""
     model = spec.compile()
     qpos = model.qpos0.copy()
     for j in range(model.njnt):
@@ -552,6 +578,8 @@ def _add_home(spec):
             lo, hi = model.jnt_range[j]
             if not lo <= qpos[adr] <= hi:
                 qpos[adr] = 0.5 * (lo + hi)
+            gap = off_limits * (hi - lo)
+            qpos[adr] = min(max(qpos[adr], lo + gap), hi - gap)
     for e in range(model.neq):     # mimic joints where their equality puts them
         if int(model.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT) and model.eq_obj2id[e] >= 0:
             follower = model.jnt_qposadr[model.eq_obj1id[e]]
@@ -564,6 +592,25 @@ def _add_home(spec):
             ctrl[a] = qpos[model.jnt_qposadr[model.actuator_trnid[a, 0]]]
     key = spec.add_key()
     key.name, key.qpos, key.ctrl = 'home', qpos, ctrl
+
+
+def _wheels(model, root, commands, drives, continuous):
+    """The drive wheels: the velocity joints a drive controller names; else continuous
+    joints with a ``<ros2_control>`` velocity interface; else (no ``<ros2_control>``) at
+    least two continuous joints with level axles whose own links touch the ground."""
+    named = [j for j, kind in drives.items() if kind == 'velocity']
+    if named:
+        return named
+    if commands:
+        return [j for j in continuous if commands.get(j, {}).get('kind') == 'velocity']
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    level = []
+    for name in mobile_base.touching_wheels(model, continuous):
+        j = model.joint(name).id
+        if abs(float(data.xaxis[j][2])) < 0.1:
+            level.append(name)
+    return level if len(level) >= 2 else []
 
 
 def _look_at(pos, target):
@@ -588,13 +635,15 @@ def _lowest_point(model, data):
     return low
 
 
-def _default_scene(spec):
+def _default_scene(spec, floating=False):
     """Floor, light and an ``overview`` camera framing the robot's bounding sphere. The
     floor is at the robot's base (z = 0), or just below whatever hangs lower at ``home``
     (an arm whose zero pose reaches down, a legged robot fixed by its root link)."""
     model, data = _at_home(spec)
     mujoco.mj_kinematics(model, data)
     floor_z = min(0.0, _lowest_point(model, data) - FLOOR_CLEARANCE)
+    if floating:                 # a free base stands on its wheels from the first step
+        floor_z = mobile_base.floor_height(model, data)
     world = spec.worldbody
     floor = world.add_geom()
     floor.name, floor.type = 'floor', mujoco.mjtGeom.mjGEOM_PLANE
@@ -613,10 +662,14 @@ def _default_scene(spec):
 
 
 def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir=None,
-                    gravcomp=True, self_collide=False, bare=False):
+                    gravcomp=True, self_collide=False, bare=False, base='auto', drives=None):
     """(MJCF path, notes): the robot of ``urdf`` (text) ready to simulate, in the default
     scene or attached to the world of the MJCF file ``scene``; ``bare``: the robot alone,
-    to be spawned into a world that has its own floor and lights."""
+    to be spawned into a world that has its own floor and lights. ``base``: ``auto``,
+    ``fixed`` or ``floating`` (``mobile_base``); ``drives``: joint -> ``velocity`` or
+    ``position`` for the joints a drive controller commands (``mobile.config``)."""
+    base = mobile_base.check_base(base)
+    drives = dict(drives or {})
     # What robot_state_publisher's parser (TinyXML2 on the C string) takes, this takes too:
     # blank lines before the XML declaration (pybullet's biped2d), and the text up to a
     # NUL (pybullet's humanoid ends in one).
@@ -636,11 +689,17 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
                          'not the source', where='robot_description')
     notes = []
     commands = ros2_control_joints(root)
+    friction = mobile_base.gazebo_friction(root)      # before _prepare drops <gazebo>
+    continuous = mobile_base.continuous_joints(root)
     limits = _urdf_limits(root)
     followers = _followers(root)
     own_option = root.find('mujoco/option')
     own_integrator = own_option is not None and own_option.get('integrator')
     folder = cache_dir or default_cache_dir()
+    # the sensors the <gazebo> and <ros2_control> tags declare, read before _prepare
+    # removes those tags (MuJoCo's importer does not read them)
+    sensors, sensor_notes = gazebo_sensors.parse(root)
+    notes.extend(f'sensors: {n}' for n in sensor_notes)
     _prepare(root, tuple(package_roots), base_dir, folder, notes)
     try:
         robot = mujoco.MjSpec.from_string(ET.tostring(root, encoding='unicode'))
@@ -668,18 +727,48 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
     except Exception as err:  # noqa: BLE001 - MuJoCo's importer raises ValueError and more
         raise ModelError(f'MuJoCo could not import the URDF: {err}',
                          where='robot_description') from None
+    wheels = _wheels(model, root, commands, drives, continuous)
+    floating = mobile_base.decide(base, root, wheels)
+    if floating:
+        mobile_base.free_base(robot, notes)
+        if own_option is None or not own_option.get('cone'):
+            # A base on wheels and casters is an over-constrained contact set: with pyramidal
+            # cones the solver's default iterations left TIAGo's casters with 30 kN each
+            # (the robot leapt off the floor); elliptic cones solve it (and model the tyre's
+            # friction circle)
+            robot.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+        for joint in wheels:
+            drives.setdefault(joint, 'velocity')
+        mobile_base.tyre_friction(robot, friction, wheels, notes)
+        notes.append(f'drive wheels (velocity servos): {", ".join(wheels) or "none"}')
+        passive = mobile_base.casters(model, continuous,
+                                      [j for j in continuous if j in drives or j in commands])
+        for joint in passive:        # casters roll where the base pushes them
+            drives[joint] = None
+        if passive:
+            notes.append(f'casters (passive, no actuator): {", ".join(passive)}')
+    # A free base must carry its arm's weight to the floor: body gravcomp would lift it
+    # through the free joint too, so a mobile robot's arm holds itself as a position-mode
+    # drive does (the stepper's hold feed-forward), not by weightless links.
+    gravcomp = gravcomp and not floating
     if gravcomp:
         for body in robot.bodies[1:]:
             body.gravcomp = 1.0
     if not self_collide:
         _no_self_collision(robot)
     try:
-        built = _add_actuators(robot, commands, limits, followers, notes)
-        _add_home(robot)
+        mounted = sensor_mounts.mount(robot, model, sensors, notes)
+        if mounted:
+            notes.append('sensors: ' + ', '.join(f'{d.name} ({d.kind} on {d.link})'
+                                                 for d in mounted))
+        built = _add_actuators(robot, commands, limits, followers, notes, overrides=drives)
+        _add_home(robot, off_limits=0.02 if floating else 0.0)
         if gravcomp:
             _drives_carry_weight(robot, built, notes)
         _armature_floor(robot, notes)
-        _size_gains(robot, built)
+        _size_gains(robot, built, wheels=set(wheels))
+        mobile_base.mark_wheels(robot, [w for w in wheels
+                                        if built.get(w, ('',))[0] == 'velocity'])
     except ValueError as err:
         raise ModelError(f'the model built from the URDF does not compile: {err}',
                          where='robot_description') from None
@@ -695,7 +784,7 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
     else:
         spec = robot
         if not bare:
-            _default_scene(spec)
+            _default_scene(spec, floating=floating)
     try:
         spec.compile()
         with warnings.catch_warnings():

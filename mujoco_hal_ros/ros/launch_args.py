@@ -44,9 +44,11 @@ SIM_ARGS = {
                       'instance).'),
     'publish_rate': (_node_default('publish_rate'), 'joint_states rate in Hz.'),
     'log_summary': ('true', 'Log what is served and a periodic health line.'),
-    'controllers_file': ('', 'ros2_control controller config (YAML) of the real arm; sim_node '
-                         'serves its arm_controller the same way (see '
-                         'config/arm_controller_swap.yaml).'),
+    'controllers_file': ('', 'ros2_control controller config (YAML) of the real robot; sim_node '
+                         'serves its arm controllers and its drive controller the same way '
+                         '(see config/arm_controller_swap.yaml).'),
+    'base': (_node_default('base'), 'A URDF robot\'s base: auto (free when it has drive '
+             'wheels), fixed or floating.'),
     'robot_description': ('', 'URDF to simulate instead of MJCF: a .urdf file, the URDF '
                           'text (e.g. xacro output), or "topic" (robot_state_publisher\'s).'),
     'scene': ('', 'MJCF scene the URDF robot is placed in; empty: floor, light, camera.'),
@@ -125,6 +127,12 @@ def sim_parameters(args):
               'frame_prefix': prefix}
     if not as_bool('publish_tf', a['publish_tf']):
         params['publish_tf'] = False
+    base = a['base'].strip()
+    if base not in ('auto', 'fixed', 'floating'):
+        raise ConfigError(f'expected auto, fixed or floating, got {base!r}',
+                          where='launch argument base')
+    if base != 'auto':
+        params['base'] = base
     if params['publish_rate'] <= 0:
         raise ConfigError('must be above 0', where='launch argument publish_rate')
     for key in ('device_file', 'model', 'controllers_file', 'scene'):

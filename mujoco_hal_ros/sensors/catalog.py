@@ -51,6 +51,7 @@ class Group:
     parts: list = field(default_factory=list)
     rate: float = DEFAULT_RATE
     frame: str = ''           # an explicit frame name from the device file ('' = the site's)
+    topic: str = ''           # an explicit topic ('' = sensors/<name>)
     enabled: bool = True
     variances: dict = field(default_factory=dict)   # role -> per-component variance
 
@@ -177,6 +178,8 @@ def configure(model, settings=None):
             g.rate = entry['rate']
         if 'frame' in entry:
             g.frame = entry['frame']
+        if 'topic' in entry:
+            g.topic = entry['topic']
         if 'enabled' in entry:
             g.enabled = entry['enabled']
         spec = entry.get('noise', NoiseSpec())

@@ -8,13 +8,14 @@ device's one door (``device.on_physics``) and into its audit.
 
 from .. import errors
 from ..checks import known_name
-from . import catalog, settings as sensor_settings, wrench
+from . import catalog, declared, settings as sensor_settings, wrench
 
 
 def lidar_settings_of(model, spec) -> dict:
-    """The device file's lidars (name -> settings), each site checked on ``model``."""
+    """The lidars the model's robot description declares (``declared``) and the device
+    file's (name -> settings; the file's win by name), each site checked on ``model``."""
     from .lidar import Lidar
-    lidars = dict((spec or {}).get('lidars') or {})
+    lidars = {**declared.lidar_settings(model), **((spec or {}).get('lidars') or {})}
     for cfg in lidars.values():
         Lidar(model, cfg)                 # the site must exist: ConfigError otherwise
     return lidars
@@ -40,6 +41,9 @@ class Sensing:
         device = self._device
         spec = dict((device.spec or {}).get('sensors') or {'seed': 0, 'rate': None,
                                                            'entries': {}})
+        # what the robot description declares, under what the device file says
+        spec['entries'] = declared.merged(declared.sensor_entries(device.model),
+                                          spec.get('entries') or {})
         if seed is not None:
             spec['seed'] = int(seed)
         if rate is not None:

@@ -11,10 +11,14 @@ from ..config.units import parse_quantity
 from ..errors import ConfigError
 from . import noise
 
-SENSOR_KEYS = {'rate', 'frame', 'enabled', 'noise'}
+SENSOR_KEYS = {'rate', 'frame', 'enabled', 'noise', 'topic'}
 SECTION_KEYS = {'seed', 'rate'}
 LIDAR_KEYS = {'site', 'rate', 'rays', 'fov', 'vertical_rays', 'vertical_fov', 'range_min',
-              'range_max', 'exclude_robot', 'geomgroup', 'frame'}
+              'range_max', 'exclude_robot', 'geomgroup', 'frame', 'angle_min', 'angle_max',
+              'vertical_angle_min', 'vertical_angle_max', 'noise', 'topic', 'output',
+              'body', 'pos', 'rpy'}
+OUTPUTS = ('auto', 'scan', 'points')
+MAX_TOPIC = 256
 MAX_RATE = 10000.0
 MAX_RAYS = 1 << 20
 
@@ -56,6 +60,19 @@ def _frame(value, where):
     return value
 
 
+def _topic(value, where):
+    """A ROS topic name (relative, or absolute with a leading /): letters, digits, _ and
+    / only, as ROS names are."""
+    body = value[1:] if isinstance(value, str) and value.startswith('/') else value
+    ok = isinstance(value, str) and 0 < len(value) <= MAX_TOPIC and value.isascii() and \
+        all(t and (t[0].isalpha() or t[0] == '_') and all(c.isalnum() or c == '_' for c in t)
+            for t in body.split('/'))
+    if not ok:
+        raise ConfigError(f'expected a ROS topic name (letters, digits, _ and /), got '
+                          f'{value!r}'[:200], where=where)
+    return value
+
+
 def parse_sensors(section, where='sensors'):
     """``{'seed': int, 'rate': Hz or None, 'entries': {name: {...}}}``."""
     section = _mapping(section, where)
@@ -79,6 +96,8 @@ def parse_sensors(section, where='sensors'):
                 raise ConfigError(f'expected true or false, got {entry["enabled"]!r}',
                                   where=f'{here}.enabled')
             parsed['enabled'] = entry['enabled']
+        if 'topic' in entry:
+            parsed['topic'] = _topic(entry['topic'], f'{here}.topic')
         parsed['noise'] = noise.spec_from(entry.get('noise'), f'{here}.noise', _number)
         out['entries'][key] = parsed
     return out
@@ -103,8 +122,6 @@ def parse_lidars(section, where='lidars'):
     for name, entry in _mapping(section, where).items():
         here = f'{where}.{name}'
         entry = _named_entry(name, entry, where, here, 'lidar', LIDAR_KEYS)
-        if 'site' not in entry or not isinstance(entry['site'], str) or not entry['site']:
-            raise ConfigError('a lidar needs the site it sits on', where=f'{here}.site')
         out[name] = lidar_entry(name, entry, here)
     return out
 
@@ -112,8 +129,17 @@ def parse_lidars(section, where='lidars'):
 def lidar_entry(name, entry, where):
     """One lidar's checked settings (also what a parameter entry becomes)."""
     get = entry.get
+    mount = [k for k in ('site', 'body') if k in entry]
+    if len(mount) != 1 or not isinstance(entry[mount[0]], str) or not entry[mount[0]]:
+        raise ConfigError('a lidar sits on a site, or on a body (with pos and rpy in it): '
+                          'give one of the two', where=f'{where}.site')
+    if mount == ['site'] and ('pos' in entry or 'rpy' in entry):
+        raise ConfigError('pos and rpy place a lidar on a body; a site has its own pose',
+                          where=f'{where}.pos' if 'pos' in entry else f'{where}.rpy')
     parsed = {
-        'name': name, 'site': entry['site'],
+        'name': name, 'site': get('site'), 'body': get('body'),
+        'pos': _triple(get('pos'), f'{where}.pos', 'length'),
+        'rpy': _triple(get('rpy'), f'{where}.rpy', 'angle'),
         'rate': _rate(get('rate', 10.0), f'{where}.rate'),
         'rays': _int(get('rays', 360), f'{where}.rays', 1, MAX_RAYS),
         'fov': parse_quantity(get('fov', 2 * math.pi), 'angle', f'{where}.fov'),
@@ -125,7 +151,18 @@ def lidar_entry(name, entry, where):
         'exclude_robot': get('exclude_robot', True),
         'geomgroup': get('geomgroup'),
         'frame': _frame(get('frame'), f'{where}.frame') if get('frame') else None,
+        'topic': _topic(get('topic'), f'{where}.topic') if get('topic') else None,
+        'output': get('output', 'auto'),
+        'noise': noise.spec_from(get('noise'), f'{where}.noise', _number),
     }
+    _angles(parsed, entry, where, '', math.pi, 2 * math.pi, 'fov')
+    _angles(parsed, entry, where, 'vertical_', math.pi / 2, math.pi, 'vertical_fov')
+    if parsed['output'] not in OUTPUTS:
+        raise ConfigError(f'expected one of {", ".join(OUTPUTS)}, got {parsed["output"]!r}',
+                          where=f'{where}.output')
+    if parsed['output'] == 'scan' and parsed['vertical_rays'] > 1:
+        raise ConfigError('a LaserScan holds one row: output points (PointCloud2) for '
+                          'vertical_rays above 1', where=f'{where}.output')
     if not 0 < parsed['fov'] <= 2 * math.pi + 1e-9:
         raise ConfigError('a field of view above 0 and at most 360 degrees',
                           where=f'{where}.fov')
@@ -143,3 +180,36 @@ def lidar_entry(name, entry, where):
             raise ConfigError('expected 6 true/false values, one per geom group',
                               where=f'{where}.geomgroup')
     return parsed
+
+
+def _angles(parsed, entry, where, prefix, bound, span, fov_key):
+    """``<prefix>angle_min`` and ``<prefix>angle_max`` (both or neither): rays from one to
+    the other, both included, as a Gazebo scan spreads them; they set ``fov_key`` too.
+    Neither: None, and the scan is centred on the site's axes."""
+    lo_key, hi_key = f'{prefix}angle_min', f'{prefix}angle_max'
+    given = [k for k in (lo_key, hi_key) if entry.get(k) is not None]
+    parsed[lo_key] = parsed[hi_key] = None
+    if not given:
+        return
+    if len(given) == 1:
+        raise ConfigError(f'give both {lo_key} and {hi_key}, or neither',
+                          where=f'{where}.{given[0]}')
+    lo = parse_quantity(entry[lo_key], 'angle', f'{where}.{lo_key}')
+    hi = parse_quantity(entry[hi_key], 'angle', f'{where}.{hi_key}')
+    if not -2 * bound - 1e-9 <= lo <= hi <= 2 * bound + 1e-9 or hi - lo > span + 1e-6:
+        raise ConfigError(f'{lo_key} up to {hi_key}, at most {math.degrees(span):g} degrees '
+                          'apart', where=f'{where}.{lo_key}')
+    parsed[lo_key], parsed[hi_key] = lo, hi
+    parsed[fov_key] = hi - lo
+
+
+def _triple(value, where, kind):
+    """Three quantities (``[0.1, 0, 0.2]``, units allowed: ``[10 cm, 0, 0]``), or zeros."""
+    if value is None:
+        return (0.0, 0.0, 0.0)
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise ConfigError(f'expected three values, got {value!r}'[:200], where=where)
+    out = tuple(parse_quantity(v, kind, f'{where}[{i}]') for i, v in enumerate(value))
+    if not all(math.isfinite(v) and abs(v) <= 1e3 for v in out):
+        raise ConfigError('expected finite values within 1000', where=where)
+    return out

@@ -142,10 +142,11 @@ class Device:
         self.audit = Log(2000)
         self.events = Log(200)
         self.runner = MoveRunner(self)   # the running moves, one a robot (motion.runner)
+        self._chunk_hooks: tuple = ()    # on_every_chunk: read-outs after every chunk
         laws = drive_laws.build(self.model, self.layout, self.keyframe)
         self.stepper = Stepper(self.model, self.data, laws=laws,
                                real_time_factor=rtf, start_paused=bool(start_paused),
-                               keyframe=self.keyframe, on_chunk=self.runner.after_chunk,
+                               keyframe=self.keyframe, on_chunk=self._after_chunk,
                                on_unstable=self._on_unstable, on_error=self._on_error)
         try:
             sp = self.stepper.post(lambda s: s.hold_pose(), wait=True)
@@ -266,6 +267,23 @@ class Device:
         back (or its exception is raised here). What a closure may do on that thread is the
         stepper's thread-only methods, checked in debug runs (MUJOCO_HAL_ROS_CHECK_THREADS)."""
         return self.stepper.post(fn, wait=wait, timeout=timeout)
+
+    def on_every_chunk(self, fn):
+        """Run ``fn(stepper)`` on the physics thread after every chunk of steps (after the
+        moves settle): for light read-outs that must see every chunk, such as a drive
+        controller's wheel odometry. Returns the call that removes it."""
+        if not callable(fn):
+            raise TypeError(f'expected a callable, got {fn!r}')
+        self._chunk_hooks = self._chunk_hooks + (fn,)
+
+        def remove():
+            self._chunk_hooks = tuple(h for h in self._chunk_hooks if h is not fn)
+        return remove
+
+    def _after_chunk(self, stepper):
+        self.runner.after_chunk(stepper)
+        for hook in self._chunk_hooks:
+            hook(stepper)
 
     @property
     def paused(self):

@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 
 from ..config import effort
+from ..description.mobile_base import WHEEL_PREFIX
 
 # The joint loop that makes torque motors hold a goal, as a drive's position mode does: its
 # bandwidth, and at most this many radians of it per timestep (it runs once a step).
@@ -69,6 +70,19 @@ class VelocityLoop(NamedTuple):
     kv: np.ndarray            # the servo's torque per unit of speed error
     lo: np.ndarray            # ctrl range of each servo (its speed limit)
     hi: np.ndarray
+    rolling: np.ndarray = np.zeros(0, dtype=bool)   # drive wheels: held at zero speed
+
+
+def wheel_actuators(model: mujoco.MjModel) -> set:
+    """The actuators a URDF import marked as drive wheels (``description.mobile_base``)."""
+    out = set()
+    for i in range(model.nnumeric):
+        name = model.numeric(i).name
+        if name.startswith(WHEEL_PREFIX):
+            a = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, name[len(WHEEL_PREFIX):])
+            if a >= 0:
+                out.add(a)
+    return out
 
 
 class ClampGuard(NamedTuple):
@@ -240,8 +254,10 @@ def velocity_loop(model: mujoco.MjModel, layout,
     kp = np.minimum(kp, IMPEDANCE_STEP / h)
     lo = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 0], -np.inf)
     hi = np.where(m.actuator_ctrllimited[acts], m.actuator_ctrlrange[acts, 1], np.inf)
+    wheels = wheel_actuators(m)
     return VelocityLoop(np.array(acts), m.jnt_qposadr[jids], dofs, kp,
-                        np.where(integ, np.inf, kv), lo, hi)
+                        np.where(integ, np.inf, kv), lo, hi,
+                        np.array([a in wheels for a in acts], dtype=bool))
 
 
 def clamp_guard(model: mujoco.MjModel, layout) -> Optional[ClampGuard]:

@@ -335,6 +335,7 @@ class Stepper:
             speeds = ~self._pos_mode[vl.actuators]
             self.setpoint[vl.actuators[speeds]] = self.data.qpos[vl.qadrs[speeds]]
             self._pos_mode[vl.actuators] = True
+            self._stop_wheels(vl.rolling)
 
     @physics_thread_only
     def hold_actuators(self, actuators):
@@ -361,6 +362,16 @@ class Stepper:
             speeds = ours & ~self._pos_mode[vl.actuators]
             self.setpoint[vl.actuators[speeds]] = self.data.qpos[vl.qadrs[speeds]]
             self._pos_mode[vl.actuators[ours]] = True
+            self._stop_wheels(ours & vl.rolling)
+
+    def _stop_wheels(self, which):
+        """Drive wheels among the held velocity servos (``which``, over the velocity loop's
+        actuators) hold a zero speed instead of a position, as a drive controller stops a
+        base: a position loop sized on the wheel's own inertia overshot the robot's mass
+        behind it at the torque limit and rocked TIAGo back and forth for seconds."""
+        vl = self._velocity_loop
+        self.setpoint[vl.actuators[which]] = 0.0
+        self._pos_mode[vl.actuators[which]] = False
 
     @physics_thread_only
     def joint_setpoint(self):

@@ -12,6 +12,7 @@ into the world under its namespace and made a device of its own (``sim.robots``)
         controllers_file: controllers.yaml   # its ros2_control controllers (optional): the
                                         # arm_controller and gripper_controller blocks
         gripper_joint: finger_joint1    # the joint its gripper_controller drives (optional)
+        base: auto                      # auto, fixed or floating, as the base parameter
 
 A robot speaks its own names (``sim.robots``): joints, channels, controllers and goals are
 named as its URDF or MJCF names them, so the real arm's device file and controllers file
@@ -35,7 +36,8 @@ from ..config import device_file
 from ..errors import ConfigError, DeviceError, shorten
 
 KEYS = ('namespace', 'urdf', 'model', 'position', 'quaternion', 'device_file',
-        'controllers_file', 'gripper_joint')
+        'controllers_file', 'gripper_joint', 'base')
+BASES = ('auto', 'fixed', 'floating')
 MAX_ROBOTS = 32
 # A robot's namespace starts every name it serves (``<ns>/arm_controller/
 # follow_joint_trajectory/_action/cancel_goal``, ``<ns>/goals/<ns>/<joint>_goal``), and ROS
@@ -54,6 +56,7 @@ class RobotEntry(NamedTuple):
     device_file: Optional[str] = None       # the robot's device file, in its own names
     controllers_file: Optional[str] = None  # its ros2_control controllers YAML
     gripper_joint: Optional[str] = None     # the joint its gripper_controller drives
+    base: str = 'auto'                      # a URDF's base: auto, fixed or floating
 
 
 def _namespace(value: Any, where: str) -> str:
@@ -133,9 +136,13 @@ def parse(data: Any, base: str = '.') -> list[RobotEntry]:
             raise ConfigError(f'expected a joint name, got {shorten(gripper)}',
                               where=f'{where}.gripper_joint',
                               allowed='a joint of this robot, by its own name')
+        base_mode = entry.get('base', 'auto')
+        if base_mode not in BASES:
+            raise ConfigError(f'expected auto, fixed or floating, got {shorten(base_mode)}',
+                              where=f'{where}.base', allowed=', '.join(BASES))
         out.append(RobotEntry(ns, model, urdf, tuple(float(v) for v in pos),
                               tuple(float(v) for v in quat), files['device_file'],
-                              files['controllers_file'], gripper))
+                              files['controllers_file'], gripper, base_mode))
     return out
 
 
@@ -165,17 +172,25 @@ def read_urdf(path: str) -> str:
                           where=shorten(path, 300)[1:-1]) from None
 
 
-def resource(entry: RobotEntry) -> str:
+def resource(entry: RobotEntry, notes: Optional[list] = None) -> str:
     """The MJCF file to spawn for an entry: its model, or its URDF imported as the
-    ``robot_description`` parameter imports one (servos, limits, mimic joints), without
-    a scene of its own."""
+    ``robot_description`` parameter imports one (servos, limits, mimic joints, the sensors
+    its tags declare), without a scene of its own; what the import changed or could not
+    follow is appended to ``notes``."""
     if entry.model:
         return entry.model
     from ..description.urdf_in import model_from_urdf
     text = read_urdf(entry.urdf)
     roots = [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
-    path, _notes = model_from_urdf(text, package_roots=roots,
-                                   base_dir=os.path.dirname(entry.urdf), bare=True)
+    drives = {}
+    if entry.controllers_file:      # its drive controller's wheels and steering
+        from ..mobile import config as controllers
+        drives = controllers.drive_joints(controllers.read(entry.controllers_file))
+    path, said = model_from_urdf(text, package_roots=roots,
+                                 base_dir=os.path.dirname(entry.urdf), bare=True,
+                                 base=entry.base, drives=drives)
+    if notes is not None:
+        notes.extend(f'{entry.namespace}: {n}' for n in said)
     return path
 
 
@@ -188,11 +203,12 @@ def home_pose(path: str) -> dict:
     return home_state(mujoco.MjModel.from_xml_path(path))[0]
 
 
-def add_to(device, entries: list[RobotEntry]) -> dict:
+def add_to(device, entries: list[RobotEntry], notes: Optional[list] = None) -> dict:
     """Spawn each entry under its namespace (it starts at its home pose, as every spawned
     entity does) and make it a robot, on its device file when it names one; {namespace:
     URDF text} of those that came from a URDF (``<ns>/robot_description``). A device file
-    that does not fit its robot is refused (ConfigError naming the robot)."""
+    that does not fit its robot is refused (ConfigError naming the robot). ``notes``: what
+    each URDF's import changed or could not follow, to log."""
     urdfs = {}
     for e in entries:
         spec = None
@@ -202,7 +218,7 @@ def add_to(device, entries: list[RobotEntry]) -> dict:
             except DeviceError as exc:
                 raise ConfigError(f'robot {e.namespace}: {exc}', where='robots') from None
         folder, _, name = e.namespace.rpartition('/')
-        path = resource(e)
+        path = resource(e, notes)
         device.scene.spawn(path, name, e.position, e.quaternion, namespace=folder)
         try:
             device.robots.add(e.namespace, spec=spec)

@@ -67,6 +67,16 @@ class CameraConfig:
     height: int
     rate: float
     depth: bool = False
+    # role -> topic where a robot description names them (image, info, depth, depth_info,
+    # points); the rest are <channel>/image_raw, <channel>/camera_info...
+    topics: dict = field(default_factory=dict)
+
+    def topic(self, role: str) -> str:
+        return self.topics.get(role) or f'{self.channel}/{_DEFAULT_TOPICS[role]}'
+
+
+_DEFAULT_TOPICS = {'image': 'image_raw', 'info': 'camera_info', 'depth': 'depth/image_raw',
+                   'depth_info': 'depth/camera_info', 'points': 'points'}
 
 
 @dataclass
@@ -123,20 +133,20 @@ class CameraPublisher:
         self.frame_hooks = {}
         self.streams = []
         for cfg in configs:
-            ns = cfg.channel
+            topic = cfg.topic
             s = _Stream(cfg, frames.optical_frame(cfg.camera),
-                        node.create_publisher(Image, f'{ns}/image_raw', IMAGE_QOS),
-                        node.create_publisher(CameraInfo, f'{ns}/camera_info', IMAGE_QOS))
+                        node.create_publisher(Image, topic('image'), IMAGE_QOS),
+                        node.create_publisher(CameraInfo, topic('info'), IMAGE_QOS))
             if cfg.depth:
-                s.depth_pub = node.create_publisher(Image, f'{ns}/depth/image_raw', IMAGE_QOS)
-                s.depth_info_pub = node.create_publisher(CameraInfo, f'{ns}/depth/camera_info',
+                s.depth_pub = node.create_publisher(Image, topic('depth'), IMAGE_QOS)
+                s.depth_info_pub = node.create_publisher(CameraInfo, topic('depth_info'),
                                                          IMAGE_QOS)
             s.compressed_pub = node.create_publisher(CompressedImage,
-                                                     f'{ns}/image_raw/compressed', IMAGE_QOS)
+                                                     f'{topic("image")}/compressed', IMAGE_QOS)
             if cfg.depth:
-                s.points_pub = node.create_publisher(PointCloud2, f'{ns}/points', IMAGE_QOS)
+                s.points_pub = node.create_publisher(PointCloud2, topic('points'), IMAGE_QOS)
                 s.cdepth_pub = node.create_publisher(
-                    CompressedImage, f'{ns}/depth/image_raw/compressedDepth', IMAGE_QOS)
+                    CompressedImage, f'{topic("depth")}/compressedDepth', IMAGE_QOS)
             s.image_out = BytesPublisher(s.image_pub) if self.raw else s.image_pub
             s.depth_out = (s.depth_pub if s.depth_pub is None or not self.raw
                            else BytesPublisher(s.depth_pub))
@@ -160,12 +170,12 @@ class CameraPublisher:
         out = []
         for s in self.streams:
             c = s.cfg
-            out.append(f'{c.channel}/image_raw + camera_info ({c.width}x{c.height} @ '
-                       f'{c.rate:g} Hz, on subscription)')
-            out.append(f'{c.channel}/image_raw/compressed ({self.compression[0]})')
+            out.append(f'{c.topic("image")} + {c.topic("info")} ({c.width}x{c.height} @ '
+                       f'{c.rate:g} Hz, on subscription, in {s.frame})')
+            out.append(f'{c.topic("image")}/compressed ({self.compression[0]})')
             if c.depth:
-                out.append(f'{c.channel}/depth/image_raw + camera_info, '
-                           f'{c.channel}/depth/image_raw/compressedDepth, {c.channel}/points')
+                out.append(f'{c.topic("depth")} + {c.topic("depth_info")}, '
+                           f'{c.topic("depth")}/compressedDepth, {c.topic("points")}')
         return out
 
     def rates(self):

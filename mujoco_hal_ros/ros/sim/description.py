@@ -18,6 +18,7 @@ from .streams import TF_STATIC_QOS
 from ...description.urdf_in import is_urdf, model_from_urdf
 from ...description.urdf_out import urdf_from_model
 from ...errors import ConfigError, DeviceError
+from ...mobile import config as drive_config, gazebo_drive
 
 TOPIC_WAIT_S = 30.0
 MAX_TOPIC_CHARS = 10_000_000     # a robot_description message (a big real URDF: ~1 MB)
@@ -55,8 +56,11 @@ def read_robot_description(node, value):
     return got[0].data, None
 
 
-def model_from_parameters(node, p, sandbox=None):
-    """(URDF text or None, MJCF path or None, republish?) from robot_description/scene.
+def model_from_parameters(node, p, sandbox=None, drives=None):
+    """(URDF text or None, MJCF path or None, republish?, drive configs) from
+    robot_description/scene. ``drives``: the controllers file's drive controllers; without
+    any, a diff-drive plugin among the URDF's ``<gazebo>`` tags is one
+    (``mobile.gazebo_drive``).
 
     A description taken from the topic comes from whichever peer published it: its size is
     capped before it is parsed, and the model made from it is read and compiled in
@@ -64,14 +68,20 @@ def model_from_parameters(node, p, sandbox=None):
     it, so a hostile description is refused at start with the limit named."""
     text, base = read_robot_description(node, p.robot_description)
     if text is None:
-        return None, None, True
+        return None, None, True, list(drives or ())
     from_topic = p.robot_description.strip() == 'topic'
     if from_topic and len(text) > MAX_TOPIC_CHARS:
         raise ConfigError(f'the robot_description message has {len(text)} characters, over '
                           f'the limit of {MAX_TOPIC_CHARS}', where='parameter robot_description')
     roots = [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
+    drives = list(drives or ())
+    if not drives:
+        drives, found = gazebo_drive.drives_from_urdf(text)
+        for note in found:
+            node.get_logger().info(f'robot_description: {note}')
     path, notes = model_from_urdf(text, scene=p.scene or None, package_roots=roots,
-                                  base_dir=base)
+                                  base_dir=base, base=p.base,
+                                  drives=drive_config.drive_joints(drives))
     if from_topic and sandbox is not None:
         try:
             sandbox.check(path, world=True)
@@ -80,7 +90,7 @@ def model_from_parameters(node, p, sandbox=None):
                               where='parameter robot_description') from None
     for note in notes:
         node.get_logger().info(f'robot_description: {note}')
-    return text, path, not from_topic
+    return text, path, not from_topic, drives
 
 
 class DescriptionPublisher:

@@ -94,6 +94,12 @@ TABLE = ParameterTable([
           check=_existing_file),
     Param('scene', 'string', '', 'MJCF scene the URDF robot is attached to (empty: a floor, a '
           'light and an overview camera).', check=_existing_file),
+    Param('base', 'string', 'auto', 'Whether a URDF robot\'s base is free to move: auto frees '
+          'the base of a robot with drive wheels (joints a drive controller of '
+          'controllers_file names, <ros2_control> velocity interfaces on continuous joints, '
+          'or continuous joints whose own links touch the ground) unless its root link is '
+          'world; fixed bolts it to the world; floating frees it.',
+          choices=('auto', 'fixed', 'floating')),
     Param('keyframe', 'string', '', 'Keyframe to start from and reset to (empty: the device '
           "file's; zero-config: home, else the model's first keyframe)."),
     Param('gravity_compensation', 'bool', False, 'Make servo-driven links weightless inside '
@@ -204,8 +210,9 @@ TABLE = ParameterTable([
           "file's sensors.seed (else 0). The same seed gives the same noisy readings.",
           range=(-1, 2 ** 31 - 1), rule='-1 (the device file\'s) or 0 and above'),
     Param('lidars', 'string_array', [], 'Extra lidars as NAME=SITE (or SITE): a planar '
-          'scanner of lidar_rays rays over 360 degrees on that site, publishing '
-          "<name>/scan (LaserScan); the device file's lidars: section sets any pattern.",
+          'scanner of lidar_rays rays over 360 degrees on that site (or, where no site has '
+          "the name, at that body's origin), publishing <name>/scan (LaserScan); the device "
+          "file's lidars: section sets any pattern and pose.",
           check=lambda v: [d for d in v if d]),
     Param('lidar_rays', 'integer', 360, 'Rays per scan of each lidars entry.',
           range=(1, 100000), rule='1..100000'),

@@ -52,26 +52,40 @@ class RobotInterfaces:
     """One robot's services, actions and topics on ``node`` (its joint_states are the
     state publisher's)."""
 
-    def __init__(self, node, view, bridge, urdf_text=None, entry=None):
-        # entry: the robots file's entry (its controllers_file and gripper_joint), or None
+    def __init__(self, node, view, bridge, urdf_text=None, entry=None, device=None):
+        # entry: the robots file's entry (its controllers_file and gripper_joint), or None;
+        # device: the world's (a drive controller runs on it)
         self.view = view
         self.node = node
         ns = view.namespace
         log = node.get_logger()
         controllers = getattr(entry, 'controllers_file', None)
         self.control = self.trajectory = self.gripper = self.description = None
+        self.drives = []
         try:
             self.control = Control(node, view, bridge, namespace=ns)
+            from ...mobile import config as drive_config
+            blocks = drive_config.read(controllers).blocks if controllers else {}
             try:
-                self.trajectory = TrajectoryController(node, view, 'arm_controller',
-                                                       bridge=bridge, namespace=ns,
-                                                       controllers_file=controllers)
+                if controllers and 'arm_controller' not in blocks:
+                    # a base's own file (a drive controller only) is fine
+                    log.info(f'{ns}/arm_controller not served: {controllers} has no '
+                             'arm_controller block')
+                else:
+                    self.trajectory = TrajectoryController(node, view, 'arm_controller',
+                                                           bridge=bridge, namespace=ns,
+                                                           controllers_file=controllers)
             except ConfigError as err:        # nothing a joint trajectory could move
                 if controllers:
                     raise                     # the user's own file: say what is wrong
                 log.info(f'{ns}/arm_controller not served: {err}')
             self.gripper = GripperController(node, view, 'gripper_controller', bridge=bridge,
                                              namespace=ns, defaults=gripper_settings(entry))
+            if controllers and device is not None:      # its base's drive controller
+                from .mobile import DriveServed, for_robot
+                for config in drive_config.read(controllers).drives:
+                    self.drives.append(DriveServed(
+                        node, device, for_robot(config, ns, view.prefix), None))
             if urdf_text:
                 self.description = node.create_publisher(String, f'{ns}/robot_description',
                                                          LATCHED)
@@ -91,15 +105,16 @@ class RobotInterfaces:
         if self.trajectory is not None:
             out.append(f'{ns}/arm_controller/follow_joint_trajectory')
         out += self.gripper.describe() if self.gripper is not None else []
-        return out
+        return out + [t for d in self.drives for t in d.topics]
 
     def destroy(self):
-        for part in (self.trajectory, self.gripper, self.control):
+        for part in (*self.drives, self.trajectory, self.gripper, self.control):
             if part is not None:
                 part.destroy()
         if self.description is not None:
             self.node.destroy_publisher(self.description)
         self.control = self.trajectory = self.gripper = self.description = None
+        self.drives = []
 
 
 class RobotsServed:
@@ -138,7 +153,7 @@ class RobotsServed:
                 if ns not in self.served:
                     self.served[ns] = RobotInterfaces(self.node, view, self.bridge,
                                                       self.urdf_texts.get(ns),
-                                                      self.entries.get(ns))
+                                                      self.entries.get(ns), self.device)
                     self.node.get_logger().info(
                         f'robot {ns}: {len(view.joint_names)} joints, '
                         f'{self.served[ns].gripper_text()}, serving '

@@ -33,6 +33,7 @@ from sensor_msgs.msg import Imu, JointState, LaserScan, PointCloud2, PointField,
 from .. import conversions as cv
 from ...errors import DeviceError
 from ...fastpath import sched
+from ...sensors import declared
 from ...msg import SensorReading, Touch
 from ...world import scene as scene_edit
 from .contacts import ContactStream
@@ -60,13 +61,25 @@ def _stamped(read, frame, fill):
 class _Stream:
     """One topic: what it publishes at which simulated-time period."""
 
-    def __init__(self, pub, period, build):
+    def __init__(self, pub, period, build, grid=False):
         self.pub = pub
         self.period = period
         self.build = build         # snapshot -> message or None
-        self.last = None           # simulated time last sent
+        self.last = None           # simulated time last sent (with grid: last due)
         self.wanted = False
         self.sent = 0
+        # A description's update_rate (Gazebo's) promises that rate: due times keep to a
+        # grid of the period, so the snapshot a chunk late does not slow the stream down
+        # by a chunk a message. Otherwise two messages are at least a period apart.
+        self.grid = grid
+
+    def due(self, t):
+        """Whether a message is due at simulated time ``t``; if so, it counts as sent."""
+        if self.last is not None and t - self.last < self.period - 1e-9:
+            return False
+        behind = self.last is None or t - self.last >= 2 * self.period
+        self.last = t if not self.grid or behind else self.last + self.period
+        return True
 
 
 class SensorPublisher:
@@ -88,22 +101,29 @@ class SensorPublisher:
             self.groups = [g for g in device.sensing.sensor_groups(
                 seed=params.sensor_seed if params.sensor_seed >= 0 else None,
                 rate=params.sensor_rate or None) if g.enabled]
+        tagged = set(declared.sensor_entries(self.model))     # a description's sensors
+        tagged_lidars = set(declared.lidar_settings(self.model))
         for g in self.groups:
             build = getattr(self, f'_{g.kind}')(g)
             msg_type = _TYPES[g.kind]
-            pub = node.create_publisher(msg_type, f'sensors/{g.name}', SENSOR_QOS)
-            self.streams.append(_Stream(pub, 1.0 / g.rate, build))
-        for cfg in device.sensing.lidar_settings(_lidar_entries(params)).values():
+            pub = node.create_publisher(msg_type, g.topic or f'sensors/{g.name}', SENSOR_QOS)
+            self.streams.append(_Stream(pub, 1.0 / g.rate, build, grid=g.name in tagged))
+        for cfg in device.sensing.lidar_settings(_lidar_entries(params, self.model)).values():
             scanner = device.sensing.lidar(cfg)
-            frame = self.frames.prefix + cfg['frame'] if cfg['frame'] else \
-                self.site_frame(scanner.site)
-            self._frame_of_site(scanner.site, frame)
-            topic = f'{cfg["name"]}/scan' if scanner.planar else f'{cfg["name"]}/points'
-            pub = node.create_publisher(LaserScan if scanner.planar else PointCloud2, topic,
-                                        SENSOR_QOS)
+            if cfg['frame']:
+                frame = self.frames.prefix + cfg['frame']
+            elif scanner.site >= 0:
+                frame = self.site_frame(scanner.site)
+            else:                                   # on a body: a frame of its own name
+                frame = self.frames.prefix + cfg['name']
+            self._frame_at(scanner.body, scanner.offset_pos, scanner.offset_quat, frame)
+            scan = scanner.output == 'scan'
+            topic = cfg.get('topic') or f'{cfg["name"]}/{"scan" if scan else "points"}'
+            pub = node.create_publisher(LaserScan if scan else PointCloud2, topic, SENSOR_QOS)
             self.lidars.append((cfg['name'], topic))
             self.streams.append(_Stream(pub, 1.0 / cfg['rate'],
-                                        self._scan(scanner, cfg, frame)))
+                                        self._scan(scanner, cfg, frame),
+                                        grid=cfg['name'] in tagged_lidars))
             self._lidar_streams.append((self.streams[-1], cfg, frame))
         self.contacts = ContactStream(node, device, frames, params)
         self.streams += self.contacts.streams(_Stream)
@@ -122,13 +142,23 @@ class SensorPublisher:
         return frame
 
     def _frame_of_site(self, site, frame, extra=None):
-        """Put ``frame`` on /tf_static at ``site`` (turned by ``extra``, w-first)."""
+        """Put ``frame`` on /tf_static at ``site`` (turned by ``extra``, w-first); a frame
+        that is a body's (a URDF link a sensor tag names) is the body tree's already."""
+        if frame in self.frames.body_frames and extra is None:
+            return frame
         m = self.model
         quat = np.array(m.site_quat[site], dtype=float)
         if extra is not None:
             quat = cv.quat_mul(quat, extra)
-        parent = self.frames.body_frames[int(m.site_bodyid[site])]
-        self._site_frames[frame] = (parent, np.array(m.site_pos[site]), quat)
+        return self._frame_at(int(m.site_bodyid[site]), m.site_pos[site], quat, frame)
+
+    def _frame_at(self, body, pos, quat, frame):
+        """Put ``frame`` on /tf_static at ``pos``, ``quat`` (w-first) in ``body``; a body's
+        own frame is the body tree's already."""
+        if frame in self.frames.body_frames:
+            return frame
+        self._site_frames[frame] = (self.frames.body_frames[body],
+                                    np.array(pos, dtype=float), np.array(quat, dtype=float))
         return frame
 
     def _group_frame(self, g):
@@ -151,7 +181,8 @@ class SensorPublisher:
         return out
 
     def describe(self):
-        out = [f'sensors/{g.name} ({g.kind} @ {g.rate:g} Hz)' for g in self.groups]
+        out = [f'{g.topic or "sensors/" + g.name} ({g.kind} @ {g.rate:g} Hz)'
+               for g in self.groups]
         out += [topic for _name, topic in self.lidars]
         return out + self.contacts.describe()
 
@@ -267,8 +298,10 @@ class SensorPublisher:
 
         def build(snap):
             scan = scanner.scan(snap)
+            if scan is None:          # its noise model dropped this one
+                return None
             st = cv.stamp(scan.time)
-            if scanner.planar:
+            if scanner.output == 'scan':
                 msg = LaserScan()
                 msg.header.stamp, msg.header.frame_id = st, frame
                 msg.angle_min, msg.angle_max = float(pat.azimuths[0]), float(pat.azimuths[-1])
@@ -373,23 +406,26 @@ class SensorPublisher:
             self._follow(snap)
         t = snap.time
         for s in self.streams:
-            if not s.wanted or (s.last is not None and t - s.last < s.period - 1e-9):
+            if not s.wanted or not s.due(t):
                 continue
-            s.last = t
             msg = s.build(snap)
             if msg is not None:
                 s.pub.publish(msg)
                 s.sent += 1
 
 
-def _lidar_entries(params):
-    """The ``lidars`` parameter's NAME=SITE entries as lidar settings."""
+def _lidar_entries(params, model):
+    """The ``lidars`` parameter's NAME=SITE entries as lidar settings; a name that is no
+    site but a body puts the scanner at that body's origin, along its axes."""
     out = {}
     for entry in params.lidars:
         name, _, site = entry.partition('=')
         if not site:
             name, site = entry, entry
-        out[name.strip()] = {'site': site.strip(), 'rays': params.lidar_rays,
+        site = site.strip()
+        mount = 'body' if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, site) < 0 and \
+            mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, site) >= 0 else 'site'
+        out[name.strip()] = {mount: site, 'rays': params.lidar_rays,
                              'rate': params.lidar_rate, 'range_max': params.lidar_range}
     return out
 

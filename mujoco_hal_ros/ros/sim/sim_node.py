@@ -16,6 +16,7 @@ import threading  # noqa: E402
 import time  # noqa: E402
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
+from geometry_msgs.msg import TransformStamped  # noqa: E402
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup  # noqa: E402
 from rclpy.logging import LoggingSeverity  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
@@ -37,8 +38,13 @@ from ..run import run_node, start_or_destroy  # noqa: E402
 from .sensors import SensorPublisher  # noqa: E402
 from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
 from .description import DescriptionPublisher, model_from_parameters  # noqa: E402
+from .mobile import DriveControllers  # noqa: E402
+from ..parameters import ParameterTable  # noqa: E402
+from ..swap.trajectory_controller import CONTROLLERS_FILE  # noqa: E402
+from ...mobile import config as drive_config  # noqa: E402
 from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
+from ...sensors import declared as declared_sensors  # noqa: E402
 from ...sim.device import Device  # noqa: E402
 from ...world import robots_file  # noqa: E402
 from ...world.sandbox import Limits, Sandbox  # noqa: E402
@@ -56,6 +62,9 @@ class SimNode(GuardedNode):
         self.recording = self.viewer = self.bridge = None
         self.sensors = self.robots = self.policy = None
         self.description = self.urdf_text = None
+        self.mobile = self.controllers = None
+        self.drives = []
+        self._robot_odom_static = []
         self._robot_urdfs = {}
         self._robot_entries = []        # the robots file's entries (their own settings)
         start_or_destroy(self, self._start)
@@ -69,7 +78,12 @@ class SimNode(GuardedNode):
             max_geoms=p.world_max_geoms, max_mesh_vertices=p.world_max_mesh_vertices),
             roots=p.resource_roots or None)
         try:     # the sandbox reads a robot_description from the topic, then scene edits
-            self.urdf_text, urdf_model, self.republish = model_from_parameters(self, p, sandbox)
+            # the robot's own controllers file: its drive controllers decide which joints
+            # are wheels (velocity servos) and steering before the URDF becomes a model
+            path = ParameterTable([CONTROLLERS_FILE]).declare(self).controllers_file
+            self.controllers = drive_config.read(path) if path else None
+            self.urdf_text, urdf_model, self.republish, self.drives = model_from_parameters(
+                self, p, sandbox, drives=self.controllers.drives if self.controllers else ())
             device_file, model = P.device_arguments(self.p, urdf_model)
             self.device = Device(device_file, model=model, keyframe=self.p.keyframe or None,
                                  real_time_factor=self.p.real_time_factor,
@@ -77,8 +91,11 @@ class SimNode(GuardedNode):
                                  gravity_compensation=self.p.gravity_compensation or None,
                                  move_tolerance=self.p.move_tolerance or None)
             if p.robots:         # the launch's own robots: read here, not in the sandbox
+                notes = []
                 self._robot_entries = robots_file.load(p.robots)
-                self._robot_urdfs = robots_file.add_to(self.device, self._robot_entries)
+                self._robot_urdfs = robots_file.add_to(self.device, self._robot_entries, notes)
+                for note in notes:        # each robot's import, as robot_description's
+                    self.get_logger().info(f'robots: {note}')
         except BaseException:
             if self.device is not None:
                 self.device.close()
@@ -106,14 +123,25 @@ class SimNode(GuardedNode):
             raise ConfigError(f'no camera {", ".join(unknown)}', where='parameter depth',
                               allowed=', '.join(sorted(known)) or 'none: this device has no '
                               'cameras')
-        for img in self.device.layout.images:
-            got = P.camera_table(img.name, {'rate': self.p.camera_rate,
-                                            'width': self.p.camera_width or img.width,
-                                            'height': self.p.camera_height or img.height}
+        # cameras the robot description declares: their rate, size, depth and topics are
+        # the tag's (the cameras.<name>.* parameters still win), served even where a device
+        # file's channels leave them out
+        tagged = declared_sensors.cameras(self.device.model)
+        images = [(i.name, i.camera, i.width, i.height, i.depth)
+                  for i in self.device.layout.images]
+        served = {camera for _n, camera, *_rest in images}
+        images += [(name, name, d.width, d.height, False) for name, d in tagged.items()
+                   if name not in served]
+        for name, camera, width, height, depth in images:
+            tag = tagged.get(camera)
+            got = P.camera_table(name, {'rate': tag.rate if tag else self.p.camera_rate,
+                                        'width': self.p.camera_width or width,
+                                        'height': self.p.camera_height or height}
                                  ).declare(self)
-            depth = img.depth or img.name in depth_wanted or img.camera in depth_wanted
-            configs.append(CameraConfig(img.name, img.camera, got.width, got.height, got.rate,
-                                        depth))
+            depth = depth or name in depth_wanted or camera in depth_wanted or (
+                tag is not None and tag.kind != 'camera')
+            configs.append(CameraConfig(name, camera, got.width, got.height, got.rate,
+                                        depth, topics=dict(tag.topics) if tag else {}))
         return configs
 
     def _check_unknown_overrides(self):
@@ -132,11 +160,21 @@ class SimNode(GuardedNode):
     # --- assembly ---------------------------------------------------------------------------
     def _build(self):
         device, p = self.device, self.p
-        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame, p.odom_frame,
-                                bodies=p.publish_tf)
+        drives = self.drives
+        odom_tf = [d for d in drives if d.enable_odom_tf and d.type == drive_config.DIFF_DRIVE]
+        # a drive controller's wheel odometry owns odom -> base on /tf, as on the robot
+        robot_odom = self._robot_odometry()
+        self.frames = FrameTree(device.model, p.frame_prefix, p.world_frame,
+                                odom_tf[0].odom_frame_id if odom_tf else p.odom_frame,
+                                bodies=p.publish_tf, base_tf=not odom_tf,
+                                external=[p.frame_prefix + base for base, _t in robot_odom])
+        self._robot_odom_static = [t for _base, t in robot_odom]
         camera_configs = self._declare_cameras()
         log = self.get_logger()
-        self.state = StatePublisher(self, device, self.frames, p, log)
+        # a drive controller's wheel odometry may take 'odom' (a Gazebo plugin's /odom):
+        # the ground truth then moves beside it
+        self.state = StatePublisher(self, device, self.frames, p, log,
+                                    odom_topic='odom/ground_truth' if drives else 'odom')
         self.cameras = CameraPublisher(self, device, self.frames, camera_configs,
                                        log, p.camera_background,
                                        compression=(p.image_compression, p.jpeg_quality))
@@ -166,9 +204,11 @@ class SimNode(GuardedNode):
             log.set_level(level)
         for why in self.swap.not_served if self.swap is not None else ():
             log.info(why)
+        if drives:
+            self.mobile = DriveControllers(self, device, drives,
+                                           self.create_publisher(TFMessage, '/tf', 100))
         snap = device.snapshot
-        self.static_pub.publish(TFMessage(transforms=self.frames.static_transforms(
-            snap, cv.stamp(snap.time)) + self.sensors.static_transforms(cv.stamp(snap.time))))
+        self.static_pub.publish(TFMessage(transforms=self._statics(snap, cv.stamp(snap.time))))
         self.markers_ready = threading.Event()
         self._markers_stop = threading.Event()
         self._scene_swapped = threading.Event()     # set by the device's model-swapped event
@@ -197,6 +237,33 @@ class SimNode(GuardedNode):
         self.viewer = attach_web_viewer(device, p, log)
         if p.log_summary:
             self._log_start()
+
+    def _robot_odometry(self):
+        """[(base frame, world -> odom transform)] of the robots-file robots whose drive
+        controller publishes odom -> base: their odometry starts where they were put."""
+        out = []
+        for e in self._robot_entries:
+            if not e.controllers_file:
+                continue
+            for d in drive_config.read(e.controllers_file).drives:
+                if not (d.enable_odom_tf and d.type == drive_config.DIFF_DRIVE):
+                    continue
+                t = TransformStamped()
+                t.header.frame_id = self.p.world_frame
+                t.child_frame_id = f'{self.p.frame_prefix}{e.namespace}/{d.odom_frame_id}'
+                tr, rot = t.transform.translation, t.transform.rotation
+                tr.x, tr.y, tr.z = e.position
+                rot.w, rot.x, rot.y, rot.z = e.quaternion
+                out.append((f'{e.namespace}/{d.base_frame_id}', t))
+        return out
+
+    def _statics(self, snap, stamp):
+        """Everything /tf_static carries: the frame tree's, the sensors', and the robots'
+        odometry origins."""
+        for t in self._robot_odom_static:
+            t.header.stamp = stamp
+        return (self.frames.static_transforms(snap, stamp)
+                + self.sensors.static_transforms(stamp) + list(self._robot_odom_static))
 
     def _attach_swap(self, log):
         """The real arm's controller interfaces (trajectory controller, ...), where present."""
@@ -233,8 +300,7 @@ class SimNode(GuardedNode):
                     return
                 stamp = cv.stamp(snap.time)
                 self.static_pub.publish(TFMessage(
-                    transforms=self.frames.static_transforms(snap, stamp)
-                    + self.sensors.static_transforms(stamp)))
+                    transforms=self._statics(snap, stamp)))
             if self.description is not None:
                 self.description.follow(model)
             self._publish_scene(model)
@@ -266,7 +332,9 @@ class SimNode(GuardedNode):
             self.sensors.describe()
         log.info('publishing: ' + ', '.join(published + self.cameras.describe()))
         log.info('serving: ' + ', '.join(self.control.describe() + WrenchServices.describe() + (
-            self.swap.describe() if self.swap is not None else []) + self.recording.describe()
+            self.swap.describe() if self.swap is not None else []) + (
+            self.mobile.describe() if self.mobile is not None else [])
+            + self.recording.describe()
             + self.robots.describe()))
         gripper = getattr(self.swap, 'gripper', None) if self.swap is not None else None
         g = gripper.gripper if gripper is not None else None
@@ -419,6 +487,9 @@ class SimNode(GuardedNode):
         if self.swap is not None:
             self.swap.destroy()
             self.swap = None
+        if self.mobile is not None:
+            self.mobile.destroy()
+            self.mobile = None
         if self.device is not None:
             self.device.close()
 

@@ -120,7 +120,7 @@ class RateMeter:
 class StatePublisher:
     """Publishes the device state on its own thread at the configured rates."""
 
-    def __init__(self, node, device, frames, params, logger):
+    def __init__(self, node, device, frames, params, logger, odom_topic='odom'):
         self.node = node
         self.device = device
         self.frames = frames
@@ -154,7 +154,7 @@ class StatePublisher:
         self._js = JointState(name=list(self.joint_names))
         self._js_bytes = cdr.JointStateBytes(self.joint_names)
         self._tf_bytes = cdr.TransformsBytes(frames.moving_parents, frames.moving_frames)
-        self.odometry = (Odometry(node, model, frames)
+        self.odometry = (Odometry(node, model, frames, odom_topic)
                          if frames.odom is not None else None)
         fast = fastpath.enabled()          # the one choice of path for these three streams
         self.raw = fast and raw_messages_ok(self._js_bytes, self._tf_bytes, self.joint_names)
@@ -230,7 +230,8 @@ class StatePublisher:
         if self.clock_pub is not None:
             out.append('/clock')
         if self.odometry is not None:
-            out.append(f'odom ({self.frames.odom} -> {self.odometry.child})')
+            out.append(f'{self.odometry.topic} ({self.frames.odom} -> {self.odometry.child}, '
+                       'ground truth)')
         out += [f'poses/{n}' for n in self.poses]
         out += [f'channels/{n}' for n in self.channels]
         return out
@@ -450,7 +451,7 @@ class Odometry:
     the numbers are the simulator's exact state, not an estimate.
     """
 
-    def __init__(self, node, model, frames):
+    def __init__(self, node, model, frames, topic='odom'):
         from nav_msgs.msg import Odometry as OdometryMsg   # only floating bases need it
         base = frames.base
         self.base = base
@@ -460,7 +461,8 @@ class Odometry:
         self._msg = OdometryMsg()
         self._msg.header.frame_id = frames.odom
         self._msg.child_frame_id = self.child
-        self._pub = node.create_publisher(OdometryMsg, 'odom', STATE_QOS)
+        self.topic = topic
+        self._pub = node.create_publisher(OdometryMsg, topic, STATE_QOS)
         self._mat = np.empty(9)
         self.wanted = False
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import conversions as cv
 from ...description import frames as df
+from ...sensors import declared
 
 # Quaternion (w, x, y, z) of OPTICAL_FROM_MUJOCO = diag(1, -1, -1): 180 degrees about x.
 Q_OPTICAL = np.array([0.0, 1.0, 0.0, 0.0])
@@ -54,9 +55,12 @@ def floating_base(model):
 class FrameTree:
     """Frame names, each frame's parent and which transforms are static, decided once."""
 
-    def __init__(self, model, prefix='', world='world', odom='odom', bodies=True):
+    def __init__(self, model, prefix='', world='world', odom='odom', bodies=True,
+                 base_tf=True, external=()):
+        # external: frames whose transform another part publishes (a robots-file robot's
+        # drive controller: its base from its wheel odometry)
         self.model = model
-        self._settings = (prefix, world, odom, bodies)
+        self._settings = (prefix, world, odom, bodies, base_tf, tuple(external))
         self.prefix = prefix
         self.world = world
         self.body_frames = df.body_frame_names(model, prefix, world)
@@ -67,14 +71,26 @@ class FrameTree:
         # REP-105 for a floating base: world -> odom (static) -> base -> its body tree
         self.base = floating_base(model) if odom and bodies else None
         self.odom = prefix + odom if self.base is not None else None
+        if not base_tf and self.base is not None and self.base in self.dynamic_bodies:
+            # a drive controller's wheel odometry publishes odom -> base (mobile.base)
+            self.dynamic_bodies.remove(self.base)
+        if external:
+            self.dynamic_bodies = [b for b in self.dynamic_bodies
+                                   if self.body_frames[b] not in set(external)]
         self.cameras = {}
+        declared_cameras = declared.cameras(model)
         for c in range(model.ncam):
             name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, c)
             if not name:
                 continue
             fixed = int(model.cam_mode[c]) == int(mujoco.mjtCamLight.mjCAMLIGHT_FIXED)
-            self.cameras[name] = {'id': c, 'frame': f'{prefix}{name}_optical_frame',
-                                  'fixed': fixed, 'body': int(model.cam_bodyid[c])}
+            frame = f'{prefix}{name}_optical_frame'
+            if name in declared_cameras:      # the frame the description's tag names
+                frame = prefix + declared.optical_frame(declared_cameras[name])
+            self.cameras[name] = {'id': c, 'frame': frame, 'fixed': fixed,
+                                  'body': int(model.cam_bodyid[c]),
+                                  # a URDF link of that name is on /tf already
+                                  'is_body': frame in self.body_frames}
         self.tracking_cameras = [cam['id'] for cam in self.cameras.values() if not cam['fixed']]
         self._bodies = np.asarray(self.dynamic_bodies, dtype=np.intp)
         self._parents = np.asarray(model.body_parentid[self._bodies], dtype=np.intp)
@@ -126,7 +142,7 @@ class FrameTree:
             t.header.stamp = stamp
             out.append(self._pose(t, m.body_pos[b], m.body_quat[b]))
         for cam in self.cameras.values():
-            if not cam['fixed']:
+            if not cam['fixed'] or cam['is_body']:
                 continue
             c = cam['id']
             t = self._transform(self.body_frames[cam['body']], cam['frame'])

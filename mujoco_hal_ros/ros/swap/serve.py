@@ -35,6 +35,9 @@ class SwapInterfaces:
         self.bridge = bridge
         self.owns_bridge = owns_bridge      # made for these parts: closed in destroy()
         self.trajectory = trajectory
+        # every joint trajectory controller served: the one named by trajectory_controller
+        # first (``trajectory``), then the controllers file's other ones (a dual-arm robot's)
+        self.trajectories = [trajectory] if trajectory is not None else []
         self.gripper = gripper
         self.parallel_gripper = parallel_gripper
         self.topic = topic
@@ -44,8 +47,8 @@ class SwapInterfaces:
 
     def describe(self):
         out = []
-        if self.trajectory is not None:
-            n = self.trajectory.name
+        for trajectory in self.trajectories:
+            n = trajectory.name
             out += [f'{n}/follow_joint_trajectory', f'{n}/joint_trajectory',
                     f'{n}/controller_state']
         for gripper in (self.gripper, self.parallel_gripper):
@@ -59,10 +62,11 @@ class SwapInterfaces:
         return out
 
     def destroy(self):
-        for part in (self.trajectory, self.gripper, self.parallel_gripper, self.topic,
-                     self.simulation):
+        for part in [*self.trajectories, self.gripper, self.parallel_gripper, self.topic,
+                     self.simulation]:
             if part is not None:
                 part.destroy()
+        self.trajectories = []
         self.trajectory = self.gripper = self.parallel_gripper = None
         self.topic = self.simulation = None
         if self.bridge is not None and self.owns_bridge:
@@ -104,11 +108,20 @@ def attach_swap_interfaces(node, device, params=None, bridge=None):
     name, use_sim = p.trajectory_controller, p.simulation_interfaces
     parts = SwapInterfaces(bridge=bridge or CompletionBridge(node), owns_bridge=bridge is None)
     try:
-        why = nothing_to_serve(node, device, name, p.controllers_file) if name else None
-        if why is not None:
-            parts.not_served.append(why)
-        elif name:
-            parts.trajectory = TrajectoryController(node, device, name, bridge=parts.bridge)
+        names = [name] if name else []
+        if p.controllers_file:        # the file's every joint_trajectory_controller
+            from ...mobile import config as controllers
+            names += [n for n in controllers.read(p.controllers_file).of_type(controllers.ARM)
+                      if n not in names]
+        for each in names:
+            why = nothing_to_serve(node, device, each, p.controllers_file)
+            if why is not None:
+                if each == name:
+                    parts.not_served.append(why)
+                continue
+            parts.trajectories.append(TrajectoryController(node, device, each,
+                                                           bridge=parts.bridge))
+        parts.trajectory = parts.trajectories[0] if parts.trajectories else None
         if p.gripper_controller and p.gripper_controller == p.parallel_gripper_controller:
             raise ConfigError(f'gripper_controller and parallel_gripper_controller both name '
                               f'{p.gripper_controller!r}: both would serve '

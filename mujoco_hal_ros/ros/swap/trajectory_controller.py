@@ -86,7 +86,17 @@ def nothing_to_serve(node, device, name, controllers_file=''):
     start. Joints the user named (``<name>.joints`` or a controllers file) are not second
     guessed: the controller is built and refuses them with what it would accept.
     """
-    if jt.trajectory_joints(device.layout) or controllers_file or given_under(node, f'{name}.'):
+    if given_under(node, f'{name}.'):
+        return None
+    if controllers_file:
+        from ...mobile import config as drive_config
+        blocks = drive_config.read(controllers_file).blocks
+        if name in blocks:
+            return None
+        return (f'{name}: not served: {controllers_file} has no "{name}: ros__parameters:" '
+                'block (a file with only a drive controller is fine; trajectory_controller:='
+                '<name> serves another block)')
+    if jt.trajectory_joints(device.layout):
         return None
     return (f'{name}: not served: no goal channel drives a joint to a position, so a joint '
             'trajectory could move nothing (give the device file a position goal channel to '
