@@ -26,7 +26,7 @@ build: setup
 WEB_VIEWER ?= 8080
 RECORDINGS ?= $(CURDIR)/recordings
 run: setup
-	@echo "[run] ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-unset (ROS's default, 0)}: a client in another shell needs the same; recordings go to $(RECORDINGS)"
+	@echo "[run] ROS_DOMAIN_ID=$${ROS_DOMAIN_ID:-unset, the ROS default 0}: a client in another shell needs the same; recordings go to $(RECORDINGS)"
 	@$(ENV) exec $(INSTALL)/mujoco_hal_ros/lib/mujoco_hal_ros/sim_node --ros-args \
 	  -p log_summary:=true -p web_viewer:=$(WEB_VIEWER) -p record_folder:=$(RECORDINGS) \
 	  $(RUN_ARGS)

@@ -60,7 +60,7 @@ def ros2_calls(block):
     """``(verb, name, type, request text)`` of every ``ros2 action send_goal`` and
     ``ros2 service call`` line of a shell block."""
     calls = []
-    for line in block.body.splitlines():
+    for line in block.body.replace('\\\n', ' ').splitlines():     # a continued line: one
         words = shlex.split(line, comments=True)
         if words[:3] == ['ros2', 'action', 'send_goal'] or words[:3] == \
                 ['ros2', 'service', 'call']:

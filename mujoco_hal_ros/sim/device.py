@@ -464,10 +464,18 @@ class Device:
 
     def reset(self):
         """Back to the keyframe and hold there; simulated time keeps running forward.
-        Live randomization is undone too: the keyframe comes back on the nominal model."""
+        Live randomization is undone too: the keyframe comes back on the nominal model.
+        Spawned entities go back to their own home (where their spawn put them), not to
+        the world's qpos0 for them."""
+        homes = self.scene.homes()
+
         def on_reset(s):
             if self.world.randomizer.undo():
                 mujoco.mj_forward(s.model, s.data)     # derived from the nominal model again
+                s.publish_snapshot()
+            if homes[0] or homes[1]:
+                scene_edit.put_at_home(None, s.model, s.data, homes)
+                s.hold_pose()                          # the servos hold there
                 s.publish_snapshot()
             if self.moves:
                 self.runner.end(errors.STOPPED, 'reset', s.publish_snapshot())

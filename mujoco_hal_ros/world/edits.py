@@ -25,6 +25,7 @@ class SceneEdits:
         self._start_path = start_path   # the world unload_world goes back to
         self._spec = None               # the Scene edits start from, parsed on the first edit
         self._spawned: dict = {}        # entity name -> its bodies
+        self._homes: dict = {}          # entity name -> its home (scene.entity_home)
         self.lock = threading.RLock()   # one scene edit at a time, start to end
 
     # --- what the edits share -------------------------------------------------------------
@@ -41,6 +42,16 @@ class SceneEdits:
     def names(self) -> list:
         """The entities spawned so far (``spawn`` names, namespace included)."""
         return sorted(self._spawned)
+
+    def homes(self) -> tuple:
+        """``({joint: position}, {actuator: ctrl})`` of every spawned entity at its home
+        (world names): where a reset puts them back, as the spawn did."""
+        joints: dict = {}
+        ctrl: dict = {}
+        for j, c in list(self._homes.values()):
+            joints.update(j)
+            ctrl.update(c)
+        return joints, ctrl
 
     def bodies(self, name) -> list:
         """The bodies a spawned entity brought, top one first ([] for any other name)."""
@@ -89,6 +100,7 @@ class SceneEdits:
             except BaseException:
                 self._spawned.pop(full, None)
                 raise
+            self._homes[full] = home
             return {'success': True, 'code': errors.DONE, 'name': full, 'bodies': bodies}
 
     def delete(self, name) -> dict:
@@ -108,6 +120,7 @@ class SceneEdits:
             self._device.replace_model(model, why=f'deleted {name}', scene_spec=scene,
                                        entity=brought)
             self._spawned.pop(name, None)
+            self._homes.pop(name, None)
             return {'success': True, 'code': errors.DONE, 'name': name}
 
     def load_world(self, resource) -> dict:
@@ -124,6 +137,7 @@ class SceneEdits:
                                  why=f'loaded world {errors.shorten(path)}',
                                  scene_spec=spec, model_path=path)
             self._spawned.clear()
+            self._homes.clear()
             return {'success': True, 'code': errors.DONE, 'model': device.model_path,
                     'zero_config': device.layout.zero_config}
 
@@ -136,4 +150,5 @@ class SceneEdits:
                                        scene_spec=Scene(self._start_path),
                                        model_path=self._start_path)
             self._spawned.clear()
+            self._homes.clear()
         return {'success': True, 'code': errors.DONE, 'model': self._device.model_path}

@@ -9,7 +9,8 @@ into the world under its namespace and made a device of its own (``sim.robots``)
         position: [0.0, 0.35, 0.0]      # metres, in the world
         quaternion: [1, 0, 0, 0]        # w x y z (optional)
         device_file: arm.yaml           # the real arm's device file (optional)
-        controllers_file: controllers.yaml   # its ros2_control controllers (optional)
+        controllers_file: controllers.yaml   # its ros2_control controllers (optional): the
+                                        # arm_controller and gripper_controller blocks
         gripper_joint: finger_joint1    # the joint its gripper_controller drives (optional)
         base: auto                      # auto, fixed or floating, as the base parameter
 

@@ -176,18 +176,19 @@ def entity_home(child, prefix):
 
 def put_at_home(old_model, new_model, new_data, home):
     """Stepper thread, in a swap: the joints and actuators that are new in ``new_model``
-    (not in ``old_model``) start where ``home`` (``entity_home``) puts them, then
-    ``mj_forward``. What was there before keeps its carried-over state."""
+    (not in ``old_model``; every one of ``home`` when it is None, as after a reset) start
+    where ``home`` (``entity_home``) puts them, then ``mj_forward``. What was there before
+    keeps its carried-over state."""
     joints, ctrl = home or ({}, {})
     J, A = mujoco.mjtObj.mjOBJ_JOINT, mujoco.mjtObj.mjOBJ_ACTUATOR
     for name, q in joints.items():
         j = mujoco.mj_name2id(new_model, J, name)
-        if j >= 0 and mujoco.mj_name2id(old_model, J, name) < 0:
+        if j >= 0 and (old_model is None or mujoco.mj_name2id(old_model, J, name) < 0):
             new_data.qpos[new_model.jnt_qposadr[j]] = q
             new_data.qvel[new_model.jnt_dofadr[j]] = 0.0
     for name, c in ctrl.items():
         a = mujoco.mj_name2id(new_model, A, name)
-        if a >= 0 and mujoco.mj_name2id(old_model, A, name) < 0:
+        if a >= 0 and (old_model is None or mujoco.mj_name2id(old_model, A, name) < 0):
             new_data.ctrl[a] = c
     mujoco.mj_forward(new_model, new_data)
 

@@ -305,6 +305,12 @@ def test_a_spawned_zoo_arm_starts_at_home_with_its_servos_there(zm):
             if not _under_free_joint(m, int(m.jnt_bodyid[j])):
                 drift = abs(snap.qpos[m.jnt_qposadr[j]] - q0[m.jnt_qposadr[j]])
                 assert drift < 0.05, (m.joint(j).name, drift)
+        # a reset puts it back at home too, not at the world's qpos0 for its joints
+        dev.reset()
+        q = dev.snapshot.qpos
+        for name, value in expected.items():
+            assert q[m.jnt_qposadr[m.joint(f'second/arm/{name}').id]] == \
+                pytest.approx(value, abs=1e-9), name
 
 
 def _under_free_joint(m, body):

@@ -252,3 +252,33 @@ def test_the_gripper_follows_a_swapped_model_to_its_new_addresses(panda):
     gh, res = panda.send(client, _goal(0.01))
     assert gh.accepted
     assert panda.wait(res, 20.0).result.reached_goal
+
+
+def test_the_real_arm_s_controllers_file_sets_the_gripper_too(tmp_path):
+    """controllers_file's gripper_controller block (gripper_action_controller's joint and
+    goal_tolerance) configures the simulated gripper as it does the real one; the hobby
+    arm's horn named there is bound as asked (check_robot --gripper-joint catches that)."""
+    from mujoco_hal_ros.description.urdf_in import model_from_urdf
+    hobby = os.path.join(ROOT, 'test', 'models', 'hobby_arm.urdf')
+    with open(hobby, encoding='utf-8') as handle:
+        path, _ = model_from_urdf(handle.read(), base_dir=os.path.dirname(hobby))
+    controllers = tmp_path / 'controllers.yaml'
+    controllers.write_text('arm_controller:\n  ros__parameters:\n    joints: [shoulder_pan, '
+                           'shoulder_lift, elbow_flex, wrist_flex, wrist_roll]\n'
+                           'gripper_controller:\n  ros__parameters:\n'
+                           '    joint: gripper\n    goal_tolerance: 0.01\n')
+    dev = Device(model=path, real_time_factor=0.0)
+    h = Harness(dev, params={'controllers_file': str(controllers)})
+    try:
+        g = h.parts.gripper
+        assert g.gripper.joint == 'gripper' and g.tolerance == pytest.approx(0.01)
+    finally:
+        h.close()
+        dev.close()
+    dev = Device(model=path, real_time_factor=0.0)          # without the file: the fingers
+    h = Harness(dev)
+    try:
+        assert h.parts.gripper.gripper.joint == 'left_finger_joint'
+    finally:
+        h.close()
+        dev.close()

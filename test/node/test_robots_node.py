@@ -259,10 +259,11 @@ def twins(tmp_path_factory):
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
     from helpers import SpunNodes
     path = tmp_path_factory.mktemp('twins') / 'cell.yaml'
-    entry = (f'    urdf: {HOBBY}\n    controllers_file: {HOBBY_CONTROLLERS}\n'
-             '    gripper_joint: left_finger_joint\n')
+    entry = f'    urdf: {HOBBY}\n    controllers_file: {HOBBY_CONTROLLERS}\n'
+    # left: the gripper joint from the controllers file; right: gripper_joint (the same)
     path.write_text('robots:\n  - namespace: left\n' + entry + '    position: [0, 0.3, 0]\n'
-                    '  - namespace: right\n' + entry + '    position: [0, -0.3, 0]\n')
+                    '  - namespace: right\n' + entry + '    position: [0, -0.3, 0]\n'
+                    '    gripper_joint: left_finger_joint\n')
     # under /cell: the module's other node serves left/ and right/ at the root; frame_prefix
     # empty, so the frames are the robots' own prefix only (left/base_link)
     h = SpunNodes(lambda ctx: [
@@ -301,6 +302,10 @@ def test_two_copies_of_one_arm_are_driven_by_its_own_controllers_file_and_names(
         assert node.get_parameter(f'{ns}.arm_controller.joints').value == HOBBY_ARM
         assert node.get_parameter(f'{ns}.arm_controller.constraints.shoulder_pan.goal'
                                   ).value == pytest.approx(0.02)
+        assert node.get_parameter(f'{ns}.gripper_controller.joint').value == \
+            'left_finger_joint'
+        assert node.get_parameter(f'{ns}.gripper_controller.goal_tolerance').value == \
+            pytest.approx(0.003)                          # the file's gripper block
     before_right = _latest(twins, 'right/joint_states')
     goal = np.array([0.4, -0.3, 0.5, 0.3, -0.2])
     client = ActionClient(twins.nodes[-1], FollowJointTrajectory,
@@ -338,23 +343,24 @@ def _finger_gap(h, ns):
                                 - data.xpos[model.body(f'{ns}/right_finger').id]))
 
 
-def test_each_copy_s_gripper_moves_its_own_fingers(twins):
+@pytest.mark.parametrize('ns, other', [('right', 'left'), ('left', 'right')])
+def test_each_copy_s_gripper_moves_its_own_fingers(twins, ns, other):
     from control_msgs.action import GripperCommand
     client = ActionClient(twins.nodes[-1], GripperCommand,
-                          'right/gripper_controller/gripper_cmd')
+                          f'{ns}/gripper_controller/gripper_cmd')
     try:
-        left_before = _finger_gap(twins, 'left')
+        other_before = _finger_gap(twins, other)
         closed = _send(twins, client, GripperCommand.Goal(
             command=GripperCommand.Goal().command.__class__(position=0.0, max_effort=5.0)))
-        gap_closed = _finger_gap(twins, 'right')
+        gap_closed = _finger_gap(twins, ns)
         opened = _send(twins, client, GripperCommand.Goal(
             command=GripperCommand.Goal().command.__class__(position=0.03, max_effort=5.0)))
-        gap_open = _finger_gap(twins, 'right')
+        gap_open = _finger_gap(twins, ns)
     finally:
         client.destroy()
     assert closed.reached_goal and opened.reached_goal
     assert gap_open - gap_closed == pytest.approx(0.06, abs=0.005)     # both fingers, 30 mm
-    assert _finger_gap(twins, 'left') == pytest.approx(left_before, abs=1e-3)
+    assert _finger_gap(twins, other) == pytest.approx(other_before, abs=1e-3)
 
 
 def test_tf_frames_carry_the_robot_prefix_and_no_empty_segment(twins):
@@ -375,3 +381,40 @@ def test_tf_frames_carry_the_robot_prefix_and_no_empty_segment(twins):
     assert {'left/base_link', 'right/base_link', 'left/left_finger',
             'right/right_finger'} <= frames, sorted(frames)
     assert not [f for f in frames if '//' in f or f.startswith('/') or f.endswith('/')]
+
+
+def test_a_panda_spawned_under_a_namespace_starts_at_its_home_keyframe(two):
+    """simulation_interfaces' spawn with an entity_namespace: the robot starts at its
+    model's home keyframe (read here from the file), every joint within its range, as
+    robots-file robots do; at qpos0 Panda's joint4 was outside its range."""
+    from mujoco_hal_ros import menagerie
+    try:
+        path = menagerie.model_path('panda')
+    except Exception as exc:  # noqa: BLE001 - the test extra is not installed
+        pytest.skip(f'no Menagerie Panda: {exc}')
+    if path is None:
+        pytest.skip('no Menagerie Panda')
+    alone = mujoco.MjModel.from_xml_path(path)
+    key = alone.key('home').id
+    home = {alone.joint(j).name: float(alone.key_qpos[key, alone.jnt_qposadr[j]])
+            for j in range(alone.njnt)}
+    req = si.SpawnEntity.Request(name='panda', entity_namespace='second')
+    req.entity_resource.uri = path
+    req.initial_pose.pose.position.x = 1.5
+    req.initial_pose.pose.orientation.w = 1.0
+    r = two.call(si.SpawnEntity, 'spawn_entity', req, timeout=60.0)
+    assert r.result.result == Result.RESULT_OK, r.result.error_message
+    try:
+        js = _latest(two, 'second/joint_states', timeout=20.0)
+        assert js is not None
+        got = dict(zip(js.name, js.position))
+        assert set(got) == set(home)
+        for name, q in home.items():
+            assert got[name] == pytest.approx(q, abs=2e-3), name
+            j = alone.joint(name).id
+            lo, hi = alone.jnt_range[j]
+            assert lo - 1e-6 <= got[name] <= hi + 1e-6, name
+    finally:
+        d = two.call(si.DeleteEntity, 'delete_entity',
+                     si.DeleteEntity.Request(entity='second/panda'))
+        assert d.result.result == Result.RESULT_OK, d.result.error_message

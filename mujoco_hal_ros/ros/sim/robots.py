@@ -24,11 +24,28 @@ from std_msgs.msg import String
 
 from ...errors import ConfigError, DeviceError
 from ..swap.gripper_controller import GripperController
-from ..swap.trajectory_controller import TrajectoryController
+from ..swap.trajectory_controller import controller_block, TrajectoryController
 from .control import Control
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
+
+
+def gripper_settings(entry):
+    """A robots-file robot's own gripper_controller settings: its controllers file's
+    ``gripper_controller`` block (gripper_action_controller's ``joint``, tolerances), its
+    ``gripper_joint`` over that; {} without either."""
+    out = {}
+    controllers = getattr(entry, 'controllers_file', None)
+    if controllers:
+        try:
+            out = controller_block(controllers, 'gripper_controller')
+        except ConfigError:
+            out = {}                    # the file has no gripper_controller: zero-config's
+    joint = getattr(entry, 'gripper_joint', None)
+    if joint:
+        out = dict(out, joint=joint)
+    return out
 
 
 class RobotInterfaces:
@@ -63,8 +80,7 @@ class RobotInterfaces:
                     raise                     # the user's own file: say what is wrong
                 log.info(f'{ns}/arm_controller not served: {err}')
             self.gripper = GripperController(node, view, 'gripper_controller', bridge=bridge,
-                                             namespace=ns,
-                                             joint=getattr(entry, 'gripper_joint', None))
+                                             namespace=ns, defaults=gripper_settings(entry))
             if controllers and device is not None:      # its base's drive controller
                 from .mobile import DriveServed, for_robot
                 for config in drive_config.read(controllers).drives:

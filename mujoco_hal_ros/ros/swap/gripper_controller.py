@@ -160,10 +160,10 @@ class GripperController:
     ``peers``: controllers on the same finger, whose goal a new one here preempts."""
 
     def __init__(self, node, device, name, bridge=None, interface=SINGLE, namespace='',
-                 joint=None):
+                 defaults=None):
         # namespace: one robot of several (``RobotView``): ``<namespace>/<name>/gripper_cmd``,
-        # its parameters under ``<namespace>.<name>.``; joint: the robots file's
-        # gripper_joint, the default of its ``joint`` parameter
+        # its parameters under ``<namespace>.<name>.``; defaults: that robot's own settings
+        # (its controllers file's gripper_controller block, its gripper_joint as ``joint``)
         self.node, self.device = node, device
         self.name = f'{namespace}/{name}' if namespace else name
         name = f'{namespace}.{name}' if namespace else name
@@ -172,7 +172,7 @@ class GripperController:
         self._own_bridge = bridge is None           # closed in destroy() if made here
         self.bridge = CompletionBridge(node) if bridge is None else bridge
         self.log = node.get_logger()
-        c = controller_table(name).declare(node, defaults={'joint': joint} if joint else None)
+        c = controller_table(name).declare(node, defaults=defaults)
         self._joint = c.joint
         self._unsubscribe = None
         try:

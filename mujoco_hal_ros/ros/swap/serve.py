@@ -14,8 +14,8 @@ from ...errors import ConfigError
 from .gripper_controller import (CONTROLLER as GRIPPER, GripperController, PARALLEL,
                                  PARALLEL_COMMAND)
 from .topic_control import TopicControl
-from .trajectory_controller import (CONTROLLER, CONTROLLERS_FILE, nothing_to_serve,
-                                    TrajectoryController)
+from .trajectory_controller import (CONTROLLER, CONTROLLERS_FILE, controller_block,
+                                    nothing_to_serve, TrajectoryController)
 
 # What is attached; each part's own parameters are in its own table.
 TABLE = ParameterTable([
@@ -74,6 +74,18 @@ class SwapInterfaces:
         self.bridge = None
 
 
+def _file_block(path, name):
+    """The controllers file's ``<name>: ros__parameters:`` block (a gripper controller's
+    ``joint`` and tolerances, as gripper_action_controller reads them), or None: the real
+    arm's file sets the simulated gripper as it sets the arm's controller."""
+    if not path:
+        return None
+    try:
+        return controller_block(path, name)
+    except ConfigError:
+        return None                 # no such block: zero-config's gripper
+
+
 def _share_fingers(a, b):
     """Two controllers on one finger: a goal on either preempts the other's."""
     if a is None or b is None or not (a.served and b.served):
@@ -117,12 +129,14 @@ def attach_swap_interfaces(node, device, params=None, bridge=None):
                               "names, or '' to the one you do not use",
                               where='parameter parallel_gripper_controller')
         if p.gripper_controller:
-            parts.gripper = GripperController(node, device, p.gripper_controller,
-                                              bridge=parts.bridge)
+            parts.gripper = GripperController(
+                node, device, p.gripper_controller, bridge=parts.bridge,
+                defaults=_file_block(p.controllers_file, p.gripper_controller))
         if p.parallel_gripper_controller:
             parts.parallel_gripper = GripperController(
                 node, device, p.parallel_gripper_controller, bridge=parts.bridge,
-                interface=PARALLEL_COMMAND)
+                interface=PARALLEL_COMMAND,
+                defaults=_file_block(p.controllers_file, p.parallel_gripper_controller))
         _share_fingers(parts.gripper, parts.parallel_gripper)
         parts.topic = TopicControl(node, device, bridge=parts.bridge)
         if parts.topic.not_served:
