@@ -75,8 +75,9 @@ def test_a_condition_that_never_holds_names_what(sim_robot):
         robot.run_until(lambda: False, 0.2, what='the impossible')
 
 
-def graph_names(domain, seconds=3.0):
-    """Node names a separate participant on ``domain`` sees (an independent reader)."""
+def graph_names(domain, seconds=3.0, until=None):
+    """Node names a separate participant on ``domain`` sees (an independent reader), once
+    ``until(names)`` holds or after ``seconds``."""
     import time
     import rclpy
     ctx = rclpy.Context()
@@ -86,7 +87,7 @@ def graph_names(domain, seconds=3.0):
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         names = set(probe.get_node_names()) - {'graph_probe'}
-        if names:
+        if until is not None and until(names):
             break
         time.sleep(0.1)
     probe.destroy_node()
@@ -100,7 +101,7 @@ def test_nothing_left_behind_even_when_the_test_raises(process):
     domain = free_domain_id()
     with pytest.raises(RuntimeError, match='the test failed'):
         with SimRobot(model=bench_arm_path(), domain_id=domain, process=process) as robot:
-            assert 'sim_node' in graph_names(domain)
+            assert 'sim_node' in graph_names(domain, 15.0, lambda n: 'sim_node' in n)
             raise RuntimeError('the test failed')
     robot.close()                                  # twice is fine
     assert not robot.context.ok()
