@@ -53,7 +53,7 @@ def test_trajectory_then_the_hand_by_fk_in_simulated_time(sim_robot):
 def test_same_test_same_result():
     """Repeated runs of one trajectory in deterministic mode: bit-identical states."""
     finals = []
-    for _ in range(3):
+    for _ in range(10):
         with SimRobot() as robot:
             _result, q = follow(robot)
             finals.append(q)
