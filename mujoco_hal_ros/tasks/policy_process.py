@@ -70,6 +70,7 @@ class ProcessPolicy(Policy):
         self._wake_r, self._wake_w = os.pipe()
         self._hello = None
         self._reset = False
+        self._buf = bytearray()
         self.calls = 0
         env = dict(os.environ)
         # the node's own import path, never its working directory
@@ -85,6 +86,7 @@ class ProcessPolicy(Policy):
         self.pid = self._proc.pid
         self._out = self._proc.stdout.fileno()
         self._in = self._proc.stdin.fileno()
+        os.set_blocking(self._in, False)
 
     # --- sizes, known once the worker said hello ---------------------------------------------
     @property            # type: ignore[override]
@@ -99,8 +101,9 @@ class ProcessPolicy(Policy):
         if self._hello is None:
             with self._lock:
                 if self._hello is None:
-                    header, _ = self._receive(self.start_s, 'start (import and make the policy)')
-                    if not header.get('ok'):
+                    header = self._receive(self.start_s, START_WHAT)
+                    if not isinstance(header, dict) or not header.get('ok'):
+                        header = header if isinstance(header, dict) else {}
                         self.close()
                         raise InvalidArgument(
                             f'{self.name} ({shorten(self.target)}) cannot be made a policy: '
@@ -117,27 +120,22 @@ class ProcessPolicy(Policy):
             return
         slots = np.ascontiguousarray(slots, dtype=np.int64)
         episodes = np.ascontiguousarray(episodes, dtype=np.int64)
-        header, _ = self._call({'op': 'reset', 'n': len(slots)},
-                               slots.tobytes() + episodes.tobytes(), 'reset')
-        if not header.get('ok'):
-            self._fail(header, 'reset')
+        header = self._call(struct.pack('>cII', b'R', len(slots), 0) + slots.tobytes()
+                            + episodes.tobytes(), 'reset')
+        if not isinstance(header, dict) or not header.get('ok'):
+            self._fail(header if isinstance(header, dict) else {}, 'reset')
 
     def act(self, obs: np.ndarray, slots: np.ndarray) -> np.ndarray:
         self._ready()
         obs = np.ascontiguousarray(obs, dtype=np.float64)
-        header, data = self._call({'op': 'act', 'shape': list(obs.shape)}, obs.tobytes(),
-                                  'act')
+        if obs.ndim != 2:
+            raise InvalidArgument(f'observations of shape {obs.shape}', where='policy',
+                                  allowed='(n, obs)')
+        answer = self._call(struct.pack('>cII', b'A', *obs.shape) + obs.tobytes(), 'act')
         self.calls += 1
-        if not header.get('ok'):
-            self._fail(header, 'asked for actions')
-        try:
-            dtype = np.dtype(header['dtype'])
-            shape = tuple(int(s) for s in header['shape'])
-            out = np.frombuffer(data, dtype=dtype)
-            return out.reshape(shape)
-        except (KeyError, TypeError, ValueError) as err:
-            raise InvalidArgument(f'{self.name} answered actions that cannot be read: {err}',
-                                  where='policy') from None
+        if isinstance(answer, dict):
+            self._fail(answer, 'asked for actions')
+        return answer
 
     def _fail(self, header, doing):
         kind = header.get('kind')
@@ -151,48 +149,67 @@ class ProcessPolicy(Policy):
         raise _raised(str(header.get('type', 'PolicyRaised')), str(header.get('message', '')))
 
     # --- the pipe, under the deadline ------------------------------------------------------------
-    def _call(self, header, data, what):
+    def _call(self, request, what):
         with self._lock:
-            self._send(header, data)
+            self._send(request)
             return self._receive(self.timeout_s, what)
 
-    def _send(self, header, data):
-        head = json.dumps(header).encode()
-        buf = memoryview(struct.pack('>I', len(head)) + head + struct.pack('>Q', len(data))
-                         + data)
+    def _send(self, request):
+        buf = memoryview(request)
         deadline = time.monotonic() + self.timeout_s
         while buf:
-            self._wait(self._in, deadline, 'take its observations', write=True)
-            try:
+            try:        # non-blocking: a worker that stopped reading cannot hold this call
                 buf = buf[os.write(self._in, buf):]
-            except (BrokenPipeError, OSError):
+            except BlockingIOError:
+                self._wait(self._in, deadline, 'take its observations', write=True)
+            except OSError:
                 self._ended('take its observations')
 
     def _receive(self, timeout, what):
+        """The next answer: a dict (the JSON ones) or an array (``X``)."""
         deadline = time.monotonic() + timeout
-        head = self._read(4, deadline, what)
-        header = json.loads(self._read(struct.unpack('>I', head)[0], deadline, what))
-        (n,) = struct.unpack('>Q', self._read(8, deadline, what))
+        kind = self._take(1, deadline, what)
+        if kind == b'J':
+            (n,) = struct.unpack('>I', self._take(4, deadline, what))
+            self._check_size(n)
+            return json.loads(self._take(n, deadline, what))
+        if kind != b'X':
+            self.close()
+            raise InvalidArgument(f'{self.name}\'s worker answered something unreadable',
+                                  where='policy')
+        code, ndim = struct.unpack('>4sB', self._take(5, deadline, what))
+        shape = struct.unpack(f'>{ndim}Q', self._take(8 * ndim, deadline, what))
+        try:
+            dtype = np.dtype(code.decode().strip())
+        except (TypeError, ValueError, UnicodeDecodeError):
+            self.close()
+            raise InvalidArgument(f'{self.name} answered actions of an unknown type',
+                                  where='policy') from None
+        n = dtype.itemsize * int(np.prod(shape, dtype=np.float64))
+        self._check_size(n)
+        return np.frombuffer(self._take(n, deadline, what), dtype=dtype).reshape(shape)
+
+    def _check_size(self, n):
         if n > MAX_ANSWER:
             self.close()
-            raise InvalidArgument(f'{self.name} answered {n} bytes of actions', where='policy',
+            raise InvalidArgument(f'{self.name} answered {n} bytes', where='policy',
                                   allowed=f'at most {MAX_ANSWER} bytes')
-        return header, (self._read(n, deadline, what) if n else b'')
 
-    def _read(self, n, deadline, what):
-        chunks: List[bytes] = []
-        got = 0
-        while got < n:
+    def _take(self, n, deadline, what):
+        """``n`` bytes of the answer: the buffer first, then reads of up to a megabyte."""
+        buf = self._buf
+        while len(buf) < n:
             self._wait(self._out, deadline, what)
             try:
-                chunk = os.read(self._out, n - got)
+                chunk = os.read(self._out, max(n - len(buf), 1 << 20))
             except OSError:
                 chunk = b''
             if not chunk:
                 self._ended(what)
-            chunks.append(chunk)
-            got += len(chunk)
-        return b''.join(chunks)
+            buf += chunk
+        out = bytes(buf[:n])
+        del buf[:n]
+        return out
 
     def _wait(self, fd, deadline, what, write=False):
         """Until ``fd`` is ready; a cancel or the deadline kills the worker and raises."""

@@ -12,12 +12,13 @@ MEMORY_MB > 0) and makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), 
 process a policy forks, even one that starts a session of its own, stays its descendant
 and the node can find and kill it.
 
-Frames, both ways: a 4-byte big-endian header length, a JSON header, an 8-byte data length
-and that many bytes. Requests: ``{"op": "act", "shape": [n, m]}`` with float64
-observations; ``{"op": "reset", "n": n}`` with int64 slots then episodes. Answers:
-``{"ok": true, "dtype": ..., "shape": [...]}`` with the actions' bytes, or
-``{"ok": false, "kind": "raise" | "exit" | "type", ...}``. The first answer (``hello``)
-says whether the policy could be made, and its sizes.
+Binary frames, so that a control step costs one write and one read each way. Requests:
+``A`` with ``>cII`` (n, m) and n*m float64 observations; ``R`` with (n, 0), n slots and n
+episodes as int64 (this machine's byte order: the worker is local). Answers: ``X`` with
+``>4sB`` (the dtype's string, ndim), ndim ``>Q`` dimensions and the actions' bytes; or
+``J`` with a ``>I`` length and a JSON object: ``{"ok": true}`` (a reset) or ``{"ok":
+false, "kind": "raise" | "exit" | "type", ...}``. The first answer (``J``, the hello) says
+whether the policy could be made, and its sizes.
 """
 
 import importlib
@@ -30,32 +31,47 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def read_frame(fd):
-    head = _read(fd, 4)
-    if head is None:
-        return None, None
-    header = json.loads(_read(fd, struct.unpack('>I', head)[0]) or b'{}')
-    (n,) = struct.unpack('>Q', _read(fd, 8) or b'\0' * 8)
-    return header, (_read(fd, n) if n else b'')
+class Frames:
+    """Frames in from ``fd``, read a megabyte at a time (one read a request, usually)."""
 
+    def __init__(self, fd):
+        self.fd, self.buf = fd, bytearray()
 
-def _read(fd, n):
-    chunks, got = [], 0
-    while got < n:
-        chunk = os.read(fd, n - got)
-        if not chunk:
+    def take(self, n):
+        while len(self.buf) < n:
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                return None
+            self.buf += chunk
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
+    def request(self):
+        """(op, n, m, data) or None at the end of the input."""
+        head = self.take(9)
+        if head is None:
             return None
-        chunks.append(chunk)
-        got += len(chunk)
-    return b''.join(chunks)
+        op, n, m = struct.unpack('>cII', head)
+        size = n * m * 8 if op == b'A' else n * 16
+        data = self.take(size) if size else b''
+        return None if data is None else (op, n, m, data)
 
 
-def write_frame(fd, header, data=b''):
-    head = json.dumps(header).encode()
-    buf = struct.pack('>I', len(head)) + head + struct.pack('>Q', len(data)) + data
+def write_all(fd, buf):
     view = memoryview(buf)
     while view:
         view = view[os.write(fd, view):]
+
+
+def write_json(fd, header):
+    body = json.dumps(header).encode()
+    write_all(fd, b'J' + struct.pack('>I', len(body)) + body)
+
+
+def write_array(fd, out):
+    head = b'X' + struct.pack('>4sB', out.dtype.str.encode().ljust(4), out.ndim)
+    write_all(fd, head + struct.pack(f'>{out.ndim}Q', *out.shape) + out.tobytes())
 
 
 def _size(obj, attr):
@@ -114,31 +130,30 @@ def main(argv):
                  'reset': callable(getattr(fn, 'reset', None))}
     except (Exception, SystemExit) as err:  # noqa: BLE001 - answered, the node refuses it
         hello = dict(_failure(err), kind='load')
-    write_frame(wfd, hello)
+    write_json(wfd, hello)
     if not hello['ok']:
         return 0
+    frames = Frames(rfd)
     while True:
-        header, data = read_frame(rfd)
-        if header is None:
+        req = frames.request()
+        if req is None:
             return 0
+        op, n, m, data = req
         try:
-            if header.get('op') == 'reset':
-                n = int(header['n'])
-                ids = np.frombuffer(data, dtype=np.int64)
+            if op == b'R':
+                ids = np.frombuffer(data, dtype=np.int64).copy()
                 fn.reset(ids[:n].copy(), ids[n:].copy())
-                write_frame(wfd, {'ok': True})
+                write_json(wfd, {'ok': True})
                 continue
-            obs = np.frombuffer(data, dtype=np.float64).reshape(header['shape']).copy()
+            obs = np.frombuffer(data, dtype=np.float64).reshape(n, m).copy()
             out = np.asarray(fn(obs))
-            if out.dtype.kind not in 'biuf':
-                write_frame(wfd, {'ok': False, 'kind': 'type', 'dtype': str(out.dtype)[:100]})
+            if out.dtype.kind not in 'biuf' or out.ndim > 8:
+                write_json(wfd, {'ok': False, 'kind': 'type', 'dtype': str(out.dtype)[:100],
+                                 'ndim': int(out.ndim)})
                 continue
-            out = np.ascontiguousarray(out)
-            write_frame(wfd, {'ok': True, 'dtype': out.dtype.str, 'shape': list(out.shape)},
-                        out.tobytes())
+            write_array(wfd, np.ascontiguousarray(out))
         except (Exception, SystemExit) as err:  # noqa: BLE001 - the policy's own failure
-            write_frame(wfd, _failure(err))
-
+            write_json(wfd, _failure(err))
 
 if __name__ == '__main__':
     sys.exit(main(sys.argv))
