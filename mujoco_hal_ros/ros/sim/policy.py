@@ -178,6 +178,10 @@ class PolicyRuns:
         return ('canceled' if handle.is_cancel_requested else 'abort'), result
 
     # --- stop_policy and cancel -------------------------------------------------------------
+    def stop(self):
+        """Shutdown: the run (if any) stops now, a computing policy's worker killed."""
+        self._stop_run()
+
     def _stop_run(self):
         """Stop the run (between two control steps, or now if its policy is computing);
         False with none running."""

@@ -379,6 +379,8 @@ class SimNode(GuardedNode):
         if self.bridge is None:
             return
         self.bridge.stop()
+        if self.policy is not None:
+            self.policy.stop()  # a policy computing in its worker: the worker is killed
         self._stop_threads()
         self.device.close()     # requests queued for the physics thread are refused: CLOSED
         deadline = time.monotonic() + timeout
