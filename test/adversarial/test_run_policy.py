@@ -85,6 +85,26 @@ class Blocks(Late):
         return np.zeros((len(obs), 4))
 
 
+def nan(obs):
+    return np.full((len(obs), 4), np.nan)
+
+
+def wrong_shape(obs):
+    return np.zeros((len(obs), 7))
+
+
+def hog(obs):
+    return np.ones(10 ** 10)          # 80 GB: over policy_memory_mb
+
+
+def exits_hard(obs):
+    os._exit(1)
+
+
+def kills_itself(obs):
+    os.kill(os.getpid(), 9)
+
+
 class BlocksAtStart:
     def __init__(self):
         time.sleep(1e9)
@@ -110,7 +130,9 @@ POLICY_TIMEOUT_S = 3.0
 DECLARED = [f'exits={MODULE}:exits', f'broken={MODULE}:Broken', f'late={MODULE}:Late',
             f'late_exit={MODULE}:LateExit', f'blocks={MODULE}:Blocks',
             f'blocks_at_start={MODULE}:BlocksAtStart', f'forks={MODULE}:Forks',
-            'exits_on_import=exits_on_import_adversarial:f']
+            'exits_on_import=exits_on_import_adversarial:f', f'nan={MODULE}:nan',
+            f'wrong_shape={MODULE}:wrong_shape', f'hog={MODULE}:hog',
+            f'exits_hard={MODULE}:exits_hard', f'kills_itself={MODULE}:kills_itself']
 
 
 def _bomb_task(path):
@@ -137,6 +159,7 @@ def files(tmp_path_factory):
     (folder / 'binary.yaml').write_bytes(b'name: \xff\xfe\n')
     (folder / 'deep.yaml').write_text('name: ' + '[' * 5000 + ']' * 5000 + '\n')
     _bomb_task(folder / 'bomb.yaml')
+    (folder / 'not.onnx').write_text('this is no ONNX graph\n')
     sys.path.insert(0, str(folder))
     try:
         yield folder
@@ -249,11 +272,16 @@ def test_code_the_operator_did_not_declare_is_refused_before_any_import(h, files
 
 @pytest.mark.parametrize('policy, words', [
     ('exits', ['exit']), ('broken', ['cannot be made', 'RuntimeError']),
-    ('exits_on_import', ['cannot be made', 'exit']),
+    ('exits_on_import', ['cannot be made', 'exit']), ('nan', ['NaN']),
+    ('wrong_shape', ['outputs 7 actions']), ('hog', ['MemoryError']),
+    ('exits_hard', ['ended (exit code 1)']), ('kills_itself', ['killed by signal SIGKILL']),
     ('/dev/zero.onnx', ['no such file']), ('../../../etc/passwd.onnx', ['no such file']),
+    ('{not.onnx}', ['cannot load']),
 ])
 def test_declared_policies_that_cannot_work_are_refused_and_the_node_lives(h, files, policy,
                                                                            words):
+    if policy.startswith('{'):
+        policy = str(files / policy[1:-1])
     refused_and_unchanged(h, 'INVALID_ARGUMENT', words, task='reach', policy=policy,
                           lockstep=True)
 
