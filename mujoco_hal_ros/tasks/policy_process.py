@@ -146,6 +146,9 @@ class ProcessPolicy(Policy):
         if kind == 'type':
             raise InvalidArgument(f'{self.name} returned {header.get("dtype")} actions',
                                   where='policy', allowed='numbers')
+        if kind == 'shape':
+            raise InvalidArgument(f'{self.name} returned actions of {header.get("ndim")} '
+                                  'dimensions', where='policy', allowed='(n, act) numbers')
         raise _raised(str(header.get('type', 'PolicyRaised')), str(header.get('message', '')))
 
     # --- the pipe, under the deadline ------------------------------------------------------------

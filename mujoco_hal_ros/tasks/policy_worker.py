@@ -147,13 +147,16 @@ def main(argv):
                 continue
             obs = np.frombuffer(data, dtype=np.float64).reshape(n, m).copy()
             out = np.asarray(fn(obs))
-            if out.dtype.kind not in 'biuf' or out.ndim > 8:
-                write_json(wfd, {'ok': False, 'kind': 'type', 'dtype': str(out.dtype)[:100],
-                                 'ndim': int(out.ndim)})
+            if out.dtype.kind not in 'biuf':
+                write_json(wfd, {'ok': False, 'kind': 'type', 'dtype': str(out.dtype)[:100]})
+                continue
+            if out.ndim > 8:
+                write_json(wfd, {'ok': False, 'kind': 'shape', 'ndim': int(out.ndim)})
                 continue
             write_array(wfd, np.ascontiguousarray(out))
         except (Exception, SystemExit) as err:  # noqa: BLE001 - the policy's own failure
             write_json(wfd, _failure(err))
+
 
 if __name__ == '__main__':
     sys.exit(main(sys.argv))
