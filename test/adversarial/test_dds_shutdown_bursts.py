@@ -6,8 +6,9 @@ cancelled as they should be) ended with rc 0 but logged ``INTERNAL_ERROR in the 
 executor's thread pool down while its spinning thread had just been handed a callback.
 The node's own log is the measurement: no ``[ERROR]``, no traceback.
 
-Also SIGTERM during the same flood, and SIGINT while a run_policy episode runs with a
-declared policy computing in its worker (whose process must not outlive the node).
+Also SIGTERM during the same flood, and SIGINT while a run_policy episode (sim_node) or an
+evaluate_policy evaluation (pool_node) waits on a declared policy computing in its worker
+(whose process must not outlive the node).
 """
 
 import os
@@ -122,6 +123,39 @@ def test_sigint_while_a_declared_policy_computes_leaves_no_worker(spawn, client,
         assert client.answers([result], 10.0) == 1, 'the run_policy client got no result'
         assert wait_for(lambda: not any(os.path.exists(f'/proc/{w}') and _running(w)
                                         for w in workers), 10.0), 'a policy worker outlived'
+    finally:
+        action.destroy()
+
+
+def test_sigint_while_an_evaluation_waits_on_a_declared_policy(spawn, client, tmp_path):
+    """pool_node's evaluate_policy with its policy computing in the worker: rc 0, no
+    ERROR line, the client answered, the worker gone."""
+    from mujoco_hal_ros.action import EvaluatePolicy
+    (tmp_path / 'shutdown_policy_adversarial.py').write_text(textwrap.dedent(POLICY))
+    env = child_env()
+    env['PYTHONPATH'] = os.pathsep.join(p for p in (str(tmp_path), env.get('PYTHONPATH'))
+                                        if p)
+    proc = spawn(node_command('pool_node') + ros_args([
+        "policies:=['blocks=shutdown_policy_adversarial:blocks']", 'policy_timeout_s:=3600.0',
+        'nbatch:=2', 'nthread:=1']), env=env, name='pool_node_policy')
+    client.wait_graph(['/evaluate_policy/_action/send_goal'], proc, spawn)
+    action = ActionClient(client.node, EvaluatePolicy, '/evaluate_policy')
+    try:
+        assert action.wait_for_server(timeout_sec=30.0)
+        time.sleep(1.0)
+        handle = client.wait(action.send_goal_async(EvaluatePolicy.Goal(
+            task='reach', policy='blocks', episodes=2)), 20.0)
+        assert handle.accepted
+        result = handle.get_result_async()
+        assert wait_for(lambda: _workers_of(proc.pid), 30.0), 'no worker started'
+        workers = _workers_of(proc.pid)
+        interrupt(proc)
+        code, out = ended(spawn, proc, 'SIGINT while an evaluation waits', timeout=20.0)
+        assert code == 0, out[-3000:]
+        assert_no_error(out, 'SIGINT while an evaluation waits')
+        assert client.answers([result], 10.0) == 1, 'the evaluate_policy client got no result'
+        assert wait_for(lambda: not any(_running(w) for w in workers), 10.0), \
+            'a policy worker outlived pool_node'
     finally:
         action.destroy()
 
