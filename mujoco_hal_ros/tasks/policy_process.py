@@ -80,7 +80,7 @@ class ProcessPolicy(Policy):
         for var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
             env.setdefault(var, '1')     # one batch per step: threads would only spin
         self._proc: Optional[subprocess.Popen] = subprocess.Popen(
-            [sys.executable, '-u', WORKER, target, str(int(memory_mb))],
+            [sys.executable, '-u', WORKER, target, str(int(memory_mb)), str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
             start_new_session=True, close_fds=True)
         self.pid = self._proc.pid

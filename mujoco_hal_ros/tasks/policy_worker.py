@@ -1,6 +1,6 @@
 """The policy worker process: an operator-declared ``module:attr`` policy, away from the node.
 
-Run as a script (``python policy_worker.py MODULE:ATTR MEMORY_MB``) by
+Run as a script (``python policy_worker.py MODULE:ATTR MEMORY_MB NODE_PID``) by
 ``tasks.policy_process``. It imports nothing of the package (no node, no ROS, no MuJoCo),
 only numpy, the standard library and the operator's module, so a policy that exits,
 forks, leaks or blocks ends or wedges this process and never the node, which kills it
@@ -10,7 +10,8 @@ At start it takes its request and answer pipes off fds 0 and 1 (the policy's own
 goes to stderr, its ``input()`` reads nothing), caps its address space (RLIMIT_AS, when
 MEMORY_MB > 0) and makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), so every
 process a policy forks, even one that starts a session of its own, stays its descendant
-and the node can find and kill it.
+and the node can find and kill it; and it dies with the node (``PR_SET_PDEATHSIG``), even
+one killed with SIGKILL while the policy computes.
 
 Binary frames, so that a control step costs one write and one read each way. Requests:
 ``A`` with ``>cII`` (n, m) and n*m float64 observations; ``R`` with (n, 0), n slots and n
@@ -99,7 +100,7 @@ def make(target):
     return obj
 
 
-def _confine(memory_mb):
+def _confine(memory_mb, parent):
     if memory_mb > 0:
         cap = memory_mb << 20
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -107,9 +108,13 @@ def _confine(memory_mb):
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     try:
         import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)   # PR_SET_CHILD_SUBREAPER
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(36, 1, 0, 0, 0)                      # PR_SET_CHILD_SUBREAPER
+        libc.prctl(1, 9, 0, 0, 0)                       # PR_SET_PDEATHSIG: SIGKILL
     except Exception:  # noqa: BLE001 - not Linux: the node still kills the process group
         pass
+    if os.getppid() != parent:
+        os._exit(0)                  # the node was gone before the line above
 
 
 def main(argv):
@@ -121,7 +126,7 @@ def main(argv):
     os.dup2(2, 1)                    # a policy's print must not corrupt the frames
     sys.stdout = sys.stderr
     target, memory_mb = argv[1], int(argv[2])
-    _confine(memory_mb)
+    _confine(memory_mb, int(argv[3]) if len(argv) > 3 else os.getppid())
     import numpy as np
     try:
         fn = make(target)

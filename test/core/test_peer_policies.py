@@ -166,3 +166,43 @@ def test_what_a_worker_answers_is_checked_as_in_process(module):
             rules.make(name, task)
         assert info.value.code == 'INVALID_ARGUMENT' and words in str(info.value), \
             str(info.value)
+
+
+def test_the_worker_dies_with_a_node_killed_while_its_policy_computes(module, tmp_path):
+    """SIGKILL leaves no cleanup to run: the worker's PR_SET_PDEATHSIG ends it anyway."""
+    import signal
+    import subprocess
+    import time
+    script = textwrap.dedent(f'''
+        import sys
+        import numpy as np
+        sys.path.insert(0, {str(module)!r})
+        from mujoco_hal_ros.tasks.policy_process import ProcessPolicy
+        p = ProcessPolicy('{MODULE}:blocks', 3600.0)
+        p.act_size
+        print(p.pid, flush=True)
+        p.act(np.zeros((2, 3)), None)
+        ''')
+    node = subprocess.Popen([sys.executable, '-c', script], stdout=subprocess.PIPE,
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    try:
+        worker = int(node.stdout.readline())
+        assert _alive(worker)
+        node.send_signal(signal.SIGKILL)
+        node.wait(10)
+        end = time.monotonic() + 10
+        while _alive(worker) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not _alive(worker), 'the worker outlived its node'
+    finally:
+        node.kill()
+        node.wait(10)
+
+
+def _alive(pid):
+    try:
+        with open(f'/proc/{pid}/stat', encoding='utf-8') as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(')') + 2] != 'Z'
