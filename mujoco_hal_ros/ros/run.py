@@ -152,6 +152,8 @@ def _spin_until_signal(executor, node):
 def _teardown(node, executor):
     """The executor first (waiting clients were answered while it spun), then the node (its
     threads stop before its publishers go), then the context."""
+    from .guard import tearing_down
+    tearing_down()
     if executor is not None:
         executor.shutdown(timeout_sec=1.0)
     if node is not None:
