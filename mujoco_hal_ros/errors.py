@@ -22,7 +22,7 @@ NOT_PAUSED = 'NOT_PAUSED'
 INTERNAL_ERROR = 'INTERNAL_ERROR'
 TIMEOUT = 'TIMEOUT'
 STEPPER_DEAD = 'STEPPER_DEAD'
-FORBIDDEN = 'FORBIDDEN'      # turned off by the node's configuration (world_edits:=false)
+FORBIDDEN = 'FORBIDDEN'      # not allowed by the node's configuration (world_edits, policies)
 BUSY = 'BUSY'                # one at a time: another run (run_policy) is in progress
 
 SHORT = 80                # characters of a user's value an error message repeats

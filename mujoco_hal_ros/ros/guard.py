@@ -76,14 +76,29 @@ def fill_error(msg, text, code=INTERNAL_ERROR):
     return msg
 
 
+_TEARDOWN = threading.Event()
+
+
+def tearing_down():
+    """The process's node is being torn down (``run_node``, after every waiting client was
+    answered): from here on a callback that fails does so because the executor or the
+    context went away under it (Jazzy's ``create_task`` on a shut-down executor, a goal
+    accepted in the last milliseconds), which is the shutdown, not a failure to log as an
+    ERROR. The callback's client is still answered (INTERNAL_ERROR) where it can be."""
+    _TEARDOWN.set()
+
+
 class _Log:
-    """Once per (entry point, exception type) per LOG_EVERY_S, with the traceback."""
+    """Once per (entry point, exception type) per LOG_EVERY_S, with the traceback; nothing
+    once the process tears its node down (``tearing_down``)."""
 
     def __init__(self):
         self._last = {}
         self._lock = threading.Lock()
 
     def __call__(self, logger, where, exc):
+        if _TEARDOWN.is_set():
+            return
         key = (where, type(exc).__name__)
         now = time.monotonic()
         with self._lock:

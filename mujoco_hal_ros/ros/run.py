@@ -104,16 +104,25 @@ def spin_guarded(executor, node):
     way (a done-callback of a future, a part built on a plain rclpy entity). It is logged
     with its traceback and the executor spins on; a shutdown still ends it."""
     from .guard import log_failure
-    while executor.context.ok():
+    while executor.context.ok() and not _shut_down(executor):
         try:
             executor.spin()
             return
         except (ExternalShutdownException, KeyboardInterrupt):
             raise
         except Exception as exc:  # noqa: BLE001 - one bad callback must not end the node
-            if not executor.context.ok():
+            if not executor.context.ok() or _shut_down(executor):
+                # the teardown shut the executor (and its thread pool) down while a wait
+                # had just handed it a callback: "cannot schedule new futures after
+                # shutdown" is the shutdown, not a failure
                 return
             log_failure(node.get_logger(), 'the executor', exc)
+
+
+def _shut_down(executor):
+    """Whether ``executor.shutdown()`` was called. rclpy sets ``_is_shutdown`` before it
+    shuts its thread pool down and has no public accessor for it."""
+    return bool(getattr(executor, '_is_shutdown', False))
 
 
 def _spin_until_signal(executor, node):
@@ -143,6 +152,8 @@ def _spin_until_signal(executor, node):
 def _teardown(node, executor):
     """The executor first (waiting clients were answered while it spun), then the node (its
     threads stop before its publishers go), then the context."""
+    from .guard import tearing_down
+    tearing_down()
     if executor is not None:
         executor.shutdown(timeout_sec=1.0)
     if node is not None:

@@ -144,8 +144,13 @@ class DevicePolicyRunner:
 
     # ------------------------------------------------------------------ control
     def stop(self):
-        """End the run between two control steps (any thread); the device then holds."""
+        """End the run between two control steps (any thread); the device then holds. A
+        policy that can be interrupted (``cancel()``: one in a worker process) is, so a
+        call that never returns cannot keep the run going."""
         self._stop.set()
+        cancel = getattr(getattr(self, 'policy', None), 'cancel', None)
+        if cancel is not None:
+            cancel()
 
     @property
     def stopping(self):
@@ -249,8 +254,10 @@ class DevicePolicyRunner:
             if self._stop.is_set():
                 completed = False
                 break
-            act = _actions(policy, task, Frame(qpos, qvel, sens, cmd, last, last), slots,
-                           steps)
+            act = self._actions(Frame(qpos, qvel, sens, cmd, last, last), slots, steps)
+            if act is None:
+                completed = False
+                break
             setpoint = amap.apply(act, setpoint)
             qpos, qvel, sens, t, row, bad = self._step(amap.full_ctrl(setpoint, self.ctrl0)[0], t)
             steps += 1
@@ -270,6 +277,16 @@ class DevicePolicyRunner:
             ok, failure, by = False, 'stopped', 'stopped'
         return DeviceRun(EpisodeResult(self.episode, ok, failure, ret, steps, by), completed,
                          True, t0, t, np.stack(rows) if self.record else None)
+
+    def _actions(self, frame, slots, steps):
+        """The policy's actions for this control step; None when ``stop()`` interrupted a
+        policy computing them (its worker ended: STOPPED)."""
+        try:
+            return _actions(self.policy, self.task, frame, slots, steps)
+        except DeviceError as err:
+            if err.code == errors.STOPPED and self._stop.is_set():
+                return None
+            raise
 
     def _wait_for(self, t):
         """Real time: the first snapshot at or after simulated time ``t``; None on stop()."""
@@ -308,8 +325,10 @@ class DevicePolicyRunner:
         # the horizon ends an episode with no success predicate a success, else a failure
         ok, failure, by = _at_horizon(task)
         while steps < task.horizon:
-            act = _actions(policy, task, Frame(qpos, qvel, sens, cmd, last, last), slots,
-                           steps)
+            act = self._actions(Frame(qpos, qvel, sens, cmd, last, last), slots, steps)
+            if act is None:
+                completed = False
+                break
             setpoint = amap.apply(act, setpoint)
             self._command(setpoint)
             t_next += task.control_dt

@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..errors import InvalidArgument, shorten
+from ..errors import STOPPED, TIMEOUT, DeviceError, InvalidArgument, shorten
 
 KINDS = 'zero, random, FILE.onnx or module:attr'
 
@@ -209,6 +209,12 @@ def check_policy(policy: Policy, task) -> Policy:
         return policy
     try:
         out = policy.act(np.zeros((2, task.obs_size)), np.array([-1, -2]))
+    except DeviceError as err:
+        if err.code in (TIMEOUT, STOPPED):    # a policy in a worker: late, or stopped
+            raise
+        raise InvalidArgument(f'{policy.name} raised on a (2, {task.obs_size}) batch of zero '
+                              f'observations: {type(err).__name__}: {err}', where=where,
+                              allowed=f'a policy taking (n, {task.obs_size})') from None
     except (Exception, SystemExit) as err:  # noqa: BLE001 - refused, with its own message
         raise InvalidArgument(f'{policy.name} raised on a (2, {task.obs_size}) batch of zero '
                               f'observations: {type(err).__name__}: {err}', where=where,

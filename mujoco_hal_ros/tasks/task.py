@@ -114,7 +114,9 @@ class EpisodeDraw:
     ctrl: Optional[np.ndarray] = None
 
 
-def _model_file(spec: TaskSpec) -> str:
+def model_file(spec: TaskSpec) -> str:
+    """The MJCF file a task names: the bench arm, a Menagerie model, or a path (relative
+    to the task file); TaskError when there is none."""
     from .. import menagerie
     name = spec.model
     where = f'{spec.source}: model'
@@ -204,7 +206,7 @@ class Task:
         self.spec = spec
         self.name = spec.name
         self._src = src = spec.source
-        path = _model_file(spec)
+        path = model_file(spec)
         try:
             mspec = mujoco.MjSpec.from_file(path)
             nominal = mspec.compile()

@@ -3,14 +3,17 @@
 One SimNode on the bench arm (its own rclpy Context, a client node beside it), paused while
 a refusal is judged. Task names that are paths (``../../etc/passwd``, ``/dev/zero``, a
 2 GiB sparse file, ``/proc/self/environ``, a YAML alias bomb, a non-UTF-8 or deeply nested
-file), policies that are code (``os:system``, ``sys:exit``, a module that exits when
-imported, a class that cannot be made, a policy that fails or exits in the middle of an
-episode), episode and seed out of range: each goal ends ABORTED with its code and a
-bounded message, the device's model, state and clock are what they were, and the node
-still runs an episode afterwards. ``stop_policy`` with nothing running, and start/cancel
-loops, change nothing and grow nothing.
+file), policies that are code the operator did not declare (``os:system``, ``sys:exit``,
+``this:s``, a module with a side effect at import: refused FORBIDDEN and never imported),
+declared policies that misbehave (a module that exits when imported, a class that cannot be
+made, a policy that fails, exits, blocks forever or forks in the middle of an episode),
+episode and seed out of range: each goal ends ABORTED with its code and a bounded message,
+the device's model, state and clock are what they were (or, mid-episode, it holds), and
+the node still runs an episode afterwards. ``stop_policy`` with nothing running, and
+start/cancel loops, change nothing and grow nothing.
 """
 
+import os
 import sys
 import textwrap
 import threading
@@ -33,8 +36,12 @@ from mujoco_hal_ros.action import RunPolicy  # noqa: E402
 ANSWER_S = 60.0
 MODULE = 'hostile_policies_adversarial'
 POLICIES = '''
+import os
 import sys
+import time
 import numpy as np
+
+PIDS = {pids!r}
 
 
 def exits(obs):
@@ -66,7 +73,66 @@ class LateExit(Late):
         if self.calls > 3:
             sys.exit(3)
         return np.zeros((len(obs), 4))
+
+
+class Blocks(Late):
+    """Fine at first, then a call that never returns."""
+
+    def __call__(self, obs):
+        self.calls += 1
+        if self.calls > 3:
+            time.sleep(1e9)
+        return np.zeros((len(obs), 4))
+
+
+def nan(obs):
+    return np.full((len(obs), 4), np.nan)
+
+
+def wrong_shape(obs):
+    return np.zeros((len(obs), 7))
+
+
+def hog(obs):
+    return np.ones(10 ** 10)          # 80 GB: over policy_memory_mb
+
+
+def exits_hard(obs):
+    os._exit(1)
+
+
+def kills_itself(obs):
+    os.kill(os.getpid(), 9)
+
+
+class BlocksAtStart:
+    def __init__(self):
+        time.sleep(1e9)
+
+
+class Forks(Late):
+    """Leaves a process of its own session behind (as pty:spawn would), then blocks."""
+
+    def __call__(self, obs):
+        self.calls += 1
+        if self.calls > 3:
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    with open(PIDS, 'a') as handle:
+                        handle.write(f'{os.getpid()}\\n')
+                    time.sleep(1e9)
+                os._exit(0)
+            time.sleep(1e9)
+        return np.zeros((len(obs), 4))
 '''
+POLICY_TIMEOUT_S = 3.0
+DECLARED = [f'exits={MODULE}:exits', f'broken={MODULE}:Broken', f'late={MODULE}:Late',
+            f'late_exit={MODULE}:LateExit', f'blocks={MODULE}:Blocks',
+            f'blocks_at_start={MODULE}:BlocksAtStart', f'forks={MODULE}:Forks',
+            'exits_on_import=exits_on_import_adversarial:f', f'nan={MODULE}:nan',
+            f'wrong_shape={MODULE}:wrong_shape', f'hog={MODULE}:hog',
+            f'exits_hard={MODULE}:exits_hard', f'kills_itself={MODULE}:kills_itself']
 
 
 def _bomb_task(path):
@@ -83,19 +149,23 @@ def _bomb_task(path):
 @pytest.fixture(scope='module')
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp('run_policy')
-    (folder / f'{MODULE}.py').write_text(textwrap.dedent(POLICIES))
+    (folder / f'{MODULE}.py').write_text(textwrap.dedent(POLICIES).replace(
+        '{pids!r}', repr(str(folder / 'pids.txt'))))
     (folder / 'exits_on_import_adversarial.py').write_text('import sys\nsys.exit(5)\n')
+    (folder / 'marks_on_import_adversarial.py').write_text(
+        f'open({str(folder / "marker")!r}, "w").close()\n\ndef f(obs):\n    return obs\n')
     with open(folder / 'sparse.yaml', 'wb') as handle:
         handle.truncate(2 << 30)                      # 2 GiB, sparse: no disk used
     (folder / 'binary.yaml').write_bytes(b'name: \xff\xfe\n')
     (folder / 'deep.yaml').write_text('name: ' + '[' * 5000 + ']' * 5000 + '\n')
     _bomb_task(folder / 'bomb.yaml')
+    (folder / 'not.onnx').write_text('this is no ONNX graph\n')
     sys.path.insert(0, str(folder))
     try:
         yield folder
     finally:
         sys.path.remove(str(folder))
-        for name in (MODULE, 'exits_on_import_adversarial'):
+        for name in (MODULE, 'exits_on_import_adversarial', 'marks_on_import_adversarial'):
             sys.modules.pop(name, None)
 
 
@@ -105,7 +175,8 @@ class Harness(SpunNodes):
         super().__init__(lambda ctx: [
             SimNode(context=ctx, parameter_overrides=[
                 Parameter('real_time_factor', value=1.0), Parameter('publish_rate', value=20.0),
-                Parameter('web_viewer', value=0)]),
+                Parameter('web_viewer', value=0), Parameter('policies', value=DECLARED),
+                Parameter('policy_timeout_s', value=POLICY_TIMEOUT_S)]),
             rclpy.create_node('run_policy_adversary', context=ctx)],
             lambda ctx: MultiThreadedExecutor(num_threads=4, context=ctx))
         self.node, self.client = self.nodes
@@ -179,16 +250,106 @@ def test_task_names_that_are_paths_or_bombs_are_refused(h, files, task, words):
 
 
 @pytest.mark.parametrize('policy, words', [
-    ('os:system', ['raised']), ('sys:exit', ['exit']), (f'{MODULE}:exits', ['exit']),
-    (f'{MODULE}:Broken', ['cannot be made', 'RuntimeError']),
-    ('subprocess:Popen', ['cannot be made']),
-    ('exits_on_import_adversarial:f', ['cannot import', 'SystemExit']),
-    ('os:', ['module:attr']), ('x' * 100_000, ['unknown policy', '100000 chars']),
-    ('/dev/zero.onnx', ['no such file']), ('../../../etc/passwd.onnx', ['no such file']),
+    ('os:system', []), ('sys:exit', []), ('this:s', []), (f'{MODULE}:exits', []),
+    ('subprocess:Popen', []), ('exits_on_import_adversarial:f', []),
+    ('marks_on_import_adversarial:f', []), ('os:', []), ('builtins:eval', []),
+    ('x' * 100_000, ['100000 chars']), ('late.py', []), ('/etc/passwd', []),
+    ('zero ', []), ('ZERO', []),
 ])
-def test_policies_that_are_code_are_refused_and_the_node_lives(h, files, policy, words):
+def test_code_the_operator_did_not_declare_is_refused_before_any_import(h, files, policy,
+                                                                        words):
+    """FORBIDDEN, naming what a peer may ask for; the module was never imported (not in
+    sys.modules, no Zen of Python, the marker file a module writes at import absent)."""
+    module = policy.partition(':')[0]
+    loaded = module in sys.modules
+    r = refused_and_unchanged(h, 'FORBIDDEN', words + ['nothing was opened or imported',
+                                                       'policies'],
+                              task='reach', policy=policy, lockstep=True)
+    assert 'exits, ' in r.message or 'blocks' in r.message, r.message   # the declared names
+    assert (module in sys.modules) == loaded, f'{module} was imported'
+    assert not (files / 'marker').exists(), 'a module a peer named ran its top-level code'
+
+
+@pytest.mark.parametrize('policy, words', [
+    ('exits', ['exit']), ('broken', ['cannot be made', 'RuntimeError']),
+    ('exits_on_import', ['cannot be made', 'exit']), ('nan', ['NaN']),
+    ('wrong_shape', ['outputs 7 actions']), ('hog', ['MemoryError']),
+    ('exits_hard', ['ended (exit code 1)']), ('kills_itself', ['killed by signal SIGKILL']),
+    ('/dev/zero.onnx', ['no such file']), ('../../../etc/passwd.onnx', ['no such file']),
+    ('{not.onnx}', ['cannot load']),
+])
+def test_declared_policies_that_cannot_work_are_refused_and_the_node_lives(h, files, policy,
+                                                                           words):
+    if policy.startswith('{'):
+        policy = str(files / policy[1:-1])
     refused_and_unchanged(h, 'INVALID_ARGUMENT', words, task='reach', policy=policy,
                           lockstep=True)
+
+
+def _alive(pid):
+    """Whether process ``pid`` runs (a zombie waiting for init to reap it does not)."""
+    try:
+        with open(f'/proc/{pid}/stat', encoding='utf-8') as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(')') + 2] != 'Z'
+
+
+def _no_worker_left(h):
+    """No process below the node's (the test's) process runs a policy worker."""
+    from mujoco_hal_ros.tasks.policy_process import descendants
+    for pid in descendants(os.getpid()):
+        try:
+            with open(f'/proc/{pid}/cmdline', 'rb') as handle:
+                if b'policy_worker' in handle.read():
+                    return False
+        except OSError:
+            pass
+    return True
+
+
+@pytest.mark.parametrize('policy', ['blocks', 'forks'])
+def test_a_policy_that_never_answers_ends_timeout_and_the_next_run_starts(h, files, policy):
+    """The call past policy_timeout_s ends the run TIMEOUT with the device holding; the
+    worker and every process it started (one in a session of its own) are gone; the next
+    goal is accepted and runs."""
+    status, r = h.run(task='reach', policy=policy, lockstep=True)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert r.code == 'TIMEOUT' and 'after 2 control steps' in r.message, r.message
+    assert 'the device holds' in r.message and not h.device.snapshot.moving
+    assert h.device.audit('hold')
+    assert wait_for(lambda: _no_worker_left(h), 10.0), 'a policy worker outlived its run'
+    if policy == 'forks':
+        pids = [int(p) for p in (files / 'pids.txt').read_text().split()]
+        assert pids and wait_for(lambda: not any(_alive(p) for p in pids), 10.0), \
+            'a process the policy forked outlived its run'
+    status, r = h.run(task='reach', policy='zero', lockstep=True)
+    assert status == GoalStatus.STATUS_SUCCEEDED and r.code == 'DONE', r.message
+
+
+@pytest.mark.parametrize('how', ['stop_policy', 'cancel'])
+def test_stop_frees_the_device_from_a_policy_that_never_starts(h, files, how):
+    """A policy whose making blocks for good (the worker's start has a minute): stop_policy
+    or a cancel ends the run STOPPED at once, the device untouched, and the next runs."""
+    generation = h.device.generation
+    handle = h.wait(h.action.send_goal_async(RunPolicy.Goal(
+        task='reach', policy='blocks_at_start', lockstep=False)), 20.0)
+    assert handle.accepted
+    assert wait_for(lambda: not _no_worker_left(h), 20.0), 'no worker started'
+    if how == 'stop_policy':
+        stopped = h.call(Trigger, 'stop_policy', Trigger.Request())
+        assert stopped.success, stopped.message
+    else:
+        h.wait(handle.cancel_goal_async(), 20.0)
+    res = h.wait(handle.get_result_async(), ANSWER_S)
+    assert res.status == (GoalStatus.STATUS_ABORTED if how == 'stop_policy'
+                          else GoalStatus.STATUS_CANCELED), res.result.message
+    assert res.result.code == 'STOPPED', res.result.message
+    assert h.device.generation == generation and not h.device.snapshot.moving
+    assert wait_for(lambda: _no_worker_left(h), 10.0), 'a policy worker outlived its run'
+    status, r = h.run(task='reach', policy='random', lockstep=True)
+    assert status == GoalStatus.STATUS_SUCCEEDED and r.code == 'DONE', r.message
 
 
 @pytest.mark.parametrize('goal, words', [
@@ -224,14 +385,15 @@ def test_a_negative_seed_never_reaches_the_node_and_the_runner_refuses_it(h):
         h.device.pause(False)
 
 
-@pytest.mark.parametrize('policy', [f'{MODULE}:Late', f'{MODULE}:LateExit'])
+@pytest.mark.parametrize('policy', ['late', 'late_exit'])
 def test_a_policy_that_fails_mid_episode_is_its_failure_and_the_device_holds(
         h, files, policy):
     """Not INTERNAL_ERROR (a node bug), and an exit in it does not end the node."""
     status, r = h.run(task='reach', policy=policy, lockstep=True)
     assert status == GoalStatus.STATUS_ABORTED
     assert r.code == 'INVALID_ARGUMENT' and 'after 2 control steps' in r.message, r.message
-    assert ('raised at control step 3' if policy.endswith('Late') else 'exit') in r.message
+    assert ('raised at control step 3: RuntimeError: \'late failure\'' if policy == 'late'
+            else 'exit') in r.message
     assert 'the device holds' in r.message
     assert not h.device.snapshot.moving and h.device.audit('hold')
     assert h.spinner._thread.is_alive(), 'the node stopped spinning'

@@ -126,6 +126,7 @@ def test_the_device_holds_a_panda_that_was_on_the_cycle(open_device, panda_path)
     assert np.abs(snap.qvel).max() < 1e-3
 
 
+@pytest.mark.flaky(reruns=0)     # its cause is fixed: a rerun would hide a new one
 def test_two_menagerie_arms_in_one_world_hold_still_in_real_time(open_device):
     """What found it: Menagerie's UR5e and Panda spawned as robots, at real time (the
     spawn's first steps put the Panda's joint 7 on the cycle every time)."""
@@ -138,9 +139,14 @@ def test_two_menagerie_arms_in_one_world_hold_still_in_real_time(open_device):
          'position': [0.8, 0, 0]}])
     dev = open_device(model=menagerie.empty_world_path(), real_time_factor=1)
     robots_file.add_to(dev, entries)
-    deadline = time.monotonic() + 20
-    while dev.snapshot.time < 3.0 and time.monotonic() < deadline:
+    # Three simulated seconds after the spawn, not since the device started: the device
+    # runs while the two models load, and on a loaded machine that took long enough for
+    # the clock to pass 3 s before they were in, so the arms were judged while settling.
+    settled = dev.snapshot.time + 3.0
+    deadline = time.monotonic() + 120
+    while dev.snapshot.time < settled and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert dev.snapshot.time >= settled, 'the device did not run 3 s in 120 s of wall time'
     worst = 0.0
     for _ in range(10):
         time.sleep(0.05)

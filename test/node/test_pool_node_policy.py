@@ -5,6 +5,10 @@ results must equal an in-process ``tasks.evaluate`` of the same task, policy and
 the node's own pool must not change: the evaluation runs on a pool of its own.
 """
 
+import sys
+import tempfile
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -21,6 +25,18 @@ from mujoco_hal_ros.tasks import evaluate, load_task  # noqa: E402
 from helpers import SpunNodes, wait_for  # noqa: E402
 
 BUDGET_S = 120.0
+DECLARED = textwrap.dedent('''
+    import time
+    import numpy as np
+
+
+    def still(obs):
+        return np.zeros((len(obs), 4))
+
+
+    def blocks(obs):
+        time.sleep(1e9)
+    ''')
 
 
 class Harness(SpunNodes):
@@ -28,7 +44,10 @@ class Harness(SpunNodes):
         super().__init__(lambda ctx: [
             PoolNode(context=ctx, parameter_overrides=[
                 Parameter('nbatch', value=4), Parameter('nthread', value=1),
-                Parameter('keyframe', value='rest')]),
+                Parameter('keyframe', value='rest'),
+                Parameter('policies', value=['still=pool_node_declared:still',
+                                             'blocks=pool_node_declared:blocks']),
+                Parameter('policy_timeout_s', value=2.0)]),
             rclpy.create_node('pool_policy_test_client', context=ctx)],
             lambda ctx: MultiThreadedExecutor(num_threads=6, context=ctx))
         self.node, self.client = self.nodes
@@ -50,11 +69,16 @@ class Harness(SpunNodes):
 
 @pytest.fixture(scope='module')
 def h():
-    harness = Harness()
-    try:
-        yield harness
-    finally:
-        harness.close()
+    with tempfile.TemporaryDirectory() as folder:
+        with open(f'{folder}/pool_node_declared.py', 'w', encoding='utf-8') as handle:
+            handle.write(DECLARED)
+        sys.path.insert(0, folder)
+        harness = Harness()
+        try:
+            yield harness
+        finally:
+            harness.close()
+            sys.path.remove(folder)
 
 
 def test_episodes_equal_in_process_evaluation(h):
@@ -78,9 +102,10 @@ def test_episodes_equal_in_process_evaluation(h):
 
 
 @pytest.mark.parametrize('task, policy, code, words', [
-    ('reach', 'sometimes', 'INVALID_ARGUMENT', 'unknown policy'),
+    ('reach', 'sometimes', 'FORBIDDEN', 'nothing was opened or imported'),
     ('no_such_task', 'zero', 'CONFIG_ERROR', 'no built-in task'),
-    ('reach', 'os:getcwd', 'INVALID_ARGUMENT', 'raised'),
+    ('reach', 'os:getcwd', 'FORBIDDEN', 'nothing was opened or imported'),
+    ('reach', 'pool_node_declared:still', 'FORBIDDEN', 'still'),
 ])
 def test_bad_goals_abort_with_a_code(h, task, policy, code, words):
     status, res = h.run(EvaluatePolicy.Goal(task=task, policy=policy, episodes=2))
@@ -107,3 +132,21 @@ def test_cancel_stops_between_control_steps(h):
     r = res.result
     assert r.code == 'STOPPED' and not r.completed and 2 <= r.episodes_done < 100000
     assert list(r.episode) == list(range(r.episodes_done))
+
+
+def test_a_declared_policy_runs_in_its_worker_as_in_process(h):
+    """still (all zeros, declared by the operator) gives the built-in zero's episodes."""
+    status, res = h.run(EvaluatePolicy.Goal(task='reach', policy='still', episodes=3, envs=2,
+                                            seed=4))
+    assert status == GoalStatus.STATUS_SUCCEEDED, res.message
+    ref = evaluate(load_task('reach'), 'zero', 3, 2, seed=4)
+    assert list(res.episode_return) == [e.ret for e in ref.episodes]
+    assert list(res.episode_steps) == [e.steps for e in ref.episodes]
+
+
+def test_a_declared_policy_that_never_answers_ends_timeout_and_the_node_goes_on(h):
+    status, res = h.run(EvaluatePolicy.Goal(task='reach', policy='blocks', episodes=2))
+    assert status == GoalStatus.STATUS_ABORTED
+    assert res.code == 'TIMEOUT' and 'policy_timeout_s' in res.message, res.message
+    status, res = h.run(EvaluatePolicy.Goal(task='reach', policy='zero', episodes=2))
+    assert status == GoalStatus.STATUS_SUCCEEDED and res.code == 'DONE', res.message

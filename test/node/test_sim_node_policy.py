@@ -108,8 +108,8 @@ def test_lockstep_episode_equals_the_pools(h):
 
 @pytest.mark.parametrize('task, policy, code, words', [
     ('no_such_task', 'zero', 'CONFIG_ERROR', 'no built-in task'),
-    ('reach', 'sometimes', 'INVALID_ARGUMENT', 'unknown policy'),
-    ('reach', 'os:getcwd', 'INVALID_ARGUMENT', 'raised'),
+    ('reach', 'sometimes', 'FORBIDDEN', 'nothing was opened or imported'),
+    ('reach', 'os:getcwd', 'FORBIDDEN', 'nothing was opened or imported'),
     ('reach', 'no_such.onnx', 'INVALID_ARGUMENT', 'no such file'),
 ])
 def test_bad_goals_abort_with_a_code_and_change_nothing(h, task, policy, code, words):

@@ -6,6 +6,7 @@ by the node when it loads them.
 """
 
 from ..parameters import Param, ParameterTable
+from ..sim.params import existing_dirs, policy_params
 from ...pool import MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD
 
 TABLE = ParameterTable([
@@ -26,4 +27,8 @@ TABLE = ParameterTable([
     Param('web_viewer_host', 'string', '127.0.0.1', 'Interface the web viewer binds.'),
     Param('web_viewer_env', 'integer', 0, 'The environment the web viewer shows.',
           range=(0, MAX_NBATCH - 1)),
+    *policy_params('evaluate_policy'),
+    Param('resource_roots', 'string_array', [], 'Directories that a task file (and the model '
+          'it names) or a .onnx policy named over evaluate_policy must lie under; empty: any '
+          'file this process can read.', check=existing_dirs),
 ])

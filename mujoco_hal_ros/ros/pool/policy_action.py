@@ -7,6 +7,12 @@ bridge worker like every other pool job, so it queues behind (never beside) an `
 and the executor never waits on physics. Feedback goes out when an episode finishes and at
 most every FEEDBACK_S otherwise; a cancel stops the evaluation between two control steps and
 returns the finished episodes.
+
+What a goal may name is data, never code (``tasks.peer``, doc/security.md): ``zero``,
+``random``, a ``.onnx`` file under ``resource_roots``, or a name the operator declared in
+the ``policies`` parameter, which runs in a worker process with every call under
+``policy_timeout_s`` (TIMEOUT); anything else is refused FORBIDDEN before any import. A
+cancel also ends a call the policy is computing (its worker is killed).
 """
 
 import threading
@@ -20,6 +26,7 @@ from ..guard import ActionServer
 from ..qos import action_queues
 from ...action import EvaluatePolicy
 from ...errors import CLOSED, DONE, INTERNAL_ERROR, STOPPED, DeviceError
+from ...tasks.peer import PeerPolicies
 
 FEEDBACK_S = 0.2
 MAX_GOALS = 2
@@ -32,11 +39,23 @@ class PolicyAction:
         self.node = node
         self._lock = threading.Lock()
         self._reserved = 0
+        self._running = {}          # goal id bytes -> its policy, while it evaluates
+        p = node.p
+        self.rules = PeerPolicies.from_parameters(p['policies'], p['resource_roots'],
+                                                  p['policy_timeout_s'], p['policy_memory_mb'])
         self.server = ActionServer(
             node, EvaluatePolicy, 'evaluate_policy', self._execute,
             callback_group=MutuallyExclusiveCallbackGroup(), goal_callback=self._on_goal,
-            cancel_callback=lambda _handle: CancelResponse.ACCEPT, result_timeout=10,
-            **action_queues())
+            cancel_callback=self._on_cancel, result_timeout=10, **action_queues())
+
+    def _on_cancel(self, handle):
+        """Accept; a policy computing for that goal now is interrupted (its worker killed)."""
+        with self._lock:
+            policy = self._running.get(bytes(handle.goal_id.uuid))
+        cancel = getattr(policy, 'cancel', None)
+        if cancel is not None:
+            cancel()
+        return CancelResponse.ACCEPT
 
     def _on_goal(self, _goal):
         with self._lock:
@@ -58,7 +77,7 @@ class PolicyAction:
         return result
 
     def _evaluate(self, handle):
-        from ...tasks import evaluate, load_task
+        from ...tasks import evaluate
         goal, result = handle.request, EvaluatePolicy.Result()
         if handle.is_cancel_requested:
             return 'canceled', _error(result, STOPPED, 'canceled before it started')
@@ -72,16 +91,32 @@ class PolicyAction:
                     episodes_done=done, episodes=total, progress=done / total))
             return not (handle.is_cancel_requested or self.node.closing)
 
+        key = bytes(handle.goal_id.uuid)
+        policy = None
         try:
-            task = load_task(goal.task)
-            report = evaluate(task, goal.policy, int(goal.episodes), int(goal.envs) or None,
+            self.rules.policy(goal.policy, start=False)     # FORBIDDEN before anything
+            task = self.rules.task(goal.task)
+            policy = self.rules.policy(goal.policy)
+            with self._lock:
+                self._running[key] = policy
+            if handle.is_cancel_requested:
+                _cancel(policy)
+            report = evaluate(task, policy, int(goal.episodes), int(goal.envs) or None,
                               int(goal.seed), nthread=self.node.pool.nthread,
                               progress=progress)
         except DeviceError as err:
+            if err.code == STOPPED and handle.is_cancel_requested:
+                return 'canceled', _error(result, STOPPED, str(err))
             return 'abort', _error(result, err.code, str(err))
         except Exception as err:  # noqa: BLE001 - reported to the caller, logged here
             self.node.get_logger().error(f'evaluate_policy: {cv.error_line(err)}')
             return 'abort', _error(result, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
+        finally:
+            with self._lock:
+                self._running.pop(key, None)
+            close = getattr(policy, 'close', None)
+            if close is not None:
+                close()
         _fill(result, report)
         if report.completed:
             result.success, result.code = True, DONE
@@ -92,8 +127,22 @@ class PolicyAction:
                           'episodes')
         return ('canceled' if handle.is_cancel_requested else 'abort'), result
 
+    def cancel_all(self):
+        """Shutdown: a policy computing now is interrupted (its worker killed)."""
+        with self._lock:
+            running = list(self._running.values())
+        for policy in running:
+            _cancel(policy)
+
     def destroy(self):
+        self.cancel_all()
         self.server.destroy()
+
+
+def _cancel(policy):
+    cancel = getattr(policy, 'cancel', None)
+    if cancel is not None:
+        cancel()
 
 
 def _fill(result, report):

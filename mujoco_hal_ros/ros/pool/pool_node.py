@@ -72,7 +72,7 @@ class PoolNode(GuardedNode):
 
     def __init__(self, node_name='pool_node', **kwargs):
         super().__init__(node_name, **kwargs)
-        self.pool = self.bridge = self.viewer = None
+        self.pool = self.bridge = self.viewer = self._policy_action = None
         self._closing = False
         start_or_destroy(self, self._start)
 
@@ -341,6 +341,8 @@ class PoolNode(GuardedNode):
         next chunk and every waiting client gets its answer (CLOSED), for ``timeout`` s at
         most (``run_node`` calls it before the context goes)."""
         self._closing = True
+        if self._policy_action is not None:
+            self._policy_action.cancel_all()
         if self.bridge is not None:
             self.bridge.stop()
         deadline = time.monotonic() + timeout
@@ -350,6 +352,8 @@ class PoolNode(GuardedNode):
     def destroy_node(self):
         """Stop a running evaluation at its next chunk, then release the pool's threads."""
         self._closing = True
+        if self._policy_action is not None:
+            self._policy_action.cancel_all()
         if self.viewer is not None:
             self.viewer.close()
         if self.pool is not None:

@@ -13,12 +13,15 @@ import os
 
 from ..parameters import Param, ParameterTable
 from ...errors import ConfigError
+from ...tasks.peer import declared_policies
 
 MAX_PUBLISH_RATE = 10000.0
 BACKGROUND_CHOICES = ('auto', 'true', 'false')
 MAX_CAMERA_RATE = 240.0
 MAX_PIXELS = 2048
 COMPRESSION_CHOICES = ('none', 'zstd', 'lz4')
+POLICY_TIMEOUT_S = 1.0      # a declared policy's call: 50 control periods at 50 Hz
+POLICY_MEMORY_MB = 4096
 
 
 def _rate(top):
@@ -52,12 +55,35 @@ def _not_empty(value):
     return value.strip()
 
 
-def _roots(value):
+def existing_dirs(value):
     roots = [r for r in value if r]
     missing = [r for r in roots if not os.path.isdir(r)]
     if missing:
         raise ValueError(f'not a directory: {", ".join(missing)[:200]}')
     return [os.path.realpath(r) for r in roots]
+
+
+def _policies(value):
+    declared_policies(value)            # ValueError naming the entry that is not one
+    return [v.strip() for v in value if v.strip()]
+
+
+def policy_params(action):
+    """What a peer may run over ``action`` (doc/security.md): data it names, code only the
+    operator declares. sim_node's and pool_node's tables share these three."""
+    return [
+        Param('policies', 'string_array', [], f'Policies a peer may run by name over {action}, '
+              'as NAME=module:attr (the operator chooses the code; each run starts it in a '
+              'worker process of its own). Besides these a peer may name only zero, random or '
+              'a .onnx file (under resource_roots); anything else is refused FORBIDDEN before '
+              'any import.', check=_policies),
+        Param('policy_timeout_s', 'double', POLICY_TIMEOUT_S, 'Seconds one call of a declared '
+              'policy may take (fifty control periods at 50 Hz); a later answer ends the run '
+              'TIMEOUT with its worker killed.', range=(0.001, 3600.0), rule='0.001..3600 s'),
+        Param('policy_memory_mb', 'integer', POLICY_MEMORY_MB, 'Address space (MiB) of a '
+              "declared policy's worker process; 0 = no cap.", range=(0, 1 << 20),
+              rule='0 (no cap) or up to 1048576 MiB'),
+    ]
 
 
 def _world_frame(value):
@@ -237,7 +263,8 @@ TABLE = ParameterTable([
     Param('resource_roots', 'string_array', [], 'Directories that a file URI of spawn_entity '
           'or load_world, and every file an MJCF names (include, mesh, texture...), must lie '
           "under, as Gazebo's GZ_SIM_RESOURCE_PATH; empty: any file this process can read.",
-          check=_roots),
+          check=existing_dirs),
+    *policy_params('run_policy'),
     Param('sandbox_memory_mb', 'integer', 2048, 'Address space (MiB) of the process that '
           'reads and compiles an untrusted model (scene edits, load_world) before the node '
           'takes it; a model that needs more is refused LIMIT_EXCEEDED.',

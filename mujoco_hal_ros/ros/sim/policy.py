@@ -13,9 +13,16 @@ while one runs is aborted BUSY and changes nothing. The run swaps the task's mod
 ``load_world`` does) and loads the task file and policy named in the goal on this machine,
 so a node with ``world_edits:=false`` refuses it (FORBIDDEN).
 
-``stop_policy`` (std_srvs/Trigger) and a cancel end the run between two control steps; the
-service answers once the run has ended and the device holds (``DevicePolicyRunner``
-leaves it holding). With no run, it answers success false and changes nothing.
+What a goal may name is data, never code (``tasks.peer``, doc/security.md): ``zero``,
+``random``, a ``.onnx`` file under ``resource_roots``, or a name the operator declared in
+the ``policies`` parameter; anything else is refused FORBIDDEN before anything is imported.
+A declared policy runs in a worker process (``tasks.policy_process``), each call under
+``policy_timeout_s``: a late answer ends the run TIMEOUT.
+
+``stop_policy`` (std_srvs/Trigger) and a cancel end the run between two control steps, or
+at once when the policy is computing (its worker is killed); the service answers once the
+run has ended and the device holds (``DevicePolicyRunner`` leaves it holding), and the next
+goal is accepted. With no run, it answers success false and changes nothing.
 """
 
 import threading
@@ -31,6 +38,7 @@ from ..guard import ActionServer  # every callback guarded
 from ..qos import action_queues, REQUEST_QOS
 from ...action import RunPolicy
 from ...errors import BUSY, CLOSED, DONE, FORBIDDEN, INTERNAL_ERROR, STOPPED, DeviceError
+from ...tasks.peer import PeerPolicies
 
 FEEDBACK_S = 0.1            # at most this often, and at the end
 STOP_WAIT_S = 10.0          # stop_policy waits this long for the run to end
@@ -47,11 +55,16 @@ class PolicyRuns:
         self._stop_asked = False    # stop_policy came before the runner was built
         self._ended = None          # an rclpy future answered when the run ends
         self._worker = None         # the runs' one thread, made at the first goal
+        self._policy = None         # the run's policy (a worker process may be computing)
+        self._goal = None           # the running goal's id
+        p = node.p
+        self.rules = PeerPolicies.from_parameters(p.policies, p.resource_roots,
+                                                  p.policy_timeout_s, p.policy_memory_mb)
         group = ReentrantCallbackGroup()
         self.action = ActionServer(
             node, RunPolicy, 'run_policy', execute_callback=self._execute,
             callback_group=group, goal_callback=lambda _goal: GoalResponse.ACCEPT,
-            cancel_callback=lambda _handle: CancelResponse.ACCEPT, **action_queues())
+            cancel_callback=self._on_cancel, **action_queues())
         self.stop_service = node.create_service(Trigger, 'stop_policy', self._stop,
                                                 callback_group=group, qos_profile=REQUEST_QOS)
 
@@ -71,6 +84,7 @@ class PolicyRuns:
             busy = self._busy
             if not busy:
                 self._busy, self._runner, self._stop_asked = True, None, False
+                self._policy, self._goal = None, bytes(handle.goal_id.uuid)
                 self._ended = ended = self.bridge.future()
                 if self._worker is None:
                     self._worker = ThreadPoolExecutor(1, thread_name_prefix='sim_node-run_policy')
@@ -83,11 +97,13 @@ class PolicyRuns:
             done = await self.bridge.wrap(worker.submit(self._work, handle, result))
         finally:
             with self._lock:
-                self._busy, self._runner = False, None
+                self._busy, self._runner, self._policy, self._goal = False, None, None, None
             self.bridge.complete(ended, True)
         if done is None:
             done = 'abort', _error(result, CLOSED, 'sim_node is shutting down')
         end, result = done
+        if end == 'abort' and result.code == STOPPED and handle.is_cancel_requested:
+            end = 'canceled'            # a cancel that killed a computing policy
         {'succeed': handle.succeed, 'abort': handle.abort, 'canceled': handle.canceled}[end]()
         return result
 
@@ -100,13 +116,29 @@ class PolicyRuns:
             return 'abort', _error(result, INTERNAL_ERROR, f'{type(err).__name__}: {err}')
 
     def _run(self, handle, result):
-        from ...tasks.device_runner import DevicePolicyRunner
         goal = handle.request
+        policy = None
         try:
-            runner = DevicePolicyRunner(self.device, goal.task, goal.policy, int(goal.seed),
-                                        int(goal.episode), lockstep=bool(goal.lockstep))
+            self.rules.policy(goal.policy, start=False)     # FORBIDDEN before anything
+            task = self.rules.task(goal.task)
+            policy = self.rules.policy(goal.policy)
+            with self._lock:
+                self._policy = policy
+                if self._stop_asked:
+                    _cancel(policy)
+            return self._episode(handle, result, task, policy)
         except DeviceError as err:
             return 'abort', _error(result, err.code, str(err))
+        finally:
+            close = getattr(policy, 'close', None)
+            if close is not None:
+                close()             # a declared policy's worker, and all it started
+
+    def _episode(self, handle, result, task, policy):
+        from ...tasks.device_runner import DevicePolicyRunner
+        goal = handle.request
+        runner = DevicePolicyRunner(self.device, task, policy, int(goal.seed),
+                                    int(goal.episode), lockstep=bool(goal.lockstep))
         with self._lock:
             self._runner = runner
             if self._stop_asked:
@@ -145,18 +177,38 @@ class PolicyRuns:
         result.message = f'stopped after {ep.steps} control steps; the device holds'
         return ('canceled' if handle.is_cancel_requested else 'abort'), result
 
-    # --- stop_policy ----------------------------------------------------------------------
-    async def _stop(self, _request, response):
+    # --- stop_policy and cancel -------------------------------------------------------------
+    def stop(self):
+        """Shutdown: the run (if any) stops now, a computing policy's worker killed."""
+        self._stop_run()
+
+    def _stop_run(self):
+        """Stop the run (between two control steps, or now if its policy is computing);
+        False with none running."""
         with self._lock:
-            busy, runner, ended = self._busy, self._runner, self._ended
+            busy, runner, policy = self._busy, self._runner, self._policy
             if busy:
                 self._stop_asked = True
-        if not busy:
+        if runner is not None:
+            runner.stop()
+        elif policy is not None:
+            _cancel(policy)
+        return busy
+
+    def _on_cancel(self, handle):
+        with self._lock:
+            ours = self._goal == bytes(handle.goal_id.uuid)
+        if ours:
+            self._stop_run()
+        return CancelResponse.ACCEPT
+
+    async def _stop(self, _request, response):
+        with self._lock:
+            ended = self._ended
+        if not self._stop_run():
             response.success = False
             response.message = 'no policy is running; nothing was changed'
             return response
-        if runner is not None:
-            runner.stop()
         finished = await self.bridge.wait(ended, timeout=STOP_WAIT_S)
         response.success = bool(finished)
         response.message = ('stopped; the device holds' if finished else
@@ -165,13 +217,18 @@ class PolicyRuns:
 
     def destroy(self):
         with self._lock:
-            runner, worker = self._runner, self._worker
-        if runner is not None:
-            runner.stop()
+            worker = self._worker
+        self._stop_run()
         if worker is not None:
             worker.shutdown(wait=False)
         self.action.destroy()
         self.node.destroy_service(self.stop_service)
+
+
+def _cancel(policy):
+    cancel = getattr(policy, 'cancel', None)
+    if cancel is not None:
+        cancel()
 
 
 def _error(result, code, message):

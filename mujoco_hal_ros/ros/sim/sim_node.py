@@ -357,7 +357,9 @@ class SimNode(GuardedNode):
             self.get_logger().info(self.health_line())
 
     def _publish_diagnostics(self):
-        if self.state is None or self.cameras is None:
+        # the parts as they are now: a shutdown on another thread sets them to None
+        state, cameras, recording = self.state, self.cameras, self.recording
+        if state is None or cameras is None:
             return                          # shutting down: the parts it reports are gone
         h = self.device.health()
         rtf = h['measured_rtf']
@@ -367,17 +369,17 @@ class SimNode(GuardedNode):
         elif h['target_rtf'] > 0 and rtf is not None and rtf < 0.9 * h['target_rtf']:
             level, message = DiagnosticStatus.WARN, (f'slower than asked: real time factor '
                                                      f'{rtf:.2f} of {h["target_rtf"]:g}')
-        slow = self.cameras.lagging()
+        slow = cameras.lagging()
         if slow and level == DiagnosticStatus.OK:
             name, fps, rate = slow[0]
             why = ('background rendering only gets CPU time nothing else wants; '
                    'camera_background:=false renders at normal priority'
-                   if self.cameras.background else
+                   if cameras.background else
                    'rendering cannot keep up; lower the rate or the image size')
             level, message = DiagnosticStatus.WARN, (f'camera {name} at {fps:.1f} fps of '
                                                      f'{rate:g} asked: {why}')
         # Two simulators both on /clock make every use_sim_time node's time jump between them.
-        clocks = self.count_publishers('/clock') if self.state.clock_pub is not None else 0
+        clocks = self.count_publishers('/clock') if state.clock_pub is not None else 0
         if clocks > 1:
             why = (f'{clocks} publishers on /clock: with several simulators set '
                    'publish_clock:=false on all but one')
@@ -407,20 +409,20 @@ class SimNode(GuardedNode):
                   'steps': h['steps'], 'paused': h['paused'], 'moving': h['moving'],
                   'unstable_events': h['unstable_events'], 'stalls': h['stalls'],
                   'dropped_s': h['dropped_s'],
-                  'joint_states_hz': self.state.joint_meter.rate(),
-                  'tf_hz': self.state.tf_meter.rate(),
-                  'state_thread_scheduling': self.state.scheduling,
-                  'cameras_in_background': self.cameras.background,
+                  'joint_states_hz': state.joint_meter.rate(),
+                  'tf_hz': state.tf_meter.rate(),
+                  'state_thread_scheduling': state.scheduling,
+                  'cameras_in_background': cameras.background,
                   'clock_publishers': clocks}
-        for name, fps in self.cameras.rates().items():
+        for name, fps in cameras.rates().items():
             values[f'camera {name} fps'] = fps
         status = DiagnosticStatus(level=level, name=f'{self.get_fully_qualified_name()}: '
                                   'simulation', message=message,
                                   hardware_id=self._hardware_id,
                                   values=[KeyValue(key=k, value=_text(v))
                                           for k, v in values.items()])
-        msg = DiagnosticArray(status=[status] + ([self.recording.status()]
-                                                 if self.recording is not None else []))
+        msg = DiagnosticArray(status=[status] + ([recording.status()]
+                                                 if recording is not None else []))
         msg.header.stamp = cv.stamp(self.device.snapshot.time)
         try:
             self.diag_pub.publish(msg)
@@ -436,6 +438,8 @@ class SimNode(GuardedNode):
         if self.bridge is None:
             return
         self.bridge.stop()
+        if self.policy is not None:
+            self.policy.stop()  # a policy computing in its worker: the worker is killed
         self._stop_threads()
         self.device.close()     # requests queued for the physics thread are refused: CLOSED
         deadline = time.monotonic() + timeout
