@@ -25,7 +25,7 @@ import mujoco
 import numpy as np
 
 from ..checks import finite_number
-from ..errors import ConfigError
+from ..errors import ConfigError, DeviceError, InvalidArgument
 from ..motion.trajectory import Plan
 from . import config as cfg
 from .kinematics import for_config
@@ -123,9 +123,7 @@ class BaseController:
         self._odom = Odometry(config.velocity_rolling_window_size)
         self._joints = _Joints(device.model, config)
         self._generation = device.snapshot.generation
-        n = len(self._joints.actuators)
-        self._out = np.zeros(n)
-        self._out[len(self._joints.traction):] = 0.0
+        self._out = np.zeros(len(self._joints.actuators))
         self._sent = (0.0, 0.0, 0.0)
         self._next_tick = None
         self._plan: Optional[_DrivePlan] = None
@@ -144,7 +142,6 @@ class BaseController:
         for name, v in (('linear.x', vx), ('linear.y', vy), ('angular.z', wz)):
             v = finite_number(v, f'{self.config.name}: {name}')
             if abs(v) > MAX_SPEED:
-                from ..errors import InvalidArgument
                 raise InvalidArgument(f'{v!r} is beyond any base ({MAX_SPEED:g} at most)',
                                       where=f'{self.config.name}: {name}')
             values.append(v)
@@ -164,7 +161,22 @@ class BaseController:
             self._command = (0.0, 0.0, 0.0, -math.inf)
 
     def close(self) -> None:
+        """Stop reading odometry and let go of the wheels (they hold a zero speed)."""
         self._unhook()
+        plan = self._plan
+        if plan is None:
+            return
+
+        def release(stepper):
+            if any(p is plan for p in stepper.running_plans()):
+                wheels = np.intersect1d(plan.actuators,
+                                        self._joints.actuators[:len(self._joints.traction)])
+                stepper.release(plan.actuators)
+                stepper.setpoint[wheels] = 0.0
+        try:
+            self.device.on_physics(release, wait=True)
+        except DeviceError:
+            pass                            # the device closed first: nothing steps
 
     # --- the physics thread ----------------------------------------------------------------
     def _engage(self, stepper) -> None:
