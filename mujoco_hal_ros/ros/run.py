@@ -149,11 +149,26 @@ def _spin_until_signal(executor, node):
         time.sleep(DELIVER_S)          # the answers are sent; let DDS deliver them
 
 
+def _quiet_action_servers(node):
+    """A goal request still in rclpy's hands when the node's action servers go (a client
+    flooding goals through the shutdown) fails inside rclpy, which logs it as an ERROR
+    ("Failed to accept new goal ... action server pointer is invalid"; seen on Jazzy under
+    load). Nothing can serve it any more, as on any ROS node going down: from here on that
+    child logger says only what is fatal."""
+    try:
+        from rclpy.logging import LoggingSeverity
+        node.get_logger().get_child('action_server').set_level(LoggingSeverity.FATAL)
+    except Exception:  # noqa: BLE001 - a logger that cannot be set: the log stays as it is
+        pass
+
+
 def _teardown(node, executor):
     """The executor first (waiting clients were answered while it spun), then the node (its
     threads stop before its publishers go), then the context."""
     from .guard import tearing_down
     tearing_down()
+    if node is not None:
+        _quiet_action_servers(node)
     if executor is not None:
         executor.shutdown(timeout_sec=1.0)
     if node is not None:
