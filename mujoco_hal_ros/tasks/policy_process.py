@@ -274,15 +274,8 @@ class ProcessPolicy(Policy):
         if proc is None:
             return
         kill_tree(proc.pid)
-        try:
-            proc.wait(5.0)
-        except subprocess.TimeoutExpired:
-            pass
-        for pipe in (proc.stdin, proc.stdout):
-            try:
-                pipe.close()
-            except Exception:  # noqa: BLE001 - already closed
-                pass
+        from ..world.sandbox import reap
+        reap(proc)
 
     def __del__(self):
         try:

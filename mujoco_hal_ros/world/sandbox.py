@@ -34,6 +34,20 @@ from .scene import MAX_RESOURCE
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sandbox_worker.py')
 
 
+def reap(proc: subprocess.Popen, wait_s: float = 5.0) -> None:
+    """Wait for a killed worker (at most ``wait_s``) and close its pipes: what every worker
+    owner here (the sandbox, the policy worker) does after the kill."""
+    try:
+        proc.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        pass
+    for pipe in (proc.stdin, proc.stdout):
+        try:
+            pipe.close()
+        except Exception:  # noqa: BLE001 - already closed
+            pass
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one untrusted model may take. The defaults fit real robots and scenes (a
@@ -100,15 +114,7 @@ class Sandbox:
                 os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            proc.wait(5.0)
-        except subprocess.TimeoutExpired:
-            pass
-        for pipe in (proc.stdin, proc.stdout):
-            try:
-                pipe.close()
-            except Exception:  # noqa: BLE001 - already closed
-                pass
+        reap(proc)
         self.restarts += 1
         return proc.returncode
 
