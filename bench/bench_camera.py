@@ -15,9 +15,9 @@ fixed camera is what a real deployment configures, and the default free camera (
 would frame the whole floor rather than the robot.
 """
 
-import importlib.util
 import argparse
 import copy
+import importlib.util
 import os
 import sys
 import time
@@ -33,8 +33,8 @@ import cv2  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
-from mujoco_hal_ros.render.camera import PNG_PARAMS, CameraRenderer  # noqa: E402
 from mujoco_hal_ros.menagerie import bench_arm_path, model_path  # noqa: E402
+from mujoco_hal_ros.render.camera import CameraRenderer, PNG_PARAMS  # noqa: E402
 
 WIDTH, HEIGHT = 640, 480
 GOAL = 0.9

@@ -24,7 +24,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
 from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402
-from mujoco_hal_ros.testing import SimRobot, free_domain_id  # noqa: E402
+from mujoco_hal_ros.testing import free_domain_id, SimRobot  # noqa: E402
 from mujoco_hal_ros.testing.robot import _end_group, _installed_sim_node  # noqa: E402
 
 

@@ -24,8 +24,8 @@ iteration), until the position error is under 1 mm or 200 iterations. Goal: ``ik
 median <= mink's, at 100 % success and <= 1 mm error.
 """
 
-import importlib.util
 import argparse
+import importlib.util
 import os
 import sys
 import time
@@ -36,8 +36,8 @@ if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the so
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
-from mujoco_hal_ros.motion import ik  # noqa: E402
 from mujoco_hal_ros.menagerie import model_path  # noqa: E402
+from mujoco_hal_ros.motion import ik  # noqa: E402
 
 GOAL_MS = 2.0
 TOLERANCE = 1e-3
@@ -77,7 +77,7 @@ class MinkLoop:
         mink, cfg, task = self.mink, self.configuration, self.task
         cfg.update(self.home)
         task.set_target(mink.SE3.from_translation(target))
-        for it in range(max_iter):
+        for it in range(max_iter):  # noqa: B007 (the count is returned after the loop)
             if np.linalg.norm(task.compute_error(cfg)[:3]) <= TOLERANCE:
                 break
             velocity = mink.solve_ik(cfg, [task], 1.0, 'daqp', damping=1e-3, limits=self.limits)

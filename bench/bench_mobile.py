@@ -23,10 +23,10 @@ import time
 if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the source tree
     sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(__file__), '..')))
 
+from geometry_msgs.msg import Twist  # noqa: E402
 import mujoco  # noqa: E402
 import pybullet_data  # noqa: E402
 import rclpy  # noqa: E402
-from geometry_msgs.msg import Twist  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 

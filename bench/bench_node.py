@@ -48,10 +48,10 @@ from mujoco_hal_ros.render import gl
 
 gl.ensure_headless_gl()
 
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
@@ -59,9 +59,9 @@ from sensor_msgs.msg import Image, JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from mujoco_hal_ros.action import MoveTo  # noqa: E402
-from mujoco_hal_ros.sim.device import Device  # noqa: E402
-from mujoco_hal_ros.ros.sim.params import builtin_device_file  # noqa: E402
 from mujoco_hal_ros.menagerie import bench_arm_path  # noqa: E402
+from mujoco_hal_ros.ros.sim.params import builtin_device_file  # noqa: E402
+from mujoco_hal_ros.sim.device import Device  # noqa: E402
 
 OVERHEAD_GOAL = 0.85
 MOTION_RAD = 1e-6
@@ -327,6 +327,7 @@ def node_rtf0(seconds, swap=True, rounds=3):
     """
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
+
     from mujoco_hal_ros.fastpath.process import tune_interpreter
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
     tune_interpreter()                # as the sim_node executable does
@@ -347,10 +348,10 @@ def node_rtf0(seconds, swap=True, rounds=3):
         ex.add_node(node)
         stop = threading.Event()
 
-        def spin():
+        def spin(ex, stop):     # this round's: a thread that outlives join() keeps its own
             while not stop.is_set():
                 ex.spin_once(timeout_sec=0.1)
-        spinner = threading.Thread(target=spin, name='executor', daemon=True)
+        spinner = threading.Thread(target=spin, args=(ex, stop), name='executor', daemon=True)
         spinner.start()
         try:
             time.sleep(1.0)
@@ -545,7 +546,7 @@ def measure_latency(probe, rounds):
             n = len(probe.js)
             # a min-jerk path starts with zero velocity and acceleration: look for the
             # first micro-radian, not the first visible degree
-            wait_until(lambda: any(
+            wait_until(lambda n=n, q0=q0: any(
                 np.abs(np.array(joint_state(r).position) - q0).max() > MOTION_RAD
                 for _, r in probe.js[n:]), 10.0, 'joint motion')
             moved = next(t for t, r in probe.js[n:]
@@ -554,8 +555,8 @@ def measure_latency(probe, rounds):
             time.sleep(0.3)                                    # well into the move
             n, held = len(probe.js), time.monotonic()         # from the request, not its answer
             probe.wait(holder.call_async(Trigger.Request()))
-            wait_until(lambda: any(np.abs(joint_state(r).velocity).max() < 0.01
-                                   for _, r in probe.js[n:]), 10.0, 'joints at rest')
+            wait_until(lambda n=n: any(np.abs(joint_state(r).velocity).max() < 0.01
+                                       for _, r in probe.js[n:]), 10.0, 'joints at rest')
             still = next(t for t, r in probe.js[n:]
                          if np.abs(joint_state(r).velocity).max() < 0.01)
             stops.append((still - held) * 1e3)
@@ -586,7 +587,7 @@ def measure_camera(probe, seconds, rounds=3, background='auto'):
             bare_frames, bare_wall = bare_frames + n, bare_wall + w
             counter = FrameCounter(probe, 'overhead/image_raw')
             try:
-                wait_until(lambda: len(counter.times) >= 3, 60.0, 'camera frames')
+                wait_until(lambda c=counter: len(c.times) >= 3, 60.0, 'camera frames')
                 # camera_background:=auto moves a camera that falls behind in the
                 # background to normal priority after 1.5 s watched: every mode gets 2 s
                 time.sleep(2.0)

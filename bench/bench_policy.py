@@ -47,8 +47,13 @@ if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the so
 
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.pool import EnvPool  # noqa: E402
-from mujoco_hal_ros.tasks import BUILTIN_DIR, Task, evaluate, make_policy  # noqa: E402
-from mujoco_hal_ros.tasks import onnx_models  # noqa: E402
+from mujoco_hal_ros.tasks import (  # noqa: E402
+    BUILTIN_DIR,
+    evaluate,
+    make_policy,
+    onnx_models,  # noqa: E402
+    Task,
+)
 from mujoco_hal_ros.tasks.task import Frame  # noqa: E402
 
 

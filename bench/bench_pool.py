@@ -41,24 +41,26 @@ Contenders:
            steps per call, plus the fixed cost of one call touching both shards
 """
 
+import argparse
 import importlib.metadata
 import importlib.util
-import argparse
 import os
 import sys
 import time
 
 import mujoco
-import numpy as np
 from mujoco import rollout
+import numpy as np
 
 if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the source tree
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
 from mujoco_hal_ros import menagerie  # noqa: E402
-from mujoco_hal_ros.pool import EnvPool  # noqa: E402
-from mujoco_hal_ros.pool import hfield as hf  # noqa: E402
-from mujoco_hal_ros.pool import jacobian  # noqa: E402
+from mujoco_hal_ros.pool import (
+    EnvPool,  # noqa: E402
+    hfield as hf,  # noqa: E402
+    jacobian,  # noqa: E402
+)
 
 try:
     from mujoco import batch as mjb
@@ -376,6 +378,7 @@ def ray_bench(args):
     try:
         import ray
         from ray.cluster_utils import Cluster
+
         from mujoco_hal_ros.pool import RayPool
     except ImportError as exc:
         print(f'ray: skipped, import ray failed ({exc})')

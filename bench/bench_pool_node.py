@@ -27,8 +27,8 @@ import mujoco
 import numpy as np
 
 from mujoco_hal_ros import menagerie
-from mujoco_hal_ros.pool import EnvPool
 from mujoco_hal_ros.action import Evaluate
+from mujoco_hal_ros.pool import EnvPool
 from mujoco_hal_ros.ros.pool.arrays import to_msg
 
 

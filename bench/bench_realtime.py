@@ -9,8 +9,8 @@ simulated time over wall time between two reads taken after a settling second; l
 sampled every 50 ms (from ``health()``) and the stepper's own worst lag is reported too.
 """
 
-import importlib.util
 import argparse
+import importlib.util
 import os
 import statistics
 import sys

@@ -62,9 +62,9 @@ def spawn_cost(dev, sandbox, rounds):
         for use in ((True, False) if i % 2 == 0 else (False, True)):
             dev.sandbox = sandbox if use else None
             t0 = time.perf_counter()
-            dev.spawn_entity(BOX, f'box{i}_{int(use)}', position=(0.25, -0.15, 0.15))
+            dev.scene.spawn(BOX, f'box{i}_{int(use)}', position=(0.25, -0.15, 0.15))
             times[use].append(time.perf_counter() - t0)
-            dev.delete_entity(f'box{i}_{int(use)}')
+            dev.scene.delete(f'box{i}_{int(use)}')
     dev.sandbox = sandbox
     return statistics.median(times[True]), statistics.median(times[False])
 
@@ -81,8 +81,8 @@ def main():
     dev.sandbox = sandbox
     ok = True
     try:
-        dev.spawn_entity(BOX, 'warmup', position=(0.25, -0.15, 0.15))   # worker up, caches
-        dev.delete_entity('warmup')
+        dev.scene.spawn(BOX, 'warmup', position=(0.25, -0.15, 0.15))   # worker up, caches
+        dev.scene.delete('warmup')
         print('over-limit models (the sandbox refuses, the node never parses them):')
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, 'bodies.xml')
@@ -94,11 +94,11 @@ def main():
             size = os.path.getsize(path) / 1e6
             before = rss_mb()
             refuse(dev, 'spawn_entity, 1,000,000 geoms by nested <replicate>',
-                   lambda: dev.spawn_entity(MILLION, 'pile'))
+                   lambda: dev.scene.spawn(MILLION, 'pile'))
             refuse(dev, 'load_world, 1,000,000 geoms by nested <replicate>',
-                   lambda: dev.load_world(MILLION))
+                   lambda: dev.scene.load_world(MILLION))
             refuse(dev, f'load_world, a {size:.0f} MB file of 200,000 bodies',
-                   lambda: dev.load_world(path))
+                   lambda: dev.scene.load_world(path))
         after = rss_mb()
         grew = after - before
         print(f'  node RSS: {before:.0f} MB before, {after:.0f} MB after (+{grew:.1f} MB; '

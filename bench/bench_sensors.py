@@ -76,6 +76,7 @@ class NodeRun:
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.parameter import Parameter
         from sensor_msgs.msg import Imu, LaserScan
+
         from mujoco_hal_ros.ros.sim.sim_node import SimNode
         self.rclpy = rclpy
         self.ctx = rclpy.Context()
@@ -135,7 +136,7 @@ class NodeRun:
 
     def close(self):
         self._stop.set()
-        for t, ex in zip(self._spinners, self.executors):
+        for t, ex in zip(self._spinners, self.executors, strict=True):
             t.join(5.0)
             ex.shutdown(timeout_sec=2.0)
         self.client.destroy_node()

@@ -13,8 +13,8 @@ too; on an idle machine the two agree).
     python bench/bench_stepper.py [--quick] [--seconds S] [--rounds N]
 """
 
-import importlib.util
 import argparse
+import importlib.util
 import os
 import statistics
 import sys
@@ -98,7 +98,7 @@ def run(name, path, seconds, rounds):
         h = dev.health()
         chunk = dev.stepper._fast_chunk()
         med = statistics.median
-        paired = {k: med(d[k] / b[k] for b, d in zip(bare, devs)) for k in (0, 1)}
+        paired = {k: med(d[k] / b[k] for b, d in zip(bare, devs, strict=True)) for k in (0, 1)}
         best = {k: max(d[k] for d in devs) / max(b[k] for b in bare) for k in (0, 1)}
         print(f'{name:10s} bare {med(b[0] for b in bare):8.0f} steps/s  device '
               f'{med(d[0] for d in devs):8.0f} steps/s (medians)  ratio wall {paired[0]:.3f} '

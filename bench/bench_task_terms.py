@@ -31,7 +31,7 @@ if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the so
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
 from mujoco_hal_ros import menagerie  # noqa: E402
-from mujoco_hal_ros.tasks import Task, evaluate  # noqa: E402
+from mujoco_hal_ros.tasks import evaluate, Task  # noqa: E402
 
 ARM = [f'joint{i}' for i in range(1, 8)]
 

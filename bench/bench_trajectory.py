@@ -22,8 +22,8 @@ sending the goal to that step is printed too. Rounds alternate direct and action
 from other processes hits both alike; the medians over rounds are printed.
 """
 
-import importlib.util
 import argparse
+import importlib.util
 import math
 import os
 import random
@@ -36,9 +36,9 @@ if importlib.util.find_spec('mujoco_hal_ros') is None:   # not installed: the so
 
 import numpy as np  # noqa: E402
 
+from mujoco_hal_ros.menagerie import model_path  # noqa: E402
 from mujoco_hal_ros.motion import joint_trajectory as jt  # noqa: E402
 from mujoco_hal_ros.sim.device import Device  # noqa: E402
-from mujoco_hal_ros.menagerie import model_path  # noqa: E402
 
 DURATION = 5.0
 POINTS = 11
@@ -113,12 +113,12 @@ class ActionRig:
     """Server node (swap interfaces) on a MultiThreadedExecutor thread; a client elsewhere."""
 
     def __init__(self, device):
-        import rclpy
         from control_msgs.action import FollowJointTrajectory
-        from rclpy.action import ActionClient
+        import rclpy
+        from rclpy.action import ActionClient, GoalResponse
         from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+
         from mujoco_hal_ros.ros.swap.serve import attach_swap_interfaces
-        from rclpy.action import GoalResponse
         self.rclpy = rclpy
         self.FJT = FollowJointTrajectory
         domain = random.randint(100, 200)
@@ -158,8 +158,8 @@ class ActionRig:
         return future.result()
 
     def run(self, device, joints):
-        from trajectory_msgs.msg import JointTrajectoryPoint
         from builtin_interfaces.msg import Duration
+        from trajectory_msgs.msg import JointTrajectoryPoint
         sp = settle(device)
         goal = self.FJT.Goal()
         goal.trajectory.joint_names = list(joints)

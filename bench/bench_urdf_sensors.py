@@ -65,6 +65,7 @@ class NodeRun:
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.parameter import Parameter
         from sensor_msgs.msg import Image, LaserScan
+
         from mujoco_hal_ros.ros.sim.sim_node import SimNode
         self.rclpy = rclpy
         self.ctx = rclpy.Context()
@@ -107,7 +108,7 @@ class NodeRun:
 
     def close(self):
         self._stop.set()
-        for t, ex in zip(self._spinners, self.executors):
+        for t, ex in zip(self._spinners, self.executors, strict=True):
             t.join(5.0)
             ex.shutdown(timeout_sec=2.0)
         self.client.destroy_node()
@@ -164,6 +165,7 @@ def bench_lidar(calls):
     """Median cost of Lidar.scan and of one bare mj_multiRay for the same beams, call by
     call, alternating."""
     from types import SimpleNamespace
+
     from mujoco_hal_ros.description.urdf_in import model_from_urdf
     from mujoco_hal_ros.sensors import declared
     from mujoco_hal_ros.sensors.lidar import Lidar

@@ -7,14 +7,15 @@ same edits on a running sim_node during a move.
 The live part runs sim_node in-process on the bench arm at real-time factor 1, a
 subscriber in a Context of its own (its own DDS participant) stamping every joint_states
 message with the monotonic clock. During a running move_to a box is spawned, then deleted
-during the next one: printed are the wall time of each ``Device.spawn_entity`` /
-``delete_entity`` call (compile, swap and all) and the longest gap between joint_states
+during the next one: printed are the wall time of each ``device.scene.spawn`` /
+``delete`` call (compile, swap and all) and the longest gap between joint_states
 messages around it, in ms and as a ratio to the publish period, and whether the move still
 ended DONE.
 """
 
 import argparse
 import importlib.util
+from itertools import pairwise
 import os
 import sys
 import threading
@@ -62,6 +63,7 @@ def live(rounds, rate=100.0):
     from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import JointState
+
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
     ctx, sub_ctx = rclpy.Context(), rclpy.Context()
     rclpy.init(context=ctx, args=[])
@@ -93,13 +95,13 @@ def live(rounds, rate=100.0):
                 time.sleep(0.2)
                 t0 = time.monotonic()
                 if edit == 'spawn':
-                    dev.spawn_entity(BOX, f'crate{i}', position=[0.3, 0.3, 0.1])
+                    dev.scene.spawn(BOX, f'crate{i}', position=[0.3, 0.3, 0.1])
                 else:
-                    dev.delete_entity(f'crate{i}')
+                    dev.scene.delete(f'crate{i}')
                 t1 = time.monotonic()
                 time.sleep(0.3)
                 window = [t for t in list(arrivals) if t0 - 0.1 <= t <= t1 + 0.3]
-                gap = max((b - a for a, b in zip(window, window[1:])), default=float('nan'))
+                gap = max((b - a for a, b in pairwise(window)), default=float('nan'))
                 move.wait(10.0)
                 code = move.result['code'] if move.done() else 'STILL MOVING'
                 out.append((edit, 1000 * (t1 - t0), 1000 * gap, code))

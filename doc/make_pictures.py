@@ -24,15 +24,15 @@ from mujoco_hal_ros.render import gl  # noqa: E402
 gl.ensure_headless_gl()
 
 import av  # noqa: E402
+from browser import Page, STATUS_BAR, viewer_drawn  # noqa: E402
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rosbags.rosbag2 import Reader  # noqa: E402
-from rosbags.typesys import Stores, get_typestore  # noqa: E402
+from rosbags.typesys import get_typestore, Stores  # noqa: E402
 
-from browser import STATUS_BAR, Page, viewer_drawn  # noqa: E402
 from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402
 
 POINTS = [(0.17, 0.03, 0.05), (0.145, -0.055, 0.085), (0.195, 0.055, 0.035)]
@@ -95,7 +95,7 @@ def plot(t, q, names, width, height):
         return int(x), int(y)
     cv2.rectangle(img, (left, top), (width - right, height - bottom), (180, 180, 180), 1)
     for j in range(q.shape[1]):
-        pts = np.array([xy(ti, qi) for ti, qi in zip(t, q[:, j])], np.int32)
+        pts = np.array([xy(ti, qi) for ti, qi in zip(t, q[:, j], strict=True)], np.int32)
         cv2.polylines(img, [pts], False, COLOURS[j % len(COLOURS)], 2, cv2.LINE_AA)
         cv2.putText(img, names[j], (left + 10 + 110 * j, top - 8), cv2.FONT_HERSHEY_SIMPLEX,
                     0.6, COLOURS[j % len(COLOURS)], 2, cv2.LINE_AA)

@@ -54,7 +54,7 @@ def main():
         node.destroy_subscription(sub)
         if not latest:
             sys.exit('no joint_states')
-        js = dict(zip(latest[-1].name, latest[-1].position))
+        js = dict(zip(latest[-1].name, latest[-1].position, strict=True))
         print('joints now', {j: round(js[j], 3) for j in JOINTS})
         return 0 if result.error_code == FollowJointTrajectory.Result.SUCCESSFUL else 1
     finally:

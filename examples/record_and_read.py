@@ -69,7 +69,8 @@ def main(seconds=2.0):
         print(f'{n:6d} {topic}')
     if last is None:
         sys.exit('no joint_states in the bag')
-    print('last joint_states:', dict(zip(last.name, [round(float(p), 3) for p in last.position])))
+    print('last joint_states:',
+          dict(zip(last.name, [round(float(p), 3) for p in last.position], strict=True)))
     return 0
 
 

@@ -9,11 +9,11 @@ The mapping lives in mujoco_hal_ros/ros/launch_args.py, which the tests cover.
 """
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from launch import LaunchDescription
 from mujoco_hal_ros.ros import launch_args
 
 

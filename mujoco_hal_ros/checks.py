@@ -4,6 +4,7 @@ Python's ``bool`` is an ``int`` and ``numpy.bool_`` converts to float silently, 
 ``True`` would otherwise become a 1.0 goal; these checks refuse both explicitly.
 """
 
+from collections.abc import Collection
 import json
 import math
 import numbers
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidArgument, UnknownName, shorten
+from .errors import InvalidArgument, shorten, UnknownName
 
 # In type hints: numbers in any shape a caller may hand over (a float, a list, a tuple, an
 # ndarray), checked and converted by the function that takes them. numpy's own ArrayLike is
@@ -20,11 +21,11 @@ from .errors import InvalidArgument, UnknownName, shorten
 Vector = Any
 
 
-def is_bool(value):
+def is_bool(value: Any) -> bool:
     return isinstance(value, (bool, np.bool_))
 
 
-def finite_number(value, where):
+def finite_number(value: Any, where: str) -> float:
     """Return ``value`` as a float, or raise InvalidArgument naming ``where``."""
     if is_bool(value):
         raise InvalidArgument(f'expected a number, got boolean {shorten(value)}', where=where,
@@ -45,7 +46,7 @@ def finite_number(value, where):
     return out
 
 
-def finite_vector(values, length, where):
+def finite_vector(values: Any, length: int | None, where: str) -> np.ndarray:
     """Return a float64 array of ``length`` finite entries, refusing bools, NaN and inf."""
     if isinstance(values, (str, bytes)) or is_bool(values):
         raise InvalidArgument(f'expected {length} numbers, got {shorten(values)}', where=where)
@@ -68,14 +69,14 @@ def finite_vector(values, length, where):
                     dtype=np.float64)
 
 
-def known_name(name, known, kind):
+def known_name(name: Any, known: Collection[str], kind: str) -> str:
     """Check a name against a collection, listing the allowed ones on failure."""
     if not isinstance(name, str) or name not in known:
         raise UnknownName(kind, name, known)
     return name
 
 
-def unique_names(names, where, kind='name'):
+def unique_names(names: Any, where: str, kind: str = 'name') -> list[str]:
     """``names`` as a list of strings, each once; a duplicate is refused, naming it.
 
     Names arrive as parallel lists (ROS ``names``/``values`` arrays); turned into a dict, a
@@ -101,7 +102,7 @@ def unique_names(names, where, kind='name'):
     return names
 
 
-def named_values(names, values, where, kind='name'):
+def named_values(names: Any, values: Any, where: str, kind: str = 'name') -> dict[str, Any]:
     """Parallel name and value lists -> ``{name: value}``, refusing what a dict would hide:
     a length mismatch or a name given twice."""
     names = unique_names(names, where, kind)
@@ -113,7 +114,7 @@ def named_values(names, values, where, kind='name'):
     if len(values) != len(names):
         raise InvalidArgument(f'{len(names)} {kind}s but {len(values)} values', where=where,
                               allowed=f'one value per {kind}')
-    return dict(zip(names, values))
+    return dict(zip(names, values, strict=True))
 
 
 # Structured text from outside (a service's JSON field): at most this many bytes, nested at
@@ -129,7 +130,8 @@ def _constant(name):
                           allowed='finite numbers only')
 
 
-def json_value(text, where, max_bytes=MAX_JSON_BYTES, max_depth=MAX_JSON_DEPTH):
+def json_value(text: Any, where: str, max_bytes: int = MAX_JSON_BYTES,
+               max_depth: int = MAX_JSON_DEPTH) -> Any:
     """``text`` parsed as JSON, refused (INVALID_ARGUMENT naming ``where`` and the limit)
     when it is not a string, longer than ``max_bytes``, nested deeper than ``max_depth``,
     holds NaN or Infinity, or is not JSON. Size and depth are checked before the parser

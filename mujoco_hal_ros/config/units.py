@@ -7,7 +7,7 @@ parse through the same tables, so a limit written in mm checks a target sent in 
 
 import math
 import re
-from typing import Any, Optional
+from typing import Any
 
 from ..errors import ConfigError
 
@@ -22,7 +22,7 @@ PERCENT = 'percent'
 _QUANTITY = re.compile(r'^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)\s*$')
 
 
-def kind_of(unit: str) -> Optional[str]:
+def kind_of(unit: str) -> str | None:
     """'angle', 'length', 'time', 'percent', or None for a unit we pass through."""
     if unit in ('percent', '%'):
         return PERCENT
@@ -72,7 +72,7 @@ def conversion(unit: str, native_unit: str, where: str) -> float:
     return a[1] / b[1]
 
 
-def linear_map(unit: str, kind: str, lo: Optional[float], hi: Optional[float],
+def linear_map(unit: str, kind: str, lo: float | None, hi: float | None,
                where: str) -> tuple[float, float]:
     """(scale, offset) with native = scale * value + offset for a channel's unit.
 
@@ -104,7 +104,7 @@ def finite_float(value: Any, what: str, where: str) -> float:
 
 
 def parse_quantity(value: Any, kind: str, where: str,
-                   default_unit: Optional[str] = None) -> float:
+                   default_unit: str | None = None) -> float:
     """'4 ms' -> 0.004, '1 mm' -> 0.001, a bare number in ``default_unit`` (SI if None)."""
     if isinstance(value, bool):
         raise ConfigError(f'expected a {kind} like "4 ms", got {value!r}', where=where)

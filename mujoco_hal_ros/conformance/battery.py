@@ -5,19 +5,30 @@ device zero-config (paused, real-time factor 0, advanced with ``step``) and runs
 order. Every measurement is independent of the device's own bookkeeping: positions come
 from forward kinematics on a fresh MjData set from the published joint values, efforts are
 recomputed by MuJoCo from the published state. A check that does not apply says why.
+
+Why one module of this size: it is the battery, one list of checks run in order over one
+``Context``; the checks share its helpers (sampled targets, clear lines, bare-model drift,
+holding torques) and are read side by side when a zoo cell fails, so a split would only
+scatter one table's rows.
 """
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 import time
+from typing import Any, TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
-from . import zoo
 from .. import errors
 from ..config import effort
 from ..errors import DeviceError
+from ..joint_view import FREE, is_one_dof
 from ..motion import gripper as gr, joint_trajectory as jt, move as moves
+from . import zoo
+
+if TYPE_CHECKING:     # the hints only
+    from ..sim.device import Device
 
 CHECKS = ('start', 'keyframe', 'move_to', 'unreachable', 'hold', 'trajectory',
           'trajectory_small', 'effort', 'step', 'mimic', 'gripper')
@@ -57,11 +68,11 @@ class CheckResult:
     check: str
     passed: bool
     detail: str = ''
-    skipped_reason: str = None
-    metrics: dict = None      # numbers the benchmark summarises (worst overshoot, ...)
+    skipped_reason: str | None = None
+    metrics: dict | None = None      # numbers the benchmark summarises (worst overshoot, ...)
 
     @property
-    def mark(self):
+    def mark(self) -> str:
         if self.skipped_reason:
             return 'skip'
         return 'pass' if self.passed else 'FAIL'
@@ -70,14 +81,14 @@ class CheckResult:
 class Context:
     """One device on one zoo model, and what the checks share about it."""
 
-    def __init__(self, zm, device):
+    def __init__(self, zm: zoo.ZooModel, device: 'Device'):
         self.zoo = zm
         self.dev = device
         self.model = device.model
         layout = device.layout
         self.held = [g for g in layout.goals.values()
                      if g.joint >= 0 and g.drive in ('position', 'motor_impedance', 'velocity')]
-        self.end = None
+        self.end: tuple[str, str] | None = None
         if zm.end:
             self.end = ('site', zm.end) if zm.end in layout.sites else ('body', zm.end)
         elif zm.kind == 'arm':
@@ -86,16 +97,16 @@ class Context:
             self.end = zoo.fingertip(self.model, [g.joint for g in self.held])
         self.fk_data = mujoco.MjData(self.model)
 
-    def steps(self, seconds):
+    def steps(self, seconds: float) -> int:
         return max(1, int(round(seconds / self.model.opt.timestep)))
 
-    def fk(self, snap=None):
+    def fk(self, snap: Any = None) -> np.ndarray:
         """Where the end point is by forward kinematics from the published joint values
         (hinges and slides: what joint_states carries; a free base from odometry)."""
         m, d = self.model, self.fk_data
         d.qpos[:] = m.qpos0
         snap = snap or self.dev.snapshot
-        for j in np.flatnonzero(m.jnt_type == mujoco.mjtJoint.mjJNT_FREE):
+        for j in np.flatnonzero(m.jnt_type == FREE):
             adr = m.jnt_qposadr[j]      # a floating base: where odometry says it is
             d.qpos[adr:adr + 7] = snap.qpos[adr:adr + 7]
         values = self.dev.read(snapshot=snap)
@@ -103,11 +114,14 @@ class Context:
             if c.kind == 'joint':
                 d.qpos[c.index] = c.scale * values[c.name] + c.offset
         mujoco.mj_kinematics(m, d)
+        if self.end is None:
+            raise ValueError(f'{self.zoo.name} has no end point to place (a check that needs '
+                             'one skips such a model first)')
         kind, name = self.end
         return (d.site_xpos[m.site(name).id] if kind == 'site'
                 else d.xpos[m.body(name).id]).copy()
 
-    def run_move(self, move):
+    def run_move(self, move: Any) -> dict[str, Any]:
         """Step a paused device until the move has its result (or MOVE_LIMIT past the end
         of its planned path: a joint slow by its velocity limit, a PR2's torso lifting at
         13 mm/s, plans a long path)."""
@@ -133,7 +147,7 @@ def _no_end(ctx):
         ctx.model, f'and this model\'s {ctx.model.nu} drive no joint of the arm')
 
 
-def _mocap_driven(m, actuators):
+def _mocap_driven(m, actuators) -> str:
     """What moves an arm whose joints have no actuators, when a mocap body welded to it
     does; ``actuators`` says what the device has to drive instead."""
     for e in range(m.neq):
@@ -148,7 +162,7 @@ def _mocap_driven(m, actuators):
     return ''
 
 
-def _no_fingertip(ctx):
+def _no_fingertip(ctx) -> str:
     """Why no finger of a hand can be driven to a point by IK on its joints."""
     m = ctx.model
     tendons = int((m.actuator_trntype == mujoco.mjtTrn.mjTRN_TENDON).sum())
@@ -177,27 +191,27 @@ def _pass(ctx, check, detail):
 
 
 # --- the checks -----------------------------------------------------------------------------
-def check_start(ctx):
+def check_start(ctx: Context) -> CheckResult:
     dev = ctx.dev
     joints = [c for c in dev.layout.reads if c.kind == 'joint']
     snap = dev.snapshot
     if not (np.isfinite(snap.qpos).all() and np.isfinite(snap.qvel).all()):
         return _fail(ctx, 'start', 'state not finite at the start')
-    drives = {}
+    drives: dict[str, int] = {}
     for g in dev.layout.goals.values():
         drives[g.drive] = drives.get(g.drive, 0) + 1
     text = ', '.join(f'{n} {d}' for d, n in sorted(drives.items())) or 'no goals'
     return _pass(ctx, 'start', f'{len(joints)} joints, {text}')
 
 
-def expected_keyframe(model):
+def expected_keyframe(model: mujoco.MjModel) -> int | None:
     names = [model.key(i).name for i in range(model.nkey)]
     if 'home' in names:
         return names.index('home')
     return 0 if names else None
 
 
-def check_keyframe(ctx):
+def check_keyframe(ctx: Context) -> CheckResult:
     dev, m = ctx.dev, ctx.model
     key = expected_keyframe(m)
     if key is None:
@@ -267,7 +281,7 @@ def _span(ctx, jid, share):
     return (lo + hi) / 2, half
 
 
-def _clear_line(m, q_from, q_to, contacts0, samples=12):
+def _clear_line(m, q_from, q_to, contacts0, samples: int = 12) -> bool:
     """Whether the straight joint-space line between two poses touches nothing new (a
     joint-path move_to follows it): a target behind the furniture is no reachable one."""
     d = mujoco.MjData(m)
@@ -284,13 +298,13 @@ def _contact_pairs(m, d):
              max(m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2])) for c in d.contact[:d.ncon]}
 
 
-def check_move_to(ctx, count=TARGETS, seed=0):
+def check_move_to(ctx: Context, count: int = TARGETS, seed: int = 0) -> CheckResult:
     if ctx.end is None:
         return _skip(ctx, 'move_to', _no_end(ctx))
     dev = ctx.dev
     end_name = ctx.end[1]
     try:
-        act = dev.move_action(end_name)
+        act = moves.action_for(dev.layout, end_name)
     except DeviceError as exc:
         return _fail(ctx, 'move_to', f'no move_to on {end_name}: {exc}')
     tol = dev.params['tolerance']
@@ -340,7 +354,7 @@ def check_move_to(ctx, count=TARGETS, seed=0):
     return r
 
 
-def _end_floats(ctx):
+def _end_floats(ctx) -> bool:
     """Whether the end point's own chain hangs from a free joint (the robot stands free);
     a free object elsewhere in the scene (a kettle on the counter) does not count."""
     m = ctx.model
@@ -348,7 +362,7 @@ def _end_floats(ctx):
     body = int(m.site_bodyid[m.site(name).id]) if kind == 'site' else m.body(name).id
     while body > 0:
         for j in range(m.body_jntadr[body], m.body_jntadr[body] + m.body_jntnum[body]):
-            if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+            if m.jnt_type[j] == FREE:
                 return True
         body = int(m.body_parentid[body])
     return False
@@ -371,7 +385,7 @@ def _bare_end_creep(ctx, snap, seconds):
     return float(np.linalg.norm(where() - start))
 
 
-def check_unreachable(ctx):
+def check_unreachable(ctx: Context) -> CheckResult:
     if ctx.end is None:
         return _skip(ctx, 'unreachable', _no_end(ctx))
     dev = ctx.dev
@@ -390,7 +404,7 @@ def check_unreachable(ctx):
     return _fail(ctx, 'unreachable', f'accepted; ended {res and res["code"]}')
 
 
-def check_hold(ctx):
+def check_hold(ctx: Context) -> CheckResult:
     dev = ctx.dev
     if not ctx.held:
         return _skip(ctx, 'hold', 'no joint is driven to a position')
@@ -417,7 +431,8 @@ def check_hold(ctx):
         detail += (f'; measured after {waited:g} s of giving way at the effort limit '
                    f'until the load was carried and the body came to rest: '
                    f'{", ".join(gave_way)}')
-    saturated = [ctx.model.joint(g.joint).name for g, k, p in zip(ctx.held, moved, pushing)
+    saturated = [ctx.model.joint(g.joint).name
+                 for g, k, p in zip(ctx.held, moved, pushing, strict=True)
                  if k > HOLD_TOL and p]
     if saturated:
         # Shown, not excused: a motor too weak for its load gives way at its limit as a
@@ -460,7 +475,7 @@ def _give_way(ctx, adr, q):
         giving = moving & _at_effort_limit(ctx, now)
         if waited >= GIVE_WAY_FOR or not (giving.any() or (names and moving.any())):
             return names, waited
-        names += [m.joint(g.joint).name for g, k in zip(ctx.held, giving)
+        names += [m.joint(g.joint).name for g, k in zip(ctx.held, giving, strict=True)
                   if k and m.joint(g.joint).name not in names]
         dev.hold()
         q = now.qpos[adr].copy()
@@ -485,7 +500,7 @@ def _at_effort_limit(ctx, snap):
 
 
 def _floating(m):
-    return bool((m.jnt_type == mujoco.mjtJoint.mjJNT_FREE).any())
+    return bool((m.jnt_type == FREE).any())
 
 
 def _bare_drift(ctx, snap, adr):
@@ -503,7 +518,7 @@ def _bare_drift(ctx, snap, adr):
     return worst
 
 
-def check_trajectory(ctx, seed=1, small=False):
+def check_trajectory(ctx: Context, seed: int = 1, small: bool = False) -> CheckResult:
     """A FollowJointTrajectory goal as MoveIt sends it: large (to a goal anywhere within
     half of RANGE_SHARE of each range) or ``small`` (each joint SMALL_MOVE from where it
     is), both along a contact-free joint path; SUCCEEDED within GOAL_TOL."""
@@ -511,7 +526,7 @@ def check_trajectory(ctx, seed=1, small=False):
     name = 'trajectory_small' if small else 'trajectory'
     if ctx.end is None:
         return _skip(ctx, name, _no_end(ctx))
-    joints = dev.move_action(ctx.end[1]).joints
+    joints = moves.action_for(dev.layout, ctx.end[1]).joints
     rng = np.random.default_rng(seed)
     snap = dev.snapshot
     start = np.array([snap.qpos[m.jnt_qposadr[m.joint(j).id]] for j in joints])
@@ -521,7 +536,8 @@ def check_trajectory(ctx, seed=1, small=False):
     # As a planner would: no faster than each joint can go within its effort and speed
     # limits.
     speeds = [moves.speed_limit(m, g) for g in _goals_of(dev, joints)]
-    T = max([TRAJECTORY_TIME] + [1.875 * abs(dq) / v for dq, v in zip(goal - start, speeds)])
+    T = max([TRAJECTORY_TIME] + [1.875 * abs(dq) / v
+                                 for dq, v in zip(goal - start, speeds, strict=True)])
     points = _timed_path(start, goal, T, 10)
     try:
         checked = jt.check_trajectory(dev.layout, joints, points, allow_partial=True)
@@ -532,13 +548,14 @@ def check_trajectory(ctx, seed=1, small=False):
                                  goal=np.full(len(joints), GOAL_TOL), goal_time=2.0)
     worst = 0.0
     chunk = ctx.steps(0.02)
-    verdict = None
+    verdict: jt.Verdict | None = None
     for _ in range(int((T + 3.0) / (chunk * m.opt.timestep)) + 1):
         dev.step(chunk)
         verdict = jt.evaluate(execution, dev.snapshot, tol)
         worst = max(worst, float(np.abs(verdict.error[0]).max()))
         if verdict.state not in ('running', 'settling'):
             break
+    assert verdict is not None      # the loop above runs at least once
     detail = (f'{len(joints)} joints, worst path error {worst:.2e} rad (tolerance '
               f'{PATH_TOL:g}); {verdict.state}')
     final = float(np.abs(verdict.error[0]).max())
@@ -551,11 +568,11 @@ def check_trajectory(ctx, seed=1, small=False):
     return r
 
 
-def check_trajectory_small(ctx):
+def check_trajectory_small(ctx: Context) -> CheckResult:
     return check_trajectory(ctx, seed=2, small=True)
 
 
-def _clear_goal(ctx, rng, joints, tries=200, small=False):
+def _clear_goal(ctx, rng, joints, tries: int = 200, small: bool = False):
     """A goal within half of RANGE_SHARE of each joint's range (centred) that the straight
     joint path from here reaches touching nothing the start pose does not, as a planner's
     path would: a timed path through the furniture is no test of the device."""
@@ -568,7 +585,7 @@ def _clear_goal(ctx, rng, joints, tries=200, small=False):
     adr = [int(m.jnt_qposadr[m.joint(j).id]) for j in joints]
     for _ in range(tries):
         goal = []
-        for j, a in zip(joints, adr):
+        for j, a in zip(joints, adr, strict=True):
             jid = m.joint(j).id
             if small:
                 lo, hi = m.jnt_range[jid] if m.jnt_limited[jid] else (-np.inf, np.inf)
@@ -608,7 +625,7 @@ def _timed_path(start, goal, T, n):
     return points
 
 
-def check_effort(ctx):
+def check_effort(ctx: Context) -> CheckResult:
     """What joint_states carries as effort (``qfrc_actuator`` at each joint's dof) is what
     MuJoCo computes from the published state; on a held arm it is the holding torque."""
     dev, m = ctx.dev, ctx.model
@@ -719,7 +736,7 @@ def _free_step(ctx, adr, q0, lo, hi):
     return None
 
 
-def check_step(ctx):
+def check_step(ctx: Context) -> CheckResult:
     """Every position-servo joint stepped by STEP in turn (the others held): the response
     overshoots by at most MAX_OVERSHOOT, settles within MAX_SETTLING and does not chatter
     (its total variation, sample by sample, stays near the step itself)."""
@@ -785,7 +802,7 @@ def _joint_equalities(m):
             and m.eq_obj2id[e] >= 0]
 
 
-def check_mimic(ctx):
+def check_mimic(ctx: Context) -> CheckResult:
     """Joints coupled to a leader (URDF ``<mimic>``, MuJoCo joint equalities) follow it
     when only the leader is driven: the leader moved to three points of its range, each
     follower is where its polynomial puts it, and the leader stays within its limits."""
@@ -830,7 +847,7 @@ def _subtree(m, top):
     return [b for b in range(m.nbody) if b == top or _is_below(m, b, top)]
 
 
-def _is_below(m, b, top):
+def _is_below(m, b, top) -> bool:
     while b > 0:
         b = int(m.body_parentid[b])
         if b == top:
@@ -838,7 +855,8 @@ def _is_below(m, b, top):
     return False
 
 
-def finger_groups(m, fingers, joint):
+def finger_groups(m: mujoco.MjModel, fingers: Iterable[int], joint: int
+                  ) -> list[list[int]]:
     """The geoms of each finger of the hand that ``joint`` (the gripper's) is on, and of
     the hand itself when only one finger moves. The hand is the first body above
     ``joint`` with two child branches holding finger joints (not servo horns), else the
@@ -846,7 +864,7 @@ def finger_groups(m, fingers, joint):
     robot's other hand is not this one."""
     fingers = {int(j) for j in fingers if not gr.is_horn(m, int(j))}
     finger_bodies = {int(m.jnt_bodyid[j]) for j in fingers}
-    children = {b: [] for b in range(m.nbody)}
+    children: dict[int, list[int]] = {b: [] for b in range(m.nbody)}
     for b in range(1, m.nbody):
         children[int(m.body_parentid[b])].append(b)
 
@@ -859,8 +877,7 @@ def finger_groups(m, fingers, joint):
         return out
 
     def fingers_only(found):       # a finger is a short branch; an arm is not one
-        movable = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-        return all(sum(int(m.jnt_type[k]) in movable for b in below
+        return all(sum(is_one_dof(m, k) for b in below
                        for k in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b]))
                    <= gr.MAX_FINGER_JOINTS for below in found)
     own = int(m.jnt_bodyid[joint])
@@ -880,7 +897,8 @@ def finger_groups(m, fingers, joint):
     return [g for g in groups if g]
 
 
-def finger_distances(m, d, groups):
+def finger_distances(m: mujoco.MjModel, d: mujoco.MjData, groups: Sequence[Sequence[int]]
+                     ) -> np.ndarray:
     """The distances in metres between the geometric centres of every two groups
     (``finger_groups``) at the state in ``d`` (after kinematics): the fingers' opening
     measured from the model's geometry, not from any joint value."""
@@ -905,7 +923,7 @@ def _gripper_of(ctx):
                                                'driven to a position, no finger tendon)')
 
 
-def check_gripper(ctx):
+def check_gripper(ctx: Context) -> CheckResult:
     """The gripper channel zero-config binds (the one gripper_controller drives) moves
     the fingers: commanded closed, then open, the fingers' opening measured from the
     model's geometry (``finger_distances`` on a fresh MjData from the published state:
@@ -950,7 +968,7 @@ CHECK_FUNCTIONS = {'start': check_start, 'keyframe': check_keyframe,
                    'step': check_step, 'mimic': check_mimic, 'gripper': check_gripper}
 
 
-def open_device(zm, folder=None, **kw):
+def open_device(zm: zoo.ZooModel, folder: str | None = None, **kw: Any) -> 'Device':
     from ..sim.device import Device
     path = zoo.materialize(zm, folder)
     kw.setdefault('real_time_factor', 0)
@@ -958,14 +976,15 @@ def open_device(zm, folder=None, **kw):
     return Device(model=path, **kw)
 
 
-def run_named(name):
+def run_named(name: str) -> dict[str, CheckResult]:
     """Every check on the zoo model ``name`` (MJCF or URDF zoo), by check name: a top-level
     function so that a process pool can run the zoo a model a worker."""
     from .zoo import by_name
     return {r.check: r for r in run(by_name(name))}
 
 
-def run(zm, checks=CHECKS, folder=None):
+def run(zm: zoo.ZooModel, checks: Sequence[str] = CHECKS, folder: str | None = None
+        ) -> list[CheckResult]:
     """Every check on one zoo model, in order, on one device; a list of CheckResult."""
     if zm.path is None:
         return [CheckResult(zm.name, c, True, '', zm.missing) for c in checks]

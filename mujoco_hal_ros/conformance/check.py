@@ -27,9 +27,9 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Optional
 
 from ..errors import DeviceError
+from ..joint_view import FREE, view
 
 KINDS = ('auto', 'arm', 'legged', 'hand', 'other')
 
@@ -67,16 +67,17 @@ def _kind(zm, asked: str) -> str:
     if asked != 'auto':
         return asked
     import mujoco
+
     from .zoo import materialize
     m = mujoco.MjModel.from_xml_path(materialize(zm))
-    return 'legged' if any(int(t) == int(mujoco.mjtJoint.mjJNT_FREE) for t in m.jnt_type) \
-        else 'arm'
+    return 'legged' if view(m).of_kind(FREE) else 'arm'
 
 
 def _sensors(zm) -> list:
     """The sensors of the model (``sensors_found``), each tried once; a model that does
     not load gives none here (the battery says why)."""
     import mujoco
+
     from .sensors_found import find
     from .zoo import materialize
     try:
@@ -85,11 +86,11 @@ def _sensors(zm) -> list:
         return []
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from . import battery
+    from .model import ZooModel
     from .urdf_zoo import SPAN
-    from .zoo import ZooModel
     path = os.path.abspath(args.path)
     name = os.path.splitext(os.path.basename(path))[0]
     try:

@@ -10,7 +10,6 @@ publish nothing or NaN is a failure here, before a launch.
 from dataclasses import dataclass
 import math
 from types import SimpleNamespace
-from typing import List, Tuple
 
 import mujoco
 import numpy as np
@@ -45,7 +44,7 @@ def _at_start(model):
     return data
 
 
-def _try_lidar(model, data, cfg) -> Tuple[str, str]:
+def _try_lidar(model, data, cfg) -> tuple[str, str]:
     """(what is wrong or '', what the scan saw) of one scan at ``data``'s pose."""
     from ..sensors.lidar import Lidar
     snap = SimpleNamespace(qpos=data.qpos.copy(), time=float(data.time),
@@ -58,7 +57,7 @@ def _try_lidar(model, data, cfg) -> Tuple[str, str]:
     return bad, f'{hits} of {len(scan.ranges)} rays return'
 
 
-def find(model: mujoco.MjModel) -> List[SensorFound]:
+def find(model: mujoco.MjModel) -> list[SensorFound]:
     """Every sensor of ``model``, tried once at its start pose."""
     data = _at_start(model)
     out = []
@@ -82,7 +81,9 @@ def find(model: mujoco.MjModel) -> List[SensorFound]:
                 name = f'{d.name}_touch' if d.kind == 'contact' else d.name
                 used.add(name)
                 g = groups[name]
-                _t, values = g.read(data.sensordata, 0.0)
+                got = g.read(data.sensordata, 0.0)
+                assert got is not None      # no noise model here: every read gives values
+                _t, values = got
                 bad = '' if all(np.all(np.isfinite(v)) for v in values.values()) \
                     else 'non-finite reading'
         except Exception as err:  # noqa: BLE001 - the row says what failed
@@ -100,7 +101,9 @@ def find(model: mujoco.MjModel) -> List[SensorFound]:
     for g in groups.values():
         if g.name in used:
             continue
-        _t, values = g.read(data.sensordata, 0.0)
+        got = g.read(data.sensordata, 0.0)
+        assert got is not None      # no noise model here: every read gives values
+        _t, values = got
         ok = all(np.all(np.isfinite(v)) for v in values.values())
         where = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_SITE, g.site) if g.site >= 0 \
             else 'world'

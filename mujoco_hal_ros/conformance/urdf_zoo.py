@@ -13,7 +13,7 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 
-from .zoo import ZooModel
+from .model import ZooModel
 
 # Joints are sampled at most this far (rad) from mid-range, as a planner's goals for an
 # arm on a table are: UR joints turn +-2 pi, and 70 % of that folds the arm through the
@@ -88,7 +88,7 @@ def models():
     out, rc = [], []
     paths = urdf_paths(share)
     stems = [_stem(p) for p in paths]
-    for path, stem in zip(paths, stems):
+    for path, stem in zip(paths, stems, strict=True):
         # two packages ship an anymal.urdf: the second is named by its package
         name = f'urdf_{stem}' if stems.count(stem) == 1 or path == paths[stems.index(stem)] \
             else f'urdf_{stem}_{path.split(os.sep)[-3]}'

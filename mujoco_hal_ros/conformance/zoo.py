@@ -8,7 +8,6 @@ and by velocity servos, because real arms ship both ways. A model whose package 
 missing is listed with the reason.
 """
 
-from dataclasses import dataclass, field
 import importlib.util
 import os
 import tempfile
@@ -16,26 +15,13 @@ import tempfile
 import mujoco
 import numpy as np
 
+from ..joint_view import is_hinge, is_one_dof
+from . import urdf_zoo
+from .model import ZooModel
+
 KINDS = ('arm', 'hand', 'legged', 'gripper', 'passive', 'other')
 VARIANTS = ('torque', 'velocity', 'soft')
 MENAGERIE = 'mujoco/playground/assets/mujoco_menagerie'
-
-
-@dataclass
-class ZooModel:
-    name: str
-    path: str                 # None when its package is not installed
-    kind: str
-    end: str = None           # site or body a move_to drives; None: found from the model
-    variants: tuple = ()
-    missing: str = None       # why path is None
-    build: object = None      # MjSpec -> MjSpec edit (variants), None for the file as is
-    base: str = None          # the model a variant was made from
-    notes: list = field(default_factory=list)
-    urdf: bool = False        # path is a URDF, loaded as robot_description (urdf_zoo)
-    ros2_control: bool = False   # ... with a driver's <ros2_control> block written in
-    span: float = None        # rad: sample joints at most this far from mid-range (None: all)
-    gripper_joint: str = None  # the gripper's joint as a user binds it (None: zero-config's)
 
 
 # Cells that fail today, each with what we know of why. The tier reports them as expected
@@ -151,7 +137,6 @@ def models(include_variants=True):
 
 
 def by_name(name):
-    from . import urdf_zoo
     for z in models() + urdf_zoo.models():
         if z.name == name:
             return z
@@ -173,8 +158,7 @@ def _position_actuators(spec, model):
                 and model.actuator_dyntype[a] == mujoco.mjtDyn.mjDYN_NONE):
             continue
         jid = int(model.actuator_trnid[a, 0])
-        if int(model.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE),
-                                            int(mujoco.mjtJoint.mjJNT_SLIDE)):
+        if not is_one_dof(model, jid):
             continue
         out.append((act, jid, model.joint(jid).name, float(gain[0]), _effort_limit(model, a)))
     return out
@@ -213,7 +197,7 @@ def velocity_variant(spec):
     """The arm with its position servos replaced by velocity servos (kv a tenth of the
     servo's kp, at least 1), within the same effort limits."""
     model = spec.compile()
-    for act, jid, _name, kp, (lo, hi) in _position_actuators(spec, model):
+    for act, _jid, _name, kp, (lo, hi) in _position_actuators(spec, model):
         kv = max(kp / 10.0, 1.0)
         act.set_to_velocity(kv=kv)
         act.gear = [1, 0, 0, 0, 0, 0]
@@ -234,7 +218,7 @@ def soft_variant(spec):
     joints settle short of their setpoints by friction / kp, so a move_to lands only when
     the device corrects for the offset it measures."""
     model = spec.compile()
-    for act, jid, name, kp, (lo, hi) in _position_actuators(spec, model):
+    for act, _jid, name, kp, (lo, hi) in _position_actuators(spec, model):
         soft = kp * SOFT_KP
         act.set_to_position(kp=soft, dampratio=1.0)
         act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
@@ -253,7 +237,6 @@ def materialize(zm, folder=None):
     if zm.path is None:
         return None
     if zm.urdf:
-        from . import urdf_zoo
         return urdf_zoo.materialize(zm, folder)
     if zm.build is None:
         return zm.path
@@ -317,7 +300,7 @@ def fingertip(model, driven_joints):
 
 def _driven_hinges(model, joints):
     return set(int(j) for j in joints
-               if int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE))
+               if is_hinge(model, j))
 
 
 def _longest_chain(model, driven, bodies):

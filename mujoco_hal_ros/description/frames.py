@@ -9,20 +9,22 @@ import mujoco
 import numpy as np
 
 
-def body_frame_names(model, prefix='', world='world'):
+def body_frame_names(model: mujoco.MjModel, prefix: str = '', world: str = 'world'
+                     ) -> list[str]:
     """Frame name of every body: ``world`` for body 0, ``prefix + name`` (or ``body<i>``)."""
     return [world] + [prefix + (mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
                                 or f'body{b}') for b in range(1, model.nbody)]
 
 
-def fixed_to_parent(model):
+def fixed_to_parent(model: mujoco.MjModel) -> np.ndarray:
     """Boolean per body: True where the body's pose in its parent's frame never changes."""
     fixed = (model.body_jntnum == 0) & (model.body_mocapid < 0)
     fixed[0] = False
     return np.asarray(fixed)
 
 
-def relative_poses(xpos, xquat, bodies, parents):
+def relative_poses(xpos: np.ndarray, xquat: np.ndarray, bodies: np.ndarray,
+                   parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Poses of ``bodies`` in their ``parents``' frames, from world poses (w-first quats)."""
     ppos, pquat = xpos[parents], xquat[parents]
     conj = pquat * np.array([1.0, -1.0, -1.0, -1.0])
@@ -33,7 +35,7 @@ def relative_poses(xpos, xquat, bodies, parents):
     return rel + w * t + np.cross(u, t), quat_mul_many(conj, xquat[bodies])
 
 
-def quat_mul_many(a, b):
+def quat_mul_many(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise Hamilton product of (n, 4) quaternions, w first."""
     aw, ax, ay, az = a.T
     bw, bx, by, bz = b.T

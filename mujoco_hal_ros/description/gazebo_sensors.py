@@ -19,13 +19,18 @@ hostile description costs no more than a sane one. ``parse`` never raises on con
 
 The declarations travel inside the MJCF the URDF import writes (``to_json``/``from_json``,
 in a custom text element), so the node that loads the model finds them with the model.
+
+Why one module of this size: it is one reader of one vocabulary (Gazebo's and
+ros2_control's sensor tags); ``_SensorReader`` holds the per-sensor rules, and the bounds,
+the notes and the topic naming it uses are shared by every kind, so the sensor kinds do not
+split cleanly; the declarations it produces (``SensorDeclaration``) are small and stay with
+the reader that defines their meaning.
 """
 
 from dataclasses import asdict, dataclass, field
 import json
 import math
 import xml.etree.ElementTree as ET
-from typing import Dict, List, Optional, Tuple
 
 KINDS = ('lidar', 'camera', 'depth', 'rgbd', 'imu', 'contact', 'force_torque')
 TEXT_NAME = 'mujoco_hal_ros.sensors'       # the MJCF custom text that carries them
@@ -107,11 +112,11 @@ class SensorDeclaration:
     kind: str
     link: str
     source: str                     # gazebo_classic, gazebo_sim or ros2_control
-    pose: Tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    pose: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     frame: str = ''
     rate: float = 0.0
-    topics: Dict[str, str] = field(default_factory=dict)
-    noise: Dict[str, Gaussian] = field(default_factory=dict)
+    topics: dict[str, str] = field(default_factory=dict)
+    noise: dict[str, Gaussian] = field(default_factory=dict)
     # lidar
     samples: int = 0
     min_angle: float = 0.0
@@ -128,7 +133,7 @@ class SensorDeclaration:
     near: float = 0.0
     far: float = 0.0
     # contact: the collisions the tag names
-    collisions: Tuple[str, ...] = ()
+    collisions: tuple[str, ...] = ()
     # force-torque: the wrench the child applies to the parent (Gazebo's default) or the
     # parent to the child (what MuJoCo's force and torque sensors measure)
     measure_direction: str = 'parent_to_child'
@@ -139,11 +144,11 @@ class SensorDeclaration:
         return asdict(self)
 
 
-def to_json(decls: List[SensorDeclaration]) -> str:
+def to_json(decls: list[SensorDeclaration]) -> str:
     return json.dumps([d.to_dict() for d in decls], sort_keys=True)
 
 
-def from_json(text: str) -> List[SensorDeclaration]:
+def from_json(text: str) -> list[SensorDeclaration]:
     """What ``to_json`` wrote (a model's custom text); anything else gives []."""
     try:
         rows = json.loads(text)
@@ -169,7 +174,7 @@ def _local(tag) -> str:
     return tag.rsplit('}', 1)[-1] if isinstance(tag, str) else ''
 
 
-def _child(elem, *path) -> Optional[ET.Element]:
+def _child(elem, *path) -> ET.Element | None:
     """The first element along ``path`` (tags without namespaces), or None."""
     for tag in path:
         if elem is None:
@@ -178,7 +183,7 @@ def _child(elem, *path) -> Optional[ET.Element]:
     return elem
 
 
-def _text(elem, *path) -> Optional[str]:
+def _text(elem, *path) -> str | None:
     got = _child(elem, *path)
     if got is None or got.text is None:
         return None
@@ -190,13 +195,13 @@ class _Notes:
     """The notes of one parse: each says what was not used and what was done instead."""
 
     def __init__(self) -> None:
-        self.lines: List[str] = []
+        self.lines: list[str] = []
 
     def add(self, where: str, what: str) -> None:
         self.lines.append(f'{where}: {what}')
 
 
-def _short(text, limit=60) -> str:
+def _short(text, limit: int = 60) -> str:
     text = str(text)
     return text if len(text) <= limit else text[:limit] + f'…({len(text)} chars)'
 
@@ -256,7 +261,7 @@ def _frame(text) -> str:
     return text.lstrip('/')
 
 
-def _pose(text, where, notes) -> Tuple[float, ...]:
+def _pose(text, where, notes) -> tuple[float, ...]:
     if text is None:
         return (0.0,) * 6
     parts = text.split()
@@ -372,7 +377,7 @@ class _SensorReader:
         self.raw_name = elem.get('name') or elem.get('type') or 'sensor'
         self.where = f'sensor {_short(self.raw_name)} on {_short(link)}'
 
-    def read(self, kind) -> List[SensorDeclaration]:
+    def read(self, kind) -> list[SensorDeclaration]:
         elem, notes, where = self.elem, self.notes, self.where
         plugin = _child(elem, 'plugin')
         plugin_kind = None
@@ -403,7 +408,8 @@ class _SensorReader:
                                  link=self.link,
                                  source='gazebo_sim' if self.sim else 'gazebo_classic')
         base.pose = _pose(_text(elem, 'pose'), where, notes)
-        if _child(elem, 'pose') is not None and _child(elem, 'pose').get('relative_to'):
+        pose = _child(elem, 'pose')
+        if pose is not None and pose.get('relative_to'):
             notes.add(where, '<pose relative_to=...> not followed; the pose is taken in the '
                       'link')
         rate_text = _text(elem, 'update_rate')
@@ -477,7 +483,7 @@ class _SensorReader:
                                'link\'s frame used')
 
     # --- names ------------------------------------------------------------------------------
-    def _classic_topic(self, default, ros1_keys=(), base=''):
+    def _classic_topic(self, default, ros1_keys=(), base: str = ''):
         """The topic a Gazebo Classic plugin publishes ``default`` (its ROS 2 name, e.g.
         ``~/out`` or ``camera/image_raw``) on."""
         p = self.plugin
@@ -502,7 +508,7 @@ class _SensorReader:
         return default
 
     # --- kinds ------------------------------------------------------------------------------
-    def _lidar(self, d) -> List[SensorDeclaration]:
+    def _lidar(self, d) -> list[SensorDeclaration]:
         notes, where = self.notes, self.where
         ray = _child(self.elem, 'lidar') if self.sim else None
         ray = ray if ray is not None else _child(self.elem, 'ray')
@@ -551,7 +557,7 @@ class _SensorReader:
         noise = _noise(_child(ray, 'noise'), where, notes)
         if not noise.off:
             d.noise['range'] = noise
-        output = 'scan' if d.vertical_samples == 1 else 'points'
+        output: str | None = 'scan' if d.vertical_samples == 1 else 'points'
         p = self.plugin
         if self.sim:
             topic = self._sim_topic(d.name)
@@ -593,7 +599,7 @@ class _SensorReader:
             d.topics = {output: self._classic_topic(default, ('topicName',))}
         return [d]
 
-    def _cameras(self, d) -> List[SensorDeclaration]:
+    def _cameras(self, d) -> list[SensorDeclaration]:
         cams = [c for c in self.elem if _local(c.tag) in ('camera', 'depth_camera')]
         if not cams:
             self.notes.add(self.where, 'no <camera>; 640x480 at 60 degrees used')
@@ -779,7 +785,7 @@ class _SensorReader:
         return d
 
 
-def _compose(a, b) -> Tuple[float, ...]:
+def _compose(a, b) -> tuple[float, ...]:
     """Pose ``b`` (x y z r p y) expressed in pose ``a``, as x y z r p y."""
     ra, rb = _rpy_matrix(a[3:]), _rpy_matrix(b[3:])
     pos = [a[i] + sum(ra[i][k] * b[k] for k in range(3)) for i in range(3)]
@@ -801,7 +807,7 @@ def _rpy_matrix(rpy):
 
 # --- ros2_control ---------------------------------------------------------------------------
 
-def _ros2_control(root, links, notes, taken) -> List[SensorDeclaration]:
+def _ros2_control(root, links, notes, taken) -> list[SensorDeclaration]:
     out = []
     for block in (c for c in root if _local(c.tag) == 'ros2_control'):
         for sensor in (c for c in block if _local(c.tag) == 'sensor'):
@@ -839,7 +845,7 @@ def _ros2_control(root, links, notes, taken) -> List[SensorDeclaration]:
 
 # --- the whole description ------------------------------------------------------------------
 
-def parse(root: ET.Element) -> Tuple[List[SensorDeclaration], List[str]]:
+def parse(root: ET.Element) -> tuple[list[SensorDeclaration], list[str]]:
     """The sensors of a URDF ``<robot>`` element and one note per thing not used."""
     notes = _Notes()
     links = {ln.get('name') for ln in root if _local(ln.tag) == 'link' and ln.get('name')}
@@ -849,7 +855,7 @@ def parse(root: ET.Element) -> Tuple[List[SensorDeclaration], List[str]]:
         if j.get('name') and child is not None and child.get('link'):
             joints[j.get('name')] = child.get('link')
     taken: set = set()
-    decls: List[SensorDeclaration] = []
+    decls: list[SensorDeclaration] = []
     for gz in (c for c in root if _local(c.tag) == 'gazebo'):
         ref = gz.get('reference')
         sensors = [c for c in gz if _local(c.tag) == 'sensor']
@@ -895,7 +901,7 @@ def parse(root: ET.Element) -> Tuple[List[SensorDeclaration], List[str]]:
 MODEL_IMU_PLUGINS = ('gazebo_ros_imu', 'hector_gazebo_ros_imu')
 
 
-def _model_imu(plugin, ref, links, notes, taken) -> List[SensorDeclaration]:
+def _model_imu(plugin, ref, links, notes, taken) -> list[SensorDeclaration]:
     """A ROS 1 model plugin IMU (``libgazebo_ros_imu.so``, hector's): on ``<bodyName>``
     (or the reference link), ``<topicName>``, ``<frameName>``/``<frameId>``,
     ``<updateRate>``, ``<gaussianNoise>``."""
@@ -911,7 +917,7 @@ def _model_imu(plugin, ref, links, notes, taken) -> List[SensorDeclaration]:
     return reader.read('imu')
 
 
-def parse_text(urdf: str) -> Tuple[List[SensorDeclaration], List[str]]:
+def parse_text(urdf: str) -> tuple[list[SensorDeclaration], list[str]]:
     """``parse`` on URDF text; text that is no XML gives no sensors and one note."""
     try:
         root = ET.fromstring(urdf)
@@ -946,12 +952,18 @@ _SURFACE = {'material', 'mu1', 'mu2', 'kp', 'kd', 'fdir1', 'maxVel', 'minDepth',
             'static', 'laserRetro', 'springReference', 'springStiffness', 'cfmDamping'}
 
 
+# The diff-drive plugins ``mobile.gazebo_drive`` serves (and notes) itself: named here, where
+# the description is read, so the drive module below imports them (not the other way round)
+DIFF_DRIVE_CLASSIC = ('libgazebo_ros_diff_drive.so',)
+DIFF_DRIVE_GZ_SIM = ('gz-sim-diff-drive-system', 'ignition-gazebo-diff-drive-system',
+                     'libgz-sim-diff-drive-system.so', 'libignition-gazebo-diff-drive-system.so')
+
+
 def _is_drive(plugin) -> bool:
     """A diff-drive plugin ``mobile.gazebo_drive`` serves (and notes) itself."""
-    from ..mobile import gazebo_drive
     name = plugin.get('filename', '') or ''
-    return name in gazebo_drive.CLASSIC + gazebo_drive.GZ_SIM or \
-        plugin.get('name', '') in gazebo_drive.GZ_SIM or 'DiffDrive' in name
+    return name in DIFF_DRIVE_CLASSIC + DIFF_DRIVE_GZ_SIM or \
+        plugin.get('name', '') in DIFF_DRIVE_GZ_SIM or 'DiffDrive' in name
 
 
 def _other_tags(ref, elems, notes) -> None:

@@ -12,7 +12,7 @@ the URDF effort. Tyre friction comes from the description's ``<gazebo reference>
 (geom priority), as the ODE contact uses the wheel's coefficients.
 """
 
-from typing import Dict, Iterable, List, Optional, Tuple
+from collections.abc import Iterable, Sequence
 import xml.etree.ElementTree as ET
 
 import mujoco
@@ -35,19 +35,19 @@ def check_base(base: str) -> str:
     return base
 
 
-def root_link(root: ET.Element) -> Optional[str]:
+def root_link(root: ET.Element) -> str | None:
     """The URDF's root link: the one no joint has as its child."""
-    children = {j.find('child').get('link') for j in root.findall('joint')
-                if j.find('child') is not None}
+    children = {child.get('link') for j in root.findall('joint')
+                if (child := j.find('child')) is not None}
     roots = [lk.get('name') for lk in root.findall('link') if lk.get('name') not in children]
     return roots[0] if roots else None
 
 
-def continuous_joints(root: ET.Element) -> List[str]:
-    return [j.get('name') for j in root.findall('joint') if j.get('type') == 'continuous']
+def continuous_joints(root: ET.Element) -> list[str]:
+    return [j.get('name', '') for j in root.findall('joint') if j.get('type') == 'continuous']
 
 
-def _number(elem: Optional[ET.Element]) -> Optional[float]:
+def _number(elem: ET.Element | None) -> float | None:
     """``<mu1>0.8</mu1>`` or ``<mu1 value="0.8"/>`` (both forms are in public URDFs)."""
     if elem is None:
         return None
@@ -59,7 +59,7 @@ def _number(elem: Optional[ET.Element]) -> Optional[float]:
     return value if np.isfinite(value) and 0 <= value <= 1e3 else None
 
 
-def gazebo_friction(root: ET.Element) -> Dict[str, Tuple[Optional[float], Optional[float]]]:
+def gazebo_friction(root: ET.Element) -> dict[str, tuple[float | None, float | None]]:
     """link -> (mu1, mu2) from ``<gazebo reference="link">`` (read before the import drops
     the ``<gazebo>`` elements)."""
     out = {}
@@ -71,7 +71,8 @@ def gazebo_friction(root: ET.Element) -> Dict[str, Tuple[Optional[float], Option
     return out
 
 
-def lowest_point(model: mujoco.MjModel, data: mujoco.MjData, bodies=None) -> float:
+def lowest_point(model: mujoco.MjModel, data: mujoco.MjData,
+                 bodies: Iterable[int] | None = None) -> float:
     """The lowest z of any colliding geom's bounding box (of ``bodies`` only, when given)
     at ``data``'s pose; planes left out."""
     low = np.inf
@@ -105,7 +106,7 @@ def _on_axle(model, data, joint: int, body: int) -> bool:
     return False
 
 
-def touching_wheels(model: mujoco.MjModel, candidates: Iterable[str]) -> List[str]:
+def touching_wheels(model: mujoco.MjModel, candidates: Iterable[str]) -> list[str]:
     """The continuous joints among ``candidates`` whose own link (the joint's body, not the
     links below it: a steering knuckle carries a wheel but is none) is centred on the joint
     and reaches the robot's lowest point at ``qpos0``."""
@@ -124,7 +125,7 @@ def touching_wheels(model: mujoco.MjModel, candidates: Iterable[str]) -> List[st
     return out
 
 
-def casters(model: mujoco.MjModel, continuous: Iterable[str], driven: Iterable[str]) -> List[str]:
+def casters(model: mujoco.MjModel, continuous: Iterable[str], driven: Iterable[str]) -> list[str]:
     """The caster joints of a free base: the continuous joints nothing drives whose own link
     rolls on the ground (the caster wheel) or carries one (its swivel). A servo on either
     would drag the base instead of following it."""
@@ -149,7 +150,7 @@ def _below(model, body: int, ancestor: int) -> bool:
     return False
 
 
-def decide(base: str, root: ET.Element, wheels: List[str]) -> bool:
+def decide(base: str, root: ET.Element, wheels: list[str]) -> bool:
     """Whether the base floats: see the module's rule."""
     if base == 'floating':
         return True
@@ -158,7 +159,7 @@ def decide(base: str, root: ET.Element, wheels: List[str]) -> bool:
     return bool(wheels) and root_link(root) != 'world'
 
 
-def free_base(spec: mujoco.MjSpec, notes: List[str]) -> None:
+def free_base(spec: mujoco.MjSpec, notes: list[str]) -> None:
     """A free joint on the robot's root body (its first body under the world)."""
     body = spec.worldbody.first_body()
     if body is None:
@@ -169,8 +170,9 @@ def free_base(spec: mujoco.MjSpec, notes: List[str]) -> None:
                  'down)')
 
 
-def tyre_friction(spec: mujoco.MjSpec, friction, wheels: Iterable[str],
-                  notes: List[str]) -> None:
+def tyre_friction(spec: mujoco.MjSpec, friction: dict[str, tuple[float | None, float | None]],
+                  wheels: Iterable[str],
+                  notes: list[str]) -> None:
     """Each wheel's (and each ``<gazebo>``-tagged link's) geoms get the description's
     coefficient, with priority over the floor's."""
     bodies = {}
@@ -194,8 +196,9 @@ def tyre_friction(spec: mujoco.MjSpec, friction, wheels: Iterable[str],
                 geom.priority = 1
 
 
-def wheel_gains(model: mujoco.MjModel, data: mujoco.MjData, dofs, efforts,
-                radii) -> np.ndarray:
+def wheel_gains(model: mujoco.MjModel, data: mujoco.MjData, dofs: Sequence[int],
+                efforts: Sequence[float | None],
+                radii: Sequence[float]) -> np.ndarray:
     """Velocity-servo kv for wheels: the speed loop's bandwidth on the inertia the wheel
     drives (its own plus its share of the robot's mass at the tyre, ``m r^2 / n``), no
     stiffer than full effort at 0.5 rad/s of speed error."""

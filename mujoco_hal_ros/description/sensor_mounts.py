@@ -10,16 +10,16 @@ declarations themselves go into the model as one custom text (``TEXT_NAME``), so
 loads the model (sim_node, ``check_robot``) finds topics, frames, rates and noise there.
 """
 
+from collections.abc import Sequence
 import hashlib
 import math
 import os
 import tempfile
-from typing import List
 
 import mujoco
 import numpy as np
 
-from .gazebo_sensors import TEXT_NAME, SensorDeclaration, from_json, to_json
+from .gazebo_sensors import from_json, SensorDeclaration, TEXT_NAME, to_json
 
 CONTACT_MARGIN = 0.005    # m the contact site reaches beyond the link's geometry
 # columns: the camera's x, y, z axes in the sensor frame (x forward, z up): MuJoCo cameras
@@ -27,7 +27,7 @@ CONTACT_MARGIN = 0.005    # m the contact site reaches beyond the link's geometr
 CAMERA_IN_SENSOR = np.array([[0.0, 0.0, -1.0], [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
 
 
-def rpy_quat(rpy) -> np.ndarray:
+def rpy_quat(rpy: Sequence[float]) -> np.ndarray:
     """w-first quaternion of URDF/SDF roll-pitch-yaw (fixed axes x, y, z)."""
     r, p, y = (0.5 * float(v) for v in rpy)
     cr, sr, cp, sp, cy, sy = (math.cos(r), math.sin(r), math.cos(p), math.sin(p),
@@ -36,7 +36,7 @@ def rpy_quat(rpy) -> np.ndarray:
                      cr * sp * cy + sr * cp * sy, cr * cp * sy - sr * sp * cy])
 
 
-def camera_quat(rpy) -> np.ndarray:
+def camera_quat(rpy: Sequence[float]) -> np.ndarray:
     """The MuJoCo camera quaternion (in the link) of a Gazebo camera posed at ``rpy``."""
     mat = np.zeros(9)
     mujoco.mju_quat2Mat(mat, rpy_quat(rpy))
@@ -50,8 +50,8 @@ def fovy_degrees(horizontal_fov: float, width: int, height: int) -> float:
     return math.degrees(2.0 * math.atan(math.tan(horizontal_fov / 2.0) * height / width))
 
 
-def mount(spec: mujoco.MjSpec, model: mujoco.MjModel, decls: List[SensorDeclaration],
-          notes: List[str]) -> List[SensorDeclaration]:
+def mount(spec: mujoco.MjSpec, model: mujoco.MjModel, decls: list[SensorDeclaration],
+          notes: list[str]) -> list[SensorDeclaration]:
     """Add each declaration's site, camera and MuJoCo sensors to ``spec`` (``model``: the
     same robot compiled, for the links' geometry); returns those mounted, written into the
     spec as ``TEXT_NAME``."""
@@ -90,7 +90,7 @@ def mount(spec: mujoco.MjSpec, model: mujoco.MjModel, decls: List[SensorDeclarat
     return mounted
 
 
-def mount_on_file(path: str, decls: List[SensorDeclaration], folder: str) -> str:
+def mount_on_file(path: str, decls: list[SensorDeclaration], folder: str) -> str:
     """The MJCF file ``path`` with ``decls`` mounted, written into ``folder`` (named by
     content) with its mesh and texture folders made absolute, so it loads from there.
     Every link must be a body of the model (the caller checks and says which)."""
@@ -98,7 +98,7 @@ def mount_on_file(path: str, decls: List[SensorDeclaration], folder: str) -> str
     src = os.path.dirname(os.path.abspath(path))
     spec.meshdir = os.path.join(src, spec.meshdir) if spec.meshdir else src
     spec.texturedir = os.path.join(src, spec.texturedir) if spec.texturedir else src
-    notes: List[str] = []
+    notes: list[str] = []
     mount(spec, spec.compile(), decls, notes)
     spec.compile()
     xml = spec.to_xml()

@@ -20,6 +20,7 @@ stepper sizes them again from the current mass matrix once a chunk (``Schedule.a
 Pure functions of a model and a configuration, so they are checked without a simulation.
 """
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import mujoco
@@ -36,10 +37,10 @@ def bandwidth(timestep: float) -> float:
     return float(min(2.0 * np.pi * MAX_HZ, MAX_STEP / timestep))
 
 
-def couplings(model: mujoco.MjModel, dofs) -> np.ndarray:
+def couplings(model: mujoco.MjModel, dofs: Sequence[int] | np.ndarray) -> np.ndarray:
     """(len(dofs), nv): how each dof's joint moves every dof, itself 1 and the joints that
     mimic it (linear joint equalities, chains followed) by their multipliers."""
-    follows = {}
+    follows: dict[int, list[tuple[int, float]]] = {}
     for e in range(model.neq):
         if int(model.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT) and model.eq_obj2id[e] >= 0:
             leader = int(model.jnt_dofadr[model.eq_obj2id[e]])
@@ -68,8 +69,9 @@ def _caps(effort, per):
                     dtype=float)
 
 
-def gains(own: np.ndarray, moved: np.ndarray, w: float, cap: np.ndarray, ratio,
-          damping=0.0) -> tuple:
+def gains(own: np.ndarray, moved: np.ndarray, w: float, cap: np.ndarray,
+          ratio: float | Sequence[float] | np.ndarray,
+          damping: float | np.ndarray = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(kp, kv): bandwidth ``w`` on the joint's ``own`` inertia (``M_ii``), stiffness
     capped at ``cap``; damping ``ratio`` of critical on the inertia it ``moved`` with its
     mimic joints, the joint's own ``damping`` counted in (a URDF's ``<dynamics damping>``
@@ -80,7 +82,8 @@ def gains(own: np.ndarray, moved: np.ndarray, w: float, cap: np.ndarray, ratio,
     return kp, np.maximum(kv, 0.0)
 
 
-def inertia_at(model, data, dofs):
+def inertia_at(model: mujoco.MjModel, data: mujoco.MjData, dofs: Sequence[int] | np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
     """(own, moved) inertia of each dof at ``data``'s configuration."""
     mujoco.mj_forward(model, data)
     full = np.zeros((model.nv, model.nv))
@@ -89,8 +92,9 @@ def inertia_at(model, data, dofs):
         moved_inertia(full, couplings(model, dofs))
 
 
-def servo_gains(model: mujoco.MjModel, data: mujoco.MjData, dofs, effort,
-                ratio=1.0) -> tuple:
+def servo_gains(model: mujoco.MjModel, data: mujoco.MjData, dofs: Sequence[int] | np.ndarray,
+                effort: Sequence[float | None],
+                ratio: float | Sequence[float] = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(kp, kv, inertia) of position servos on ``dofs`` at ``data``'s configuration.
     ``effort``: each joint's effort limit (N m or N; None, 0 or inf: none)."""
     own, moved = inertia_at(model, data, dofs)
@@ -99,7 +103,8 @@ def servo_gains(model: mujoco.MjModel, data: mujoco.MjData, dofs, effort,
     return kp, kv, moved
 
 
-def velocity_gains(model: mujoco.MjModel, data: mujoco.MjData, dofs, effort,
+def velocity_gains(model: mujoco.MjModel, data: mujoco.MjData,
+                   dofs: Sequence[int] | np.ndarray, effort: Sequence[float | None],
                    full_effort_speed: float = 0.5) -> np.ndarray:
     """Velocity-servo kv for ``dofs``: the speed loop's time constant is ``1 / w`` on the
     inertia the joint moves, no stiffer than full effort at ``full_effort_speed``."""
@@ -140,7 +145,7 @@ def mark(spec: mujoco.MjSpec, actuator: str, cap: float, ratio: float) -> None:
     numeric.data = [cap if np.isfinite(cap) else 0.0, ratio]
 
 
-def schedule_of(model: mujoco.MjModel):
+def schedule_of(model: mujoco.MjModel) -> Schedule | None:
     """The marked servos of ``model`` (a ``Schedule``), or None."""
     acts, caps, ratios = [], [], []
     for i in range(model.nnumeric):
@@ -156,7 +161,7 @@ def schedule_of(model: mujoco.MjModel):
         ratios.append(float(model.numeric_data[adr + 1]) if model.numeric_size[i] > 1 else 1.0)
     if not acts:
         return None
-    acts = np.array(acts)
-    dofs = model.jnt_dofadr[model.actuator_trnid[acts, 0]]
-    return Schedule(acts, dofs, couplings(model, dofs), np.array(caps), np.array(ratios),
+    ids = np.array(acts)
+    dofs = model.jnt_dofadr[model.actuator_trnid[ids, 0]]
+    return Schedule(ids, dofs, couplings(model, dofs), np.array(caps), np.array(ratios),
                     bandwidth(model.opt.timestep))

@@ -48,11 +48,18 @@ prepares the URDF for it and adds what URDF leaves out:
 
 The result is written as MJCF into a cache folder (named by content), because the device
 loads a model file; ``model_from_urdf`` returns its path.
+
+Why one module of this size: it is one pipeline (prepare the URDF, import, add actuators,
+size gains, repair inertias, add home and scene) whose steps share the notes list and the
+importer's quirks, run in one order by ``model_from_urdf``; each step is a function of its
+own here.
 """
 
+from collections.abc import Mapping, Sequence
 import hashlib
 import os
 import tempfile
+from typing import Any
 import warnings
 import xml.etree.ElementTree as ET
 
@@ -60,6 +67,7 @@ import mujoco
 import numpy as np
 
 from ..errors import ModelError
+from ..joint_view import is_one_dof, KIND_NAME, ONE_DOF, view
 from . import gazebo_sensors, joint_limits, mobile_base, sensor_mounts, servo_gains
 from .urdf_out import write_stl
 
@@ -76,18 +84,18 @@ MAX_STL_FACES = 200000     # MuJoCo's STL decoder limit
 FLOOR_CLEARANCE = 0.01     # m between the default floor and a robot hanging below its base
 
 
-def default_cache_dir():
+def default_cache_dir() -> str:
     base = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'),
                                                             '.cache')
     return os.path.join(base, 'mujoco_hal_ros', 'urdf')
 
 
-def is_urdf(text):
+def is_urdf(text: Any) -> bool:
     """True when ``text`` is URDF (a ``<robot>`` document) rather than a path or MJCF."""
     return text.lstrip().startswith('<') and '<robot' in text[:4096]
 
 
-def package_dir(pkg, package_roots=()):
+def package_dir(pkg: str, package_roots: Sequence[str] = ()) -> str:
     """The share folder of ``pkg``: the ament index first, then ``package_roots``."""
     try:
         from ament_index_python.packages import get_package_share_directory
@@ -102,7 +110,8 @@ def package_dir(pkg, package_roots=()):
                      f'source the workspace that installs {pkg}', where='robot_description')
 
 
-def resolve_uri(uri, package_roots=(), base_dir=None):
+def resolve_uri(uri: str, package_roots: Sequence[str] = (), base_dir: str | None = None
+                ) -> str:
     """An absolute path for a URDF mesh URI (``package://``, ``file://`` or a path)."""
     if uri.startswith('package://'):
         pkg, _, rest = uri[len('package://'):].partition('/')
@@ -153,7 +162,7 @@ def _readable(path, cache_dir):
     return path, ''
 
 
-def _fix_inertia(link, notes):
+def _fix_inertia(link, notes) -> None:
     """Real description packages carry inertias MuJoCo refuses (not positive definite,
     zero, or principal moments breaking A + B >= C): replace the tensor by a valid one
     near it (eigenvalues clipped to MIN_INERTIA, the two smaller raised to half the
@@ -175,7 +184,7 @@ def _fix_inertia(link, notes):
     if w[0] + w[1] < w[2] * (1 + 1e-9):              # no rigid body has that: raise the two
         w[0] = w[1] = max(w[1], 0.5 * w[2] * (1 + 1e-6))
     fixed = vecs @ np.diag(w) @ vecs.T
-    for k, (i, j) in zip(keys, ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))):
+    for k, (i, j) in zip(keys, ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)), strict=True):
         inertia.set(k, repr(float(fixed[i, j])))
     before = ', '.join(f'{k}={v[k]:.3g}' for k in keys)
     after = ', '.join(f'{k}={float(inertia.get(k)):.3g}' for k in keys)
@@ -183,18 +192,19 @@ def _fix_inertia(link, notes):
                  f'or A + B < C): replaced by the nearest valid one ({before} -> {after})')
 
 
-def ros2_control_joints(root):
+def ros2_control_joints(root: ET.Element) -> dict[str, dict[str, Any]]:
     """joint -> {'kind': first command interface, 'params': {...}} from ``<ros2_control>``."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for block in root.findall('ros2_control'):
         for joint in block.findall('joint'):
+            name = joint.get('name')
             for iface in joint.findall('command_interface'):
                 kind = iface.get('name')
-                if kind not in COMMAND_KINDS or joint.get('name') in out:
+                if kind not in COMMAND_KINDS or name is None or name in out:
                     continue
                 params = {p.get('name'): p.text.strip() for p in iface.findall('param')
                           if p.text}
-                out[joint.get('name')] = {'kind': kind, 'params': params}
+                out[name] = {'kind': kind, 'params': params}
     return out
 
 
@@ -202,7 +212,7 @@ _SIZES = {'sphere': ('radius',), 'cylinder': ('radius', 'length'),
           'capsule': ('radius', 'length'), 'box': ('size',)}
 
 
-def _degenerate(elem):
+def _degenerate(elem) -> str:
     """Why a visual or collision shape cannot be built (a sphere of radius 0, as real
     packages carry for a frame marker), or ''."""
     geometry = elem.find('geometry')
@@ -226,7 +236,7 @@ def _unexpanded_xacro(root):
     return None
 
 
-def _prepare(root, package_roots, base_dir, cache_dir, notes):
+def _prepare(root, package_roots, base_dir, cache_dir, notes) -> None:
     """Resolve meshes, drop what MuJoCo cannot read, set the importer's defaults."""
     for link in root.findall('link'):
         for tag in ('visual', 'collision'):
@@ -286,13 +296,18 @@ def _urdf_limits(root):
     for joint in root.findall('joint'):
         lim = joint.find('limit')
         name = joint.get('name')
-        get = (lambda k: _number(lim.get(k), f'joint {name}: <limit {k}=...>')
-               if lim is not None and lim.get(k) else None)
-        lower, upper = get('lower'), get('upper')
+        lower, upper = _limit(lim, name, 'lower'), _limit(lim, name, 'upper')
         if joint.get('type') == 'continuous':
             lower = upper = None
-        out[name] = (lower, upper, get('effort'), get('velocity'))
+        out[name] = (lower, upper, _limit(lim, name, 'effort'), _limit(lim, name, 'velocity'))
     return out
+
+
+def _limit(lim, joint, key):
+    """One attribute of a joint's ``<limit>`` as a float, None where not given."""
+    if lim is None or not lim.get(key):
+        return None
+    return _number(lim.get(key), f'joint {joint}: <limit {key}=...>')
 
 
 def _followers(root):
@@ -307,8 +322,7 @@ def _add_actuators(spec, commands, limits, followers, notes, overrides=None):
     block), mimic followers left to their equality; gains are sized later (``_size_gains``)
     from the inertia each joint moves. Returns {actuator name: (kind, params, effort)}."""
     movable = [spec.joints[j] for j in range(len(spec.joints))
-               if spec.joints[j].type in (mujoco.mjtJoint.mjJNT_HINGE,
-                                          mujoco.mjtJoint.mjJNT_SLIDE)]
+               if int(spec.joints[j].type) in ONE_DOF]
     if not commands:
         commands = {j.name: {'kind': 'position', 'params': {}} for j in movable}
     for joint, kind in (overrides or {}).items():
@@ -376,7 +390,7 @@ def _at_home(spec):
     return model, data
 
 
-def _size_gains(spec, built, wheels=()):
+def _size_gains(spec, built, wheels=()) -> None:
     """Each servo's gains from the inertia its joint moves at the ``home`` keyframe and
     the timestep (``servo_gains``); a ``kp`` / ``kv`` / ``dampratio`` param of the
     <ros2_control> interface wins, as the real drive's tuning would."""
@@ -430,8 +444,7 @@ def _worst_gravity_torque(model):
     rng = np.random.default_rng(0)
     tau = np.empty(model.nv)
     worst = np.zeros(model.nv)
-    movable = [j for j in range(model.njnt) if int(model.jnt_type[j]) in (
-        int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))]
+    movable = view(model).one_dof_ids()
     for k in range(GRAVITY_SAMPLES + 1):
         data.qpos[:] = home
         if k:
@@ -448,7 +461,7 @@ def _worst_gravity_torque(model):
     return worst
 
 
-def _drives_carry_weight(spec, built, notes):
+def _drives_carry_weight(spec, built, notes) -> None:
     """The servo joints' drives carry their links' weight (``actgravcomp``): the
     compensation is actuator force, so effort in joint_states is the holding torque,
     within the joint's effort limit. A joint whose effort limit is below what holding
@@ -472,7 +485,7 @@ def _drives_carry_weight(spec, built, notes):
                      'carried passively (a counterbalance): ' + ', '.join(passive))
 
 
-def _armature_floor(spec, notes):
+def _armature_floor(spec, notes) -> None:
     """Armature for joints that move almost nothing: massless links (URDF links with no
     <inertial>, raised to ``MIN_MASS``) on a mimic chain or a fingertip are ill-conditioned
     at a 2 ms step (an equality on a 1e-9 kg m^2 link spun it at thousands of rad/s), and
@@ -483,10 +496,9 @@ def _armature_floor(spec, notes):
     mujoco.mj_fullM(model, data, full)
     raised = []
     for j in range(model.njnt):
-        kind = {int(mujoco.mjtJoint.mjJNT_HINGE): 'hinge',
-                int(mujoco.mjtJoint.mjJNT_SLIDE): 'slide'}.get(int(model.jnt_type[j]))
-        if kind is None:
+        if not is_one_dof(model, j):
             continue
+        kind = KIND_NAME[int(model.jnt_type[j])]
         dof = model.jnt_dofadr[j]
         short = MIN_JOINT_INERTIA[kind] - full[dof, dof]
         if short > 0:
@@ -499,7 +511,7 @@ def _armature_floor(spec, notes):
                      + ', '.join(raised))
 
 
-def _no_self_collision(spec):
+def _no_self_collision(spec) -> None:
     """As Gazebo does for a model unless it asks for ``self_collide``: the robot's links
     collide with the world and whatever is spawned into it, not with each other (URDF
     collision meshes of neighbouring links often overlap; MoveIt's SRDF keeps the planned
@@ -510,7 +522,7 @@ def _no_self_collision(spec):
             geom.contype, geom.conaffinity = 2, 1
 
 
-def _log_mass_repairs(root, model, notes):
+def _log_mass_repairs(root, model, notes) -> None:
     """A note for each link whose mass MuJoCo had to raise (missing or below
     ``MIN_MASS``), before and after."""
     for link in root.findall('link'):
@@ -563,7 +575,7 @@ def _with_balanced_inertia(xml):
     return ET.tostring(root, encoding='unicode')
 
 
-def _add_home(spec, off_limits=0.0):
+def _add_home(spec, off_limits: float = 0.0) -> None:
     """Keyframe ``home``: every joint at 0 moved into its range (a URDF's zero pose can lie
     outside it, Panda's joint4 does), position servos aimed there. ``off_limits``: the
     share of its range a joint starts away from a limit it sits on (a free base: a
@@ -572,8 +584,7 @@ def _add_home(spec, off_limits=0.0):
     model = spec.compile()
     qpos = model.qpos0.copy()
     for j in range(model.njnt):
-        if model.jnt_limited[j] and int(model.jnt_type[j]) in (
-                int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+        if model.jnt_limited[j] and is_one_dof(model, j):
             adr = model.jnt_qposadr[j]
             lo, hi = model.jnt_range[j]
             if not lo <= qpos[adr] <= hi:
@@ -621,7 +632,7 @@ def _look_at(pos, target):
     return np.concatenate([x, np.cross(x, f)])
 
 
-def _default_scene(spec, floating=False):
+def _default_scene(spec, floating: bool = False) -> None:
     """Floor, light and an ``overview`` camera framing the robot's bounding sphere. The
     floor is at the robot's base (z = 0), or just below whatever hangs lower at ``home``
     (an arm whose zero pose reaches down, a legged robot fixed by its root link)."""
@@ -647,8 +658,11 @@ def _default_scene(spec, floating=False):
     cam.alt.xyaxes = _look_at(cam.pos, centre)
 
 
-def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir=None,
-                    gravcomp=True, self_collide=False, bare=False, base='auto', drives=None):
+def model_from_urdf(urdf: str, scene: str | None = None, package_roots: Sequence[str] = (),
+                    base_dir: str | None = None, cache_dir: str | None = None,
+                    gravcomp: bool = True, self_collide: bool = False, bare: bool = False,
+                    base: str = 'auto', drives: Mapping[str, str | None] | None = None
+                    ) -> tuple[str, list[str]]:
     """(MJCF path, notes): the robot of ``urdf`` (text) ready to simulate, in the default
     scene or attached to the world of the MJCF file ``scene``; ``bare``: the robot alone,
     to be spawned into a world that has its own floor and lights. ``base``: ``auto``,
@@ -673,7 +687,7 @@ def model_from_urdf(urdf, scene=None, package_roots=(), base_dir=None, cache_dir
         raise ModelError(f'robot_description still holds xacro: {xacro}; give the output '
                          'of `xacro file.urdf.xacro` (what robot_state_publisher gets), '
                          'not the source', where='robot_description')
-    notes = []
+    notes: list[str] = []
     commands = ros2_control_joints(root)
     friction = mobile_base.gazebo_friction(root)      # before _prepare drops <gazebo>
     continuous = mobile_base.continuous_joints(root)

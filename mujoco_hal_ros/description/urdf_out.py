@@ -29,32 +29,34 @@ are the scene, not the robot, and a floor inside the robot would be a collision 
 MoveIt; ``scene_markers`` shows them.
 """
 
+from collections.abc import Sequence
 import hashlib
 import math
 import os
 import tempfile
+from typing import Any
 from xml.sax.saxutils import quoteattr
 
 import mujoco
 import numpy as np
 
+from ..joint_view import BALL, FREE, HINGE, ONE_DOF, SLIDE, view
 from .frames import body_frame_names
 
 _OBJ = mujoco.mjtObj
-_J = mujoco.mjtJoint
 _G = mujoco.mjtGeom
 PRISMATIC_UNBOUNDED = 1e3      # metres: URDF requires prismatic limits
 VISIBLE_GROUPS = 3             # MuJoCo's viewer shows groups 0, 1 and 2 by default
 
 
-def default_mesh_dir():
+def default_mesh_dir() -> str:
     """Where generated meshes go: the XDG cache, shared by every node on the machine."""
     base = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'),
                                                             '.cache')
     return os.path.join(base, 'mujoco_hal_ros', 'meshes')
 
 
-def _f(v):
+def _f(v) -> str:
     return f'{float(v):.17g}'
 
 
@@ -62,7 +64,7 @@ def _vec(v):
     return ' '.join(_f(x) for x in v)
 
 
-def quat_to_rpy(wxyz):
+def quat_to_rpy(wxyz: Sequence[float]) -> tuple[float, float, float]:
     """URDF's fixed-axis roll, pitch, yaw (R = Rz(yaw) Ry(pitch) Rx(roll)) of a quaternion."""
     m = np.empty(9)
     q = np.asarray(wxyz, dtype=float)
@@ -74,7 +76,7 @@ def quat_to_rpy(wxyz):
     return math.atan2(r[2, 1], r[2, 2]), pitch, math.atan2(r[1, 0], r[0, 0])
 
 
-def _origin(pos, quat):
+def _origin(pos, quat) -> str:
     return f'<origin xyz="{_vec(pos)}" rpy="{_vec(quat_to_rpy(quat))}"/>'
 
 
@@ -85,7 +87,7 @@ def _compose(pos_a, quat_a, pos_b, quat_b):
     return pos, quat
 
 
-def write_stl(path, vertices, faces):
+def write_stl(path: str, vertices: np.ndarray, faces: np.ndarray) -> None:
     """Binary STL of a triangle mesh, written atomically (readers never see half a file)."""
     tri = vertices[faces]                                     # (n, 3, 3)
     normals = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
@@ -102,7 +104,7 @@ def write_stl(path, vertices, faces):
     os.replace(tmp, path)
 
 
-def _unit_sphere(n=16):
+def _unit_sphere(n: int = 16):
     lat, lon = np.linspace(0, np.pi, n + 1), np.linspace(0, 2 * np.pi, 2 * n + 1)[:-1]
     v = np.array([[math.sin(a) * math.cos(b), math.sin(a) * math.sin(b), math.cos(a)]
                   for a in lat for b in lon])
@@ -233,19 +235,20 @@ def _joint_limits(model, j, velocity_limits):
     return effort, velocity
 
 
-def urdf_from_model(model, name=None, prefix='', world='world', mesh_dir=None,
-                    velocity_limits=None):
+def urdf_from_model(model: mujoco.MjModel, name: str | None = None, prefix: str = '',
+                    world: str = 'world', mesh_dir: str | None = None,
+                    velocity_limits: dict[str, float] | None = None) -> str:
     """URDF text of ``model``: link names are /tf's frame names (``prefix``, ``world``);
     joint names are joint_states' (MuJoCo's, never prefixed), as robot_state_publisher
     matches them."""
     frames = body_frame_names(model, prefix, world)
     meshes = _Meshes(model, mesh_dir)
     robot = name or model.names[:model.names.index(b'\0')].decode() or 'mujoco'
-    links = {0: []}        # the world body's geoms are the scene, not the robot
+    links: dict[int, list[Any]] = {0: []}   # the world body's geoms are the scene, not the robot
     extra_links, joints = [], []
     identity = (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
 
-    def fixed(parent, child, pos, quat):
+    def fixed(parent, child, pos, quat) -> None:
         joints.append(f'  <joint name={quoteattr(f"{child}_fixed")} type="fixed">'
                       f'<parent link={quoteattr(parent)}/><child link={quoteattr(child)}/>'
                       f'{_origin(pos, quat)}</joint>')
@@ -258,23 +261,23 @@ def urdf_from_model(model, name=None, prefix='', world='world', mesh_dir=None,
         n = model.body_jntnum[b]
         for k, j in enumerate(range(model.body_jntadr[b], model.body_jntadr[b] + n)):
             jtype = int(model.jnt_type[j])
-            jname = mujoco.mj_id2name(model, _OBJ.mjOBJ_JOINT, j) or f'joint{j}'
-            if jtype == _J.mjJNT_BALL:
+            jname = view(model).joints[j].label
+            if jtype == BALL:
                 continue        # URDF has no ball joint: fixed at the reference orientation
-            anchor = model.jnt_pos[j] if jtype == _J.mjJNT_HINGE else np.zeros(3)
+            anchor = model.jnt_pos[j] if jtype == HINGE else np.zeros(3)
             origin = _compose(*pending, anchor, identity[1])
             last = k == n - 1
             target = child if last and not np.any(anchor) else f'{child}__{jname}'
             if target != child:
                 extra_links.append(target)
-            kind = {_J.mjJNT_HINGE: 'revolute', _J.mjJNT_SLIDE: 'prismatic',
-                    _J.mjJNT_FREE: 'floating'}[jtype]
+            kind = {HINGE: 'revolute', SLIDE: 'prismatic',
+                    FREE: 'floating'}[jtype]
             limit = ''
-            if jtype in (_J.mjJNT_HINGE, _J.mjJNT_SLIDE):
+            if jtype in ONE_DOF:
                 effort, velocity = _joint_limits(model, j, velocity_limits)
                 if model.jnt_limited[j]:
                     lo, hi = model.jnt_range[j]
-                elif jtype == _J.mjJNT_HINGE:
+                elif jtype == HINGE:
                     kind, lo, hi = 'continuous', None, None
                 else:
                     lo, hi = -PRISMATIC_UNBOUNDED, PRISMATIC_UNBOUNDED

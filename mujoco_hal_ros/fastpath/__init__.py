@@ -27,7 +27,7 @@ value per process (scheduling and the allocator are), so nodes sharing a process
 _ENABLED = True
 
 
-def configure(enabled):
+def configure(enabled: bool) -> None:
     """Turn the fast paths on (the default) or off for everything built from now on.
 
     Publishers already built keep the path they chose; threads already tuned keep their
@@ -39,6 +39,6 @@ def configure(enabled):
     _ENABLED = enabled
 
 
-def enabled():
+def enabled() -> bool:
     """Whether the fast paths are on."""
     return _ENABLED

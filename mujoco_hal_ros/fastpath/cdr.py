@@ -16,15 +16,17 @@ start and falls back to message objects if the middleware speaks something else,
 the fast paths are off (``mujoco_hal_ros.fastpath``).
 """
 
+from collections.abc import Sequence
 import struct
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 ENCAPSULATION = b'\x00\x01\x00\x00'  # CDR_LE
 _F8 = np.dtype('<f8')
 
 
-def split_stamp(seconds):
+def split_stamp(seconds: float) -> tuple[int, int]:
     """Simulated seconds -> (sec, nanosec) as builtin_interfaces/Time holds them."""
     ns = max(0, int(round(seconds * 1e9)))
     return ns // 1_000_000_000, ns % 1_000_000_000
@@ -36,10 +38,10 @@ class _Writer:
     def __init__(self):
         self.buf = bytearray(ENCAPSULATION)
 
-    def _align(self, n):
+    def _align(self, n: int) -> None:
         self.buf += b'\x00' * (-(len(self.buf) - len(ENCAPSULATION)) % n)
 
-    def u32(self, value):
+    def u32(self, value: int) -> None:
         self._align(4)
         self.buf += struct.pack('<I', value)
 
@@ -50,7 +52,7 @@ class _Writer:
         self.buf += bytes(8)
         return at
 
-    def string(self, text):
+    def string(self, text: str) -> None:
         data = text.encode('utf-8')
         self.u32(len(data) + 1)
         self.buf += data + b'\x00'
@@ -76,7 +78,7 @@ def _stamp_bytes(seconds):
 class JointStateBytes:
     """sensor_msgs/JointState with fixed names, empty frame_id; stamp and arrays per call."""
 
-    def __init__(self, names, frame_id=''):
+    def __init__(self, names: Sequence[str], frame_id: str = '') -> None:
         w = _Writer()
         self._stamp_at = w.stamp()
         w.string(frame_id)
@@ -88,10 +90,11 @@ class JointStateBytes:
         self._buf = w.template()
         self._fields = [self._buf[a:a + 8 * n].view(_F8) for a in at]
 
-    def pack(self, seconds, position, velocity, effort):
+    def pack(self, seconds: float, position: ArrayLike, velocity: ArrayLike,
+             effort: ArrayLike) -> bytes:
         buf = self._buf
         buf[self._stamp_at:self._stamp_at + 8] = _stamp_bytes(seconds)
-        for view, values in zip(self._fields, (position, velocity, effort)):
+        for view, values in zip(self._fields, (position, velocity, effort), strict=True):
             view[:] = values
         return buf.tobytes()
 
@@ -99,13 +102,13 @@ class JointStateBytes:
 class TransformsBytes:
     """tf2_msgs/TFMessage of fixed parent -> child frames; stamp and poses per call."""
 
-    def __init__(self, parents, children):
+    def __init__(self, parents: Sequence[str], children: Sequence[str]):
         if len(parents) != len(children):
             raise ValueError('one parent frame per child frame')
         w = _Writer()
         w.u32(len(children))
         stamps, poses = [], []
-        for parent, child in zip(parents, children):
+        for parent, child in zip(parents, children, strict=True):
             stamps.append(w.stamp())
             w.string(parent)
             w.string(child)
@@ -117,11 +120,12 @@ class TransformsBytes:
         self._poses = np.empty((self._n, 7), dtype=_F8)
 
     @property
-    def size(self):
+    def size(self) -> int:
         """Number of transforms in each message."""
         return self._n
 
-    def pack(self, seconds, translation, rotation_xyzw):
+    def pack(self, seconds: float, translation: np.ndarray, rotation_xyzw: np.ndarray
+             ) -> bytes:
         """``translation`` (n, 3) metres, ``rotation_xyzw`` (n, 4) in ROS order."""
         buf, poses = self._buf, self._poses
         if self._n:
@@ -140,7 +144,8 @@ class ImageBytes:
     every byte of a plain ``bytes``) and no second copy into a C message.
     """
 
-    def __init__(self, height, width, encoding, step, frame_id, bigendian=False):
+    def __init__(self, height: int, width: int, encoding: str, step: int, frame_id: str,
+                 bigendian: bool = False) -> None:
         w = _Writer()
         self._stamp_at = w.stamp()
         w.string(frame_id)
@@ -153,13 +158,13 @@ class ImageBytes:
         w.u32(self._size)
         self._head = w.template()
         self._rows_up = [slice(r * step, (r + 1) * step) for r in reversed(range(height))]
-        self._frame = None
+        self._frame: np.ndarray | None = None
 
-    def pack(self, seconds, pixels, bottom_up=False):
+    def pack(self, seconds: float, pixels: np.ndarray, bottom_up: bool = False) -> bytes:
         """``pixels``: a C-contiguous array of exactly ``height * step`` bytes, row 0 at the
         top, or with ``bottom_up`` row 0 at the bottom as OpenGL reads them (the rows are
         then written in reverse order, still one copy)."""
-        view = memoryview(pixels).cast('B')
+        view = memoryview(pixels).cast('B')  # type: ignore[arg-type]  # (numpy: Buffer at 3.12)
         if view.nbytes != self._size:
             raise ValueError(f'expected {self._size} bytes of pixels, got {view.nbytes}')
         head = self._head
@@ -168,7 +173,8 @@ class ImageBytes:
             return b''.join([head] + [view[rows] for rows in self._rows_up])
         return b''.join((head, view))
 
-    def pack_in_place(self, seconds, pixels, bottom_up=False):
+    def pack_in_place(self, seconds: float, pixels: np.ndarray, bottom_up: bool = False
+                      ) -> np.ndarray:
         """``pack`` into a uint8 array this packer owns and rewrites at its next call: no
         allocation per frame, and NumPy copies the pixels without holding the GIL. Send it
         (``unlocked_publish.BytesPublisher`` takes it as it is) before packing again."""
@@ -191,16 +197,16 @@ class HeaderFirstBytes:
     per call only the stamp changes. For camera_info: the intrinsics never do, and
     converting the message object every frame is work the send path need not do."""
 
-    def __init__(self, serialized):
+    def __init__(self, serialized: bytes):
         if bytes(serialized[:4]) != ENCAPSULATION or len(serialized) < 12:
             raise ValueError('expected little-endian CDR starting with a header stamp')
         self._buf = np.frombuffer(bytes(serialized), dtype=np.uint8).copy()
 
-    def pack(self, seconds):
+    def pack(self, seconds: float) -> bytes:
         self._buf[4:12] = _stamp_bytes(seconds)
         return self._buf.tobytes()
 
 
-def clock_bytes(seconds):
+def clock_bytes(seconds: float) -> bytes:
     """rosgraph_msgs/Clock."""
     return ENCAPSULATION + _stamp_bytes(seconds).tobytes()

@@ -30,7 +30,7 @@ TRIM_THRESHOLD = 128 << 20
 MMAP_THRESHOLD = 16 << 20                               # glibc's ceiling is 32 MiB
 
 
-def keep_freed_memory():
+def keep_freed_memory() -> bool:
     """Reuse freed large buffers instead of returning them to the kernel (glibc only).
 
     True where the C library took both settings; False elsewhere (musl, macOS), where
@@ -45,7 +45,7 @@ def keep_freed_memory():
             and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1)
 
 
-def tune_interpreter():
+def tune_interpreter() -> bool:
     """Both settings for this process, unless the fast paths are off; whether it tuned."""
     if not fastpath.enabled():
         return False

@@ -22,9 +22,9 @@ import sys
 from .. import fastpath
 
 
-def rasteriser_threads():
+def rasteriser_threads() -> list[int]:
     """Thread ids of Mesa llvmpipe's rasteriser threads in this process (Linux /proc)."""
-    out = []
+    out: list[int] = []
     try:
         tids = os.listdir('/proc/self/task')
     except OSError:
@@ -39,7 +39,7 @@ def rasteriser_threads():
     return out
 
 
-def rasterisers_in_background(background=True):
+def rasterisers_in_background(background: bool = True) -> bool:
     """Put the rasteriser threads at ``SCHED_IDLE`` (``background``) or back at normal
     priority (``False``). Lowering needs no privileges; raising back from ``SCHED_IDLE``
     needs CAP_SYS_NICE or an RLIMIT_NICE of 20 (Linux treats SCHED_IDLE as below nice 19).

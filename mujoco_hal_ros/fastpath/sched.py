@@ -36,7 +36,7 @@ class _SchedAttr(ctypes.Structure):
                 ('sched_util_min', ctypes.c_uint32), ('sched_util_max', ctypes.c_uint32)]
 
 
-def short_slice(seconds=SHORT_SLICE_S):
+def short_slice(seconds: float = SHORT_SLICE_S) -> bool:
     """Give the calling thread a short EEVDF slice, keeping its policy and nice value.
 
     True if the kernel accepted it (before 6.12 it accepts and ignores it); False where it
@@ -60,7 +60,7 @@ def short_slice(seconds=SHORT_SLICE_S):
     return libc.syscall(number, 0, ctypes.byref(attr), 0) == 0
 
 
-def ordinary():
+def ordinary() -> None:
     """Back to ``SCHED_OTHER`` with a short slice, from ``realtime``: what a thread that
     fell behind its period does, so that it does not hold a core at FIFO."""
     if not fastpath.enabled():
@@ -73,7 +73,7 @@ def ordinary():
         short_slice()
 
 
-def realtime(priority):
+def realtime(priority: int) -> str | None:
     """Run the calling thread as ``SCHED_FIFO`` at ``priority`` (1..99), as ros2_control's
     controller_manager does for its update loop: it then preempts every ordinary thread the
     moment it wakes, so a busy machine delays it by the length of its own work, not by

@@ -16,8 +16,18 @@ rclpy loaded, and points rcl at the caller's buffer instead of copying it into a
 import ctypes
 import ctypes.util
 import os
+from typing import Any, Protocol
 
 import numpy as np
+
+
+class RclPublisher(Protocol):
+    """What this module uses of an rclpy ``Publisher`` (core code does not import rclpy)."""
+
+    handle: Any
+    topic_name: str
+
+    def publish(self, msg: Any) -> None: ...
 
 
 class _Allocator(ctypes.Structure):
@@ -73,7 +83,7 @@ def _rcl_functions():
 class BytesPublisher:
     """Serialized messages out through ``publisher`` with the GIL released meanwhile."""
 
-    def __init__(self, publisher):
+    def __init__(self, publisher: RclPublisher):
         self._pub = publisher
         functions = _rcl_functions()
         if functions is not None and not isinstance(
@@ -82,11 +92,11 @@ class BytesPublisher:
         self._rcl = functions
 
     @property
-    def unlocked(self):
+    def unlocked(self) -> bool:
         """Whether publishes release the GIL (False: plain ``Publisher.publish``)."""
         return self._rcl is not None
 
-    def publish(self, data):
+    def publish(self, data: bytes | np.ndarray) -> None:
         """Send ``data``, the message's serialized bytes: ``bytes`` or a C-contiguous uint8
         array (``cdr.ImageBytes.pack_in_place``), which rcl copies before this returns."""
         if isinstance(data, np.ndarray):
@@ -94,7 +104,8 @@ class BytesPublisher:
                 raise TypeError('expected a 1-D C-contiguous uint8 array of serialized bytes')
             if self._rcl is None:
                 return self._pub.publish(data.tobytes())
-            address, size = data.ctypes.data, data.nbytes
+            address: int | None = data.ctypes.data
+            size = data.nbytes
         elif isinstance(data, bytes):
             if self._rcl is None:
                 return self._pub.publish(data)

@@ -19,17 +19,24 @@ they are; the next command takes the joints again.
 from dataclasses import dataclass
 import math
 import threading
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
 from ..checks import finite_number
 from ..errors import ConfigError, DeviceError, InvalidArgument
+from ..joint_view import is_hinge
 from ..motion.trajectory import Plan
 from . import config as cfg
 from .kinematics import for_config
+
+if TYPE_CHECKING:
+    from ..sim.physics import Physics
 from .motion import Odometry, SpeedLimiter
+
+if TYPE_CHECKING:     # the hints only: the device builds its drive controllers
+    from ..sim.ports import DriveHost
 
 MAX_SPEED = 1e3          # m/s and rad/s: a command beyond it is no command a base can take
 
@@ -45,7 +52,7 @@ class OdometryState:
     vx: float
     vy: float
     wz: float
-    command: Tuple[float, float, float]      # the limited command sent at the last tick
+    command: tuple[float, float, float]      # the limited command sent at the last tick
 
 
 class _Joints:
@@ -65,7 +72,7 @@ class _Joints:
         out = []
         for name in names:
             j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
-            if j < 0 or int(model.jnt_type[j]) != int(mujoco.mjtJoint.mjJNT_HINGE):
+            if j < 0 or not is_hinge(model, j):
                 raise ConfigError(f'{config.name} names joint {name!r}, which the model has '
                                   'no hinge joint for', where=f'controllers_file: {config.name}')
             acts = [a for a in range(model.nu) if model.actuator_trnid[a, 0] == j and
@@ -111,7 +118,7 @@ class _DrivePlan(Plan):
 class BaseController:
     """One drive controller (``config.DriveConfig``) on ``device``."""
 
-    def __init__(self, device, config: cfg.DriveConfig):
+    def __init__(self, device: 'DriveHost', config: cfg.DriveConfig):
         self.device = device
         self.config = config
         self.kinematics = for_config(config)
@@ -125,16 +132,17 @@ class BaseController:
         self._generation = device.snapshot.generation
         self._out = np.zeros(len(self._joints.actuators))
         self._sent = (0.0, 0.0, 0.0)
-        self._next_tick = None
-        self._plan: Optional[_DrivePlan] = None
-        self._last = None                 # (time, traction qpos, steering qpos) of odometry
+        self._next_tick: float | None = None
+        self._plan: _DrivePlan | None = None
+        self._last: tuple[float, np.ndarray, np.ndarray] | None = None   # odometry: (time,
+        # traction qpos, steering qpos)
         self.state = OdometryState(device.snapshot.time, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
                                    (0.0, 0.0, 0.0))
         self.commands = 0
         self._unhook = device.on_every_chunk(self._after_chunk)
 
     # --- any thread ------------------------------------------------------------------------
-    def command(self, vx, vy, wz) -> None:
+    def command(self, vx: float, vy: float, wz: float) -> None:
         """A body twist (m/s, rad/s, base frame): refused unless finite and within
         ``MAX_SPEED``; a non-holonomic drive ignores ``vy`` as its controller does. The
         joints are taken again when the controller had let go (idle, or a hold)."""
@@ -167,30 +175,30 @@ class BaseController:
         if plan is None:
             return
 
-        def release(stepper):
-            if any(p is plan for p in stepper.running_plans()):
+        def release(physics: 'Physics') -> None:
+            if any(p is plan for p in physics.plans):
                 wheels = np.intersect1d(plan.actuators,
                                         self._joints.actuators[:len(self._joints.traction)])
-                stepper.release(plan.actuators)
-                stepper.setpoint[wheels] = 0.0
+                physics.release(plan.actuators)
+                physics.set_setpoint(0.0, wheels)
         try:
             self.device.on_physics(release, wait=True)
         except DeviceError:
             pass                            # the device closed first: nothing steps
 
     # --- the physics thread ----------------------------------------------------------------
-    def _engage(self, stepper) -> None:
-        if self._plan is not None and any(p is self._plan for p in stepper.running_plans()):
+    def _engage(self, physics: 'Physics') -> None:
+        if self._plan is not None and any(p is self._plan for p in physics.plans):
             return
         if self._plan is None or self._next_tick is None:
-            self._next_tick = stepper.data.time
+            self._next_tick = physics.data.time
         else:
-            self._next_tick = max(self._next_tick, stepper.data.time)
+            self._next_tick = max(self._next_tick, physics.data.time)
         for lim in self._limiters:
             lim.reset()
         self._out[:len(self._joints.traction)] = 0.0
-        self._plan = _DrivePlan(self, self._joints.actuators, stepper.data.time)
-        stepper.take_over(self._plan, positions=False)
+        self._plan = _DrivePlan(self, self._joints.actuators, physics.data.time)
+        physics.take_over(self._plan, positions=False)
 
     def tick_until(self, t: float) -> np.ndarray:
         """The output at simulated time ``t``: control ticks up to it run first."""
@@ -223,12 +231,12 @@ class BaseController:
         stale = self._next_tick is None or self._next_tick - given > self.config.cmd_vel_timeout
         return stale and not any(self._sent) and not self._out[:len(self._joints.traction)].any()
 
-    def _after_chunk(self, stepper) -> None:
+    def _after_chunk(self, physics: 'Physics') -> None:
         """Odometry from the joints as the chunk left them (physics thread)."""
-        if stepper.generation != self._generation:
-            self._rebind(stepper)
+        if physics.generation != self._generation:
+            self._rebind(physics)
             return
-        d, j = stepper.data, self._joints
+        d, j = physics.data, self._joints
         t = float(d.time)
         q_t, q_s = d.qpos[j.t_qpos].copy(), d.qpos[j.s_qpos].copy()
         last = self._last
@@ -246,16 +254,16 @@ class BaseController:
         o = self._odom
         self.state = OdometryState(t, o.x, o.y, o.heading, *o.twist(), command=self._sent)
 
-    def _rebind(self, stepper) -> None:
+    def _rebind(self, physics: 'Physics') -> None:
         """The model was swapped (a scene edit): the joints' new addresses; the plan, if
         it ran, is taken again on the new model's actuators."""
-        self._generation = stepper.generation
-        self._joints = _Joints(stepper.model, self.config)
+        self._generation = physics.generation
+        self._joints = _Joints(physics.model, self.config)
         self._last = None
-        was = self._plan is not None and any(p is self._plan for p in stepper.running_plans())
+        was = self._plan is not None and any(p is self._plan for p in physics.plans)
         self._plan = None
         if was:
-            self._engage(stepper)
+            self._engage(physics)
 
     def reset_odometry(self) -> None:
         """Odometry back to the origin (the world was reset)."""

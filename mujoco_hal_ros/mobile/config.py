@@ -10,10 +10,11 @@ controllers, broadcasters) are listed so that the caller can tell a file it serv
 that names a controller nobody runs here.
 """
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 import math
 import os
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any
 
 from ..config.device_file import read_yaml
 from ..errors import ConfigError
@@ -68,16 +69,16 @@ class DriveConfig:
     stamped: bool = True                 # TwistStamped commands (Jazzy on); false: Twist
     tf_frame_prefix_enable: bool = True
     tf_frame_prefix: str = ''
-    pose_covariance: Tuple[float, ...] = (0.0,) * 6
-    twist_covariance: Tuple[float, ...] = (0.0,) * 6
+    pose_covariance: tuple[float, ...] = (0.0,) * 6
+    twist_covariance: tuple[float, ...] = (0.0,) * 6
     publish_limited_velocity: bool = False
     velocity_rolling_window_size: int = 10
     linear: AxisLimits = AxisLimits()
     angular: AxisLimits = AxisLimits()
     # kind-specific: wheel and steering joint names, radii, separations, wheelbase...
-    geometry: Dict[str, Any] = field(default_factory=dict)
+    geometry: dict[str, Any] = field(default_factory=dict)
     # parameters accepted for compatibility that change nothing here (logged by the node)
-    no_effect: Tuple[str, ...] = ()
+    no_effect: tuple[str, ...] = ()
     # topics where the source names them (a Gazebo drive plugin); empty: the controller's
     # own (<name>/cmd_vel and <name>/odom, or <name>/reference and <name>/odometry)
     command_topic: str = ''
@@ -85,12 +86,12 @@ class DriveConfig:
     source: str = 'controllers_file'
 
     @property
-    def wheel_joints(self) -> List[str]:
+    def wheel_joints(self) -> list[str]:
         """Joints whose velocity this controller commands."""
         return list(self.geometry['traction'])
 
     @property
-    def steering_joints(self) -> List[str]:
+    def steering_joints(self) -> list[str]:
         """Joints whose position this controller commands (steering controllers)."""
         return list(self.geometry.get('steering', ()))
 
@@ -101,11 +102,11 @@ class ControllersFile:
 
     path: str
     update_rate: float
-    types: Dict[str, str]
-    drives: List[DriveConfig]
-    blocks: Dict[str, dict]
+    types: dict[str, str]
+    drives: list[DriveConfig]
+    blocks: dict[str, dict]
 
-    def of_type(self, types) -> List[str]:
+    def of_type(self, types: Collection[str]) -> list[str]:
         return [n for n, t in self.types.items() if t in types]
 
 
@@ -113,7 +114,7 @@ def _last(key) -> str:
     return str(key).rstrip('/').split('/')[-1]
 
 
-def _blocks(doc, path) -> Dict[str, dict]:
+def _blocks(doc, path) -> dict[str, dict]:
     """``<name>: ros__parameters: {...}`` of each controller (``/**/name`` keys too)."""
     out = {}
     if not isinstance(doc, dict):
@@ -130,9 +131,9 @@ class _Reader:
 
     def __init__(self, name: str, block: dict):
         self.name = name
-        self.flat = {}
+        self.flat: dict[str, Any] = {}
         self._walk('', block)
-        self.used = set()
+        self.used: set[str] = set()
 
     def _walk(self, prefix, node):
         for k, v in node.items():
@@ -141,13 +142,14 @@ class _Reader:
             else:
                 self.flat[f'{prefix}{k}'] = v
 
-    def _where(self, key):
+    def _where(self, key) -> str:
         return f'controllers_file: {self.name}.{key}'
 
-    def has(self, key):
+    def has(self, key) -> bool:
         return key in self.flat
 
-    def number(self, key, default=NAN, *, low=None, positive=False, allow_nan=False):
+    def number(self, key, default=NAN, *, low=None, positive: bool = False,
+               allow_nan: bool = False):
         self.used.add(key)
         value = self.flat.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -170,7 +172,7 @@ class _Reader:
             raise ConfigError(f'expected true or false, got {value!r}', where=self._where(key))
         return value
 
-    def text(self, key, default=''):
+    def text(self, key, default: str = ''):
         self.used.add(key)
         value = self.flat.get(key, default)
         if not isinstance(value, str) or len(value) > 256 or '\0' in value:
@@ -178,7 +180,7 @@ class _Reader:
                               where=self._where(key))
         return value
 
-    def names(self, key, *, required=True):
+    def names(self, key, *, required: bool = True):
         self.used.add(key)
         value = self.flat.get(key)
         if value is None and not required:
@@ -266,7 +268,7 @@ def _diff_drive(r: _Reader) -> dict:
 def _mecanum(r: _Reader) -> dict:
     corners = ('front_left', 'front_right', 'rear_right', 'rear_left')
     joints = [r.text(f'{c}_wheel_command_joint_name') for c in corners]
-    for c, j in zip(corners, joints):
+    for c, j in zip(corners, joints, strict=True):
         if not j:
             raise ConfigError('the wheel joint this corner drives is required',
                               where=f'controllers_file: {r.name}.{c}_wheel_command_joint_name')
@@ -333,7 +335,7 @@ def read_drive(name: str, kind: str, block: dict, update_rate: float) -> DriveCo
     return DriveConfig(geometry=geometry, no_effect=ignored, **common)
 
 
-def read(path: Union[str, os.PathLike]) -> ControllersFile:
+def read(path: str | os.PathLike) -> ControllersFile:
     """The controllers file at ``path``: each controller's type, the drives read whole.
 
     A controller of a type this package does not stand in for is refused in one line naming
@@ -347,7 +349,7 @@ def read(path: Union[str, os.PathLike]) -> ControllersFile:
             math.isfinite(rate) and 0 < rate <= 10000):
         raise ConfigError(f'expected a rate in Hz (0 to 10000), got {rate!r}',
                           where='controllers_file: controller_manager.update_rate')
-    types: Dict[str, str] = {}
+    types: dict[str, str] = {}
     for key, value in manager.items():
         if isinstance(value, dict) and 'type' in value:
             kind = value['type']
@@ -375,11 +377,11 @@ def read(path: Union[str, os.PathLike]) -> ControllersFile:
     return ControllersFile(path, float(rate), types, drives, blocks)
 
 
-def drive_joints(drives) -> Dict[str, str]:
+def drive_joints(drives: ControllersFile | Iterable[DriveConfig] | None) -> dict[str, str]:
     """joint -> 'velocity' (traction) or 'position' (steering) for every drive of ``drives``
     (a ``ControllersFile``, a list of ``DriveConfig``, or None): what the URDF import makes
     of those joints."""
-    out: Dict[str, str] = {}
+    out: dict[str, str] = {}
     if isinstance(drives, ControllersFile):
         drives = drives.drives
     for d in drives or ():

@@ -11,14 +11,14 @@ plugin has and this does not use is named in a note.
 """
 
 import math
-from typing import List, Optional, Tuple
 import xml.etree.ElementTree as ET
 
+from ..description.gazebo_sensors import (
+    DIFF_DRIVE_CLASSIC as CLASSIC,
+    DIFF_DRIVE_GZ_SIM as GZ_SIM,
+)
 from . import config as cfg
 
-CLASSIC = ('libgazebo_ros_diff_drive.so',)
-GZ_SIM = ('gz-sim-diff-drive-system', 'ignition-gazebo-diff-drive-system',
-          'libgz-sim-diff-drive-system.so', 'libignition-gazebo-diff-drive-system.so')
 # tags read below; the rest of each plugin's children are named in a note
 USED = {'left_joint', 'right_joint', 'wheel_separation', 'wheel_diameter', 'wheel_radius',
         'command_topic', 'odometry_topic', 'odometry_frame', 'robot_base_frame',
@@ -29,12 +29,12 @@ USED = {'left_joint', 'right_joint', 'wheel_separation', 'wheel_diameter', 'whee
 MAX_RATE = 1000.0
 
 
-def _text(elem: ET.Element, tag: str) -> Optional[str]:
+def _text(elem: ET.Element, tag: str) -> str | None:
     found = elem.find(tag)
     return found.text.strip() if found is not None and found.text else None
 
 
-def _number(elem, tag, default=None, notes=None, where=''):
+def _number(elem, tag, default=None, notes=None, where: str = ''):
     text = _text(elem, tag)
     if text is None:
         return default
@@ -63,13 +63,14 @@ def _flag(elem, tag, default):
     return default if text is None else text.lower() in ('1', 'true')
 
 
-def drives_from_urdf(text: str) -> Tuple[List[cfg.DriveConfig], List[str]]:
+def drives_from_urdf(text: str) -> tuple[list[cfg.DriveConfig], list[str]]:
     """(drive configs, notes) of the diff-drive plugins in the URDF ``text``."""
     try:
         root = ET.fromstring(text.split('\0', 1)[0].strip())
     except ET.ParseError:
         return [], []
-    out, notes = [], []
+    out: list[cfg.DriveConfig] = []
+    notes: list[str] = []
     for gz in root.findall('gazebo'):
         for plugin in gz.findall('plugin'):
             name = plugin.get('filename', '') or ''

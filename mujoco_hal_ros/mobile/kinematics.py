@@ -8,7 +8,6 @@ order (steering controllers: right first, then left).
 """
 
 import math
-from typing import Tuple
 
 import numpy as np
 
@@ -22,10 +21,10 @@ class Kinematics:
 
     holonomic = False
 
-    def commands(self, vx: float, vy: float, wz: float) -> Tuple[np.ndarray, np.ndarray]:
+    def commands(self, vx: float, vy: float, wz: float) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
-    def twist(self, wheel_speeds: np.ndarray, steering: np.ndarray) -> Tuple[float, float, float]:
+    def twist(self, wheel_speeds: np.ndarray, steering: np.ndarray) -> tuple[float, float, float]:
         raise NotImplementedError
 
 
@@ -33,16 +32,17 @@ class DiffDrive(Kinematics):
     """Left and right wheel sets (several a side: each side's mean)."""
 
     def __init__(self, left: int, right: int, separation: float, left_radius: float,
-                 right_radius: float):
+                 right_radius: float) -> None:
         self.nl, self.nr = left, right
         self.sep, self.rl, self.rr = separation, left_radius, right_radius
 
-    def commands(self, vx, vy, wz):
+    def commands(self, vx: float, vy: float, wz: float) -> tuple[np.ndarray, np.ndarray]:
         left = (vx - wz * self.sep / 2.0) / self.rl
         right = (vx + wz * self.sep / 2.0) / self.rr
         return np.array([left] * self.nl + [right] * self.nr), np.zeros(0)
 
-    def twist(self, wheel_speeds, steering):
+    def twist(self, wheel_speeds: np.ndarray, steering: np.ndarray
+              ) -> tuple[float, float, float]:
         left = float(np.mean(wheel_speeds[:self.nl])) * self.rl
         right = float(np.mean(wheel_speeds[self.nl:])) * self.rr
         return (left + right) / 2.0, 0.0, (right - left) / self.sep
@@ -55,11 +55,12 @@ class Mecanum(Kinematics):
 
     holonomic = True
 
-    def __init__(self, radius: float, lxly: float, offset=(0.0, 0.0, 0.0)):
+    def __init__(self, radius: float, lxly: float,
+                 offset: tuple[float, float, float] = (0.0, 0.0, 0.0)):
         self.r, self.k = radius, lxly
         self.offset = offset
 
-    def commands(self, vx, vy, wz):
+    def commands(self, vx: float, vy: float, wz: float) -> tuple[np.ndarray, np.ndarray]:
         # the base frame's twist at the wheels' centre (base_frame_offset)
         ox, oy, oth = self.offset
         c, s = math.cos(oth), math.sin(oth)
@@ -68,7 +69,8 @@ class Mecanum(Kinematics):
         return np.array([vx - vy - k * wz, vx + vy + k * wz, vx - vy + k * wz,
                          vx + vy - k * wz]) / self.r, np.zeros(0)
 
-    def twist(self, wheel_speeds, steering):
+    def twist(self, wheel_speeds: np.ndarray, steering: np.ndarray
+              ) -> tuple[float, float, float]:
         fl, fr, rr, rl = (float(w) * self.r for w in wheel_speeds)
         vx = (fl + fr + rr + rl) / 4.0
         vy = (-fl + fr - rr + rl) / 4.0
@@ -86,12 +88,12 @@ class Steering(Kinematics):
 
     def __init__(self, kind: str, wheelbase: float, traction_radius: float,
                  traction_track: float = 0.0, steering_track: float = 0.0,
-                 front_steering: bool = True):
+                 front_steering: bool = True) -> None:
         self.kind, self.L, self.r = kind, wheelbase, traction_radius
         self.tt, self.st = traction_track, steering_track
         self.sign = 1.0 if front_steering else -1.0
 
-    def commands(self, vx, vy, wz):
+    def commands(self, vx: float, vy: float, wz: float) -> tuple[np.ndarray, np.ndarray]:
         curvature = wz / vx if abs(vx) > EPS else 0.0
         if self.kind == cfg.BICYCLE:
             phi = math.atan(curvature * self.L)
@@ -106,19 +108,20 @@ class Steering(Kinematics):
         phi_l = math.atan(k * L / (1.0 - k * h)) if abs(1.0 - k * h) > EPS else math.pi / 2
         return np.array([right, left]), self.sign * np.array([phi_r, phi_l])
 
-    def curvature(self, steering) -> float:
+    def curvature(self, steering: np.ndarray) -> float:
         """The turn's curvature (1/m, left positive) the measured steering angles give."""
         phis = [self.sign * float(p) for p in steering]
         if self.kind != cfg.ACKERMANN:
             return math.tan(phis[0]) / self.L
         h = self.st / 2.0
         ks = []
-        for phi, side in zip(phis, (1.0, -1.0)):       # right, left
+        for phi, side in zip(phis, (1.0, -1.0), strict=True):       # right, left
             t = math.tan(phi)
             ks.append(t / (self.L - side * t * h) if abs(self.L - side * t * h) > EPS else 0.0)
         return sum(ks) / len(ks)
 
-    def twist(self, wheel_speeds, steering):
+    def twist(self, wheel_speeds: np.ndarray, steering: np.ndarray
+              ) -> tuple[float, float, float]:
         v = float(np.mean(wheel_speeds)) * self.r
         return v, 0.0, v * self.curvature(steering)
 

@@ -10,7 +10,6 @@ rolling window does.
 
 from collections import deque
 import math
-from typing import Tuple
 
 from .config import AxisLimits
 
@@ -78,7 +77,7 @@ class Odometry:
         self._vy.append(vy)
         self._wz.append(wz)
 
-    def twist(self) -> Tuple[float, float, float]:
+    def twist(self) -> tuple[float, float, float]:
         """The rolling mean of the last updates' twists (zero before the first)."""
         n = len(self._vx)
         if not n:

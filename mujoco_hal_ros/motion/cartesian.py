@@ -13,17 +13,18 @@ the Cartesian speed limit. With joints linear in the path parameter between wayp
 joint's speed is its slope times the profile's speed, so the duration is exact, not a bound.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 import math
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
 
-from ..checks import Vector, finite_number
-from ..errors import InvalidArgument
+from ..checks import finite_number, Vector
 from ..config import limits
-from .ik import IKSolver, angle_between, bound_vector, check_int, check_positive, vector3
+from ..errors import InvalidArgument
+from .ik import angle_between, bound_vector, check_int, check_positive, IKSolver, vector3
 from .trajectory import min_jerk  # the one profile goals and paths share
 
 __all__ = ['CartesianPath', 'straight_line', 'min_jerk', 'min_jerk_inverse']
@@ -123,12 +124,12 @@ class _Aim:
 
 
 def straight_line(model: mujoco.MjModel, data: mujoco.MjData, target: Vector, *,
-                  max_rates: Vector, site: Optional[str] = None,
-                  body: Optional[str] = None, aim: Any = None,
-                  joints: Optional[Sequence[str]] = None, q_start: Optional[Vector] = None,
-                  lower: Optional[Vector] = None, upper: Optional[Vector] = None,
+                  max_rates: Vector, site: str | None = None,
+                  body: str | None = None, aim: Any = None,
+                  joints: Sequence[str] | None = None, q_start: Vector | None = None,
+                  lower: Vector | None = None, upper: Vector | None = None,
                   tolerance: float = 1e-3, aim_tolerance: float = np.deg2rad(3.0),
-                  max_speed: Optional[float] = None,
+                  max_speed: float | None = None,
                   max_waypoints: int = 2000) -> CartesianPath:
     """Plan the tool (a site or body origin) along the straight segment to ``target``.
 

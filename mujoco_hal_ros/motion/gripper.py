@@ -29,14 +29,16 @@ position, named by the gripper's joint or not named at all, with optional limits
 velocity and effort that are checked and reported, not applied).
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
 from ..checks import finite_number, is_bool, unique_names
 from ..errors import InvalidArgument, UnknownName
+from ..joint_view import is_hinge, ONE_DOF, SLIDE
 
 if TYPE_CHECKING:     # the hints only; channels is a sibling package
     from ..config.channels import Layout
@@ -46,12 +48,11 @@ MAX_FINGER_JOINTS = 4
 FINGER_WORDS = ('finger', 'gripper', 'jaw', 'claw', 'knuckle')
 # ... unless it also says it turns the hand (Alex's ``LeftGripperYaw`` is a wrist joint)
 WRIST_WORDS = ('yaw', 'roll', 'pitch', 'wrist')
-_MOVABLE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
 
 def _movable(model, b):
     adr, n = model.body_jntadr[b], model.body_jntnum[b]
-    return [j for j in range(adr, adr + n) if int(model.jnt_type[j]) in _MOVABLE]
+    return [j for j in range(adr, adr + n) if int(model.jnt_type[j]) in ONE_DOF]
 
 
 def _subtree_joints(model, b, children):
@@ -63,7 +64,7 @@ def _subtree_joints(model, b, children):
     return out
 
 
-def finger_joints(model: mujoco.MjModel, min_arm_joints: Optional[int] = None) -> list[int]:
+def finger_joints(model: mujoco.MjModel, min_arm_joints: int | None = None) -> list[int]:
     """Sorted ids of the joints zero-config counts as fingers (see the module docstring);
     ``min_arm_joints``: movable joints a hand needs above it (``MIN_ARM_JOINTS`` unless
     given; 0 for a gripper on its own)."""
@@ -74,7 +75,7 @@ def finger_joints(model: mujoco.MjModel, min_arm_joints: Optional[int] = None) -
     out = set()
     for j in range(model.njnt):
         name = (mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or '').lower()
-        if int(model.jnt_type[j]) in _MOVABLE and any(w in name for w in FINGER_WORDS) \
+        if int(model.jnt_type[j]) in ONE_DOF and any(w in name for w in FINGER_WORDS) \
                 and not any(w in name for w in WRIST_WORDS):
             out.add(j)
     for b in range(model.nbody):
@@ -178,7 +179,7 @@ def is_horn(model: mujoco.MjModel, j: int) -> bool:
     often a continuous joint named ``gripper`` beside the prismatic fingers it drives. A
     mimic joint (it follows a leader through a joint equality) is not one: the URDF import
     leaves its limits to the leader."""
-    if int(model.jnt_type[j]) != int(mujoco.mjtJoint.mjJNT_HINGE) or model.jnt_limited[j]:
+    if not is_hinge(model, j) or model.jnt_limited[j]:
         return False
     return not any(int(model.eq_type[e]) == int(mujoco.mjtEq.mjEQ_JOINT)
                    and int(model.eq_obj1id[e]) == j for e in range(model.neq))
@@ -223,7 +224,7 @@ def _tendon_gripper(layout, goal, fingers):
                                          (-bias[1] * coef / gain[0], -bias[0] / gain[0])))
 
 
-def gripper_candidates(layout: 'Layout', fingers: Optional[Sequence[int]] = None) -> list:
+def gripper_candidates(layout: 'Layout', fingers: Sequence[int] | None = None) -> list:
     """Every goal channel that could be the gripper, best first, as ``(score, Gripper)``.
 
     A candidate drives finger joints: a position servo on one (never a joint that turns
@@ -255,14 +256,14 @@ def gripper_candidates(layout: 'Layout', fingers: Optional[Sequence[int]] = None
         else:
             continue
         moved, marked, g = found
-        slide = any(int(model.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_SLIDE) for j in moved)
+        slide = any(int(model.jnt_type[j]) == SLIDE for j in moved)
         out.append(((len(moved), slide, marked, -order), g))
     out.sort(key=lambda c: c[0], reverse=True)
     return out
 
 
-def find_gripper(layout: 'Layout', fingers: Optional[Sequence[int]] = None) \
-        -> Optional[Gripper]:
+def find_gripper(layout: 'Layout', fingers: Sequence[int] | None = None) \
+        -> Gripper | None:
     """The gripper zero-config finds in ``layout`` (a channels.Layout), or None: the best
     of ``gripper_candidates`` (``fingers``: the finger joints, ``finger_joints`` unless
     given)."""

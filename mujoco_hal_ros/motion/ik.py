@@ -17,18 +17,20 @@ The solver is Levenberg-Marquardt (damped least squares) with gain-ratio damping
 no dynamics, and every array in the hot loop is sized once.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 import math
 import numbers
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
 
 from .. import errors
-from ..checks import Vector, finite_number, finite_vector, is_bool
+from ..checks import finite_number, finite_vector, is_bool, Vector
 from ..config import limits
 from ..errors import InvalidArgument, UnknownName
+from ..joint_view import HINGE, ONE_DOF
 
 __all__ = ['IKResult', 'IKSolver', 'solve', 'AIM_WEIGHT']
 
@@ -36,11 +38,11 @@ __all__ = ['IKResult', 'IKSolver', 'solve', 'AIM_WEIGHT']
 # both cannot be met (the closest miss trades them) and for the descent's conditioning; 0.1
 # makes a 3 degree aim miss cost about as much as a 5 mm position miss.
 AIM_WEIGHT = 0.1
+# The default aim tolerance (rad): 3 degrees between the site axis and the wanted direction
+AIM_TOLERANCE = float(np.deg2rad(3.0))
 # A descent that lost less than 10 % of its cost over 10 steps is crawling along a valley or
 # a limit; measured on Panda and UR5e, a seeded restart finds the answer sooner.
 _STALL = 0.9
-
-_SLIDE_HINGE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
 
 @dataclass
@@ -55,7 +57,7 @@ class IKResult:
     reached: np.ndarray
     iterations: int
     restarts: int
-    reached_axis: Optional[np.ndarray] = field(default=None, repr=False)
+    reached_axis: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def code(self) -> str:
@@ -64,7 +66,7 @@ class IKResult:
 
     def as_dict(self) -> dict[str, float]:
         """Joint name -> value, the form a goal message wants."""
-        return dict(zip(self.joint_names, (float(v) for v in self.qpos)))
+        return dict(zip(self.joint_names, (float(v) for v in self.qpos), strict=True))
 
 
 def check_int(value: Any, where: str, minimum: int) -> int:
@@ -179,7 +181,7 @@ def _structure(model, site, body, joints):
     chain = chain_joints(model, body_id)
     if joints is None:
         types = model.jnt_type
-        jids = [j for j in chain if int(types[j]) in _SLIDE_HINGE]
+        jids = [j for j in chain if int(types[j]) in ONE_DOF]
         if not jids:
             raise InvalidArgument(f'no hinge or slide joint moves {kind} '
                                   f'{site if site is not None else body!r}', where='joints')
@@ -221,14 +223,14 @@ def _check_joints(model, joints, chain):
         if ident < 0:
             raise UnknownName('joint', name, _names(model, mujoco.mjtObj.mjOBJ_JOINT,
                                                     model.njnt))
-        if int(model.jnt_type[ident]) not in _SLIDE_HINGE:
+        if int(model.jnt_type[ident]) not in ONE_DOF:
             raise InvalidArgument('only hinge and slide joints can be solved for',
                                   where=f'joints[{name!r}]')
         if ident in jids:
             raise InvalidArgument('joint named twice', where=f'joints[{name!r}]')
         jids.append(ident)
     if not set(jids) & set(chain):
-        movers = [model.joint(j).name for j in chain if int(model.jnt_type[j]) in _SLIDE_HINGE]
+        movers = [model.joint(j).name for j in chain if int(model.jnt_type[j]) in ONE_DOF]
         raise InvalidArgument('none of these joints moves the point', where='joints',
                               allowed=', '.join(movers) or 'none')
     return jids
@@ -243,9 +245,9 @@ class IKSolver:
     """
 
     def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, *,
-                 site: Optional[str] = None, body: Optional[str] = None,
-                 joints: Optional[Sequence[str]] = None, lower: Optional[Vector] = None,
-                 upper: Optional[Vector] = None) -> None:
+                 site: str | None = None, body: str | None = None,
+                 joints: Sequence[str] | None = None, lower: Vector | None = None,
+                 upper: Vector | None = None) -> None:
         if not isinstance(model, mujoco.MjModel):
             raise InvalidArgument(f'expected a mujoco.MjModel, got {type(model).__name__}',
                                   where='model')
@@ -258,8 +260,7 @@ class IKSolver:
         self.point_name = site if site is not None else body
         (self.kind, self.point_id, self.joint_ids, self.joint_names, self.qadr, self.active,
          self._dadr) = _structure(model, site, body, joints)
-        self._hinge_active = (model.jnt_type[self.joint_ids[self.active]]
-                              == mujoco.mjtJoint.mjJNT_HINGE)
+        self._hinge_active = model.jnt_type[self.joint_ids[self.active]] == HINGE
         self.lower, self.upper = self._bounds(model, lower, upper)
 
         if self.kind == 'site':
@@ -316,7 +317,7 @@ class IKSolver:
         mujoco.mj_kinematics(self.model, self.data)
         return self._pos.copy(), self._mat.reshape(3, 3).copy()
 
-    def _jacobian(self, out, w):
+    def _jacobian(self, out: np.ndarray, w: float | None) -> None:
         mujoco.mj_comPos(self.model, self.data)
         if w is None:
             self._jac(self.model, self.data, self._jacp, None, self.point_id)
@@ -332,7 +333,7 @@ class IKSolver:
     # -- solving ----------------------------------------------------------------------------
 
     def solve(self, target: Any, *, aim: Any = None, q_init: Any = None,
-              tolerance: Any = 1e-3, aim_tolerance: Any = np.deg2rad(3.0), max_iter: Any = 100,
+              tolerance: Any = 1e-3, aim_tolerance: Any = AIM_TOLERANCE, max_iter: Any = 100,
               max_restarts: Any = 10, seed: Any = 0) -> IKResult:
         """Validate, then solve; see the module function ``solve`` for the meaning."""
         target = vector3(target, 'target')
@@ -346,8 +347,8 @@ class IKSolver:
         return self.run(target, axis, direction, q0, tolerance, aim_tolerance, max_iter,
                         max_restarts, seed)
 
-    def run(self, target: np.ndarray, axis: Optional[np.ndarray],
-            direction: Optional[np.ndarray], q0: np.ndarray, tolerance: float,
+    def run(self, target: np.ndarray, axis: np.ndarray | None,
+            direction: np.ndarray | None, q0: np.ndarray, tolerance: float,
             aim_tolerance: float, max_iter: int = 100, max_restarts: int = 10,
             seed: int = 0) -> IKResult:
         """The unchecked solve: arguments already validated (unit aim vectors, floats)."""
@@ -523,11 +524,11 @@ def _rotation_to(w, d):
 
 
 def solve(model: mujoco.MjModel, data: mujoco.MjData, target: Any, *,
-          site: Optional[str] = None, body: Optional[str] = None, aim: Any = None,
-          joints: Optional[Sequence[str]] = None, q_init: Any = None, tolerance: Any = 1e-3,
-          aim_tolerance: Any = np.deg2rad(3.0), max_iter: Any = 100, max_restarts: Any = 10,
-          seed: Any = 0, lower: Optional[Vector] = None,
-          upper: Optional[Vector] = None) -> IKResult:
+          site: str | None = None, body: str | None = None, aim: Any = None,
+          joints: Sequence[str] | None = None, q_init: Any = None, tolerance: Any = 1e-3,
+          aim_tolerance: Any = AIM_TOLERANCE, max_iter: Any = 100, max_restarts: Any = 10,
+          seed: Any = 0, lower: Vector | None = None,
+          upper: Vector | None = None) -> IKResult:
     """Joint values that put a site (or a body's origin) at ``target``.
 
     ``data`` is scratch and is overwritten (pass a private copy; on return it holds the best

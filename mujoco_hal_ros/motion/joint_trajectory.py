@@ -9,26 +9,33 @@ as a whole, before anything moves, exactly like ``Device.set_goals``.
 
 Everything here is plain Python and numpy; the ROS layer only turns messages into the
 arguments below and results back into messages.
+
+Why one module of this size: it is FollowJointTrajectory's semantics, one contract:
+checking a trajectory, its splines, running it on the device and judging it against
+tolerances all share the ``Checked`` record and the same limits and slacks, as
+joint_trajectory_controller keeps them in one controller.
 """
 
 import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 import time
-from typing import Any, Optional, Sequence, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 
 from .. import errors
+from ..checks import finite_number, unique_names, Vector
 from ..config import limits
-from ..checks import Vector, finite_number, unique_names
-from ..errors import (ConfigError, DeviceError, InvalidArgument, LimitExceeded, UnknownName,
-                      shorten)
+from ..errors import ConfigError, DeviceError, InvalidArgument, LimitExceeded, shorten, UnknownName
 from .gripper import finger_joints
 from .trajectory import Plan
 
 if TYPE_CHECKING:     # the hints only; channels is a sibling package
     from ..config.channels import GoalChannel, Layout
+    from ..sim.physics import Physics
+    from ..sim.ports import TrajectoryHost
 
 SAMPLES_PER_SEGMENT = 48      # spline samples per segment when checking limits between points
 MAX_SAMPLES = 20000           # ... fewer (at least 8) per segment on very long trajectories
@@ -135,7 +142,7 @@ def _vector(values, n, where):
 
 
 def check_trajectory(layout: 'Layout', joint_names: Any, points: Any, *,
-                     controller_joints: Optional[Sequence[str]] = None,
+                     controller_joints: Sequence[str] | None = None,
                      allow_partial: bool = False, multi_dof_joints: Sequence[str] = ()) -> Checked:
     """Validate a trajectory against the device, or raise a DeviceError naming the problem.
 
@@ -236,7 +243,7 @@ def _suspect_points(goals, positions):
 def _check_point(goals, native, where):
     """Every position through the limits kernel, in each channel's own unit."""
     request = {}
-    for g, q in zip(goals, native):
+    for g, q in zip(goals, native, strict=True):
         v = float(g.to_unit(q))
         # A limit sent in radians and stored in degrees must not fail on the round trip.
         for bound in (g.min, g.max):
@@ -316,8 +323,8 @@ def _knot_velocities(times, pos, v_start):
     return vel
 
 
-def spline(checked: Checked, start_pos: Vector, start_vel: Optional[Vector] = None,
-           start_acc: Optional[Vector] = None, *,
+def spline(checked: Checked, start_pos: Vector, start_vel: Vector | None = None,
+           start_acc: Vector | None = None, *,
            smooth_positions: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(knot times, coefficients (segments, joints, 6)) the way joint_trajectory_controller
     interpolates: per segment quintic when both ends carry velocities and accelerations,
@@ -471,7 +478,7 @@ class TrajectoryPlan(Plan):
     def end(self) -> np.ndarray:
         return _evaluate(self.knots, self.coeffs, [self.knots[-1]])[0][0]
 
-    def _keep(self, mask):
+    def _keep(self, mask: np.ndarray) -> None:
         self.coeffs = self.coeffs[:, mask, :]
 
     def sample(self, times: Vector) -> np.ndarray:
@@ -488,13 +495,14 @@ class TrajectoryPlan(Plan):
         return self.actuators.size == self.original.size
 
 
-def _start_state(stepper, actuators, now):
+def _start_state(physics: 'Physics', actuators: np.ndarray,
+                 now: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Setpoint, and its velocity and acceleration from whatever plan drives it now."""
-    pos = stepper.joint_setpoint()[actuators]
+    pos = physics.joint_setpoint[actuators]
     vel = np.zeros(len(actuators))
     acc = np.zeros(len(actuators))
     h = 1e-3
-    for plan in stepper.running_plans():
+    for plan in physics.plans:
         hit = np.isin(plan.actuators, actuators)
         if not hit.any():
             continue
@@ -510,7 +518,7 @@ def _start_state(stepper, actuators, now):
     return pos, vel, acc
 
 
-def preview(device: Any, checked: Checked, *,
+def preview(device: 'TrajectoryHost', checked: Checked, *,
             smooth_positions: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Check the whole path from the current setpoint without moving anything.
 
@@ -530,7 +538,7 @@ class Execution:
     def __init__(self, checked: Checked, plan: TrajectoryPlan) -> None:
         self.checked = checked
         self.plan = plan
-        self._missing_since: Optional[float] = None
+        self._missing_since: float | None = None
 
     @property
     def t0(self) -> float:
@@ -543,11 +551,11 @@ class Execution:
     def desired(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.plan.state(t)
 
-    def running(self, device: Any) -> bool:
+    def running(self, device: 'TrajectoryHost') -> bool:
         """Whether the plan still ran at the device's latest snapshot; any thread."""
         return any(p is self.plan for p in device.snapshot.plans)
 
-    def taken_over(self, device: Any, now: Optional[float] = None) -> bool:
+    def taken_over(self, device: 'TrajectoryHost', now: float | None = None) -> bool:
         """True when something else (reset, hold, set_goals, move_to) replaced the plan.
 
         The plans and the time are read from one snapshot, so a plan that just ended is
@@ -568,7 +576,7 @@ class Execution:
         return now - self._missing_since >= CONFIRM_S
 
 
-def follow(device: Any, checked: Checked, *, delay: float = 0.0,
+def follow(device: 'TrajectoryHost', checked: Checked, *, delay: float = 0.0,
            smooth_positions: bool = False) -> Execution:
     """Start the trajectory on the stepper (all or nothing) and return its ``Execution``.
 
@@ -578,8 +586,8 @@ def follow(device: Any, checked: Checked, *, delay: float = 0.0,
     delay = max(0.0, finite_number(delay, 'delay'))
     acts = checked.actuators
 
-    def apply(s):
-        now = s.data.time
+    def apply(s: 'Physics') -> TrajectoryPlan:
+        now = s.time
         pos, vel, acc = _start_state(s, acts, now)
         knots, coeffs = spline(checked, pos, vel, acc, smooth_positions=smooth_positions)
         check_spline(checked, knots, coeffs, pos)
@@ -595,11 +603,11 @@ def follow(device: Any, checked: Checked, *, delay: float = 0.0,
     device.record('trajectory', {'joints': checked.joints, 'points': len(checked.times),
                                  'duration_s': checked.duration},
                   {device.layout.actuators[a]: float(v)
-                   for a, v in zip(acts, checked.positions[-1])})
+                   for a, v in zip(acts, checked.positions[-1], strict=True)})
     return Execution(checked, plan)
 
 
-def hold(device: Any, actuators: Vector) -> np.ndarray:
+def hold(device: 'TrajectoryHost', actuators: Vector) -> np.ndarray:
     """Freeze these actuators where their path is now; other joints keep moving.
 
     Cancelling a trajectory stops its joints only, as joint_trajectory_controller does;
@@ -607,14 +615,14 @@ def hold(device: Any, actuators: Vector) -> np.ndarray:
     """
     acts = np.asarray(actuators, dtype=int)
 
-    def apply(s):
-        now = s.data.time
+    def apply(s: 'Physics') -> np.ndarray:
+        now = s.time
         pos, _vel, _acc = _start_state(s, acts, now)
         s.release(acts, hold_at=pos)
         return pos
     pos = device.on_physics(apply, wait=True)
     device.record('hold', {'actuators': [device.layout.actuators[a] for a in acts]},
-                  {device.layout.actuators[a]: float(v) for a, v in zip(acts, pos)})
+                  {device.layout.actuators[a]: float(v) for a, v in zip(acts, pos, strict=True)})
     return pos
 
 
@@ -632,8 +640,8 @@ class Tolerances:
     goal_time: float = 0.0            # seconds after the end; 0 waits as long as it takes
 
     @classmethod
-    def defaults(cls, n: int, *, trajectory: Optional[Vector] = None,
-                 goal: Optional[Vector] = None, stopped_velocity: float = 0.01,
+    def defaults(cls, n: int, *, trajectory: Vector | None = None,
+                 goal: Vector | None = None, stopped_velocity: float = 0.01,
                  goal_time: float = 0.0) -> 'Tolerances':
         """joint_trajectory_controller's constraints: per-joint trajectory and goal position
         tolerances, stopped_velocity_tolerance and goal_time."""

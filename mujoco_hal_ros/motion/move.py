@@ -8,20 +8,22 @@ asked (``Planner.plan``), build the path from the setpoints at the instant it st
 and parameters; none of it owns the stepper, so the device decides what runs where.
 """
 
+from collections.abc import Callable
 import threading
 import time
-from typing import Any, Callable, Optional, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
-from . import cartesian, ik
-from .trajectory import PEAK, MinJerkPlan, Plan, WaypointPlan, duration
 from .. import errors
-from ..checks import Vector, finite_number
+from ..checks import finite_number, Vector
 from ..config import limits
 from ..description import joint_limits
 from ..errors import ConfigError, DeviceError
+from ..joint_view import is_hinge
+from . import cartesian, ik, settling
+from .trajectory import duration, MinJerkPlan, PEAK, Plan, WaypointPlan
 
 if TYPE_CHECKING:     # the hints only; channels is a sibling package
     from ..config.channels import Action, GoalChannel, Layout
@@ -31,7 +33,6 @@ IK_SHARE = 0.2       # IK solves to this share of the tolerance; the servos get 
 SETTLE_LIMIT = 10.0  # simulated seconds after its path before a moving arm counts as stuck
 SETTLE_QUIET = 0.3   # simulated seconds without progress that count as settled
 STUCK_AFTER = 2.0    # simulated seconds without progress that end a move still moving
-STILL_SPEED = 2e-3   # rad/s (m/s) under which the move's joints count as still
 MOVE_RATE = {'angle': 1.0, 'length': 0.25}   # rad/s, m/s: a move's joint speed without a rate
 CORRECTIONS = 4      # closed-loop re-aims of a move that stopped out of tolerance
 CORRECT_WITHIN = 0.1  # metres: a stop further off than this is no servo offset; not re-aimed
@@ -52,13 +53,13 @@ class Move:
         self.target = np.asarray(target, dtype=float)
         self.point = point          # ('site'|'body', name)
         self.action = action
-        self.result: Optional[dict] = None
-        self.plan_end: Optional[float] = None
-        self.duration: Optional[float] = None
-        self.best_miss: Optional[float] = None
-        self.best_time: Optional[float] = None
+        self.result: dict | None = None
+        self.plan_end: float | None = None
+        self.duration: float | None = None
+        self.best_miss: float | None = None
+        self.best_time: float | None = None
         self.planned: Any = None     # where the solved joints put the point, and its miss
-        self.planned_miss: Optional[float] = None
+        self.planned_miss: float | None = None
         self.actuators: list[int] = []
         self.joints_qadr: list[int] = []
         self.joints_dof: list[int] = []
@@ -66,10 +67,10 @@ class Move:
         self.aim: Any = None
         self.then: dict[str, float] = {}
         self.q_goal: Any = None
-        self.path: Optional[str] = None
+        self.path: str | None = None
         self.cartesian: Any = None   # the straight line, for path == 'cartesian'
         self.min_duration = 0.0      # what the requested tool speed allows at the least
-        self.tolerance: Optional[float] = None  # this goal's own (m); None: the device's
+        self.tolerance: float | None = None  # this goal's own (m); None: the device's
         self.lower: Any = None       # the joint range the move may use (native)
         self.upper: Any = None
         self.corrections = 0         # re-aims so far (``Planner.correct``)
@@ -77,7 +78,7 @@ class Move:
         self.accepted_wall = time.monotonic()
         self._done = threading.Event()
         self._lock = threading.Lock()
-        self._callbacks: list[Callable[['Move'], Any]] = []
+        self._callbacks: list[Callable[[Move], Any]] = []
 
     def finish(self, result: dict) -> None:
         with self._lock:
@@ -101,7 +102,7 @@ class Move:
     def done(self) -> bool:
         return self._done.is_set()
 
-    def wait(self, timeout: Optional[float] = None) -> bool:
+    def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
 
 
@@ -124,7 +125,7 @@ def point_mat(layout: 'Layout', snap: Any, point: tuple) -> np.ndarray:
     return mat.reshape(3, 3)
 
 
-def aim_error(layout: 'Layout', snap: Any, point: tuple, aim: Any) -> Optional[float]:
+def aim_error(layout: 'Layout', snap: Any, point: tuple, aim: Any) -> float | None:
     """Radians between where the point's aim axis points and where it should (None
     without an aim)."""
     if aim is None:
@@ -178,8 +179,7 @@ def move_rate(model: mujoco.MjModel, goal: 'GoalChannel') -> float:
     move that jumped its setpoints would slam a zero-config arm into what it meets."""
     if goal.native_rate is not None:
         return goal.native_rate
-    kind = 'angle' if int(model.jnt_type[goal.joint]) == int(mujoco.mjtJoint.mjJNT_HINGE) \
-        else 'length'
+    kind = 'angle' if is_hinge(model, goal.joint) else 'length'
     return min(MOVE_RATE[kind], speed_limit(model, goal))
 
 
@@ -248,12 +248,12 @@ class Planner:
         world names them its own way (``hand``), the world model ``<prefix>hand``."""
         prefix = getattr(self.layout, 'prefix', '')
 
-        def named(name: Optional[str]) -> Optional[str]:
+        def named(name: str | None) -> str | None:
             return f'{prefix}{name}' if prefix and name else name
         return {'site': named(act.site), 'body': named(act.body),
                 'joints': None if act.joints is None else [named(j) for j in act.joints]}
 
-    def plan(self, act: 'Action', snap: Any, target: np.ndarray, speed_ms: Optional[float],
+    def plan(self, act: 'Action', snap: Any, target: np.ndarray, speed_ms: float | None,
              aim: Any, path: str, tolerance: float, aim_tolerance: float) -> Move:
         """A ``Move`` for the action from the state in ``snap``, ready for ``start_plan``;
         UNREACHABLE (nothing moved) when no joints within limits put the point there."""
@@ -314,7 +314,7 @@ class Planner:
         return move
 
     def correct(self, move: Move, snap: Any, tolerance: float, aim_tolerance: float,
-                setpoint: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+                setpoint: np.ndarray | None = None) -> np.ndarray | None:
         """New joint goals for a move that stopped out of tolerance: IK again from where
         the joints and the base really are, so a floating base that shifted under the arm
         (or a joint that ended elsewhere) is taken up the way a driver's outer loop would;
@@ -349,7 +349,7 @@ class Planner:
             goal = goal + (np.asarray(setpoint, dtype=float) - q_now)
         clipped = np.clip(goal, move.lower, move.upper)
         move.limited = [name for name, hit in
-                        zip(act.joints, np.abs(clipped - goal) > 1e-9) if hit]
+                        zip(act.joints, np.abs(clipped - goal) > 1e-9, strict=True) if hit]
         return clipped
 
     def _self_collides(self, act, jq, q, snap):
@@ -492,12 +492,12 @@ def then_plans(layout: 'Layout', then: dict, setpoint: np.ndarray,
 
 
 def settle(layout: 'Layout', move: Move, snap: Any, tolerance: float,
-           aim_tolerance: float) -> Optional[tuple[bool, str]]:
+           aim_tolerance: float) -> tuple[bool, str] | None:
     """After the move's path ended: None while the point may still get closer, else
     ``(arrived, message)``. Keeps the move's best miss so far.
 
     Arrived means within tolerance *and* settled: the move's joints are still
-    (``STILL_SPEED``), so the point stays where the result says it is. A point that stopped
+    (``settling.is_still``), so the point stays where the result says it is. A point that stopped
     getting closer is a miss: for ``SETTLE_QUIET`` s while still, or for ``STUCK_AFTER`` s
     while it keeps moving without progress (chatter against a contact, a servo that cannot
     lift its load), or ``SETTLE_LIMIT`` s after the path at the latest.
@@ -512,8 +512,8 @@ def settle(layout: 'Layout', move: Move, snap: Any, tolerance: float,
     late = snap.time - move.plan_end
     if move.best_miss is None or miss < move.best_miss - 0.02 * tol:
         move.best_miss, move.best_time = miss, snap.time
-    speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
-    still = speed < STILL_SPEED
+    speed = settling.joint_speed(snap.qvel, move.joints_dof)
+    still = settling.is_still(speed)
     quiet = snap.time - move.best_time
     if within and still:
         return True, 'arrived'
@@ -578,7 +578,7 @@ def why_short(model: mujoco.MjModel, move: Move, snap: Any) -> str:
     if move.limited:
         parts.append(f'at a joint limit: {", ".join(move.limited)}')
     saturated = []
-    for name, a, dof in zip(move.action.joints, move.actuators, move.joints_dof):
+    for name, a, dof in zip(move.action.joints, move.actuators, move.joints_dof, strict=True):
         jid = int(m.actuator_trnid[a, 0])
         limit = min(float(np.abs(m.actuator_forcerange[a]).min())
                     if m.actuator_forcelimited[a] else np.inf,

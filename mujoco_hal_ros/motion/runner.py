@@ -5,20 +5,27 @@ the moves that run, one a robot at most (``sim.robots``): it starts a planned mo
 physics thread (ending the same robot's older one ``PREEMPTED``), looks at every move after
 each chunk, re-aims a near miss on its own thread (the IK never runs on the physics
 thread), and ends moves when something takes their actuators, a hold, a reset, an
-instability or a model swap. It talks to the device only through the device's public
-calls (``on_physics``, ``snapshot``, ``layout``, ``params``, ``record``, ``robots``).
+instability or a model swap. It sees of the device only ``sim.ports.MoveHost``:
+``on_physics``, ``snapshot``, ``model``, ``layout``, ``params``, ``record``, ``robots``.
+Its closures run on the physics thread (started, settled, re-aimed, ended there); the
+IK never does.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
 import concurrent.futures
 import logging
-from typing import Any, Callable, Optional
+from typing import Any, TYPE_CHECKING
 
-import numpy as np
-
-from . import move as moves
 from .. import errors
 from ..config import limits
 from ..errors import DeviceError
+from . import move as moves, settling
+
+if TYPE_CHECKING:     # the hint only: sim/ imports this module
+    from ..sim.physics import Physics
+    from ..sim.ports import MoveHost
 
 LOG = logging.getLogger('mujoco_hal_ros.device')
 
@@ -26,10 +33,10 @@ LOG = logging.getLogger('mujoco_hal_ros.device')
 class MoveRunner:
     """The moves running on one device (``Device.move_to`` is its door)."""
 
-    def __init__(self, device: Any) -> None:
+    def __init__(self, device: MoveHost) -> None:
         self._device = device
         self._moves: list = []          # owned by the physics thread
-        self.latest: Optional[moves.Move] = None
+        self.latest: moves.Move | None = None
         # re-aims' IK: off the physics thread, one at a time (``_re_aim``)
         self._aiming = concurrent.futures.ThreadPoolExecutor(
             1, thread_name_prefix='mujoco_hal_ros-aim')
@@ -54,9 +61,9 @@ class MoveRunner:
         move.tolerance, move.planner = tol, planner
         acts = move.actuators
 
-        def apply(s: Any) -> None:
-            now = s.data.time
-            plan = moves.start_plan(dev.model, move, s.joint_setpoint()[acts], now)
+        def apply(s: Physics) -> None:
+            now = s.time
+            plan = moves.start_plan(dev.model, move, s.joint_setpoint[acts], now)
             for old in self.running:
                 if dev.robots.same_robot(old.actuators, acts):
                     old.finish(self.result(old, errors.PREEMPTED, False,
@@ -69,7 +76,7 @@ class MoveRunner:
             dev.record('move_to', {'action': act.name, 'target_m': target.tolist(),
                                    'speed_m_s': speed_ms, 'path': use_path},
                        {dev.layout.actuators[a]: float(v)
-                        for a, v in zip(acts, move.q_goal)}, sim_time=now)
+                        for a, v in zip(acts, move.q_goal, strict=True)}, sim_time=now)
         dev.on_physics(apply, wait=True)
         if not wait:
             return move
@@ -127,42 +134,42 @@ class MoveRunner:
         return gone
 
     # --- after each chunk (physics thread) ---------------------------------------------
-    def after_chunk(self, stepper: Any) -> None:
+    def after_chunk(self, physics: Physics) -> None:
         """Finish each move once its path ended and the point settled."""
         for move in self.running:
             if move.plan_end is not None and not getattr(move, 'aiming', False):
-                self._settle(stepper, move)
+                self._settle(physics, move)
 
-    def _settle(self, stepper: Any, move: Any) -> None:
+    def _settle(self, physics: Physics, move: Any) -> None:
         dev = self._device
-        snap = stepper.snapshot
+        snap = physics.snapshot
         ended = moves.settle(_layout_of(move, dev.layout), move, snap, dev.params['tolerance'],
                              dev.params['aim_tolerance'])
         if ended is None:
             return
-        if not ended[0] and self._re_aim(stepper, move, snap):
+        if not ended[0] and self._re_aim(physics, move, snap):
             return
         if move.then:
-            self._apply_then(stepper, move)
+            self._apply_then(physics, move)
         arrived, message = ended
         if not arrived:
             message += moves.why_short(dev.model, move, snap)
         move.finish(self.result(move, errors.DONE if arrived else errors.MISSED,
                                 arrived, message, snap))
 
-    def _re_aim(self, stepper: Any, move: Any, snap: Any) -> bool:
+    def _re_aim(self, physics: Physics, move: Any, snap: Any) -> bool:
         """A move that stopped out of tolerance, but near, gets another go from where the
         joints really are (``Planner.correct``); False when it cannot. The IK runs on the
         aiming thread: the physics goes on stepping (the move held where it stopped) and
         the new path is posted back through the device's door when solved (``_aimed``)."""
         dev = self._device
         miss = moves.distance_to_go(_layout_of(move, dev.layout), move, snap)
-        speed = float(np.abs(snap.qvel[move.joints_dof]).max()) if move.joints_dof else 0.0
+        speed = settling.joint_speed(snap.qvel, move.joints_dof)
         if move.corrections >= moves.CORRECTIONS or miss > moves.CORRECT_WITHIN \
-                or speed >= moves.STILL_SPEED or move.cartesian is not None:
+                or not settling.is_still(speed) or move.cartesian is not None:
             return False
         tol = dev.params['tolerance'] if move.tolerance is None else move.tolerance
-        setpoint = stepper.joint_setpoint()[move.actuators]
+        setpoint = physics.joint_setpoint[move.actuators]
         aim_tol = dev.params['aim_tolerance']
         move.aiming = True
 
@@ -179,31 +186,31 @@ class MoveRunner:
         self._aiming.submit(solve)
         return True
 
-    def _aimed(self, move: Any, q: Any) -> Callable[[Any], None]:
+    def _aimed(self, move: Any, q: Any) -> Callable[[Physics], None]:
         """The physics-thread closure that makes a re-aim's solution the move's new path;
         None: no better goal, and the move ends as it stands at its next settle."""
-        def apply(stepper: Any) -> None:
+        def apply(physics: Physics) -> None:
             move.aiming = False
             if move.done():
                 return
             if q is None:
                 move.corrections = moves.CORRECTIONS
                 return
-            now = stepper.data.time
-            plan = moves.correction_plan(move, stepper.joint_setpoint()[move.actuators], q,
+            now = physics.time
+            plan = moves.correction_plan(move, physics.joint_setpoint[move.actuators], q,
                                          now)
-            stepper.take_over(plan, positions=True)
+            physics.take_over(plan, positions=True)
             move.plan_end = plan.t_end
             move.best_miss = move.best_time = None
             move.corrections += 1
         return apply
 
-    def _apply_then(self, stepper: Any, move: Any) -> None:
+    def _apply_then(self, physics: Physics, move: Any) -> None:
         dev = self._device
-        now = stepper.data.time
+        now = physics.time
         layout = _layout_of(move, dev.layout)
-        for plan in moves.then_plans(layout, move.then, stepper.goal_setpoint(), now):
-            stepper.take_over(plan)
+        for plan in moves.then_plans(layout, move.then, physics.goal_setpoint, now):
+            physics.take_over(plan)
         dev.record('then', {'action': move.action.name, 'then': dict(move.action.then)},
                    {layout.goals[n].actuator_name: float(v)
                     for n, v in move.then.items()}, sim_time=now)

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..checks import Vector
+
 PEAK = 1.875  # peak speed of s(tau) = 10 tau^3 - 15 tau^4 + 6 tau^5, in D / T
 
 
@@ -77,7 +78,7 @@ class MinJerkPlan(Plan):
     def end(self) -> np.ndarray:
         return self.start + self.delta
 
-    def _keep(self, mask):
+    def _keep(self, mask: np.ndarray) -> None:
         self.start, self.delta = self.start[mask], self.delta[mask]
         if not np.isscalar(self.T):
             self.T = self.T[mask]
@@ -113,7 +114,7 @@ class WaypointPlan(Plan):
     def end(self) -> np.ndarray:
         return self.qpos[-1]
 
-    def _keep(self, mask):
+    def _keep(self, mask: np.ndarray) -> None:
         self.qpos = self.qpos[:, mask]
 
     def sample(self, times: Vector) -> np.ndarray:

@@ -22,7 +22,7 @@ patches), ``layout`` (state vector layout), ``hfield``,
 building blocks), ``results`` (returned records).
 """
 
-from .pool import MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD, EnvPool
+from .pool import EnvPool, MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD
 from .randomization import FIELDS as RANDOMIZABLE_FIELDS
 from .ray_pool import RayPool
 from .results import EvaluateResult, ForwardResult, StepResult

@@ -13,9 +13,10 @@ the library has it, and ``step(sel, nstep, sensors)`` raising ``StepFailed`` wit
 failing environments and MuJoCo's message.
 """
 
+from collections.abc import Sequence
 import importlib
 import re
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -43,7 +44,7 @@ class StepFailed(Exception):
     """MuJoCo raised in some simulations of a step: ``ids`` (None: not known which of
     those listed) and its ``message``."""
 
-    def __init__(self, ids: Optional[Vector], message: str) -> None:
+    def __init__(self, ids: Vector | None, message: str) -> None:
         super().__init__(message)
         self.ids = ids
         self.message = message
@@ -70,7 +71,7 @@ class MujocoBatch:
         self.warning = batch.warning
 
     @staticmethod
-    def unsupported(variants: Sequence[mujoco.MjModel]) -> Optional[str]:
+    def unsupported(variants: Sequence[mujoco.MjModel]) -> str | None:
         model = variants[0]
         missing = [k for k in _randomizable(model)
                    if view(model, k).size and k not in _mujoco_batch.MODEL_FIELDS]
@@ -107,7 +108,7 @@ class PublicMjbatch:
         self.warning = batch.bind('warning')
 
     @staticmethod
-    def unsupported(variants: Sequence[mujoco.MjModel]) -> Optional[str]:
+    def unsupported(variants: Sequence[mujoco.MjModel]) -> str | None:
         if len(variants) > 1:
             return 'mjbatch runs one model for every simulation (it has no set_models)'
         return None

@@ -23,17 +23,18 @@ a persistent MjData per simulation for those, mjbatch refuses sleep). Its scratc
 are per thread and per model variant, never per environment.
 """
 
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 import copy
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
 
-from . import batch_libs
 from ..checks import Vector
-from ..errors import INTERNAL_ERROR, DeviceError
+from ..errors import DeviceError, INTERNAL_ERROR
+from . import batch_libs
 from .layout import INTEGRATION
 from .randomization import Scratch, view
 
@@ -131,6 +132,26 @@ class Workers:
             future.result()
         if errors:
             raise errors[0]
+
+    def run_on_each_thread(self, fn: Callable[[], Any]) -> None:
+        """Call ``fn()`` once on the calling thread and once on every executor thread.
+
+        For per-thread resources (the pool renderer's GL contexts) that must be released on
+        the thread that made them: ``nthread - 1`` tasks meet at a barrier, so each one holds
+        a different executor thread while it runs ``fn``.
+        """
+        fn()
+        if self._executor is None:
+            return
+        count = self.nthread - 1
+        barrier = threading.Barrier(count)
+
+        def once():
+            barrier.wait(timeout=30)
+            fn()
+
+        for future in [self._executor.submit(once) for _ in range(count)]:
+            future.result()
 
     def close(self) -> None:
         if self._executor is not None:
@@ -268,7 +289,7 @@ class BatchEngine:
         self._expanded: dict = {}  # randomizable or derived field -> live (nbatch, ...) values
 
     @staticmethod
-    def supports(variants: Sequence[mujoco.MjModel]) -> Optional[str]:
+    def supports(variants: Sequence[mujoco.MjModel]) -> str | None:
         """Why no batch library here can run these models exactly, or None when one can."""
         lib = batch_libs.library()
         return batch_libs.why_none() if lib is None else lib.unsupported(variants)

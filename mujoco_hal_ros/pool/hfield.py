@@ -7,7 +7,7 @@ against ``mj_ray`` on the real hfield geom). Points outside the field come back 
 than a clamped edge height so a caller cannot mistake "off the map" for flat ground.
 """
 
-from typing import Any, Optional
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -27,7 +27,7 @@ def grid(model: mujoco.MjModel, hfield_id: int) -> tuple[np.ndarray, tuple[float
     return data.reshape(nrow, ncol) * size[2], (float(size[0]), float(size[1]))
 
 
-def geom_of(model: mujoco.MjModel, hfield_id: int) -> Optional[int]:
+def geom_of(model: mujoco.MjModel, hfield_id: int) -> int | None:
     """The first geom that instantiates the height field (it carries the world pose)."""
     for g in range(model.ngeom):
         if (model.geom_type[g] == mujoco.mjtGeom.mjGEOM_HFIELD

@@ -17,11 +17,12 @@ and 4.x alike. Where it is missing (a pip install without a compiler, or not Lin
 ``why_unavailable()`` says why and ``python_jacobians`` does the same work in Python.
 """
 
+from collections.abc import Sequence
 import copy
 import ctypes
 import glob
 import os
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -84,7 +85,7 @@ def _load():
 _KERNEL, _WHY = _load()
 
 
-def why_unavailable() -> Optional[str]:
+def why_unavailable() -> str | None:
     """None where the compiled loop is in use, else why the Python loop answers instead."""
     return _WHY
 
@@ -132,7 +133,7 @@ def python_jacobians(kind: str, model: mujoco.MjModel, datas: Sequence[mujoco.Mj
     del parts
     data = datas[0]
     jac = mujoco.mj_jacSite if kind == 'site' else mujoco.mj_jacBody
-    for row, slot in zip(rows.tolist(), slots.tolist()):
+    for row, slot in zip(rows.tolist(), slots.tolist(), strict=True):
         mujoco.mj_setState(model, data, state[row], INTEGRATION)
         mujoco.mj_kinematics(model, data)
         mujoco.mj_comPos(model, data)

@@ -10,23 +10,32 @@ checked before any work starts, and a step that fails puts the listed rows back,
 or failed call leaves every environment exactly as it was.
 """
 
+from collections.abc import Callable, Sequence
 import threading
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any
 
 import mujoco
 import numpy as np
 
 from ..checks import Vector
 from ..errors import ClosedError, InvalidArgument, ModelError
-from . import hfield as hf
-from . import jacobian as jac
-from . import batch_libs
-from .engine import BatchEngine, ThreadEngine, Workers, batch_available
+from . import batch_libs, hfield as hf, jacobian as jac
+from .engine import batch_available, BatchEngine, ThreadEngine, Workers
 from .layout import INTEGRATION, StateLayout
 from .queries import Queries
 from .randomization import FIELDS, PatchStore, view
-from .requests import (MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD, Requests, check_costs,  # noqa: F401
-                       check_engine, check_flag, check_models, check_variant_of, user_call)
+from .requests import (  # noqa: F401
+    check_costs,
+    check_engine,
+    check_flag,
+    check_models,
+    check_variant_of,
+    MAX_NBATCH,
+    MAX_NSTEP,
+    MAX_NTHREAD,
+    Requests,
+    user_call,
+)
 from .results import EvaluateResult, ForwardResult, step_result, StepResult
 from .validate import integer
 
@@ -50,9 +59,9 @@ class EnvPool:
         randomization, which mujoco.batch cannot combine with variants.
     """
 
-    def __init__(self, model: Union[mujoco.MjModel, Sequence[mujoco.MjModel]], nbatch: int, *,
-                 nthread: int = 1, variant_of: Optional[Vector] = None,
-                 keyframe: Union[int, str, None] = None, engine: str = 'auto') -> None:
+    def __init__(self, model: mujoco.MjModel | Sequence[mujoco.MjModel], nbatch: int, *,
+                 nthread: int = 1, variant_of: Vector | None = None,
+                 keyframe: int | str | None = None, engine: str = 'auto') -> None:
         check_engine(engine)
         if engine == 'batch' and not batch_available():
             raise InvalidArgument(f"engine='batch' needs a batch library: {batch_libs.why_none()}",
@@ -81,6 +90,7 @@ class EnvPool:
         self._engine = self._make_engine(engine, rows)
         self._queries = Queries(self._variants, self._variant_of, self._nthread)
         self._jacobian_models = None    # jac.lean_models, made by the first Jacobian query
+        self._renderer: Any = None      # pool.render.PoolRenderer, made by the first render
 
     def _make_engine(self, choice, rows):
         """Batch unless told otherwise or unable to run these models exactly."""
@@ -118,7 +128,7 @@ class EnvPool:
         return self._engine.name
 
     @property
-    def engine_library(self) -> Optional[str]:
+    def engine_library(self) -> str | None:
         """'mujoco.batch' or 'mjbatch' on the batch engine, None on threads."""
         return self._engine.library
 
@@ -171,7 +181,7 @@ class EnvPool:
         return (self._engine.name == 'batch' and len(self._variants) > 1
                 and self._engine_choice == 'batch')
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = 'closed' if self._closed else 'open'
         return (f'EnvPool(nbatch={self._nbatch}, nthread={self._nthread}, '
                 f'variants={len(self._variants)}, engine={self._engine.name}, {state})')
@@ -183,6 +193,9 @@ class EnvPool:
             if self._closed:
                 return
             self._closed = True
+            renderer, self._renderer = getattr(self, '_renderer', None), None
+            if renderer is not None:
+                renderer.close()
             self._engine.close()
             self._queries.close()
             self._jacobian_models = None
@@ -192,10 +205,10 @@ class EnvPool:
         self._check_open()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         if hasattr(self, '_engine'):  # a refused constructor never started threads
             self.close()
 
@@ -231,7 +244,7 @@ class EnvPool:
         return np.stack(rows)
 
     # ------------------------------------------------------------------ state
-    def get_state(self, env_ids: Optional[Vector] = None, *, full: bool = False) -> np.ndarray:
+    def get_state(self, env_ids: Vector | None = None, *, full: bool = False) -> np.ndarray:
         """``(n, state_size)`` mjSTATE_FULLPHYSICS rows (``full``: mjSTATE_INTEGRATION)."""
         with self._lock:
             self._check_open()
@@ -240,7 +253,7 @@ class EnvPool:
             rows = self._state[ids]
             return rows if full else rows[:, self.layout.physics_columns]
 
-    def set_state(self, states: Vector, env_ids: Optional[Vector] = None, *,
+    def set_state(self, states: Vector, env_ids: Vector | None = None, *,
                   full: bool = False) -> None:
         """Overwrite the state of listed environments; the others are untouched.
 
@@ -262,7 +275,7 @@ class EnvPool:
         rows[:, self.layout.physics_columns] = physics
         return rows
 
-    def field_values(self, field: str, env_ids: Optional[Vector] = None) -> np.ndarray:
+    def field_values(self, field: str, env_ids: Vector | None = None) -> np.ndarray:
         """Effective ``(n, *shape)`` values of a randomizable field (patched or nominal)."""
         with self._lock:
             self._check_open()
@@ -274,7 +287,7 @@ class EnvPool:
                 out[p] = self._patches.effective(self._variant_of[env], env, field)
             return out
 
-    def randomized(self, env_ids: Optional[Vector] = None) -> np.ndarray:
+    def randomized(self, env_ids: Vector | None = None) -> np.ndarray:
         """``(n,)`` bool: which environments currently run on patched model values."""
         with self._lock:
             self._check_open()
@@ -282,8 +295,8 @@ class EnvPool:
             return self._patches.patched[ids]
 
     # ------------------------------------------------------------------ reset
-    def reset(self, env_ids: Optional[Vector] = None, *, keyframe: Union[int, str, None] = None,
-              states: Optional[Vector] = None, randomization: Optional[dict] = None) -> None:
+    def reset(self, env_ids: Vector | None = None, *, keyframe: int | str | None = None,
+              states: Vector | None = None, randomization: dict | None = None) -> None:
         """Reset only the listed environments; all others keep state and model values.
 
         Args:
@@ -335,8 +348,8 @@ class EnvPool:
         self._state[ids] = rows
 
     # ------------------------------------------------------------------ stepping
-    def step(self, nstep: int = 1, ctrl: Optional[Vector] = None,
-             env_ids: Optional[Vector] = None, *, sensors: bool = False) -> StepResult:
+    def step(self, nstep: int = 1, ctrl: Vector | None = None,
+             env_ids: Vector | None = None, *, sensors: bool = False) -> StepResult:
         """Advance the listed environments ``nstep`` steps; return only their final state.
 
         Args:
@@ -379,11 +392,11 @@ class EnvPool:
             d = slot.datas[v]
             set_state(m, d, state[env], INTEGRATION)
             first(m, d)
-            for target, source in zip(targets, views[v]):
+            for target, source in zip(targets, views[v], strict=True):
                 target[p] = source
         return out
 
-    def forward(self, env_ids: Optional[Vector] = None) -> ForwardResult:
+    def forward(self, env_ids: Vector | None = None) -> ForwardResult:
         """Sensors and kinematics at the current state (mj_forward); no time advances."""
         with self._lock:
             self._check_open()
@@ -397,8 +410,8 @@ class EnvPool:
         got = self._queries.gather(kind, self._state, ids)
         return got if got is not None else self._gather(ids, fields, stage)
 
-    def site_jacobians(self, sites: Sequence[Union[str, int]],
-                       env_ids: Optional[Vector] = None) -> tuple[np.ndarray, np.ndarray]:
+    def site_jacobians(self, sites: Sequence[str | int],
+                       env_ids: Vector | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Translational and rotational site Jacobians, each ``(n, nsite, 3, nv)``.
 
         Bit-identical to ``mj_jacSite`` after ``mj_kinematics`` + ``mj_comPos`` on each
@@ -412,8 +425,8 @@ class EnvPool:
             ids = self._requests.ids(env_ids)
             return self._jacobians('site', ids, sids)
 
-    def body_jacobians(self, bodies: Sequence[Union[str, int]],
-                       env_ids: Optional[Vector] = None) -> tuple[np.ndarray, np.ndarray]:
+    def body_jacobians(self, bodies: Sequence[str | int],
+                       env_ids: Vector | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Translational and rotational Jacobians of body origins, each ``(n, nbody, 3, nv)``.
 
         As ``site_jacobians`` with ``mj_jacBody``, for models that have no sites where the
@@ -452,9 +465,9 @@ class EnvPool:
         sel = np.nonzero(self._variant_of[ids] == variant)[0]
         return sel if sel.size else None
 
-    def hfield_heights(self, hfield: Union[str, int], points: Vector, frame: str = 'world',
-                       body: Union[str, int, None] = None,
-                       env_ids: Optional[Vector] = None) -> np.ndarray:
+    def hfield_heights(self, hfield: str | int, points: Vector, frame: str = 'world',
+                       body: str | int | None = None,
+                       env_ids: Vector | None = None) -> np.ndarray:
         """World z of a height field under points given in a world, body or yaw frame.
 
         Args:
@@ -486,12 +499,37 @@ class EnvPool:
                                      got['geom_xmat'][sel][:, g])
             return out
 
+    # ------------------------------------------------------------------ rendering
+    def render(self, cameras: Sequence[str | int], env_ids: Vector | None = None, *,
+               width: int = 128, height: int = 128) -> np.ndarray:
+        """RGB images of the listed environments' current states, rendered on the pool's
+        worker threads (``pool.render``): ``(len(cameras), n, height, width, 3)`` uint8,
+        top row first, each environment on its own (randomized) model. No time advances.
+
+        Images are rendered fast (no shadows, reflections or multisampling), as the sim
+        node's cameras are by default. Every GL context is freed by ``close``.
+        """
+        from .render import camera_id, check_size, PoolRenderer
+        with self._lock:
+            self._check_open()
+            ids = self._requests.ids(env_ids)
+            if isinstance(cameras, (str, bytes)) or not isinstance(cameras, Sequence) \
+                    or not cameras:
+                raise InvalidArgument(f'cameras must be a non-empty list, got {cameras!r}',
+                                      where='cameras', allowed='camera names or indices')
+            cams = [camera_id(self.model, c) for c in cameras]
+            width, height = check_size(width, height)
+            if getattr(self, '_renderer', None) is None:
+                self._renderer = PoolRenderer(self._variants, self._workers, self._patches,
+                                              self._variant_of)
+            return self._renderer.render(self._state, ids, cams, width, height)
+
     # ------------------------------------------------------------------ evaluate
-    def evaluate(self, ctrl: Vector, nstep: Optional[int] = None, *,
-                 keyframe: Union[int, str, None] = None, initial_state: Optional[Vector] = None,
-                 env_ids: Optional[Vector] = None, randomization: Optional[dict] = None,
-                 cost: Optional[Callable[[np.ndarray, np.ndarray], Vector]] = None,
-                 progress: Optional[Callable[[float], Any]] = None,
+    def evaluate(self, ctrl: Vector, nstep: int | None = None, *,
+                 keyframe: int | str | None = None, initial_state: Vector | None = None,
+                 env_ids: Vector | None = None, randomization: dict | None = None,
+                 cost: Callable[[np.ndarray, np.ndarray], Vector] | None = None,
+                 progress: Callable[[float], Any] | None = None,
                  chunk_steps: int = 50) -> EvaluateResult:
         """Reset, roll open-loop controls forward in chunks, return final states and costs.
 
@@ -527,7 +565,7 @@ class EnvPool:
         """Put the listed environments back as ``_save`` found them (all or nothing: a user
         callback that raises must not leave them reset and half-way through a rollout)."""
         rows, patches = saved
-        for env, values in zip(ids, patches):
+        for env, values in zip(ids, patches, strict=True):
             self._patches.commit(env, values or None)
         self._engine.sync(ids)
         self._state[ids] = rows

@@ -13,8 +13,8 @@ of query (one model copy each) and is absent on MuJoCo 3.x, where the caller fal
 its own loop. (Jacobians have their own compiled loop: ``jacobian``.)
 """
 
+from collections.abc import Sequence
 import copy
-from typing import Optional, Sequence
 
 import mujoco
 import numpy as np
@@ -61,7 +61,7 @@ class Queries:
             return None
         return batch, bound, models
 
-    def gather(self, kind: str, state: np.ndarray, ids: np.ndarray) -> Optional[dict]:
+    def gather(self, kind: str, state: np.ndarray, ids: np.ndarray) -> dict | None:
         """``{field: (n, ...)}`` at the rows ``state[ids]``, or None where unavailable."""
         made = self._batch(kind)
         if made is None:

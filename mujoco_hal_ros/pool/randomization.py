@@ -22,7 +22,8 @@ A reset without randomization drops the environment's patch, which is how nomina
 back; nothing is ever written into the shared nominal model.
 """
 
-from typing import Any, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -152,7 +153,7 @@ class PatchStore:
         scratch.holding = None
         return out
 
-    def commit(self, env: int, values: Optional[dict]) -> None:
+    def commit(self, env: int, values: dict | None) -> None:
         """Store a computed patch for ``env`` (``None`` or empty drops it)."""
         self.version[env] += 1
         for key in self.keys_of[env]:

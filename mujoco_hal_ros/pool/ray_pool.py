@@ -15,23 +15,38 @@ need it, creating a pool does.
 
     with RayPool(model, 4096, nshard=8, address='auto', keyframe='home') as pool:
         res = pool.evaluate(ctrl, cost=cost)   # same call, same results as EnvPool
+
+Why one module of this size: the driver (``RayPool``) and its shard actor (``Shard``) are
+two halves of one protocol (which rows travel, when a lost shard is rebuilt and what is
+rerun); they change together, so they are read together.
 """
 
+from collections.abc import Callable, Sequence
 import functools
+from itertools import pairwise
 import os
 import threading
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any
 
 import mujoco
 import numpy as np
 
 from ..checks import Vector
-from ..errors import INTERNAL_ERROR, ClosedError, ConfigError, DeviceError
+from ..errors import ClosedError, ConfigError, DeviceError, INTERNAL_ERROR
 from .engine import simulation_error
 from .layout import StateLayout
 from .randomization import FIELDS, view
-from .requests import (MAX_NBATCH, MAX_NTHREAD, Requests, check_costs, check_engine,
-                       check_flag, check_models, check_variant_of, user_call)
+from .requests import (
+    check_costs,
+    check_engine,
+    check_flag,
+    check_models,
+    check_variant_of,
+    MAX_NBATCH,
+    MAX_NTHREAD,
+    Requests,
+    user_call,
+)
 from .results import EvaluateResult, ForwardResult, step_result, StepResult
 from .validate import integer
 
@@ -93,7 +108,7 @@ class Shard:
     """
 
     def __init__(self, variants: Sequence[mujoco.MjModel], nbatch: int, nthread: int,
-                 variant_of: Optional[Vector], keyframe: Union[int, str, None],
+                 variant_of: Vector | None, keyframe: int | str | None,
                  engine: str) -> None:
         from .pool import EnvPool
         self.pool = EnvPool(variants, nbatch, nthread=nthread, variant_of=variant_of,
@@ -158,12 +173,12 @@ class RayPool:
       init_options: extra ``ray.init`` arguments when the pool connects.
     """
 
-    def __init__(self, model: Union[mujoco.MjModel, Sequence[mujoco.MjModel]], nbatch: int, *,
-                 nshard: Optional[int] = None, nthread: int = 1,
-                 variant_of: Optional[Vector] = None, keyframe: Union[int, str, None] = None,
-                 engine: str = 'auto', address: Optional[str] = None,
-                 actor_options: Optional[dict] = None,
-                 init_options: Optional[dict] = None) -> None:
+    def __init__(self, model: mujoco.MjModel | Sequence[mujoco.MjModel], nbatch: int, *,
+                 nshard: int | None = None, nthread: int = 1,
+                 variant_of: Vector | None = None, keyframe: int | str | None = None,
+                 engine: str = 'auto', address: str | None = None,
+                 actor_options: dict | None = None,
+                 init_options: dict | None = None) -> None:
         check_engine(engine)
         variants = check_models(model)
         self._nbatch = integer(nbatch, 'nbatch', 1, MAX_NBATCH)
@@ -206,7 +221,7 @@ class RayPool:
         self._rows = np.empty((self._nbatch, self.layout.full_size))
         self._patch_of = [None] * self._nbatch   # last randomization per environment
         self._nodes = [None] * self._nshard
-        self._engine_name: Optional[str] = None
+        self._engine_name: str | None = None
         self._respawns = 0
         try:
             self._actors = [self._spawn(k) for k in range(self._nshard)]
@@ -324,7 +339,7 @@ class RayPool:
 
     def _commit(self, parts, rows_of, ids=None, patch=None):
         """Record the rows (and, for a reset, the randomization) the shards returned."""
-        for (k, pos, local), rows in zip(parts, rows_of):
+        for (k, _pos, local), rows in zip(parts, rows_of, strict=True):
             self._rows[self._bounds[k] + local] = rows
         if ids is not None:
             for p, env in enumerate(ids.tolist()):
@@ -333,7 +348,7 @@ class RayPool:
 
     def _gather_rows(self, n, parts, rows_of):
         rows = np.empty((n, self.layout.full_size))
-        for (_, pos, _), r in zip(parts, rows_of):
+        for (_, pos, _), r in zip(parts, rows_of, strict=True):
             rows[pos] = r
         return rows
 
@@ -342,7 +357,7 @@ class RayPool:
         """Per-shard ``(n_k, ...)`` arrays into one ``(n, ...)`` in the caller's order."""
         first = arrays[0]
         out = np.empty((n,) + first.shape[1:], dtype=first.dtype)
-        for (_, pos, _), a in zip(parts, arrays):
+        for (_, pos, _), a in zip(parts, arrays, strict=True):
             out[pos] = a
         return out
 
@@ -361,7 +376,7 @@ class RayPool:
     body_names = property(lambda self: list(self._requests.body_names))
 
     @property
-    def engine(self) -> Optional[str]:
+    def engine(self) -> str | None:
         """The engine the shards' EnvPools step with ('batch' or 'threads')."""
         return self._engine_name
 
@@ -373,7 +388,7 @@ class RayPool:
     @property
     def shard_bounds(self) -> list[tuple[int, int]]:
         """``[(first env, end)]`` of each shard."""
-        return [(int(a), int(b)) for a, b in zip(self._bounds[:-1], self._bounds[1:])]
+        return [(int(a), int(b)) for a, b in pairwise(self._bounds)]
 
     @property
     def respawns(self) -> int:
@@ -393,7 +408,7 @@ class RayPool:
     def state_layout(self, full: bool = False) -> list:
         return self.layout.describe(full)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = 'closed' if self._closed else 'open'
         return (f'RayPool(nbatch={self._nbatch}, nshard={self._nshard}, '
                 f'nthread={self._nthread}, engine={self._engine_name}, {state})')
@@ -407,11 +422,14 @@ class RayPool:
         with lock:
             self._close()
 
-    def _close(self):
+    def _close(self) -> None:
         if self._closed:
             return
         self._closed = True
         ray = getattr(self, '_ray', None)
+        if ray is None:         # never started
+            self._actors = []
+            return
         for actor in self._actors:
             try:
                 ray.kill(actor, no_restart=True)
@@ -425,10 +443,10 @@ class RayPool:
         self._check_open()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         if hasattr(self, '_closed'):
             try:
                 self.close()
@@ -441,14 +459,14 @@ class RayPool:
 
     # ------------------------------------------------------------------ state
     @_serialised
-    def get_state(self, env_ids: Optional[Vector] = None, *, full: bool = False) -> np.ndarray:
+    def get_state(self, env_ids: Vector | None = None, *, full: bool = False) -> np.ndarray:
         """From the driver's rows, which every changing call keeps current: no shard call."""
         ids = self._requests.ids(env_ids)
         rows = self._rows[ids]
         return rows if check_flag(full, 'full') else rows[:, self.layout.physics_columns]
 
     @_serialised
-    def set_state(self, states: Vector, env_ids: Optional[Vector] = None, *,
+    def set_state(self, states: Vector, env_ids: Vector | None = None, *,
                   full: bool = False) -> None:
         ids = self._requests.ids(env_ids)
         full = check_flag(full, 'full')
@@ -458,7 +476,7 @@ class RayPool:
         self._commit(parts, got)
 
     @_serialised
-    def field_values(self, field: str, env_ids: Optional[Vector] = None) -> np.ndarray:
+    def field_values(self, field: str, env_ids: Vector | None = None) -> np.ndarray:
         ids = self._requests.ids(env_ids)
         self._requests.field(field)
         parts = self._split(ids)
@@ -468,14 +486,14 @@ class RayPool:
         return self._concat(len(ids), parts, got)
 
     @_serialised
-    def randomized(self, env_ids: Optional[Vector] = None) -> np.ndarray:
+    def randomized(self, env_ids: Vector | None = None) -> np.ndarray:
         ids = self._requests.ids(env_ids)
         return np.array([bool(self._patch_of[e]) for e in ids.tolist()], dtype=bool)
 
     # ------------------------------------------------------------------ calls
     @_serialised
-    def reset(self, env_ids: Optional[Vector] = None, *, keyframe: Union[int, str, None] = None,
-              states: Optional[Vector] = None, randomization: Optional[dict] = None) -> None:
+    def reset(self, env_ids: Vector | None = None, *, keyframe: int | str | None = None,
+              states: Vector | None = None, randomization: dict | None = None) -> None:
         """As EnvPool.reset; refused before any shard is touched when any argument is bad."""
         ids, physics, patch = self._requests.reset(env_ids, keyframe, states, randomization,
                                                    self._patches_refused())
@@ -494,8 +512,8 @@ class RayPool:
         self._commit(parts, self._run(parts, 'reset', args), ids, patch)
 
     @_serialised
-    def step(self, nstep: int = 1, ctrl: Optional[Vector] = None,
-             env_ids: Optional[Vector] = None, *, sensors: bool = False) -> StepResult:
+    def step(self, nstep: int = 1, ctrl: Vector | None = None,
+             env_ids: Vector | None = None, *, sensors: bool = False) -> StepResult:
         ids, nstep, sensors, const, per_step = self._requests.step(nstep, ctrl, env_ids,
                                                                    sensors)
         ctrl = const if per_step is None else per_step
@@ -523,7 +541,7 @@ class RayPool:
         return parts, got
 
     @_serialised
-    def forward(self, env_ids: Optional[Vector] = None) -> ForwardResult:
+    def forward(self, env_ids: Vector | None = None) -> ForwardResult:
         ids = self._requests.ids(env_ids)
         parts, got = self._query('forward', ids)
         if not parts:
@@ -545,21 +563,21 @@ class RayPool:
                 self._concat(n, parts, [g[1] for g in got]))
 
     @_serialised
-    def site_jacobians(self, sites: Sequence[Union[str, int]],
-                       env_ids: Optional[Vector] = None) -> tuple[np.ndarray, np.ndarray]:
+    def site_jacobians(self, sites: Sequence[str | int],
+                       env_ids: Vector | None = None) -> tuple[np.ndarray, np.ndarray]:
         sids = self._requests.sites(sites)
         return self._pair('site_jacobians', self._requests.ids(env_ids), sids)
 
     @_serialised
-    def body_jacobians(self, bodies: Sequence[Union[str, int]],
-                       env_ids: Optional[Vector] = None) -> tuple[np.ndarray, np.ndarray]:
+    def body_jacobians(self, bodies: Sequence[str | int],
+                       env_ids: Vector | None = None) -> tuple[np.ndarray, np.ndarray]:
         bids = self._requests.bodies(bodies)
         return self._pair('body_jacobians', self._requests.ids(env_ids), bids)
 
     @_serialised
-    def hfield_heights(self, hfield: Union[str, int], points: Vector, frame: str = 'world',
-                       body: Union[str, int, None] = None,
-                       env_ids: Optional[Vector] = None) -> np.ndarray:
+    def hfield_heights(self, hfield: str | int, points: Vector, frame: str = 'world',
+                       body: str | int | None = None,
+                       env_ids: Vector | None = None) -> np.ndarray:
         hid, pts, frame, bid, ids, _ = self._requests.hfield(hfield, points, frame, body,
                                                              env_ids)
         parts, got = self._query('hfield_heights', ids, hid, pts, frame, bid)
@@ -569,11 +587,11 @@ class RayPool:
 
     # ------------------------------------------------------------------ evaluate
     @_serialised
-    def evaluate(self, ctrl: Vector, nstep: Optional[int] = None, *,
-                 keyframe: Union[int, str, None] = None, initial_state: Optional[Vector] = None,
-                 env_ids: Optional[Vector] = None, randomization: Optional[dict] = None,
-                 cost: Optional[Callable[[np.ndarray, np.ndarray], Vector]] = None,
-                 progress: Optional[Callable[[float], Any]] = None,
+    def evaluate(self, ctrl: Vector, nstep: int | None = None, *,
+                 keyframe: int | str | None = None, initial_state: Vector | None = None,
+                 env_ids: Vector | None = None, randomization: dict | None = None,
+                 cost: Callable[[np.ndarray, np.ndarray], Vector] | None = None,
+                 progress: Callable[[float], Any] | None = None,
                  chunk_steps: int = 50) -> EvaluateResult:
         """As EnvPool.evaluate. Without ``progress`` each shard runs its share in one call;
         with it the driver steps every shard one chunk at a time and calls ``progress``

@@ -7,17 +7,18 @@ which variant each environment runs), never a state, which is why a driver can c
 requests for actors on other machines.
 """
 
+from collections.abc import Callable, Iterable, Sequence
 import os
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
 
-from ..checks import Vector, is_bool
-from ..errors import DeviceError, InvalidArgument, ModelError, UnknownName, shorten
+from ..checks import is_bool, Vector
+from ..errors import DeviceError, InvalidArgument, ModelError, shorten, UnknownName
 from . import hfield as hf
 from .engine import ENGINES
-from .randomization import FIELDS, check_patch
+from .randomization import check_patch, FIELDS
 from .validate import contains_bool, env_ids, float_array, integer, name_or_index
 
 MAX_NBATCH = 65536
@@ -60,7 +61,7 @@ def check_models(model: Any) -> list[mujoco.MjModel]:
     return variants
 
 
-def check_variant_of(variant_of: Optional[Vector], nbatch: int, nvar: int) -> np.ndarray:
+def check_variant_of(variant_of: Vector | None, nbatch: int, nvar: int) -> np.ndarray:
     """``(nbatch,)`` intp variant index per environment; default ``i % nvar``."""
     if variant_of is None:
         return np.arange(nbatch, dtype=np.intp) % nvar
@@ -93,7 +94,7 @@ class Requests:
         self.body_names = names(m0, mujoco.mjtObj.mjOBJ_BODY, m0.nbody)
         self.hfield_names = names(m0, mujoco.mjtObj.mjOBJ_HFIELD, m0.nhfield)
 
-    def ids(self, ids: Optional[Vector]) -> np.ndarray:
+    def ids(self, ids: Vector | None) -> np.ndarray:
         return env_ids(ids, self.nbatch)
 
     def keyframe(self, keyframe: Any, variants: Iterable[int]) -> Any:
@@ -110,7 +111,7 @@ class Requests:
             raise UnknownName('randomizable field', field, list(FIELDS), where='field')
         return field
 
-    def ctrl(self, ctrl: Any, n: int, nstep: Optional[int],
+    def ctrl(self, ctrl: Any, n: int, nstep: int | None,
              where: str = 'ctrl') -> tuple[Any, Any]:
         """Returns ``(constant (n, nu) or None, per-step (n, nstep, nu) or None)``."""
         if ctrl is None:

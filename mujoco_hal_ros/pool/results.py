@@ -5,7 +5,7 @@ grow with ``nstep``.
 """
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -18,7 +18,7 @@ class StepResult:
     qpos: np.ndarray         # (n, nq)
     qvel: np.ndarray         # (n, nv)
     act: np.ndarray          # (n, na)
-    sensordata: Optional[np.ndarray]  # (n, nsensordata) at the returned state, if asked
+    sensordata: np.ndarray | None  # (n, nsensordata) at the returned state, if asked
     unstable: np.ndarray     # (n,) bool: MuJoCo hit bad qpos/qvel/qacc and auto-reset the env
 
 
@@ -37,7 +37,7 @@ class EvaluateResult:
     env_ids: np.ndarray
     state: np.ndarray        # (n, state_size) final mjSTATE_FULLPHYSICS rows
     sensordata: np.ndarray   # (n, nsensordata) at the final state
-    cost: Optional[np.ndarray]  # (n,) when a cost callable was given and the run completed
+    cost: np.ndarray | None  # (n,) when a cost callable was given and the run completed
     steps_done: int
     completed: bool          # False when progress() asked to stop early
     unstable: np.ndarray     # (n,) bool, any chunk

@@ -5,13 +5,14 @@ so a (1024, 10, 8) control block costs microseconds; nested Python lists are sca
 booleans because NumPy silently turns ``[True, 0.5]`` into ``[1.0, 0.5]``.
 """
 
+from collections.abc import Sequence
 import numbers
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..checks import is_bool
-from ..errors import InvalidArgument, UnknownName, shorten
+from ..errors import InvalidArgument, shorten, UnknownName
 
 
 def integer(value: Any, where: str, low: int, high: int) -> int:
@@ -81,17 +82,17 @@ def _shape_text(shape):
 
 def _matches(actual, shape):
     return len(actual) == len(shape) and all(
-        a == s if s is not None else a >= 1 for a, s in zip(actual, shape))
+        a == s if s is not None else a >= 1 for a, s in zip(actual, shape, strict=True))
 
 
 def float_array(values: Any, shapes: Sequence[tuple], where: str, *,
-                low: Optional[float] = None) -> tuple[np.ndarray, int]:
+                low: float | None = None) -> tuple[np.ndarray, int]:
     """A finite float64 array whose shape is one of ``shapes``; returns ``(array, index)``.
 
     ``index`` tells which of the allowed shapes matched so callers can broadcast; a ``None``
     dimension matches any positive length.
     """
-    def bad(message, extra=''):
+    def bad(message: str, extra: str = '') -> InvalidArgument:
         # the description of what is allowed is built only for an error: this runs on
         # every pool call, where a few string joins are a measurable share of a small batch
         allowed = ' or '.join(_shape_text(s) for s in shapes) + ' finite numbers' + extra
@@ -107,10 +108,8 @@ def float_array(values: Any, shapes: Sequence[tuple], where: str, *,
         raise bad(f'not a numeric array: {exc}') from None
     if arr.dtype == np.bool_ or arr.dtype.kind not in 'fiu':
         raise bad(f'expected numbers, got dtype {arr.dtype}')
-    for index, shape in enumerate(shapes):
-        if _matches(arr.shape, shape):
-            break
-    else:
+    index = next((i for i, shape in enumerate(shapes) if _matches(arr.shape, shape)), None)
+    if index is None:
         raise bad(f'shape {_shape_text(arr.shape)} is wrong')
     arr = np.asarray(arr, dtype=np.float64)
     if not np.isfinite(arr).all():

@@ -9,9 +9,11 @@ the middleware carried them) and go into the file unchanged. Files split when on
 ``--max-bag-size`` and ``--max-bag-duration`` do.
 """
 
+from collections.abc import Callable, Sequence
 import io
 import os
 import time
+from typing import Any, IO
 
 from mcap.writer import CompressionType, Writer
 import yaml
@@ -29,7 +31,8 @@ COMPRESSION = {'none': CompressionType.NONE, 'zstd': CompressionType.ZSTD,
                'lz4': CompressionType.LZ4}
 
 
-def qos_dict(history='keep_last', depth=10, reliability='reliable', durability='volatile'):
+def qos_dict(history: str = 'keep_last', depth: int = 10, reliability: str = 'reliable',
+             durability: str = 'volatile') -> dict[str, Any]:
     """One offered QoS profile in rosbag2's metadata form (version 8: enum numbers)."""
     return {'history': HISTORY[history], 'depth': int(depth),
             'reliability': RELIABILITY[reliability], 'durability': DURABILITY[durability],
@@ -58,8 +61,9 @@ class _File:
 class BagWriter:
     """Write topics of serialized messages into the rosbag2 folder ``path``."""
 
-    def __init__(self, path, *, max_bytes=0, max_seconds=0.0, compression='none',
-                 distro=None, opener=open):
+    def __init__(self, path: str, *, max_bytes: int = 0, max_seconds: float = 0.0,
+                 compression: str = 'none', distro: str | None = None,
+                 opener: Callable[..., IO[bytes]] = open) -> None:
         if compression not in COMPRESSION:
             raise ConfigError(f'unknown compression {compression!r}', where='record',
                               allowed=', '.join(COMPRESSION))
@@ -79,13 +83,14 @@ class BagWriter:
         self.compression = compression
         self.distro = distro or os.environ.get('ROS_DISTRO', 'kilted')
         self._open = opener
-        self.topics = {}             # name -> _Topic
-        self.files = []              # every closed _File, then the open one
+        self.topics: dict[str, _Topic] = {}   # name -> _Topic
+        self.files: list[_File] = []          # every closed _File, then the open one
         self._file = None
         self.closed = False
 
     # --- topics -----------------------------------------------------------------------------
-    def add_topic(self, name, type_name, qos_profiles=(), type_hash=''):
+    def add_topic(self, name: str, type_name: str, qos_profiles: Sequence[dict[str, Any]] = (),
+                  type_hash: str = '') -> None:
         """Declare a topic before its first message; ``qos_profiles``: ``qos_dict`` each."""
         if name in self.topics:
             return
@@ -118,7 +123,7 @@ class BagWriter:
                                          'topic_type_hash': topic.hash})
         return cid
 
-    def _close_file(self):
+    def _close_file(self) -> None:
         f, self._file = self._file, None
         if f is None:
             return
@@ -129,7 +134,7 @@ class BagWriter:
         finally:
             f.stream.close()
 
-    def write(self, topic, data, log_time_ns=None):
+    def write(self, topic: str, data: bytes, log_time_ns: int | None = None) -> None:
         """One serialized message on a declared topic, received at ``log_time_ns``."""
         if self.closed:
             raise ConfigError('this bag is closed; start a new recording', where='record')
@@ -180,10 +185,10 @@ class BagWriter:
         return {'rosbag2_bagfile_information': info}
 
     @property
-    def file_paths(self):
+    def file_paths(self) -> list[str]:
         return [f.path for f in self.files]
 
-    def close(self):
+    def close(self) -> None:
         """Finish the open file and write metadata.yaml; idempotent."""
         if self.closed:
             return
@@ -197,5 +202,5 @@ class BagWriter:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()

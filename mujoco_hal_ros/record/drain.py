@@ -5,9 +5,13 @@ timeout, so a stop is noticed even without a wake-up), empties the queue, and le
 once it is told to stop and the queue it saw is empty, so nothing offered before a stop
 is lost.
 """
+from collections.abc import Callable
+import threading
+from typing import Any
 
 
-def drain_until_stopped(wake, take, write, stopping):
+def drain_until_stopped(wake: threading.Event, take: Callable[[], Any],
+                        write: Callable[[Any], None], stopping: Callable[[], bool]) -> None:
     """Call ``write(item)`` for every ``take()`` (None: queue empty) until ``stopping()``."""
     while True:
         wake.wait(0.2)

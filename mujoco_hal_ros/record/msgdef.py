@@ -24,7 +24,7 @@ def _prefixes():
     return paths + [sys.prefix]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _msg_text(pkg, name):
     for prefix in _prefixes():
         path = os.path.join(prefix, 'share', pkg, 'msg', f'{name}.msg')
@@ -66,8 +66,8 @@ def _split(type_name):
                       where='record')
 
 
-@functools.lru_cache(maxsize=None)
-def message_definition(type_name):
+@functools.cache
+def message_definition(type_name: str) -> str:
     """'sensor_msgs/msg/Image' -> its .msg text and those of every type it uses."""
     pkg, name = _split(type_name)
     top = _msg_text(pkg, name)

@@ -31,7 +31,8 @@ def _codec(av):
 class VideoRecorder:
     """Write ``rate`` Hz frames of ``width`` x ``height`` RGB into ``path`` (MP4)."""
 
-    def __init__(self, path, width, height, rate, *, max_queue=QUEUE_FRAMES):
+    def __init__(self, path: str, width: int, height: int, rate: float, *,
+                 max_queue: int = QUEUE_FRAMES):
         try:
             import av
         except ImportError as err:
@@ -50,15 +51,15 @@ class VideoRecorder:
         self._av = av
         self.max_queue = int(max_queue)
         self.frames_in = self.frames_written = self.dropped = 0
-        self.error = None
-        self._queue = collections.deque()
+        self.error: str | None = None
+        self._queue: collections.deque[np.ndarray] = collections.deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name='video', daemon=True)
         self._thread.start()
 
-    def offer(self, rgb, bottom_up=False):
+    def offer(self, rgb: np.ndarray, bottom_up: bool = False) -> bool:
         """Queue one HxWx3 uint8 frame (copied); never blocks. False when dropped."""
         if self._stopping or self.error is not None:
             return False
@@ -72,7 +73,7 @@ class VideoRecorder:
         self._wake.set()
         return True
 
-    def _encode(self, rgb):
+    def _encode(self, rgb: np.ndarray) -> None:
         if rgb.shape[0] % 2 or rgb.shape[1] % 2:
             rgb = np.pad(rgb, ((0, rgb.shape[0] % 2), (0, rgb.shape[1] % 2), (0, 0)),
                          mode='edge')
@@ -87,7 +88,7 @@ class VideoRecorder:
         with self._lock:
             return self._queue.popleft() if self._queue else None
 
-    def _write(self, rgb):
+    def _write(self, rgb: np.ndarray) -> None:
         if self.error is not None:
             return
         try:
@@ -95,7 +96,7 @@ class VideoRecorder:
         except Exception as err:  # noqa: BLE001 - ENOSPC and codec errors alike
             self.error = f'video {self.path}: {type(err).__name__}: {err}'
 
-    def _run(self):
+    def _run(self) -> None:
         drain_until_stopped(self._wake, self._take, self._write, lambda: self._stopping)
         try:
             if self.error is None:
@@ -106,7 +107,7 @@ class VideoRecorder:
         finally:
             self._container.close()
 
-    def close(self, timeout=30.0):
+    def close(self, timeout: float = 30.0) -> str:
         """Encode what is queued and finish the file; idempotent."""
         self._stopping = True
         self._wake.set()

@@ -28,14 +28,16 @@ import copy
 import math
 import numbers
 import threading
+from types import TracebackType
+from typing import Any
 
 import numpy as np
 
-from . import gl, offscreen
-from ..fastpath import sched
-from ..fastpath.raster import rasterisers_in_background
 from ..checks import is_bool
 from ..errors import ClosedError, ConfigError, InvalidArgument, UnknownName
+from ..fastpath import sched
+from ..fastpath.raster import rasterisers_in_background
+from . import gl, offscreen
 
 try:  # before `import mujoco`, which reads MUJOCO_GL once
     gl.ensure_headless_gl()
@@ -62,7 +64,7 @@ CameraDescription = collections.namedtuple(
     'CameraDescription', 'id name body orthographic fovy uses_intrinsics resolution')
 
 
-def camera_names(model):
+def camera_names(model: mujoco.MjModel) -> list[str]:
     """Names a ``CameraRenderer`` accepts, in model order; unnamed cameras are skipped."""
     names = []
     for cid in range(model.ncam):
@@ -72,7 +74,7 @@ def camera_names(model):
     return names
 
 
-def list_cameras(model):
+def list_cameras(model: mujoco.MjModel) -> list['CameraDescription']:
     """Describe every camera so a launch file or a UI can offer them without reading the XML."""
     out = []
     for cid in range(model.ncam):
@@ -121,7 +123,7 @@ class _GLThread:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def _run(self):
+    def _run(self) -> None:
         # Python around each frame holds the GIL: wake promptly so other threads of the
         # process never wait on a descheduled holder (sched.py)
         sched.short_slice()
@@ -153,7 +155,7 @@ class _GLThread:
             return fn()
         return self.submit(fn).result()
 
-    def stop(self):
+    def stop(self) -> None:
         with self._wake:
             self._stopping = True
             self._wake.notify()
@@ -169,7 +171,7 @@ class _Owned:
         self.renderer = None
         self.closed = False
 
-    def release(self):
+    def release(self) -> None:
         if self.closed:
             return
         self.closed = True
@@ -181,11 +183,11 @@ class _Owned:
             self.thread.stop()
 
 
-_LIVE = set()
+_LIVE: set['_Owned'] = set()
 _LIVE_LOCK = threading.Lock()
 
 
-def _close_all_at_exit():
+def _close_all_at_exit() -> None:
     """Free contexts before mujoco.egl terminates the EGL display (atexit runs LIFO).
 
     Registered after ``import mujoco`` above, so it runs first; daemon GL threads are still
@@ -215,8 +217,9 @@ class CameraRenderer:
     rasteriser threads may serve every renderer of the process.
     """
 
-    def __init__(self, model, camera, width=640, height=480, depth=False, fast=True,
-                 background=False):
+    def __init__(self, model: mujoco.MjModel, camera: str | int, width: int = 640,
+                 height: int = 480, depth: bool = False, fast: bool = True,
+                 background: bool = False) -> None:
         if not isinstance(model, mujoco.MjModel):
             raise InvalidArgument(f'expected a mujoco.MjModel, got {type(model).__name__}',
                                   where='model')
@@ -244,7 +247,8 @@ class CameraRenderer:
         self._option = mujoco.MjvOption()
         self._lock = threading.Lock()
         self._next_scene = 0
-        self._scene_jobs = [None] * offscreen.SCENES     # the frame last drawn from each
+        # the frame last drawn from each scene
+        self._scene_jobs: list[Any] = [None] * offscreen.SCENES
 
         if _GL_SETUP_ERROR is not None:
             raise ConfigError(f'cannot render camera {camera!r}: {_GL_SETUP_ERROR}',
@@ -287,27 +291,27 @@ class CameraRenderer:
     # -- properties -----------------------------------------------------------------------
 
     @property
-    def camera(self):
+    def camera(self) -> str:
         return self._name
 
     @property
-    def camera_id(self):
+    def camera_id(self) -> int:
         return self._cam_id
 
     @property
-    def width(self):
+    def width(self) -> int:
         return self._width
 
     @property
-    def height(self):
+    def height(self) -> int:
         return self._height
 
     @property
-    def has_depth(self):
+    def has_depth(self) -> bool:
         return self._depth
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._owned.closed
 
     # -- rendering ------------------------------------------------------------------------
@@ -321,7 +325,8 @@ class CameraRenderer:
             raise InvalidArgument('data was made for a different model '
                                   f'(nq {data.qpos.shape[0]} vs {m.nq})', where='data')
 
-    def submit(self, data, rgb=True, depth=False):
+    def submit(self, data: mujoco.MjData, rgb: bool = True, depth: bool = False
+               ) -> 'concurrent.futures.Future[offscreen.Frame]':
         """Start a frame of ``data`` as it is now; a Future of an ``offscreen.Frame``.
 
         The scene is updated here, in the caller's thread, so ``data`` may change as soon
@@ -357,11 +362,11 @@ class CameraRenderer:
             raise InvalidArgument(f'camera renderer {self._name!r} was created without depth',
                                   where='depth', allowed='CameraRenderer(..., depth=True)')
 
-    def render_rgb(self, data):
+    def render_rgb(self, data: mujoco.MjData) -> np.ndarray:
         """(H, W, 3) uint8 RGB, row 0 at the top, as ROS ``rgb8`` images expect."""
         return self._render(data, True, False)[0]
 
-    def render_depth(self, data):
+    def render_depth(self, data: mujoco.MjData) -> np.ndarray:
         """(H, W) float32 distance along the optical axis in metres (ROS ``32FC1``).
 
         Pixels that see nothing hold the far clipping distance (``vis.map.zfar`` times the
@@ -370,12 +375,12 @@ class CameraRenderer:
         self._need_depth()
         return self._render(data, False, True)[1]
 
-    def render_rgbd(self, data):
+    def render_rgbd(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
         """RGB and depth of the same scene update, so the two images match pixel for pixel."""
         self._need_depth()
         return self._render(data, True, True)
 
-    def render_png(self, data):
+    def render_png(self, data: mujoco.MjData) -> bytes:
         """Lossless PNG bytes of ``render_rgb``; encoded in the caller's thread (see module)."""
         return encode_png(self.render_rgb(data))
 
@@ -419,11 +424,11 @@ class CameraRenderer:
                                   '(CameraInfo) cannot describe it', where='camera')
         return self._intrinsics
 
-    def intrinsics(self):
+    def intrinsics(self) -> tuple[float, float, float, float]:
         """(fx, fy, cx, cy) in pixels for this renderer's width and height."""
         return self._pinhole()
 
-    def camera_info_fields(self):
+    def camera_info_fields(self) -> dict[str, Any]:
         """Fields of ``sensor_msgs/CameraInfo`` under their ROS 2 names (``k``, ``p``...).
 
         Pass them straight to the message constructor. No distortion: the renderer is an
@@ -442,14 +447,14 @@ class CameraRenderer:
         }
 
     @staticmethod
-    def optical_frame_rotation():
+    def optical_frame_rotation() -> np.ndarray:
         """R with v_optical = R @ v_mujoco_camera (diag(1, -1, -1); it is its own inverse).
 
         The optical frame's orientation in the world is ``cam_xmat @ R``.
         """
         return OPTICAL_FROM_MUJOCO.copy()
 
-    def optical_pose(self, data):
+    def optical_pose(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
         """(position (3,), rotation (3, 3)) of the ROS optical frame in world coordinates.
 
         Reads ``data.cam_xpos``/``cam_xmat``, which are current after ``mj_forward`` or a step.
@@ -461,7 +466,7 @@ class CameraRenderer:
 
     # -- lifetime -------------------------------------------------------------------------
 
-    def close(self):
+    def close(self) -> None:
         """Free the GL context and stop the GL thread; safe to call twice, from any thread."""
         with self._lock:
             owned = self._owned
@@ -472,10 +477,11 @@ class CameraRenderer:
     def __enter__(self):
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         owned = getattr(self, '_owned', None)
         if owned is not None and not owned.closed:
             with _LIVE_LOCK:
@@ -485,13 +491,13 @@ class CameraRenderer:
             except Exception:  # noqa: BLE001 - interpreter may be shutting down
                 pass
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = 'closed' if self.closed else 'open'
         return (f'CameraRenderer({self._name!r}, {self._width}x{self._height}, '
                 f'depth={self._depth}, fast={self._fast}, {state})')
 
 
-def encode_png(rgb):
+def encode_png(rgb: np.ndarray) -> bytes:
     """Lossless PNG of an (H, W, 3) uint8 RGB image; OpenCV wants BGR order."""
     bgr = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
     ok, buf = cv2.imencode('.png', bgr, PNG_PARAMS)

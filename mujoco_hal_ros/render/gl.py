@@ -68,7 +68,7 @@ def _swap_in_egl():
             mod.GLContext = GLContext
 
 
-def ensure_headless_gl():
+def ensure_headless_gl() -> str:
     """Choose EGL when nothing else was asked for and there is no display; idempotent.
 
     Returns the backend name mujoco will use (``'egl'``, ``'osmesa'``, ``'glfw'``...). A value
@@ -94,12 +94,12 @@ def ensure_headless_gl():
     return backend
 
 
-def egl_library_present():
+def egl_library_present() -> bool:
     """Cheap check for libEGL, so an error can name the missing package rather than a symbol."""
     return ctypes.util.find_library('EGL') is not None
 
 
-def probe():
+def probe() -> str | None:
     """Create and free a 1x1 GL context; return None when it works, else what to do.
 
     Tests use this to skip with a reason; ``CameraRenderer`` raises the same text as a
@@ -121,7 +121,7 @@ def probe():
     return None
 
 
-def describe_failure(err, backend=None):
+def describe_failure(err: BaseException, backend: str | None = None) -> str:
     """Turn a GL context failure into a message that says which packages fix it."""
     backend = backend or os.environ.get('MUJOCO_GL') or 'glfw'
     text = f'{type(err).__name__}: {err}'.strip()

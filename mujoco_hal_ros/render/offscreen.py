@@ -14,6 +14,7 @@ the two pixel for pixel.
 """
 
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -30,14 +31,14 @@ class Frame:
     axis, or None.
     """
 
-    rgb: np.ndarray = None
-    depth: np.ndarray = None
+    rgb: np.ndarray | None = None
+    depth: np.ndarray | None = None
 
-    def rgb_top_down(self):
+    def rgb_top_down(self) -> np.ndarray | None:
         """(H, W, 3) uint8, row 0 at the top (ROS ``rgb8``); a new array."""
         return None if self.rgb is None else np.ascontiguousarray(self.rgb[::-1])
 
-    def depth_top_down(self):
+    def depth_top_down(self) -> np.ndarray | None:
         """(H, W) float32, row 0 at the top (ROS ``32FC1``); a new array."""
         return None if self.depth is None else np.ascontiguousarray(self.depth[::-1])
 
@@ -58,15 +59,16 @@ class Offscreen:
     Create, draw and free on the same thread.
     """
 
-    def __init__(self, model, width, height, fast=True, scenes=SCENES, max_geom=MAX_GEOM):
+    def __init__(self, model: mujoco.MjModel, width: int, height: int, fast: bool = True,
+                 scenes: int = SCENES, max_geom: int = MAX_GEOM) -> None:
         vis = model.vis.global_
         if width > vis.offwidth or height > vis.offheight:
             raise ValueError(f'{width}x{height} exceeds the offscreen buffer '
                              f'{vis.offwidth}x{vis.offheight}')
         self.width, self.height = int(width), int(height)
         self._model = model
-        self._gl = None
-        self._con = None
+        self._gl: Any = None        # the GL context class gl.py picks (EGL, OSMesa, GLFW)
+        self._con: mujoco.MjrContext | None = None
         self.scenes = [mujoco.MjvScene(model, max_geom) for _ in range(scenes)]
         if fast:
             for scene in self.scenes:
@@ -82,7 +84,7 @@ class Offscreen:
         self._znear = np.float32(model.vis.map.znear * extent)
         self._zfar = np.float32(model.vis.map.zfar * extent)
 
-    def draw(self, scene, rgb=True, depth=False):
+    def draw(self, scene: mujoco.MjvScene, rgb: bool = True, depth: bool = False) -> 'Frame':
         """Draw ``scene`` (already updated) and read it back: a ``Frame``."""
         if self._con is None:
             raise RuntimeError('draw after free')
@@ -122,7 +124,7 @@ class Offscreen:
             metres = d / (z + c)
         return metres.astype(np.float32)
 
-    def free(self):
+    def free(self) -> None:
         """Free the render context, then the GL context; safe to call twice."""
         con, self._con = self._con, None
         context, self._gl = self._gl, None

@@ -5,21 +5,30 @@ Readers pose their own view from a snapshot; the snapshot says which scene gener
 arrays belong to, so the registry keeps the current model and the one before (a reader may
 hold a snapshot taken just before a swap). Renderers of older generations are retired at a
 swap and closed later by ``close_retired``, on the thread that asked for the swap: a GL
-context is never freed on the physics thread.
+context is never freed on the physics thread. Of the device it sees only
+``sim.ports.CameraHost`` (its image channels, the latest snapshot, whether it is closed).
 """
 
+from __future__ import annotations
+
 import threading
+from typing import TYPE_CHECKING
+
+import mujoco
 
 from .. import errors
 from ..errors import DeviceError
-from ..sim.render_state import RenderState
 from ..world import snapshots as world_snapshots
+from .state import RenderState
+
+if TYPE_CHECKING:
+    from ..sim.ports import CameraHost
 
 
 class RenderRegistry:
     """``device.cameras``: render states by generation and the device's camera renderers."""
 
-    def __init__(self, device, model, generation: int) -> None:
+    def __init__(self, device: CameraHost, model: mujoco.MjModel, generation: int) -> None:
         self._device = device
         self._states = {generation: RenderState(model)}
         self._renderers: dict = {}

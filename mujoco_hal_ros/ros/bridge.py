@@ -19,12 +19,12 @@ always-on timer would rebuild the executor's wait set over every entity of the n
 each wake, a few ms of CPU each.
 """
 
+from concurrent.futures import ThreadPoolExecutor
 import heapq
 import itertools
 import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType

@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 
 from ..checks import named_values
-from ..errors import DeviceError, shorten
+from ..errors import DeviceError, INTERNAL_ERROR, shorten
 from ..msg import ActionInfo, ChannelInfo
 
 # Codes of SetGoals parts that were fine but not applied because another part was refused.
@@ -176,3 +176,14 @@ def describe_json(desc):
 def vector3(xyz):
     x, y, z = (float(v) for v in xyz)
     return Vector3(x=x, y=y, z=z)
+
+
+def refuse(resp, exc):
+    """Fill a ``success``/``code``/``message`` response from ``exc``: a DeviceError's own
+    code, anything else INTERNAL_ERROR with its type; returns ``resp``."""
+    resp.success = False
+    if isinstance(exc, DeviceError):
+        resp.code, resp.message = exc.code, str(exc)
+    else:
+        resp.code, resp.message = INTERNAL_ERROR, f'{type(exc).__name__}: {exc}'
+    return resp

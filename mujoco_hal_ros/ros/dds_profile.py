@@ -15,6 +15,7 @@ library's name (``libfastdds.so.3`` or ``libfastrtps.so.2``) where the dynamic l
 the ROS prefixes keep libraries; when neither is found, both variables are set.
 """
 
+from collections.abc import Iterable, Mapping, MutableMapping
 import glob
 import os
 import sys
@@ -24,13 +25,13 @@ USER_CHOICES = (NEW, OLD, 'FASTDDS_BUILTIN_TRANSPORTS')
 _LIBRARIES = ((NEW, 'libfastdds.so.3*'), (OLD, 'libfastrtps.so.2*'))
 
 
-def profile_path(share):
+def profile_path(share: str | None) -> str | None:
     """config/fastdds.xml under the package's share directory (or the source tree)."""
     path = os.path.join(share, 'config', 'fastdds.xml') if share else None
     return path if path and os.path.isfile(path) else None
 
 
-def library_dirs(environ):
+def library_dirs(environ: Mapping[str, str]) -> list[str]:
     """Where a ROS install keeps Fast DDS: the loader's path, each ROS prefix's lib/ and
     this Python's prefix (the PyPI wheels)."""
     dirs = [d for d in environ.get('LD_LIBRARY_PATH', '').split(os.pathsep) if d]
@@ -39,7 +40,7 @@ def library_dirs(environ):
     return dirs + [os.path.join(sys.prefix, 'lib')]
 
 
-def profile_variables(dirs):
+def profile_variables(dirs: Iterable[str]) -> tuple[str, ...]:
     """The profile variables the installed Fast DDS reads: one name, or both if unknown."""
     for variable, pattern in _LIBRARIES:
         if any(glob.glob(os.path.join(d, pattern)) for d in dirs):
@@ -47,7 +48,8 @@ def profile_variables(dirs):
     return (NEW, OLD)
 
 
-def use_default_profile(share, environ=None, dirs=None):
+def use_default_profile(share: str | None, environ: MutableMapping[str, str] | None = None,
+                        dirs: Iterable[str] | None = None) -> str | None:
     """Point Fast DDS at the package's profile unless the user chose something; returns
     the path set, or None. Call before the ROS context is initialised."""
     env = os.environ if environ is None else environ

@@ -159,12 +159,13 @@ def service(callback, name, logger):
     if callback is None or getattr(callback, GUARDED, False):
         return callback
     where = f'service {name}'
-    if inspect.iscoroutinefunction(callback):
-        async def checked(request, response):
-            return _response(await callback(request, response), response)
-    else:
-        def checked(request, response):
-            return _response(callback(request, response), response)
+
+    async def checked_async(request, response):
+        return _response(await callback(request, response), response)
+
+    def checked_sync(request, response):
+        return _response(callback(request, response), response)
+    checked = checked_async if inspect.iscoroutinefunction(callback) else checked_sync
     functools.update_wrapper(checked, callback)
 
     def answer(exc, _request=None, response=None, *_):

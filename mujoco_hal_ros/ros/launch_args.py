@@ -6,13 +6,15 @@ here and turn the dicts returned below into ``launch_ros.actions.Node``: every d
 it on a machine without ``launch``/``launch_ros``.
 """
 
+from collections.abc import Mapping
 import math
 import os
 import re
 import tempfile
+from typing import Any
 
 from ..errors import ConfigError
-from .sim.params import TABLE, auto_prefix
+from .sim.params import auto_prefix, TABLE
 
 PACKAGE = 'mujoco_hal_ros'
 
@@ -68,7 +70,7 @@ _FALSE = {'false', '0', 'no', 'off'}
 _NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 
 
-def as_bool(name, text):
+def as_bool(name: str, text: str) -> bool:
     value = str(text).strip().lower()
     if value in _TRUE:
         return True
@@ -77,7 +79,7 @@ def as_bool(name, text):
     raise ConfigError(f'expected true or false, got {text!r}', where=f'launch argument {name}')
 
 
-def as_float(name, text, minimum=None):
+def as_float(name: str, text: str, minimum: float | None = None) -> float:
     try:
         value = float(str(text).strip())
     except ValueError:
@@ -89,7 +91,7 @@ def as_float(name, text, minimum=None):
     return value
 
 
-def namespace(text):
+def namespace(text: str) -> str:
     """'' or '/a/b': each part a ROS name (letters, digits, underscores; no leading digit)."""
     text = str(text).strip().strip('/')
     if not text:
@@ -113,7 +115,7 @@ def _with_defaults(args, table=None):
     return {k: str(args.get(k, default)) for k, (default, _text) in table.items()}
 
 
-def sim_parameters(args):
+def sim_parameters(args: Mapping[str, str]) -> dict[str, Any]:
     """Launch arguments (strings) -> typed sim_node parameters."""
     a = _with_defaults(args)
     ns = namespace(a['namespace'])
@@ -146,7 +148,7 @@ def sim_parameters(args):
     return params
 
 
-def sim_node(args):
+def sim_node(args: Mapping[str, str]) -> dict[str, Any]:
     """Keyword arguments of launch_ros.actions.Node for sim_node."""
     a = _with_defaults(args)
     return {'package': PACKAGE, 'executable': 'sim_node', 'name': 'sim_node',
@@ -154,7 +156,7 @@ def sim_node(args):
             'parameters': [sim_parameters(args)]}
 
 
-def driver_node(args):
+def driver_node(args: Mapping[str, str]) -> dict[str, Any]:
     """Keyword arguments of launch_ros.actions.Node for the real driver (use_sim:=false)."""
     a = _with_defaults(args)
     for key in ('driver_package', 'driver_executable'):
@@ -176,7 +178,7 @@ def driver_node(args):
 BUILTIN_IMAGE = 'overhead/image_raw'      # the built-in arm's camera, as config/sim.rviz has it
 
 
-def rviz_image(args):
+def rviz_image(args: Mapping[str, str]) -> str:
     """The image topic rviz shows, relative, or '' for none (see SIM_ARGS)."""
     a = _with_defaults(args)
     topic = a['rviz_image'].strip()
@@ -186,7 +188,8 @@ def rviz_image(args):
     return BUILTIN_IMAGE if builtin else ''
 
 
-def rviz_config(ns, share_dir, out_dir=None, image=BUILTIN_IMAGE):
+def rviz_config(ns: str, share_dir: str, out_dir: str | None = None,
+                image: str = BUILTIN_IMAGE) -> str:
     """config/sim.rviz, with its topics moved under ``ns`` when namespaced and its Image
     display showing ``image`` (none when empty): a temp copy where either differs."""
     base = os.path.join(share_dir, 'config', 'sim.rviz')
@@ -208,7 +211,8 @@ def rviz_config(ns, share_dir, out_dir=None, image=BUILTIN_IMAGE):
     return path
 
 
-def rviz_node(args, share_dir, use_sim_time=True):
+def rviz_node(args: Mapping[str, str], share_dir: str, use_sim_time: bool = True
+              ) -> dict[str, Any] | None:
     """rviz2 on the simulated clock when the simulation runs: /tf and images are stamped
     with simulated time, and rviz on wall time would drop them as too old."""
     a = _with_defaults(args)
@@ -220,14 +224,14 @@ def rviz_node(args, share_dir, use_sim_time=True):
             'arguments': ['-d', rviz_config(ns, share_dir, image=rviz_image(args))]}
 
 
-def sim_launch(args, share_dir):
+def sim_launch(args: Mapping[str, str], share_dir: str) -> list[dict[str, Any]]:
     """Everything sim.launch.py starts, as Node keyword-argument dicts."""
     nodes = [sim_node(args)]
     rviz = rviz_node(args, share_dir)
     return nodes + ([rviz] if rviz else [])
 
 
-def bringup_launch(args, share_dir):
+def bringup_launch(args: Mapping[str, str], share_dir: str) -> list[dict[str, Any]]:
     """Everything bringup.launch.py starts: the simulated or the real device, same names."""
     a = _with_defaults(args)
     use_sim = as_bool('use_sim', a['use_sim'])

@@ -11,13 +11,19 @@ comma-separated string for a string array (``depth:=a,b``), a number or a bool f
 string (``camera_background:=false``).
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, make_dataclass
+import functools
 import math
-from typing import Any, Callable, Optional
+from typing import Any
 
-from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
-                                SetParametersResult)
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    SetParametersResult,
+)
+from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from ..errors import ConfigError, DeviceError
@@ -32,7 +38,7 @@ KINDS = {'bool': (T.BOOL, bool), 'integer': (T.INTEGER, int), 'double': (T.DOUBL
 ALWAYS_DECLARED = frozenset({'use_sim_time', 'start_type_description_service'})
 
 
-def given(node):
+def given(node: Node) -> dict[str, Parameter]:
     """{name: Parameter} the node was started with: ``-p``, ``--params-file`` and the
     constructor's ``parameter_overrides``; a copy, never written.
 
@@ -45,7 +51,7 @@ def given(node):
     return dict(getattr(node, '_parameter_overrides', {}))
 
 
-def kind_of(value):
+def kind_of(value: Any) -> str | None:
     """The table kind of a plain Python value (e.g. one read from a YAML file)."""
     try:
         t = T.from_parameter_value(value)
@@ -67,12 +73,12 @@ class Param:
     type: str
     default: Any
     description: str
-    range: Optional[tuple] = None
-    choices: Optional[tuple] = None
+    range: tuple | None = None
+    choices: tuple | None = None
     rule: str = ''
     min_open: bool = False
     dynamic: bool = False
-    check: Optional[Callable[[Any], Any]] = field(default=None, compare=False)
+    check: Callable[[Any], Any] | None = field(default=None, compare=False)
 
     def __post_init__(self):
         if self.type not in KINDS:
@@ -81,7 +87,7 @@ class Param:
         if not self.description:
             raise ValueError(f'parameter {self.name}: give it a description')
 
-    def allowed(self):
+    def allowed(self) -> str:
         """The constraint in words ('' for none)."""
         if self.rule:
             return self.rule
@@ -92,7 +98,7 @@ class Param:
             return f'{"above " if self.min_open else ""}{lo:g}..{hi:g}'
         return ''
 
-    def descriptor(self, full_name):
+    def descriptor(self, full_name: str) -> ParameterDescriptor:
         desc = ParameterDescriptor(name=full_name, type=KINDS[self.type][0].value,
                                    description=self.description, read_only=not self.dynamic,
                                    additional_constraints=self.allowed())
@@ -139,7 +145,7 @@ class Values(Mapping):
 
     __slots__ = ('_values',)
 
-    def __init__(self, values):
+    def __init__(self, values: Mapping[str, Any]):
         object.__setattr__(self, '_values', dict(values))
 
     def __getitem__(self, key):
@@ -165,7 +171,7 @@ class Values(Mapping):
     def __repr__(self):
         return f'Values({self._values!r})'
 
-    def replace(self, **changes):
+    def replace(self, **changes: Any) -> 'Values':
         """A copy with ``changes`` (e.g. a default resolved to what the node runs with)."""
         unknown = sorted(set(changes) - set(self._values))
         if unknown:
@@ -177,8 +183,8 @@ class ParameterTable:
     """A node's (or one part's) parameters, each declared under ``prefix`` (e.g.
     ``'arm_controller.'``, or none); entries are looked up by name without it."""
 
-    def __init__(self, params, prefix=''):
-        self.params = {}
+    def __init__(self, params: Iterable[Param], prefix: str = ''):
+        self.params: dict[str, Param] = {}
         for p in params:
             if p.name in self.params:
                 raise ValueError(f'parameter {p.name} is in the table twice')
@@ -194,21 +200,21 @@ class ParameterTable:
     def __contains__(self, name):
         return name in self.params
 
-    def names(self):
+    def names(self) -> list[str]:
         """Full names, prefix included, in table order."""
         return [self.prefix + n for n in self.params]
 
-    def record_type(self, type_name):
+    def record_type(self, type_name: str) -> type:
         """A frozen dataclass with one typed field per entry (names must be identifiers)."""
         fields = []
         for p in self.params.values():
-            default = (field(default_factory=lambda d=p.default: list(d))
+            default = (field(default_factory=functools.partial(list, p.default))
                        if isinstance(p.default, list) else field(default=p.default))
             fields.append((p.name, KINDS[p.type][1], default))
         return make_dataclass(type_name, fields, frozen=True)
 
     # --- checking ---------------------------------------------------------------------
-    def accept(self, name, value, got=None):
+    def accept(self, name: str, value: Any, got: Any = None) -> Any:
         """``value`` (of rclpy type ``got``, else judged by its Python type) for the entry
         ``name`` (no prefix), coerced and checked; ConfigError naming it if refused."""
         p = self.params[name]
@@ -241,7 +247,7 @@ class ParameterTable:
         return (lo < value if p.min_open else lo <= value) and value <= hi
 
     # --- declaring --------------------------------------------------------------------
-    def declare(self, node, defaults=None):
+    def declare(self, node: Node, defaults: Mapping[str, Any] | None = None) -> Values:
         """Declare every entry on ``node`` and return their ``Values``.
 
         A value comes from what the node was started with, else from ``defaults`` (e.g. a
@@ -267,12 +273,13 @@ class ParameterTable:
                 value = self.accept(name, defaults.get(name, p.default))
             # An empty array would be declared as a byte array: declare the type alone
             # (rclpy then holds it unset; ros2 param get says so, and it reads [] here).
-            declared = KINDS[p.type][0] if isinstance(value, list) and not value else value
-            node.declare_parameter(full, declared, p.descriptor(full), ignore_override=True)
+            kind_or_value = KINDS[p.type][0] if isinstance(value, list) and not value else value
+            node.declare_parameter(full, kind_or_value, p.descriptor(full), ignore_override=True)
             values[name] = value
         return Values(values)
 
-    def watch(self, node, apply):
+    def watch(self, node: Node, apply: Callable[[str, Any], None]
+              ) -> Callable[[list[Parameter]], SetParametersResult]:
         """Check every run-time change of a dynamic entry by the table, then hand it to
         ``apply(name, value)`` (name without prefix), which may refuse with a DeviceError;
         a refused change is not made. Read-only entries rclpy refuses by itself."""
@@ -294,7 +301,7 @@ class ParameterTable:
         return on_set
 
 
-def refuse_unknown(node, allowed):
+def refuse_unknown(node: Node, allowed: str) -> None:
     """ConfigError naming every parameter the node was started with that nothing declared
     (call it once every part has declared its own); ``allowed`` lists the known ones."""
     unknown = sorted(n for n in given(node)
@@ -304,6 +311,6 @@ def refuse_unknown(node, allowed):
                           allowed=allowed)
 
 
-def given_under(node, prefix):
+def given_under(node: Node, prefix: str) -> dict[str, Any]:
     """{key: value} of what the node was started with under ``prefix`` (removed)."""
     return {n[len(prefix):]: p.value for n, p in given(node).items() if n.startswith(prefix)}

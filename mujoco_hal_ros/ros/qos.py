@@ -13,7 +13,7 @@ REQUEST_DEPTH = 100
 REQUEST_QOS = QoSProfile(depth=REQUEST_DEPTH)
 
 
-def action_queues():
+def action_queues() -> dict[str, QoSProfile]:
     """Keyword arguments for ``ActionServer``: the same deep queue on its three services."""
     return {'goal_service_qos_profile': REQUEST_QOS,
             'result_service_qos_profile': REQUEST_QOS,

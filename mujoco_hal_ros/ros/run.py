@@ -7,32 +7,33 @@ executable's first line (``signals``) and any number of times, exits with 0 and 
 traceback; the node is torn down in order: every waiting client gets its result first.
 """
 
+from collections.abc import Callable
 import os
 import sys
 import threading
 import time
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from . import signals
 from ..errors import DeviceError
 from ..fastpath.process import tune_interpreter
-
+from . import signals
 
 SIGNAL_POLL_S = 0.1     # how soon the main thread sees a signal (it runs no executor)
 ANSWER_S = 2.0          # how long waiting clients' answers may take at shutdown
 DELIVER_S = 0.2         # then how long the executor keeps sending before it stops
 
 
-def one_line(err):
+def one_line(err: BaseException) -> str:
     """The error on one line; named by its type unless it is a DeviceError (already clear)."""
     text = ' '.join(str(err).split())
     return text if isinstance(err, DeviceError) else f'{type(err).__name__}: {text}'
 
 
-def start_or_destroy(node, start):
+def start_or_destroy(node: Node, start: Callable[[], object]) -> None:
     """Run ``start()``, the rest of ``node``'s construction; if it raises, destroy the node
     and re-raise. A refused start then leaves nothing behind: no thread, and no publisher,
     service or action server in the ROS graph (a caller holding the exception holds the
@@ -44,7 +45,8 @@ def start_or_destroy(node, start):
         raise
 
 
-def run_node(name, make_node, argv=None, threads=4, started=None):
+def run_node(name: str, make_node: Callable[[], Node], argv: list[str] | None = None,
+             threads: int = 4, started: Callable[[Node], object] | None = None) -> int:
     """Make the node with ``make_node()`` and spin it on a MultiThreadedExecutor of
     ``threads`` until Ctrl-C; ``started(node)`` runs before the spin. Returns the exit code.
 
@@ -98,7 +100,7 @@ def _run(name, make_node, args, threads, started):
     return 0
 
 
-def spin_guarded(executor, node):
+def spin_guarded(executor: Executor, node: Node) -> None:
     """``executor.spin()`` that survives an exception escaping a callback: the backstop
     behind ``guard`` (which answers the request) for what reaches the executor some other
     way (a done-callback of a future, a part built on a plain rclpy entity). It is logged

@@ -11,12 +11,14 @@ shuts the context down, so the executor returns and the node is torn down in ord
 further signals during that teardown are recorded and ignored. Code needs no rclpy.
 """
 
+from collections.abc import Iterator
 import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
+from typing import NoReturn
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 EXIT_CODE = 0           # what a signal before or during start-up exits with, as Ctrl-C later
@@ -24,12 +26,12 @@ EXIT_CODE = 0           # what a signal before or during start-up exits with, as
 _received = threading.Event()
 
 
-def received():
+def received() -> bool:
     """True once SIGINT or SIGTERM arrived under ``handled()``."""
     return _received.is_set()
 
 
-def wait(timeout):
+def wait(timeout: float | None) -> bool:
     """Until a signal arrived or ``timeout`` s passed; True if one did."""
     return _received.wait(timeout)
 
@@ -46,7 +48,7 @@ def _main_thread():
     return threading.current_thread() is threading.main_thread()
 
 
-def exit_quietly_on_signal():
+def exit_quietly_on_signal() -> None:
     """Until ``handled()`` takes over: SIGINT or SIGTERM exits at once with EXIT_CODE."""
     if _main_thread():
         for sig in SIGNALS:
@@ -54,7 +56,7 @@ def exit_quietly_on_signal():
 
 
 @contextlib.contextmanager
-def handled():
+def handled() -> Iterator[None]:
     """Signals are recorded (``received()``), never raised, inside the block; after it the
     handlers from before are back (a test calling ``main`` keeps its Ctrl-C), except in an
     executable, which goes on ignoring them to its last line."""
@@ -73,7 +75,7 @@ def handled():
                 signal.signal(sig, handler)     # an executable keeps ignoring them to its end
 
 
-def end_process(code):
+def end_process(code: int) -> NoReturn:
     """An executable's last line: flush and leave with ``code`` without unwinding the
     native libraries' static objects. Everything the node owns is torn down by then; what
     remains are the middleware's globals, and on Jazzy their destructors can abort an exit

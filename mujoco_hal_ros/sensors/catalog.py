@@ -9,12 +9,14 @@ from MjData.
 """
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import mujoco
 import numpy as np
 
+from ..config.sensor_settings import NoiseSpec
 from ..errors import ConfigError
-from .noise import Noise, NoiseSpec
+from .noise import Noise
 
 S = mujoco.mjtSensor
 OBJ = mujoco.mjtObj
@@ -37,7 +39,7 @@ class Part:
     adr: int
     dim: int
     target: str = ''          # joint or actuator name (joints/actuators groups)
-    noise: Noise = None
+    noise: Noise | None = None
     sign: float = 1.0         # -1: reported the other way round (a description's convention)
 
 
@@ -56,10 +58,11 @@ class Group:
     enabled: bool = True
     variances: dict = field(default_factory=dict)   # role -> per-component variance
 
-    def part(self, role):
+    def part(self, role: str) -> 'Part | None':
         return next((p for p in self.parts if p.role == role), None)
 
-    def read(self, sensordata, t):
+    def read(self, sensordata: np.ndarray, t: float
+             ) -> tuple[float, dict[Any, np.ndarray]] | None:
         """``(t_measured, {role: values})``, or None if the noise model dropped it (or a
         delay has nothing old enough yet). Values are fresh arrays."""
         out, stamp = {}, t
@@ -77,7 +80,7 @@ class Group:
         return stamp, out
 
     @property
-    def sensors(self):
+    def sensors(self) -> list[int]:
         return [p.sensor for p in self.parts]
 
 
@@ -85,10 +88,10 @@ def _name(model, objtype, i, fallback):
     return mujoco.mj_id2name(model, objtype, i) or f'{fallback}{i}'
 
 
-def discover(model):
+def discover(model: mujoco.MjModel) -> list[Group]:
     """The groups of a model's sensors, in model order, with their default settings."""
     m = model
-    groups = {}
+    groups: dict[Any, Group] = {}
     order = []
 
     def group(key, name, kind, **kw):
@@ -121,7 +124,7 @@ def discover(model):
             g = group(('touch', i), sname, 'touch', site=oid, frame_object=site_name)
             role = 'force'
         elif t in (int(S.mjSENS_FRAMEPOS), int(S.mjSENS_FRAMEQUAT)) and unref:
-            key = ('frame', obj, oid)
+            key: tuple[Any, ...] = ('frame', obj, oid)
             role = 'position' if t == int(S.mjSENS_FRAMEPOS) else 'orientation'
             imu = groups.get(('imu', oid)) if on_site else None
             if imu is not None and role == 'orientation' and imu.part('orientation') is None:
@@ -154,7 +157,7 @@ def discover(model):
     return [groups[k] for k in order]
 
 
-def configure(model, settings=None):
+def configure(model: mujoco.MjModel, settings: dict[str, Any] | None = None) -> list[Group]:
     """``discover`` plus the device file's ``sensors:`` settings (see settings.py): rates,
     frames, on/off, noise models seeded from ``settings['seed']``. A name that is neither a
     group nor a sensor is a ConfigError listing what there is."""

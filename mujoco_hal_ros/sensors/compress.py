@@ -20,11 +20,12 @@ DEPTH_QUANTIZATION = 100.0    # compressed_depth_image_transport's defaults
 DEPTH_MAX = 10.0
 
 
-def format_string(fmt):
+def format_string(fmt: str) -> str:
     return f'rgb8; {fmt} compressed bgr8'
 
 
-def encode(rgb, fmt='jpeg', quality=90, png_level=1):
+def encode(rgb: np.ndarray, fmt: str = 'jpeg', quality: int = 90, png_level: int = 1
+           ) -> tuple[str, bytes]:
     """(H, W, 3) uint8 RGB, row 0 at the top -> (format string, encoded bytes)."""
     if fmt not in FORMATS:
         raise InvalidArgument(f'unknown image compression {fmt!r}', where='format',
@@ -38,13 +39,17 @@ def encode(rgb, fmt='jpeg', quality=90, png_level=1):
     return format_string(fmt), buf.tobytes()
 
 
-def decode(data):
+def decode(data: bytes) -> np.ndarray:
     """Encoded bytes -> (H, W, 3) uint8 RGB (for tests and tools)."""
     bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise InvalidArgument('not an encoded image OpenCV can read', where='data')
     return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
-def encode_depth(depth, depth_max=DEPTH_MAX, quantization=DEPTH_QUANTIZATION, png_level=1):
+def encode_depth(depth: np.ndarray, depth_max: float = DEPTH_MAX,
+                 quantization: float = DEPTH_QUANTIZATION, png_level: int = 1
+                 ) -> tuple[str, bytes]:
     """(H, W) float32 metres -> (format string, header + 16-bit PNG); depth beyond
     ``depth_max`` or not finite is sent as 0 (no reading)."""
     a = quantization * (quantization + 1.0)
@@ -59,10 +64,12 @@ def encode_depth(depth, depth_max=DEPTH_MAX, quantization=DEPTH_QUANTIZATION, pn
     return '32FC1; compressedDepth png', struct.pack('<iff', 0, a, b) + buf.tobytes()
 
 
-def decode_depth(data):
+def decode_depth(data: bytes) -> np.ndarray:
     """``encode_depth``'s bytes -> (H, W) float32 metres, NaN where there was none."""
     _fmt, a, b = struct.unpack('<iff', data[:12])
     q = cv2.imdecode(np.frombuffer(data[12:], np.uint8), cv2.IMREAD_UNCHANGED)
+    if q is None:
+        raise InvalidArgument('not a compressedDepth PNG OpenCV can read', where='data')
     out = np.full(q.shape, np.nan, dtype=np.float32)
     nz = q != 0
     out[nz] = a / (q[nz].astype(np.float32) - b)

@@ -14,7 +14,7 @@ DTYPE = np.dtype([('geom1', np.int32), ('geom2', np.int32), ('body1', np.int32),
 EMPTY = np.zeros(0, dtype=DTYPE)
 
 
-def active_contacts(model, data):
+def active_contacts(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
     """Record array (``DTYPE``) of the contacts in force, in the world frame: position,
     normal (from geom1 towards geom2), and the force and torque geom1 exerts on geom2
     (``mj_contactForce`` rotated out of the contact frame)."""

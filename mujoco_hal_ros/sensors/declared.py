@@ -10,20 +10,20 @@ the defaults of its image channel. A device file's own entries win over these, k
 key. A model without the text (every MJCF written by hand) declares nothing.
 """
 
-from typing import Dict, List
+
+from typing import Any
 
 import mujoco
 
-from ..description.gazebo_sensors import TEXT_NAME, SensorDeclaration, from_json
+from ..config.sensor_settings import lidar_entry, NoiseSpec
+from ..description.gazebo_sensors import from_json, SensorDeclaration, TEXT_NAME
 from ..errors import ConfigError
-from .noise import NoiseSpec
-from .settings import lidar_entry
 
 CAMERA_KINDS = ('camera', 'depth', 'rgbd')
 GROUP_TOPIC = {'imu': 'imu', 'force_torque': 'wrench', 'contact': 'contact'}
 
 
-def declarations(model: mujoco.MjModel) -> List[SensorDeclaration]:
+def declarations(model: mujoco.MjModel) -> list[SensorDeclaration]:
     """The declarations the model carries (``[]`` without any). A robot spawned into a
     world under a prefix (``ns/``: the robots file, ``spawn_entity``) carries its text
     under that prefix, as its sites, cameras and links: its sensors are named with it,
@@ -46,11 +46,11 @@ def declarations(model: mujoco.MjModel) -> List[SensorDeclaration]:
     return out
 
 
-def _spec(noise) -> NoiseSpec:
+def _spec(noise: Any) -> NoiseSpec:
     return NoiseSpec(bias=float(noise.mean), std=float(noise.stddev))
 
 
-def lidar_settings(model: mujoco.MjModel) -> Dict[str, dict]:
+def lidar_settings(model: mujoco.MjModel) -> dict[str, dict]:
     """name -> checked lidar settings (as a device file's ``lidars:`` entry) of each
     declared lidar, cast from the site of its name."""
     out = {}
@@ -74,11 +74,11 @@ def lidar_settings(model: mujoco.MjModel) -> Dict[str, dict]:
     return out
 
 
-def sensor_entries(model: mujoco.MjModel) -> Dict[str, dict]:
+def sensor_entries(model: mujoco.MjModel) -> dict[str, dict]:
     """``sensors:`` entries (group or sensor name -> rate, frame, topic, noise) of the
     declared IMUs, force-torque and contact sensors, named as ``catalog.discover`` names
     their groups: an IMU or force-torque group by its site, a touch group by its sensor."""
-    out: Dict[str, dict] = {}
+    out: dict[str, dict] = {}
     for d in declarations(model):
         if d.kind not in GROUP_TOPIC:
             continue
@@ -96,7 +96,7 @@ def sensor_entries(model: mujoco.MjModel) -> Dict[str, dict]:
     return out
 
 
-def cameras(model: mujoco.MjModel) -> Dict[str, SensorDeclaration]:
+def cameras(model: mujoco.MjModel) -> dict[str, SensorDeclaration]:
     """MuJoCo camera name -> the declaration of a declared camera (depth, RGB-D)."""
     return {d.name: d for d in declarations(model) if d.kind in CAMERA_KINDS}
 
@@ -107,7 +107,7 @@ def optical_frame(d: SensorDeclaration) -> str:
     return d.frame or f'{d.link}_optical_frame'
 
 
-def merged(declared: Dict[str, dict], given: Dict[str, dict]) -> Dict[str, dict]:
+def merged(declared: dict[str, dict], given: dict[str, dict]) -> dict[str, dict]:
     """``declared`` entries with a device file's ``given`` ones laid over them, key by
     key: the user's file wins where it says something."""
     out = {name: dict(entry) for name, entry in declared.items()}
@@ -118,7 +118,7 @@ def merged(declared: Dict[str, dict], given: Dict[str, dict]) -> Dict[str, dict]
     return out
 
 
-def with_cameras(path: str, cameras: Dict[str, dict], folder: str) -> str:
+def with_cameras(path: str, cameras: dict[str, dict], folder: str) -> str:
     """The model file ``path`` with a device file's ``cameras:`` (``settings.
     parse_cameras``) mounted on their bodies as a URDF camera tag's would be, written into
     ``folder``; ``path`` itself when there are none. A body the model lacks is a

@@ -7,7 +7,9 @@ robot's geoms out of the way on that private copy: ``mj_multiRay`` can exclude o
 body, and a scanner on a trunk would otherwise see its own legs.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -28,11 +30,13 @@ class ScanPattern:
     directions: np.ndarray
 
     @property
-    def planar(self):
+    def planar(self) -> bool:
         return len(self.elevations) == 1 and self.elevations[0] == 0.0
 
 
-def pattern(rays, fov, vertical_rays=1, vertical_fov=0.0, angles=None, vertical_angles=None):
+def pattern(rays: int, fov: float, vertical_rays: int = 1, vertical_fov: float = 0.0,
+            angles: Sequence[float] | None = None,
+            vertical_angles: Sequence[float] | None = None) -> ScanPattern:
     """Azimuths across ``fov`` centred on the site's x axis (a full turn has no duplicate
     end ray), elevations across ``vertical_fov`` centred on its xy plane. ``angles`` /
     ``vertical_angles`` ``(min, max)``: rays from one to the other, both ends included,
@@ -96,7 +100,7 @@ class Scan:
 class Lidar:
     """A scanner on a site; ``scan(snapshot)`` from any one thread at a time."""
 
-    def __init__(self, model, cfg):
+    def __init__(self, model: mujoco.MjModel, cfg: dict[str, Any]):
         self.model = model
         self.cfg = cfg
         self.site, body, self.offset_pos, self.offset_quat = _mount(model, cfg)
@@ -122,17 +126,17 @@ class Lidar:
         self._offset_rot = rot.reshape(3, 3)
 
     @property
-    def planar(self):
+    def planar(self) -> bool:
         return self.pattern.planar
 
     @property
-    def output(self):
+    def output(self) -> str:
         """``scan`` (LaserScan), ``points`` (PointCloud2) or ``range`` (Range, the nearest
         return): as the settings say, else LaserScan for a planar pattern."""
         out = self.cfg.get('output', 'auto')
         return out if out != 'auto' else ('scan' if self.planar else 'points')
 
-    def scan(self, snapshot):
+    def scan(self, snapshot: Any) -> Scan | None:
         m, d = self.model, self.data
         d.qpos[:] = snapshot.qpos
         if m.nmocap:

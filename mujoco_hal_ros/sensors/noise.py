@@ -7,51 +7,18 @@ Everything is off by default (a zero model returns its input unchanged).
 """
 
 from collections import deque
-from dataclasses import dataclass
+from typing import Any
 import zlib
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..config.sensor_settings import NoiseSpec
 
-KEYS = ('bias', 'std', 'delay', 'dropout')
-
-
-@dataclass(frozen=True)
-class NoiseSpec:
-    """bias and std in the sensor's units (per component), delay in simulated seconds,
-    dropout as the probability that a reading is lost."""
-
-    bias: float = 0.0
-    std: float = 0.0
-    delay: float = 0.0
-    dropout: float = 0.0
-
-    @property
-    def off(self):
-        return not (self.bias or self.std or self.delay or self.dropout)
+# A sensor's noise entry (``NoiseSpec``) is part of the device file's schema, so it lives in
+# ``config.sensor_settings``; the models that apply it are here.
 
 
-def spec_from(entry, where, number):
-    """A NoiseSpec from a device-file mapping (``number`` checks a finite number)."""
-    if entry is None:
-        return NoiseSpec()
-    if not isinstance(entry, dict):
-        raise ConfigError(f'expected a mapping, got {type(entry).__name__}', where=where)
-    for key in entry:
-        if key not in KEYS:
-            raise ConfigError(f'unknown key {key!r}', where=where, allowed=', '.join(KEYS))
-    vals = {k: number(v, f'{where}.{k}') for k, v in entry.items()}
-    for key in ('std', 'delay'):
-        if vals.get(key, 0.0) < 0:
-            raise ConfigError('must be 0 or above', where=f'{where}.{key}')
-    if not 0.0 <= vals.get('dropout', 0.0) < 1.0:
-        raise ConfigError('a probability from 0 up to (not including) 1',
-                          where=f'{where}.dropout')
-    return NoiseSpec(**vals)
-
-
-def generator(seed, name):
+def generator(seed: int, name: str) -> np.random.Generator:
     """The Generator of one sensor: from the global seed and the sensor's name."""
     return np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(name.encode())])
 
@@ -64,12 +31,12 @@ class Noise:
     None while there is none yet; a dropped reading is None.
     """
 
-    def __init__(self, spec, seed=0, name=''):
+    def __init__(self, spec: NoiseSpec, seed: int = 0, name: str = '') -> None:
         self.spec = spec
         self._rng = generator(seed, name)
-        self._queue = deque()
+        self._queue: deque[Any] = deque()
 
-    def apply(self, t, values):
+    def apply(self, t: float, values: np.ndarray) -> tuple[float, np.ndarray] | None:
         s = self.spec
         if s.off:
             return t, values

@@ -18,15 +18,15 @@ FIELDS = (('x', 0), ('y', 4), ('z', 8), ('rgb', 12))
 class Projector:
     """Per-pixel rays of one camera size, computed once: ``points(depth)`` multiplies."""
 
-    def __init__(self, width, height, fx, fy, cx, cy):
+    def __init__(self, width: int, height: int, fx: float, fy: float, cx: float, cy: float):
         u = np.arange(width, dtype=np.float32)
         v = np.arange(height, dtype=np.float32)
         self.width, self.height = int(width), int(height)
         self._rx = ((u - cx) / fx)[None, :]
         self._ry = ((v - cy) / fy)[:, None]
-        self._buf = None           # cloud()'s, made on first use
+        self._buf: np.ndarray | None = None   # cloud()'s, made on first use
 
-    def points(self, depth, far=None):
+    def points(self, depth: np.ndarray, far: float | None = None) -> np.ndarray:
         """(H, W, 3) float32 xyz in the optical frame from (H, W) depth, row 0 at the top;
         depth at or beyond ``far`` (or not finite) is NaN."""
         z = np.asarray(depth, dtype=np.float32)
@@ -43,7 +43,8 @@ class Projector:
         out[..., 2] = z
         return out
 
-    def cloud(self, depth, rgb=None, far=None):
+    def cloud(self, depth: np.ndarray, rgb: np.ndarray | None = None, far: float | None = None
+              ) -> bytes:
         """The PointCloud2 data bytes (``POINT_STEP`` a point, little-endian x, y, z and
         rgb) of a depth image and its colours, written into one buffer that this
         projector reuses (the bytes returned are a copy of it)."""
@@ -74,7 +75,7 @@ class Projector:
         return buf.tobytes()
 
 
-def pack_xyzrgb(points, rgb=None):
+def pack_xyzrgb(points: np.ndarray, rgb: np.ndarray | None = None) -> bytes:
     """(H, W, 3) float32 points and (H, W, 3) uint8 rgb -> the PointCloud2 data bytes
     (``POINT_STEP`` bytes a point, little-endian; rgb 0 without colour)."""
     h, w = points.shape[:2]

@@ -8,8 +8,10 @@ stepper thread with the current poses: a force in a body's frame turns with the 
 The table is checked in the caller's thread and owned by the stepper (one per device).
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 import math
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -36,13 +38,14 @@ class Wrench:
     end: float                # simulated time it stops (inf: until cleared)
 
 
-def body_names(model):
+def body_names(model: mujoco.MjModel) -> list[str]:
     return [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or '' for b in
             range(model.nbody)]
 
 
-def check(model, body, force=(0.0, 0.0, 0.0), torque=(0.0, 0.0, 0.0),
-          point=(0.0, 0.0, 0.0), frame=WORLD, duration=0.0):
+def check(model: mujoco.MjModel, body: Any, force: Any = (0.0, 0.0, 0.0),
+          torque: Any = (0.0, 0.0, 0.0), point: Any = (0.0, 0.0, 0.0), frame: Any = WORLD,
+          duration: float = 0.0) -> dict[str, Any]:
     """Checked arguments of ``apply_wrench`` (every one before anything changes): a dict
     for ``Wrench`` without the times. ``duration`` in simulated seconds; 0 = until cleared."""
     names = body_names(model)
@@ -71,31 +74,31 @@ class WrenchTable:
     """The active wrenches, body -> Wrench (a new one on a body replaces the old); stepper
     thread only, except ``active``, which is a tuple swapped in whole."""
 
-    def __init__(self, model):
+    def __init__(self, model: mujoco.MjModel):
         self.model = model
-        self._by_body = {}
-        self.active = ()
-        self._touched = set()      # bodies whose xfrc_applied rows this table wrote
+        self._by_body: dict[int, Wrench] = {}
+        self.active: tuple[Wrench, ...] = ()
+        self._touched: set[int] = set()   # bodies whose xfrc_applied rows this table wrote
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return bool(self._by_body)
 
-    def add(self, checked, now):
+    def add(self, checked: dict[str, Any], now: float) -> Wrench:
         dur = checked.pop('duration')
         w = Wrench(**checked, start=now, end=now + dur if dur > 0 else math.inf)
         self._by_body[w.body] = w
         self.active = tuple(self._by_body.values())
         return w
 
-    def clear(self, bodies=None):
-        """Remove the wrenches on ``bodies`` (ids; None: all); the removed ones."""
+    def clear(self, bodies: Iterable[int] | None = None) -> list[int]:
+        """Remove the wrenches on ``bodies`` (ids; None: all); the ids of those removed."""
         gone = [b for b in self._by_body if bodies is None or b in bodies]
         for b in gone:
             del self._by_body[b]
         self.active = tuple(self._by_body.values())
         return gone
 
-    def apply(self, data):
+    def apply(self, data: mujoco.MjData) -> None:
         """Write this step's ``xfrc_applied`` (stepper thread): the wrenches still running
         at ``data.time``, zero on bodies this table pushed before; ended ones drop out."""
         self.expire(data)
@@ -114,7 +117,7 @@ class WrenchTable:
             xfrc[w.body, :3] += f
             xfrc[w.body, 3:] += t + np.cross(arm, f)
 
-    def expire(self, data):
+    def expire(self, data: mujoco.MjData) -> None:
         """Drop the wrenches that ended by ``data.time`` and zero their rows (stepper
         thread: also after a chunk, so the snapshot no longer lists them)."""
         now = data.time
@@ -125,7 +128,7 @@ class WrenchTable:
                 data.xfrc_applied[b] = 0.0
                 self._touched.discard(b)
 
-    def release(self, data):
+    def release(self, data: mujoco.MjData) -> None:
         """Zero what this table wrote (after a clear or reset)."""
         for b in self._touched:
             data.xfrc_applied[b] = 0.0

@@ -1,2 +1,4 @@
-"""Simulation: the stepper thread that owns MjData, the Device facade, ground-truth entities.
+"""Simulation: the stepper thread that owns MjData, the Device facade, its model swap
+(``swap``), the narrow interfaces its parts are given (``ports``), the robots of a world and
+ground-truth entities.
 """

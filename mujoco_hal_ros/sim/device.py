@@ -6,69 +6,68 @@ to the stepper, so a refused request changes nothing; accepted ones become setpo
 that the stepper thread follows in real time. The device wires the pieces together and
 owns none of their logic: the channels and limits (``config``), the move_to pipeline
 (``motion.move``) and its running moves (``motion.runner``), the physics thread
-(``Stepper``), the robots of the world (``sim.robots``), scene edits, the world at run
-time, sensing and rendering (``device.scene``, ``physics``, ``sensing``, ``cameras``)."""
+(``Stepper``), the robots of the world (``sim.robots``), the model swap and the model
+that runs now (``device.swap``, ``sim.swap``), scene edits, the world at run time, sensing
+and rendering (``device.scene``, ``physics``, ``sensing``, ``cameras``). Each part gets the
+narrow interface it uses (``sim.ports``), not the device."""
 
-import copy
+from collections.abc import Callable
 import logging
 import os
 import threading
 import time
+from typing import Any, TYPE_CHECKING
 import warnings
 
 import mujoco
 import numpy as np
 
-from ..config import device_file as devfile, limits
 from .. import errors
-from ..config.channels import Layout
 from ..checks import known_name
+from ..config import device_file as devfile, limits
+from ..config.channels import Layout
+from ..config.units import parse_quantity
 from ..errors import ConfigError, DeviceError, ModelError
+from ..menagerie import builtin_arm
 from ..motion import move as moves
 from ..motion.move import Move  # noqa: F401 - importable from here, as it always was
 from ..motion.runner import MoveRunner
-from ..motion.trajectory import MinJerkPlan, duration
-from ..config.units import parse_quantity
-from . import keyframes, names
-from ..sensors.device_sensors import Sensing, lidar_settings_of
+from ..motion.trajectory import duration, MinJerkPlan
 from ..render.registry import RenderRegistry
+from ..sensors.device_sensors import Sensing
 from ..world import scene as scene_edit
-from ..world.scene import Scene
 from ..world.edits import SceneEdits
 from ..world.runtime import RunTimeWorld
+from ..world.scene import load_model  # noqa: F401 - importable from here
 from ..world.world import World
-from . import drives as drive_laws
-from .events import Log, ModelSwapped, Swaps  # noqa: F401 - Log importable from here
+from . import drives as drive_laws, keyframes, names
+from .events import Log, ModelSwapped, Swaps  # noqa: F401 - importable from here
+from .physics import Physics
 from .robots import Robots
 from .stepper import Stepper
+from .swap import ModelState, ModelSwap, native_of
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
 LOG = logging.getLogger('mujoco_hal_ros.device')
 
 
-def load_model(path):
-    """Compile an MJCF file, with an error that says what to check."""
-    if not isinstance(path, str) or not path:
-        raise ModelError(f'expected an MJCF path, got {path!r}')
-    if not os.path.isfile(path):
-        raise ModelError(f'model file not found: {path}; check the path (or the environment '
-                         'variable the device file names)', where='model')
-    try:
-        return mujoco.MjModel.from_xml_path(path)
-    except Exception as exc:  # noqa: BLE001 - MuJoCo raises ValueError and others
-        raise ModelError(f'MuJoCo could not load {path}: {exc}', where='model') from None
+def _log_start(model_path, keyframe_name, gravcomp_bodies, gravity_compensation):
+    where = (f'keyframe {keyframe_name!r}' if keyframe_name is not None
+             else 'qpos0 (the model has no keyframe)')
+    LOG.info('%s: starting at %s', model_path, where)
+    if gravity_compensation:
+        LOG.info('gravity compensation on (asked for): %d bodies weightless to their '
+                 'servos, carried as actuator force, so effort shows it',
+                 len(gravcomp_bodies))
+    else:
+        LOG.info('gravity compensation off: the model as written; position servos add '
+                 'the torque that holds the pose to their ctrl, as a position-mode '
+                 'driver does, within their force limits')
 
 
-def _builtin_arm():
-    """(device file, model) of the built-in bench arm, or ConfigError saying what to pass."""
-    from ..menagerie import bench_arm_device_file, bench_arm_path
-    device_file, model = bench_arm_device_file(), bench_arm_path()
-    if not device_file or not model or not os.path.exists(model):
-        raise ConfigError('the built-in bench arm (config/bench_arm.yaml, models/bench_arm.xml)'
-                          ' was not found in the source tree or the mujoco_hal_ros share '
-                          'directory; source install/setup.bash, or pass a device file or '
-                          'model=', where='device')
-    return device_file, model
+def _now(field: str, doc: str) -> Any:
+    """A read-only attribute of the model that runs now (``device.swap.current``)."""
+    return property(lambda self: getattr(self.swap.current, field), doc=doc)
 
 
 class Device:
@@ -88,23 +87,22 @@ class Device:
             raise ModelError(f'expected an MJCF path, got {model!r}', where='model')
         model = os.fspath(model) if model is not None else None
         if spec is None and device_file is None and not model:
-            device_file, model = _builtin_arm()    # as sim_node does with no parameters
+            device_file, model = builtin_arm()    # as sim_node does with no parameters
         if spec is None and isinstance(device_file, dict):
             spec = devfile.parse(device_file)
         elif spec is None and device_file is not None:
             spec = device_file_load(device_file)
-        self.spec = spec
         connect = spec['connect'] if spec else {}
         if spec is None and not model:
             raise ConfigError('give a device file or a model path', where='device')
-        self.model_path = devfile.model_path(spec, model, environ) if spec else model
+        model_path = devfile.model_path(spec, model, environ) if spec else model
         if spec and spec.get('cameras'):     # cameras the device file puts on bodies
             from ..description.urdf_in import default_cache_dir
             from ..sensors.declared import with_cameras
-            load_model(self.model_path)       # a missing or broken file says so first
-            self.model_path = with_cameras(self.model_path, spec['cameras'],
-                                           os.path.join(default_cache_dir(), 'cameras'))
-        self.model = load_model(self.model_path)
+            load_model(model_path)            # a missing or broken file says so first
+            model_path = with_cameras(model_path, spec['cameras'],
+                                      os.path.join(default_cache_dir(), 'cameras'))
+        mj = load_model(model_path)
         self.params = dict(DEFAULTS)
         for key, kind in (('action_wait', 'time'), ('tolerance', 'length'),
                           ('aim_tolerance', 'angle')):
@@ -118,42 +116,48 @@ class Device:
             dt = parse_quantity(connect['timestep'], 'time', 'connect.timestep')
             if not dt > 0:
                 raise ConfigError('must be above zero', where='connect.timestep')
-            self.model.opt.timestep = dt
-        self.layout = Layout(self.model, spec)
+            mj.opt.timestep = dt
+        layout = Layout(mj, spec)
         if gravity_compensation is None:
             gravity_compensation = connect.get('gravity_compensation', False)
         if not isinstance(gravity_compensation, (bool, np.bool_)):
             raise errors.InvalidArgument(f'gravity_compensation takes true or false, got '
                                          f'{gravity_compensation!r}',
                                          where='gravity_compensation')
-        self.gravcomp_bodies = []
-        if gravity_compensation:
-            self.gravcomp_bodies = drive_laws.servo_gravcomp(self.model, self.layout)
+        gravcomp = drive_laws.servo_gravcomp(mj, layout) if gravity_compensation else []
         keyframe = keyframe if keyframe is not None else connect.get('keyframe')
         if keyframe is None and spec is None:
-            keyframe = keyframes.default_keyframe(self.model)
-        self.keyframe = keyframes.keyframe_id(self.model, keyframe)
-        self.keyframe_name = keyframe if self.keyframe is not None else None
-        self._log_start(gravity_compensation)
+            keyframe = keyframes.default_keyframe(mj)
+        key_id = keyframes.keyframe_id(mj, keyframe)
+        _log_start(model_path, keyframe if key_id is not None else None, gravcomp,
+                   bool(gravity_compensation))
         rtf = connect.get('real_time_factor', 1.0) if real_time_factor is None \
             else real_time_factor
         rtf = limits.real_time_factor(rtf)
-        self.data = mujoco.MjData(self.model)
-        if self.keyframe is not None:
-            mujoco.mj_resetDataKeyframe(self.model, self.data, self.keyframe)
-        mujoco.mj_forward(self.model, self.data)
-        if not (np.isfinite(self.data.qpos).all() and np.isfinite(self.data.qacc).all()):
+        data = mujoco.MjData(mj)
+        if key_id is not None:
+            mujoco.mj_resetDataKeyframe(mj, data, key_id)
+        mujoco.mj_forward(mj, data)
+        if not (np.isfinite(data.qpos).all() and np.isfinite(data.qacc).all()):
             raise ModelError('the model is not finite at its start pose', where='model')
-        self._planner = moves.Planner(self.model, self.layout)   # IK's private state
+        self.world = World(mj)
+        # What runs now (model, data, channels, keyframe...): one value the swap owns
+        self.swap = ModelSwap(self, ModelState(
+            model=mj, data=data, layout=layout, spec=spec, keyframe=key_id,
+            keyframe_name=keyframe if key_id is not None else None, gravcomp_bodies=gravcomp,
+            model_path=model_path, planner=moves.Planner(mj, layout),
+            generation=self.world.snapshots.generation),
+            file_spec=spec, gravity_compensation=bool(gravity_compensation))
         self.audit = Log(2000)
         self.events = Log(200)
         self.runner = MoveRunner(self)   # the running moves, one a robot (motion.runner)
         self._chunk_hooks: tuple = ()    # on_every_chunk: read-outs after every chunk
-        laws = drive_laws.build(self.model, self.layout, self.keyframe)
-        self.stepper = Stepper(self.model, self.data, laws=laws,
+        laws = drive_laws.build(mj, layout, key_id)
+        self.stepper = Stepper(mj, data, laws=laws,
                                real_time_factor=rtf, start_paused=bool(start_paused),
-                               keyframe=self.keyframe, on_chunk=self._after_chunk,
-                               on_unstable=self._on_unstable, on_error=self._on_error)
+                               keyframe=key_id, on_chunk=self._after_chunk,
+                               on_unstable=self._on_unstable, on_error=self._on_error,
+                               relaw=lambda m: drive_laws.build(m, self.layout, self.keyframe))
         try:
             sp = self.stepper.post(lambda s: s.hold_pose(), wait=True)
         except BaseException:
@@ -164,38 +168,40 @@ class Device:
         except BaseException:
             self.stepper.close()
             raise
-        self.world = World(self.model)
-        self._generation = self.world.snapshots.generation
-        self.cameras = RenderRegistry(self, self.model, self._generation)
-        self.scene = SceneEdits(self, self.model_path)   # spawn, delete, load, unload
-        self.physics = RunTimeWorld(self, self._stop_move, self._native_all)   # states, ...
-        self._file_spec = self.spec   # a loaded world uses the device file if it fits
-        self._gravcomp_on = bool(gravity_compensation)
+        self.cameras = RenderRegistry(self, mj, self.generation)
+        self.scene = SceneEdits(self, self.swap, model_path)   # spawn, delete, load, unload
+        self.physics = RunTimeWorld(self, self.world, self.cameras, self._stop_move,
+                                    self._native_all)   # states, teleports, queries...
         # Untrusted models (scene edits from a ROS peer) are read in a capped process first
         # (world.sandbox); None: this process reads them itself (a trusted Python caller).
         self.sandbox = None
         # Everything that caches this model's addresses follows a swap through here.
         self.swaps = Swaps()
         self.robots = Robots(self)     # the namespaced robots in this world, each a view
-        self.record('connect', {'model': self.model_path, 'keyframe': keyframe},
+        self.record('connect', {'model': model_path, 'keyframe': keyframe},
                     self._native_all(sp))
 
-    def _native_all(self, setpoint):
-        return {self.layout.actuators[a] or str(a): float(v) for a, v in enumerate(setpoint)}
+    # --- what runs now: the swap's ModelState (``swap.current``), read-only here ------------
+    model = _now('model', 'The MjModel that runs now.')
+    data = _now('data', "The stepper's MjData: read it on the physics thread only (on_physics).")
+    layout = _now('layout', 'The channels (config.channels.Layout) over the model.')
+    spec = _now('spec', 'The device file the channels come from (None: zero-config).')
+    keyframe = _now('keyframe', 'The keyframe id the device starts and resets at (or None).')
+    keyframe_name = _now('keyframe_name', 'Its name (None without one).')
+    gravcomp_bodies = _now('gravcomp_bodies', 'Bodies whose weight their servos carry.')
+    model_path = _now('model_path', "The model's file.")
+    generation = _now('generation', 'The scene generation of ``model``: it goes up with every '
+                      'model swapped in, and every snapshot carries the one of its arrays.')
+    _planner = _now('planner', "IK's private state over the model now.")
 
-    # --- set-up helpers ---------------------------------------------------------------------
-    def _log_start(self, gravity_compensation):
-        where = (f'keyframe {self.keyframe_name!r}' if self.keyframe is not None
-                 else 'qpos0 (the model has no keyframe)')
-        LOG.info('%s: starting at %s', self.model_path, where)
-        if gravity_compensation:
-            LOG.info('gravity compensation on (asked for): %d bodies weightless to their '
-                     'servos, carried as actuator force, so effort shows it',
-                     len(self.gravcomp_bodies))
-        else:
-            LOG.info('gravity compensation off: the model as written; position servos add '
-                     'the torque that holds the pose to their ctrl, as a position-mode '
-                     'driver does, within their force limits')
+    @property
+    def gravity_compensation(self):
+        """Whether servos carry their links' weight (``gravity_compensation``): a model
+        swapped in then has ``gravcomp`` written into it, so it no longer steps as written."""
+        return self.swap.gravity_compensation
+
+    def _native_all(self, setpoint):
+        return native_of(self.layout, setpoint)
 
     # --- reading ----------------------------------------------------------------------------
     @property
@@ -267,17 +273,19 @@ class Device:
         return {g.name: float(g.to_unit(values[g.actuator]))
                 for g in layout.goals.values()}
 
-    def on_physics(self, fn, wait=True, timeout=10.0):
-        """The one door to the physics thread for code outside ``sim/``: ``fn(stepper)``
+    def on_physics(self, fn: Callable[[Physics], Any], wait: bool = True,
+                   timeout: float = 10.0) -> Any:
+        """The one door to the physics thread for code outside ``sim/``: ``fn(physics)``
         runs there between two chunks (``Stepper.post``); with ``wait``, its value comes
-        back (or its exception is raised here). What a closure may do on that thread is the
-        stepper's thread-only methods, checked in debug runs (MUJOCO_HAL_ROS_CHECK_THREADS)."""
+        back (or its exception is raised here). What a closure may do on that thread is
+        what ``physics`` offers, one typed protocol (``sim.physics.Physics``); the object
+        refuses use off that thread and after ``fn`` returned."""
         return self.stepper.post(fn, wait=wait, timeout=timeout)
 
     def on_every_chunk(self, fn):
-        """Run ``fn(stepper)`` on the physics thread after every chunk of steps (after the
-        moves settle): for light read-outs that must see every chunk, such as a drive
-        controller's wheel odometry. Returns the call that removes it."""
+        """Run ``fn(physics)`` (``sim.physics.Physics``) on the physics thread after every
+        chunk of steps (after the moves settle): for light read-outs that must see every
+        chunk, such as a drive controller's wheel odometry. Returns the call that removes it."""
         if not callable(fn):
             raise TypeError(f'expected a callable, got {fn!r}')
         self._chunk_hooks = self._chunk_hooks + (fn,)
@@ -320,8 +328,9 @@ class Device:
 
         def apply(s):
             now = s.data.time
-            start = s.goal_setpoint()[acts]
-            each = [duration([en - st], [r]) for st, en, r in zip(start, values, rates)]
+            start = s.goal_setpoint[acts]
+            each = [duration([en - st], [r])
+                    for st, en, r in zip(start, values, rates, strict=True)]
             s.take_over(MinJerkPlan(acts, start, values, now, each))
             self.preempt_moves_touching(acts)
             self.record('goals', request, native, sim_time=now)
@@ -337,11 +346,6 @@ class Device:
     def action(self, name):
         return self.layout.actions[known_name(name, self.layout.actions, 'action')]
 
-    def move_action(self, site=None, *, layout=None):
-        """The device file's move_to action, or one built for ``site`` (a site or body);
-        ``layout``: one robot's channels (``RobotView``), whose joints may turn."""
-        return moves.action_for(layout or self.layout, site)
-
     def move_to(self, args=None, *, point=None, site=None, speed=None, aim=None, wait=True,
                 timeout=None, path=None, tolerance=None, layout=None, planner=None):
         """Put the action's site at a point: IK, then a synchronised or Cartesian path.
@@ -354,10 +358,11 @@ class Device:
         ``wait=False``. ``layout`` and ``planner``: one robot's channels and IK
         (``RobotView.move_to``), whose joints alone may turn.
         """
-        return self.runner.start(self.move_action(site, layout=layout), args, point=point,
+        return self.runner.start(moves.action_for(layout or self.layout, site), args,
+                                 point=point,
                                  speed=speed, aim=aim, wait=wait, timeout=timeout,
                                  path=path, tolerance=tolerance,
-                                 planner=planner or self._planner)
+                                 planner=planner or self.swap.current.planner)
 
     def distance_to_go(self, move=None):
         return self.runner.distance_to_go(move)
@@ -380,7 +385,7 @@ class Device:
             if args:
                 raise errors.InvalidArgument('hold takes no arguments', where=name)
             return self.hold()
-        return self.runner.start(act, args, planner=self._planner, **kw)
+        return self.runner.start(act, args, planner=self.swap.current.planner, **kw)
 
     def hold(self, actuators=None):
         """End every move and freeze every setpoint (velocity servos hold their joints'
@@ -393,7 +398,7 @@ class Device:
                 s.hold_actuators(actuators)
             self.runner.end(errors.STOPPED, 'held', actuators=actuators)
             sp = s.setpoint.copy()
-            sp[s.position_mode()] = 0.0        # velocity servos: held still (zero speed)
+            sp[s.position_mode] = 0.0          # velocity servos: held still (zero speed)
             return sp
         sp = self.stepper.post(apply, wait=True, urgent=True)   # even inside a step(n)
         self.record('hold', {}, self._native_all(sp))
@@ -496,195 +501,6 @@ class Device:
         s.hold_now()
         return s.hold_pose()
 
-    # --- scene edits: the model swapped at run time --------------------------------------
-    @property
-    def generation(self):
-        """The scene generation of ``model``: it goes up with every model swapped in, and
-        every snapshot carries the one its arrays belong to."""
-        return self._generation
-
-    # The scene edits themselves live in world.edits (``self.scene``); these are their doors.
-    def entity_names(self):
-        """The entities spawned so far (``spawn_entity`` names, namespace included)."""
-        return self.scene.names()
-
-    def entity_bodies(self, name):
-        """The bodies a spawned entity brought, top one first ([] for any other name)."""
-        return self.scene.bodies(name)
-
-    def spawn_entity(self, resource, name, position=(0.0, 0.0, 0.0),
-                     quaternion=(1.0, 0.0, 0.0, 0.0), namespace=''):
-        """Attach an MJCF at a world pose (``SceneEdits.spawn``)."""
-        return self.scene.spawn(resource, name, position, quaternion, namespace)
-
-    def delete_entity(self, name):
-        """Remove a spawned entity or a body of the model (``SceneEdits.delete``)."""
-        return self.scene.delete(name)
-
-    def load_world(self, resource):
-        """Replace the whole model while the device stays open (``SceneEdits.load_world``)."""
-        return self.scene.load_world(resource)
-
-    def unload_world(self):
-        """Back to the world the device was opened with (``SceneEdits.unload_world``)."""
-        return self.scene.unload_world()
-
-    def replace_model(self, model, *, world=False, why='the scene changed', scene_spec=None,
-                      model_path=None, entity=None, home=None):
-        """Swap the running device onto ``model`` (an ``MjModel``, or an ``MjSpec`` that is
-        compiled first) at a chunk boundary.
-
-        ``world=False`` (a spawn or delete): every actuator and sensor of the device must
-        stay (by name), or the request is refused with nothing changed; the state of what
-        stays carries over by name, the timestep and gravity stay, and when nothing that
-        stays is renumbered the running move and goals go on untouched (otherwise they end
-        PREEMPTED: send them again). ``world=True``: the device is rebuilt from the new
-        model as it would open on it (the device file if its channels fit, else
-        zero-config), starting at its keyframe; a running move ends STOPPED. Either way
-        snapshots saved before are stale from now on (STALE_SNAPSHOT). ``entity``: the
-        actuators and sensors named ``<entity>/...`` may go (a spawned entity deleted);
-        goals on them end, and a move that used them ends PREEMPTED. ``home``: where the
-        joints and actuators a spawn brought start (``scene.entity_home``), their servos
-        holding there; without it they start at the model's qpos0.
-        """
-        with self.scene.lock:
-            return self._replace_model(model, world, why, scene_spec, model_path, entity,
-                                       home)
-
-    def _replace_model(self, model, world, why, scene_spec, model_path, entity, home=None):
-        if isinstance(model, mujoco.MjSpec):
-            spec_in, model = model, Scene(spec=model).compile()
-            scene_spec = scene_spec or spec_in
-        if not isinstance(model, mujoco.MjModel):
-            raise errors.InvalidArgument(f'expected an MjModel or MjSpec, got '
-                                         f'{type(model).__name__}', where='model')
-        old = self.model
-        device_spec = self._file_spec if world else self.spec
-        if world:
-            layout, device_spec = self.world_layout(model)
-            renumber = True
-        else:
-            lost = scene_edit.lost_channels(old, model, entity)
-            if lost:
-                raise errors.InvalidArgument(
-                    f'{why} would remove {", ".join(lost)} of the device; nothing was '
-                    'changed', where='scene', allowed='edits that keep every actuator and '
-                    'sensor')
-            model.opt.timestep = old.opt.timestep
-            model.opt.gravity[:] = old.opt.gravity
-            layout = Layout(model, device_spec)
-            renumber = scene_edit.renumbered(old, model)
-        code = errors.STOPPED if world else errors.PREEMPTED
-        ended = f'{why}: the device changed under the move' if world else \
-            f'{why}: the device\'s joints were renumbered; send the goal again'
-        t0 = time.perf_counter()
-        old = None if world else (self.model, self.stepper.post(lambda s: copy.copy(s.data),
-                                                                wait=True))
-        scene_edit.trial_swap(model, old, why)
-        try:
-            self.stepper.post(lambda s: self._swap(s, model, layout, device_spec, world,
-                                                   renumber, code, ended, model_path, home),
-                              wait=True, timeout=30.0)
-        except mujoco.FatalError as exc:     # the state moved on since the trial; refused
-            raise ModelError(f'{why}: MuJoCo failed on the new model ({exc}); nothing was '
-                             f'changed: {scene_edit.memory_fix(model)}', where='scene') from None
-        if scene_spec is not None:
-            self.scene.adopt(scene_spec)
-        self.cameras.close_retired()   # GL contexts: freed here, never on the physics thread
-        self.record('replace_model', {'why': why, 'world': bool(world)},
-                    self._native_all(self.snapshot.setpoint))
-        self.swaps.emit(ModelSwapped(self._generation, self.model, self.layout, bool(world)))
-        return {'success': True, 'code': errors.DONE, 'generation': self._generation,
-                'kept_moves': not renumber, 'swap_s': time.perf_counter() - t0}
-
-    def world_layout(self, model):
-        """``(layout, device file)`` the device would run ``model`` with if it were swapped
-        in whole (``replace_model(model, world=True)``): the device file it was opened with
-        when its channels fit ``model``, else zero-config (device file None). Nothing
-        changes; callers check a world's channels before they load it."""
-        try:
-            return Layout(model, self._file_spec), self._file_spec
-        except DeviceError:
-            return Layout(model, None), None
-
-    @property
-    def gravity_compensation(self):
-        """Whether servos carry their links' weight (``gravity_compensation``): a model
-        swapped in then has ``gravcomp`` written into it, so it no longer steps as written."""
-        return self._gravcomp_on
-
-    def _swap(self, s, model, layout, device_spec, world, renumber, code, ended,
-              model_path, home=None):
-        """Stepper thread, between chunks: the new model in, all or nothing."""
-        saved = {k: getattr(self, k) for k in (
-            'model', 'data', 'layout', 'spec', 'keyframe', 'keyframe_name', 'gravcomp_bodies',
-            'model_path', '_planner')}
-        old_model, old_data = s.model, s.data
-        try:
-            data = mujoco.MjData(model)
-            if world:
-                self.model, self.spec, self.layout = model, device_spec, layout
-                connect = (device_spec or {}).get('connect', {})
-                keyframe = connect.get('keyframe') if device_spec else \
-                    keyframes.default_keyframe(model)
-                self.keyframe = keyframes.keyframe_id(model, keyframe)
-                self.keyframe_name = keyframe if self.keyframe is not None else None
-                if self.keyframe is not None:
-                    mujoco.mj_resetDataKeyframe(model, data, self.keyframe)
-                data.time = old_data.time
-                mujoco.mj_forward(model, data)
-                self.model_path = model_path or self.model_path
-            else:
-                scene_edit.carry_state(old_model, old_data, model, data)
-                if home:
-                    scene_edit.put_at_home(old_model, model, data, home)
-                self.model, self.layout = model, layout
-                if self.keyframe is not None and self.keyframe >= model.nkey:
-                    self.keyframe, self.keyframe_name = None, None
-            if not (np.isfinite(data.qpos).all() and np.isfinite(data.qacc).all()):
-                raise ModelError('the new model is not finite at its start pose; nothing '
-                                 'was changed', where='model')
-            self.data = data
-            if self._gravcomp_on:
-                self.gravcomp_bodies = drive_laws.servo_gravcomp(model, layout)
-                mujoco.mj_forward(model, data)
-            laws = drive_laws.build(model, layout, self.keyframe)
-            planner = moves.Planner(model, layout)
-            lidars = lidar_settings_of(model, self.spec)
-        except BaseException:
-            for k, v in saved.items():
-                setattr(self, k, v)
-            raise
-        # From here on nothing can refuse: the old model's moves end, the new one runs.
-        old_sp, old_names = s.setpoint.copy(), saved['layout'].actuators
-        old_mode = s.position_mode()
-        gone = [a for a, name in enumerate(old_names) if name not in layout.actuators]
-        gone = self.runner.end_for_swap(saved['layout'], gone, renumber, code, ended,
-                                        s.snapshot)      # their paths stop where they are
-        plans = [p for p in s.running_plans() if p.release(gone)] if not renumber else ()
-        self._planner = planner
-        self.sensing.adopt(lidars)
-        self._generation = self.world.follow(model)
-        self.cameras.follow(model, self._generation)
-        s.swap_model(model, data, laws=laws, keyframe=self.keyframe, plans=plans,
-                     generation=self._generation)
-        if not world:
-            sp = s.setpoint
-            for a, name in enumerate(old_names):
-                b = layout.actuators.index(name) if name in layout.actuators else -1
-                to = None
-                if name and b >= 0:
-                    to = b
-                elif not name and not renumber and a < len(sp):
-                    to = a                    # unnamed, and nothing was renumbered
-                if to is not None:
-                    sp[to] = old_sp[a]
-                    if old_mode[a]:       # its setpoint (and path) are joint positions
-                        s.set_position_mode([to], True)
-        s.publish_snapshot()
-        LOG.info('scene generation %d: %s', self._generation,
-                 'moves kept' if not renumber else 'moves ended')
-
     # --- audit ------------------------------------------------------------------------------
     def record(self, kind, request, native, sim_time=None):
         """Add an audit entry: what was asked (``request``, in the caller's units) and what
@@ -712,14 +528,15 @@ class Device:
 
     def __getattr__(self, name):
         """The calls that moved to the device's parts (``physics``, ``sensing``,
-        ``cameras``) still answer under their old names, with a DeprecationWarning."""
-        part = _MOVED.get(name)
+        ``cameras``, ``scene``, ``swap``) still answer under their old names, with a
+        DeprecationWarning naming the new one."""
+        part, new = _MOVED.get(name, (None, name))
         parts = self.__dict__
         if part is None or part not in parts:
             raise AttributeError(f'{type(self).__name__!r} object has no attribute {name!r}')
-        warnings.warn(f'Device.{name} moved to Device.{part}.{name}', DeprecationWarning,
+        warnings.warn(f'Device.{name} moved to Device.{part}.{new}', DeprecationWarning,
                       stacklevel=2)
-        return getattr(parts[part], name)
+        return getattr(parts[part], new)
 
     def __enter__(self):
         return self
@@ -729,15 +546,32 @@ class Device:
 
 
 _MOVED = {
-    **dict.fromkeys(('save_state', 'load_state', 'delete_state', 'state_names',
-                     'set_joint_state', 'set_gravity', 'set_timestep', 'gravity', 'timestep',
-                     'mass_matrix', 'inverse_dynamics', 'jacobian', 'pixel_to_world',
-                     'randomize'), 'physics'),
-    **dict.fromkeys(('sensor_groups', 'lidar_settings', 'lidar', 'report_contacts',
-                     'apply_wrench', 'clear_wrenches', 'wrenches'), 'sensing'),
-    **dict.fromkeys(('renderer', 'model_of', 'render_state', 'render_data', 'render'),
-                    'cameras'),
+    **{name: ('physics', name) for name in (
+        'save_state', 'load_state', 'delete_state', 'state_names', 'set_joint_state',
+        'set_gravity', 'set_timestep', 'gravity', 'timestep', 'mass_matrix',
+        'inverse_dynamics', 'jacobian', 'pixel_to_world', 'randomize')},
+    **{name: ('sensing', name) for name in (
+        'sensor_groups', 'lidar_settings', 'lidar', 'report_contacts', 'apply_wrench',
+        'clear_wrenches', 'wrenches')},
+    **{name: ('cameras', name) for name in (
+        'renderer', 'model_of', 'render_state', 'render_data', 'render')},
+    'entity_names': ('scene', 'names'), 'entity_bodies': ('scene', 'bodies'),
+    'spawn_entity': ('scene', 'spawn'), 'delete_entity': ('scene', 'delete'),
+    'load_world': ('scene', 'load_world'), 'unload_world': ('scene', 'unload_world'),
+    'replace_model': ('swap', 'replace_model'), 'world_layout': ('swap', 'world_layout'),
 }
+
+
+if TYPE_CHECKING:
+    from . import ports
+    from .swap import SwapHost
+
+    def _is_a_device(device: Device) -> tuple[
+            ports.DeviceApi, ports.MoveHost, ports.TrajectoryHost, ports.SensingHost,
+            ports.CameraHost, ports.SceneHost, ports.EntitiesHost, ports.RobotWorld,
+            SwapHost]:
+        """Type-checked: the device answers what its nodes and its parts use (mypy)."""
+        return device, device, device, device, device, device, device, device, device
 
 
 def device_file_load(path):

@@ -10,13 +10,18 @@ and evaluated by the stepper with the functions below, once a step or once a chu
 stepper owns the thread and the state; this module owns the laws.
 """
 
-from typing import NamedTuple, Optional
+from collections.abc import Sequence
+from typing import NamedTuple, TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
 from ..config import effort
 from ..description.mobile_base import WHEEL_PREFIX
+from ..joint_view import is_hinge
+
+if TYPE_CHECKING:     # the hints only: the device builds its drives from its layout
+    from ..config.channels import Layout
 
 # The joint loop that makes torque motors hold a goal, as a drive's position mode does: its
 # bandwidth, and at most this many radians of it per timestep (it runs once a step).
@@ -126,13 +131,13 @@ class Drives(NamedTuple):
     """Everything the stepper needs to drive one model's actuators."""
 
     drives: list                       # per actuator: (drive kind, qpos address or -1)
-    impedance: Optional[Impedance]
-    hold_torque: Optional[HoldTorque]
-    velocity_loop: Optional[VelocityLoop]
-    clamp_guard: Optional[ClampGuard] = None
+    impedance: Impedance | None
+    hold_torque: HoldTorque | None
+    velocity_loop: VelocityLoop | None
+    clamp_guard: ClampGuard | None = None
 
 
-def build(model: mujoco.MjModel, layout, keyframe: Optional[int]) -> Drives:
+def build(model: mujoco.MjModel, layout: 'Layout', keyframe: int | None) -> Drives:
     """The drives of ``model`` as ``layout`` names them, gains sized at ``keyframe``."""
     m = model
     kinds = [(layout.drive_of(a), int(m.jnt_qposadr[m.actuator_trnid[a, 0]])
@@ -151,7 +156,7 @@ def implicit_damping(model: mujoco.MjModel) -> float:
     return 0.0 if integ == mujoco.mjtIntegrator.mjINT_RK4 else 1.0
 
 
-def servo_gravcomp(model: mujoco.MjModel, layout) -> list:
+def servo_gravcomp(model: mujoco.MjModel, layout: 'Layout') -> list:
     """Let position servos carry their links' weight inside MuJoCo (opt-in).
 
     Bodies hanging only from servo-driven hinges or slides get ``gravcomp``, and those
@@ -167,7 +172,8 @@ def servo_gravcomp(model: mujoco.MjModel, layout) -> list:
     for b in range(1, m.nbody):
         if m.body_gravcomp[b] != 0:
             continue
-        joints, body = [], b
+        joints: list[int] = []
+        body = b
         while body > 0:
             joints.extend(range(m.body_jntadr[body],
                                 m.body_jntadr[body] + m.body_jntnum[body]))
@@ -181,7 +187,7 @@ def servo_gravcomp(model: mujoco.MjModel, layout) -> list:
     return changed
 
 
-def joint_inertia(model: mujoco.MjModel, keyframe: Optional[int], dofs) -> np.ndarray:
+def joint_inertia(model: mujoco.MjModel, keyframe: int | None, dofs: np.ndarray) -> np.ndarray:
     """Each dof's own inertia (armature included) at the start pose."""
     m = model
     d = mujoco.MjData(m)
@@ -193,8 +199,8 @@ def joint_inertia(model: mujoco.MjModel, keyframe: Optional[int], dofs) -> np.nd
     return np.maximum(np.diag(full)[dofs], m.dof_M0[dofs])
 
 
-def hold_torque(model: mujoco.MjModel, layout,
-                keyframe: Optional[int]) -> Optional[HoldTorque]:
+def hold_torque(model: mujoco.MjModel, layout: 'Layout',
+                keyframe: int | None) -> HoldTorque | None:
     """Position servos: the torque that holds the pose and the lead a moving setpoint
     needs. A joint whose drive carries MuJoCo's own gravcomp (``actgravcomp``) needs
     no gravity offset (``qfrc_gravcomp`` takes it out) but still the lead: without it
@@ -212,7 +218,7 @@ def hold_torque(model: mujoco.MjModel, layout,
                       joint_inertia(m, keyframe, dofs), m.jnt_bodyid[jids])
 
 
-def impedance_loop(model: mujoco.MjModel, layout) -> Optional[Impedance]:
+def impedance_loop(model: mujoco.MjModel, layout: 'Layout') -> Impedance | None:
     """Torque motors on joints, and what the stepper's joint loop needs to drive them
     to a position (``joint_torque`` below, run by the stepper once a step)."""
     m = model
@@ -229,8 +235,8 @@ def impedance_loop(model: mujoco.MjModel, layout) -> Optional[Impedance]:
                      lo, hi, h * m.dof_damping * implicit_damping(m))
 
 
-def velocity_loop(model: mujoco.MjModel, layout,
-                  keyframe: Optional[int]) -> Optional[VelocityLoop]:
+def velocity_loop(model: mujoco.MjModel, layout: 'Layout',
+                  keyframe: int | None) -> VelocityLoop | None:
     """Velocity servos on joints, and the outer position loop that holds them to a
     joint goal (``joint_speed`` below). Its gain makes the servo's kv and the joint's
     inertia a critically damped loop (position error to speed to torque), no faster
@@ -260,7 +266,7 @@ def velocity_loop(model: mujoco.MjModel, layout,
                         np.array([a in wheels for a in acts], dtype=bool))
 
 
-def clamp_guard(model: mujoco.MjModel, layout) -> Optional[ClampGuard]:
+def clamp_guard(model: mujoco.MjModel, layout: 'Layout') -> ClampGuard | None:
     """The position and velocity servos on hinges and slides that can flip between their
     force limits: force-limited, affine (a velocity servo is one with no stiffness), and
     damped so hard that ``h * kv / inertia > 1`` for the least inertia the joint can have
@@ -287,14 +293,14 @@ def clamp_guard(model: mujoco.MjModel, layout) -> Optional[ClampGuard]:
     if not risky.any():
         return None
     pick = np.flatnonzero(risky)
-    acts = np.array(acts)[pick]
-    return ClampGuard(acts, m.jnt_qposadr[jids[pick]], dofs[pick], gear[pick],
-                      m.actuator_gainprm[acts, 0], m.actuator_biasprm[acts, :3].copy(),
-                      m.actuator_forcerange[acts, 0], m.actuator_forcerange[acts, 1],
+    picked = np.array(acts)[pick]
+    return ClampGuard(picked, m.jnt_qposadr[jids[pick]], dofs[pick], gear[pick],
+                      m.actuator_gainprm[picked, 0], m.actuator_biasprm[picked, :3].copy(),
+                      m.actuator_forcerange[picked, 0], m.actuator_forcerange[picked, 1],
                       float(m.opt.timestep), least[pick])
 
 
-def least_inertia(model: mujoco.MjModel, joints) -> np.ndarray:
+def least_inertia(model: mujoco.MjModel, joints: Sequence[int] | np.ndarray) -> np.ndarray:
     """The least inertia each hinge or slide joint can move, whatever the pose: its armature
     and the bodies welded to its own body (no joint between), about its axis (a hinge) or
     along it (a slide). Whatever hangs below on other joints can only add to it."""
@@ -311,10 +317,10 @@ def least_inertia(model: mujoco.MjModel, joints) -> np.ndarray:
         bodies = np.flatnonzero(moves_with == m.jnt_bodyid[j])
         mass = float(m.body_mass[bodies].sum())
         total = mass
-        if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE:
+        if is_hinge(m, j):
             axis, anchor = d.xaxis[j], d.xanchor[j]
             total = 0.0
-            for b in bodies:
+            for b in bodies.tolist():
                 rot = d.ximat[b].reshape(3, 3)
                 local = rot.T @ axis
                 r = d.xipos[b] - anchor
@@ -327,8 +333,9 @@ def least_inertia(model: mujoco.MjModel, joints) -> np.ndarray:
 
 
 # --- the control laws, evaluated on the physics thread ----------------------------------------
-def joint_torque(imp: Impedance, model: mujoco.MjModel, data: mujoco.MjData, tree, local,
-                 mass_buf: np.ndarray, eye: np.ndarray, q_ref, v_ref, a_ref) -> np.ndarray:
+def joint_torque(imp: Impedance, model: mujoco.MjModel, data: mujoco.MjData, tree: np.ndarray,
+                 local: np.ndarray, mass_buf: np.ndarray, eye: np.ndarray, q_ref: np.ndarray,
+                 v_ref: np.ndarray | None, a_ref: np.ndarray | None) -> np.ndarray:
     """The torque motors' torques for one step: each joint driven to ``q_ref`` as a
     critically damped loop of bandwidth ``w``, decoupled through the inertia the motors see
     with every other dof free (the current mass matrix, plus the damping the integrator
@@ -368,8 +375,8 @@ def joint_torque(imp: Impedance, model: mujoco.MjModel, data: mujoco.MjData, tre
     return np.clip(_solve(minv[:, local], want), imp.lo, imp.hi)
 
 
-def joint_speed(vl: VelocityLoop, held: np.ndarray, data: mujoco.MjData, q_ref,
-                v_ref) -> np.ndarray:
+def joint_speed(vl: VelocityLoop, held: np.ndarray, data: mujoco.MjData, q_ref: np.ndarray,
+                v_ref: np.ndarray | None) -> np.ndarray:
     """The speed commands of the velocity servos ``held`` to positions ``q_ref`` for one
     step: path speed, plus ``kp`` times the position error, plus the speed at which the
     servo's own ``kv`` pushes the torque that holds the joint against gravity, Coriolis and
@@ -385,7 +392,7 @@ def joint_speed(vl: VelocityLoop, held: np.ndarray, data: mujoco.MjData, q_ref,
 
 
 def feed_forward(ht: HoldTorque, model: mujoco.MjModel, data: mujoco.MjData,
-                 scratch: mujoco.MjData, above: np.ndarray):
+                 scratch: mujoco.MjData, above: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(actuators, ctrl offsets) that make position servos hold against gravity at the
     current pose (zero velocity). ``scratch`` is a private MjData of the same model;
     ``above[b, c]`` says whether body ``b`` is body ``c`` or one of its ancestors, so a link

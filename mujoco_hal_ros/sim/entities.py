@@ -5,19 +5,28 @@ real robot cannot, through the standard simulation_interfaces. Entities are the 
 named bodies. Reading uses a private MjData posed from a snapshot, so it never touches the
 stepper's state; writing is posted to the stepper like every other command, and only
 bodies that are free to move (a free joint, or a mocap body) can be placed: moving a link
-of the arm would break its joints.
+of the arm would break its joints. Of the device it sees only ``sim.ports.EntitiesHost``.
 """
 
+from __future__ import annotations
+
 import threading
+from typing import Any, TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
 from ..checks import finite_vector
-from ..errors import DeviceError, InvalidArgument, UnknownName, shorten
-from ..world.bounds import (INVALID_POSE, MAX_ANGULAR, MAX_LINEAR,  # noqa: F401
-                            MAX_POSITION)
-from .render_state import pose_at
+from ..errors import DeviceError, InvalidArgument, shorten, UnknownName
+from ..render.state import pose_at
+from ..world.bounds import INVALID_POSE, MAX_ANGULAR, MAX_LINEAR, MAX_POSITION  # noqa: F401
+from .physics import Physics
+
+if TYPE_CHECKING:
+    from .ports import EntitiesHost
+
+if TYPE_CHECKING:     # the hints only: the device owns its Entities
+    pass
 
 NOT_MOVABLE = 'NOT_MOVABLE'
 STALE_SCENE = 'STALE_SNAPSHOT'     # the request was made against a model since replaced
@@ -26,13 +35,13 @@ STALE_SCENE = 'STALE_SNAPSHOT'     # the request was made against a model since 
 class Entities:
     """Bodies of one device's model as entities."""
 
-    def __init__(self, device):
+    def __init__(self, device: EntitiesHost) -> None:
         self.device = device
         self._lock = threading.RLock()
-        self.generation = None
+        self.generation: int | None = None
         self.follow()
 
-    def follow(self, generation=None):
+    def follow(self, generation: int | None = None) -> None:
         """Read and place the bodies of the model of ``generation`` (by default the latest
         snapshot's): after a scene edit the names and ids are the new model's."""
         if generation is None:
@@ -49,7 +58,7 @@ class Entities:
             self._data = mujoco.MjData(model)
             self.generation = generation
 
-    def body_id(self, name):
+    def body_id(self, name: str) -> int:
         """The model's body id of an entity (UnknownName, listing them, if it is none)."""
         self.follow()
         return self._id(name)
@@ -67,11 +76,11 @@ class Entities:
                 return int(j)
         return None
 
-    def movable(self, name):
+    def movable(self, name: str) -> bool:
         bid = self.body_id(name)
         return self._free_joint(bid) is not None or self.model.body_mocapid[bid] >= 0
 
-    def state(self, name, snapshot=None):
+    def state(self, name: str, snapshot: Any = None) -> dict[str, Any]:
         """{'position', 'quaternion' (w, x, y, z), 'linear', 'angular', 'time'} in the world
         frame; velocities are those of the body frame's origin."""
         snap = snapshot or self.device.snapshot
@@ -86,7 +95,8 @@ class Entities:
                     'linear': vel[3:].copy(), 'angular': vel[:3].copy(),
                     'time': float(snap.time)}
 
-    def set_state(self, name, position=None, quaternion=None, linear=None, angular=None):
+    def set_state(self, name: str, position: Any = None, quaternion: Any = None,
+                  linear: Any = None, angular: Any = None) -> None:
         """Place a free or mocap body (world frame); None leaves that part as it is."""
         bid = self.body_id(name)
         jid = self._free_joint(bid)
@@ -128,7 +138,7 @@ class Entities:
                                   where='twist', allowed='zero twist')
         m, generation = self.model, self.generation
 
-        def apply(s):
+        def apply(s: Physics) -> None:
             if s.generation != generation:
                 raise DeviceError(STALE_SCENE, f'the scene changed before {shorten(name)} was '
                                   'placed; nothing was changed: send it again', where='entity')
@@ -153,5 +163,5 @@ class Entities:
                     d.mocap_quat[mocap] = quat
             mujoco.mj_forward(m, d)
             s.publish_snapshot()
-        self.device.stepper.post(apply, wait=True)
+        self.device.on_physics(apply, wait=True)
         self.device.record('set_entity_state', {'entity': name}, {})

@@ -10,9 +10,10 @@ the thread that asked for the swap, never on the physics thread.
 """
 
 import collections
+from collections.abc import Callable
 import logging
 import threading
-from typing import Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import mujoco
 
@@ -70,11 +71,11 @@ class Log(collections.deque):
     """A bounded record (audit, events) that also answers when called: ``device.audit()``
     returns a list copy (optionally only entries of one ``kind``), ``device.audit`` iterates."""
 
-    def __init__(self, maxlen):
+    def __init__(self, maxlen: int):
         super().__init__(maxlen=maxlen)
         self._lock = threading.Lock()
 
-    def add(self, entry):
+    def add(self, entry: dict[str, Any]) -> None:
         with self._lock:
             self.append(entry)
 

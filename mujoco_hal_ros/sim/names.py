@@ -9,13 +9,17 @@ MuJoCo's default or as generic as the file name, the file's folder does
 
 import os
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:     # the hints only
+    import mujoco
 
 GENERIC = {'', 'scene', 'mujoco model', 'mujoco', 'model', 'robot', 'world', 'main'}
 GENERIC_FOLDERS = {'', 'models', 'model', 'mjcf', 'xml', 'assets', 'scenes', 'urdf', 'tmp'}
 _SCENE = re.compile(r'[\s_-]+scene$', re.IGNORECASE)
 
 
-def model_attribute(model):
+def model_attribute(model: 'mujoco.MjModel') -> str:
     """The MJCF ``<mujoco model=...>`` name (MuJoCo stores it first in ``names``)."""
     raw = bytes(model.names)
     return raw[:raw.find(b'\0')].decode('utf-8', 'replace').strip() if raw else ''
@@ -27,7 +31,7 @@ def _specific(name):
     return bare if bare.lower() not in GENERIC else ''
 
 
-def device_name(model, path):
+def device_name(model: 'mujoco.MjModel', path: str | None) -> str:
     """The name a zero-config device goes by: model name, else folder, else file stem."""
     stem = os.path.splitext(os.path.basename(path or ''))[0]
     name = _specific(model_attribute(model))
@@ -41,6 +45,6 @@ def device_name(model, path):
     return name or stem or 'mujoco'
 
 
-def device_id(name):
+def device_id(name: str) -> str:
     """An identifier for ``hardware_id`` and ``describe``: the name with spaces as ``_``."""
     return re.sub(r'[^A-Za-z0-9_.-]+', '_', name).strip('_') or 'mujoco'

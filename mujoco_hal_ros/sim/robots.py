@@ -15,10 +15,17 @@ joints, sites and goals say ``waist``, the name its URDF or MJCF gives, so the r
 device file, controllers file and clients work unchanged and two copies of one
 description run side by side. Only TF frames carry the prefix (``left/base_link``), as
 robot_state_publisher's ``frame_prefix`` does.
+
+A ``RobotView`` sees of its world only ``sim.ports.RobotWorld`` and stands in for a device
+where a driver node takes one (``sim.ports.DeviceApi``: it has every call listed there).
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Callable
 import threading
+from typing import Any, TYPE_CHECKING
 
 import mujoco
 import numpy as np
@@ -29,6 +36,10 @@ from ..config.channels import Layout
 from ..errors import DeviceError
 from ..motion.gripper import finger_joints
 from ..motion.move import Planner
+from .physics import Physics
+
+if TYPE_CHECKING:
+    from .ports import DeviceApi, RobotWorld, TrajectoryHost
 
 
 def _names(model, objtype, count):
@@ -50,7 +61,8 @@ class RobotView:
     against this robot's channels before they reach the world, so a goal for another
     robot's joint is UNKNOWN_NAME here and nothing moves."""
 
-    def __init__(self, world, prefix, namespace, spec=None):
+    def __init__(self, world: RobotWorld, prefix: str, namespace: str,
+                 spec: dict | None = None) -> None:
         self.world = world
         self.prefix = prefix
         self.namespace = namespace
@@ -89,7 +101,7 @@ class RobotView:
         """This robot's joints, by its own names (``waist``, as its URDF has them)."""
         return [r.target for r in self.layout.reads if r.kind == 'joint']
 
-    def world_name(self, name):
+    def world_name(self, name) -> str:
         """The world model's name of one of this robot's own names (``left/waist``)."""
         return f'{self.prefix}{name}'
 
@@ -171,14 +183,16 @@ class RobotView:
     def paused(self):
         return self.world.paused
 
-    def on_physics(self, fn, wait=True, timeout=10.0):
+    def on_physics(self, fn: Callable[[Physics], Any], wait: bool = True,
+                   timeout: float = 10.0) -> Any:
+        """The world's door to the physics thread (``Device.on_physics``)."""
         return self.world.on_physics(fn, wait=wait, timeout=timeout)
 
-    def preempt_moves_touching(self, actuators):
+    def preempt_moves_touching(self, actuators) -> None:
         """Stepper thread: a trajectory took these actuators (``Device``'s)."""
         self.world.preempt_moves_touching(actuators)
 
-    def record(self, kind, request, native, sim_time=None):
+    def record(self, kind, request, native, sim_time=None) -> None:
         """An audit entry in the world's log, marked with this robot's namespace."""
         self.world.record(kind, dict(request, robot=self.namespace), native, sim_time)
 
@@ -193,7 +207,7 @@ class RobotView:
                 known_name(n, mine, 'read channel')
         return self.world.read(names, snapshot, layout=self.layout)
 
-    def goals(self, setpoint=False):
+    def goals(self, setpoint: bool = False):
         mine = self.layout.goals
         return {n: v for n, v in self.world.goals(setpoint, layout=self.layout).items()
                 if n in mine}
@@ -258,15 +272,16 @@ class RobotView:
 class Robots:
     """The robots of one world by namespace; whose an actuator is."""
 
-    def __init__(self, world):
+    def __init__(self, world: RobotWorld) -> None:
         self.world = world
-        self._views = {}                      # namespace -> RobotView
+        self._views: dict[str, RobotView] = {}   # namespace -> RobotView
         self._prefixes = ()                   # read on the physics thread: replaced whole
         self._lock = threading.Lock()
-        self.removed = collections.deque(maxlen=100)   # (namespace, why): a swap took them
+        # (namespace, why): a swap took them
+        self.removed: collections.deque[tuple[str, str]] = collections.deque(maxlen=100)
         self._unsubscribe = world.swaps.subscribe(self._follow)
 
-    def _follow(self, event):
+    def _follow(self, event) -> None:
         """A model swap: a robot whose actuators are all gone (its entity deleted, another
         world loaded) stops being one."""
         names = set(event.layout.actuators)
@@ -335,3 +350,9 @@ class Robots:
         if set(np.asarray(a).tolist()) & set(np.asarray(b).tolist()):
             return True
         return self.owner(a) == self.owner(b)
+
+
+if TYPE_CHECKING:
+    def _stands_in(view: RobotView) -> tuple[DeviceApi, TrajectoryHost]:
+        """Type-checked: a robot of the world answers every call of a device (mypy)."""
+        return view, view

@@ -19,15 +19,24 @@ pool with sparse resets), ``reference`` (one episode on one MjData, the serial r
 
 import os
 
-from .spec import (ActionSpec, CommandTerm, FieldTerm, FrameTerm, TaskError, TaskSpec, Term,
-                   load_file, parse)
-from .task import Task
 from ..errors import shorten
+from .spec import (
+    ActionSpec,
+    CommandTerm,
+    FieldTerm,
+    FrameTerm,
+    load_file,
+    parse,
+    TaskError,
+    TaskSpec,
+    Term,
+)
+from .task import Task
 
 BUILTIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'builtin')
 
 
-def builtin_tasks():
+def builtin_tasks() -> list[str]:
     """Names of the built-in tasks (YAML files in ``tasks/builtin/``, ready to copy)."""
     return sorted(f[:-5] for f in os.listdir(BUILTIN_DIR) if f.endswith('.yaml'))
 
@@ -46,8 +55,8 @@ def load_task(name_or_path: str) -> Task:
     return Task.from_file(name_or_path)
 
 
-from .policies import Policy, make_policy  # noqa: E402
-from .evaluate import EpisodeResult, EvaluationReport, evaluate, wilson_interval  # noqa: E402
+from .evaluate import EpisodeResult, evaluate, EvaluationReport, wilson_interval  # noqa: E402
+from .policies import make_policy, Policy  # noqa: E402
 
 __all__ = ['Task', 'TaskSpec', 'Term', 'CommandTerm', 'FieldTerm', 'FrameTerm', 'ActionSpec',
            'TaskError',

@@ -17,7 +17,6 @@ zero delta actions hold the start. Absolute actions set the setpoint outright ea
 randomized one.
 """
 
-from typing import Optional
 
 import mujoco
 import numpy as np
@@ -30,7 +29,7 @@ class ActionMap:
     """Resolved action terms for one model; ``apply`` maps a batch of actions to controls."""
 
     def __init__(self, model: mujoco.MjModel, spec: ActionSpec, start_ctrl: np.ndarray,
-                 source: str):
+                 source: str) -> None:
         names = [model.actuator(i).name for i in range(model.nu)]
         if spec.actuators is None:
             ids = list(range(model.nu))
@@ -66,7 +65,7 @@ class ActionMap:
             self.centre = (self.start_ctrl[self.ids] if spec.offset == 'start'
                            else np.zeros(self.size))
 
-    def first_setpoints(self, n: int, start_ctrl: Optional[np.ndarray] = None) -> np.ndarray:
+    def first_setpoints(self, n: int, start_ctrl: np.ndarray | None = None) -> np.ndarray:
         """``(n, size)`` setpoints before the first action, clipped: the episodes' starting
         controls (``(n, nu)`` or ``(nu,)``, ``EpisodeDraw.ctrl``: the servos at the
         randomized start), or the task's start ctrl when not given. Delta actions integrate
@@ -80,7 +79,7 @@ class ActionMap:
         base = last if self.spec.mode == 'delta' else self.centre
         return np.clip(base + self.gain * actions, self.low, self.high)
 
-    def full_ctrl(self, setpoints: np.ndarray, start_ctrl: Optional[np.ndarray] = None
+    def full_ctrl(self, setpoints: np.ndarray, start_ctrl: np.ndarray | None = None
                   ) -> np.ndarray:
         """``(n, nu)`` controls: the acted actuators' setpoints, the others at the episodes'
         starting controls (``(n, nu)`` or ``(nu,)``; default the task's start ctrl), so a

@@ -1,6 +1,7 @@
 """``evaluate_policy``: a policy on a task over the pool, from the command line (no ROS needed).
 
     evaluate_policy --task reach --policy pd.onnx --episodes 100 --envs 32 --seed 0 --json
+    evaluate_policy --task reach --policy pd.onnx --episodes 50 --dataset rollouts/  # LeRobot
     ros2 run mujoco_hal_ros evaluate_policy --task walk_forward --policy zero --episodes 8
 
 Human-readable lines go to stdout; with ``--json`` stdout is one JSON object and nothing
@@ -17,7 +18,6 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Optional
 
 from ..errors import DeviceError
 
@@ -44,6 +44,16 @@ def _parser():
                    help='write MP4s of the episodes --video-episodes names into DIR')
     p.add_argument('--video-episodes', default='0',
                    help='comma-separated episode indices to film (default 0)')
+    p.add_argument('--dataset', metavar='DIR', default=None,
+                   help='write every episode into DIR (new or empty) as a LeRobot v3 dataset, '
+                   'with its success, failure and return in the episode metadata')
+    p.add_argument('--cameras', default=None,
+                   help='comma-separated cameras to record into --dataset (default: the '
+                   'task\'s video camera; "" for none)')
+    p.add_argument('--fps', type=float, default=None,
+                   help='the dataset\'s fps; must be the task\'s control rate (the default)')
+    p.add_argument('--repo-id', default=None, help='the dataset\'s repo_id (default '
+                   'local/TASK)')
     p.add_argument('--json', action='store_true',
                    help='print the report as one JSON object, the only output on stdout '
                         '(the progress lines go to stderr)')
@@ -52,7 +62,7 @@ def _parser():
     return p
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from . import load_task
     from .evaluate import evaluate
@@ -71,8 +81,17 @@ def main(argv: Optional[List[str]] = None) -> int:
                                                  f'like 0,3,7, got {args.video_episodes!r}',
                                                  where='--video-episodes'))
             record = [e for e in record if 0 <= e < max(args.episodes, 0)]
+        cameras = None if args.cameras is None else \
+            [c.strip() for c in args.cameras.split(',') if c.strip()]
+        if args.dataset is None and (args.cameras is not None or args.fps is not None):
+            return _refuse(args, DeviceError('INVALID_ARGUMENT', '--cameras and --fps '
+                                             'describe a dataset: add --dataset DIR',
+                                             where='--dataset'))
         report = evaluate(task, args.policy, args.episodes, args.envs, args.seed,
-                          nthread=args.nthread, record=record)
+                          nthread=args.nthread, record=record, dataset=args.dataset,
+                          cameras=cameras, fps=args.fps, repo_id=args.repo_id)
+        if report.dataset:
+            print(f'dataset: {report.dataset}', file=human, flush=True)
         if args.video:
             from .video import write_videos
             for ep, path in write_videos(task, report, args.video).items():

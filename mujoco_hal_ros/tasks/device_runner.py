@@ -4,12 +4,13 @@ The episode is the one ``reference.run_episode`` and the pool run for the same t
 seed and episode: the same draw (start state, command, model patch), the same observation,
 the same two-row policy call, the same action map. What differs is where the physics runs:
 on the device's own MjData, which the device's physics thread owns, so every state write
-goes through the device's one door (``device.on_physics``) and nothing heavy runs there:
+goes through the device's one door (``device.on_physics``, its closures given a
+``sim.physics.Physics``) and nothing heavy runs there:
 the policy, the draw and the episode's model are computed on the caller's thread.
 
 The model. The device runs the task's model (the model with the sensors the task reads,
 ``Task.model``) with the episode's field patch written in (``reference.episode_model``),
-swapped in whole through the device's model swap (``Device.replace_model(world=True)``,
+swapped in whole through the device's model swap (``device.swap.replace_model(world=True)``,
 the machinery ``load_world`` uses; ``device.swaps`` tells every part of sim_node). The
 device's own model is never reused, even when it came from the same file: the task's
 appended sensors, a device file's timestep or gravity compensation and the per-episode
@@ -22,7 +23,8 @@ Two modes:
 - **lockstep** (``lockstep=True``): the device is paused for the episode (and played again
   afterwards if it was playing) and the runner alone advances it, one control period at a
   time: the policy's controls written to ``ctrl``, ``mj_step`` x ``task.decimation`` and
-  ``mj_forward`` when the task reads sensors, in one ``on_physics`` call. That is the
+  ``mj_forward`` when the task reads sensors, in one ``on_physics`` call (``Physics.set_ctrl``,
+  ``step``, ``forward``). That is the
   reference loop step for step, so the episode equals the pool's bit for bit (every
   control step's FULLPHYSICS row; the tests hold them equal). The controls go to ``ctrl``
   as the pool writes them, not through the device's drive laws (a position servo's hold
@@ -47,10 +49,11 @@ Either way the run ends at the episode's end (success, failure, ``unstable``, ho
 (``Device.hold``). An unstable episode leaves it back at its keyframe (``Device.reset``).
 """
 
+from collections.abc import Callable
 import copy
-import threading
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+import threading
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
@@ -59,13 +62,14 @@ from .. import errors
 from ..errors import DeviceError, InvalidArgument
 from ..pool.layout import FULLPHYSICS
 from ..pool.validate import integer
-from .evaluate import MAX_EPISODES, EpisodeResult
+from .evaluate import EpisodeResult, MAX_EPISODES
 from .policies import check_actions, make_policy
 from .reference import episode_model, verdict
 from .task import Frame, Task
 
-_BAD = [int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQVEL),
-        int(mujoco.mjtWarning.mjWARN_BADQACC)]
+if TYPE_CHECKING:     # the hint only: tasks/ sits below sim/
+    from ..sim.physics import Physics
+
 POLL_S = 0.001          # real time: how often the next control period's snapshot is looked for
 
 
@@ -80,7 +84,7 @@ class DeviceRun:
     lockstep: bool
     start_time: float
     end_time: float
-    states: Optional[np.ndarray] = None
+    states: np.ndarray | None = None
 
     def to_dict(self):
         return dict(self.result.to_dict(), completed=self.completed, lockstep=self.lockstep,
@@ -131,7 +135,7 @@ class DevicePolicyRunner:
     # ------------------------------------------------------------------ checks
     def _goal_channels(self):
         """Per acted actuator, the goal channel that takes its setpoint (real time)."""
-        layout, _file = self.device.world_layout(self.model)
+        layout, _file = self.device.swap.world_layout(self.model)
         missing = [self.task.actions.names[i] for i, a in enumerate(self.task.actions.ids)
                    if int(a) not in layout.goal_by_actuator]
         if missing:
@@ -156,7 +160,7 @@ class DevicePolicyRunner:
     def stopping(self):
         return self._stop.is_set()
 
-    def run(self, progress: Optional[Callable[[int, float, float], Optional[bool]]] = None
+    def run(self, progress: Callable[[int, float, float], bool | None] | None = None
             ) -> DeviceRun:
         """The episode, on this thread; ``progress(steps, return, sim_time)`` after each
         control step, the last one included (returning False stops the run, as ``stop()``
@@ -176,9 +180,10 @@ class DevicePolicyRunner:
         try:
             if self.lockstep:
                 device.pause(True)
-            device.replace_model(self.model, world=True,
-                                 why=f'run_policy: task {self.task.name} episode {self.episode}',
-                                 model_path=self.task.model_path)
+            device.swap.replace_model(
+                self.model, world=True,
+                why=f'run_policy: task {self.task.name} episode {self.episode}',
+                model_path=self.task.model_path)
             run = (self._lockstep if self.lockstep else self._real_time)(progress)
             unstable = run.result.failure == 'unstable'
             return run
@@ -196,52 +201,41 @@ class DevicePolicyRunner:
         draw, model = self.draw, self.model
         record = self.record
 
-        def apply(s):
-            if s.model is not model:
+        def apply(p: 'Physics'):
+            if p.model is not model:
                 raise DeviceError(errors.PREEMPTED, 'another request swapped the device\'s '
                                   'model before the episode started; nothing ran',
                                   where='run_policy')
-            m, d = s.model, s.data
-            t = d.time
-            mujoco.mj_resetData(m, d)
-            mujoco.mj_setState(m, d, draw.state, FULLPHYSICS)
-            d.time = t
-            mujoco.mj_forward(m, d)
-            s.hold_pose()
-            s.publish_snapshot()
-            return _read(m, d, record)
+            p.set_state(draw.state, FULLPHYSICS, reset=True, keep_time=True)  # and forward
+            p.hold_pose()
+            p.publish_snapshot()
+            return _read(p.model, p.data, record)
         return self.device.on_physics(apply, wait=True)
 
     def _step(self, ctrl, t_expected):
         """Physics thread: one control period of the reference loop on the device's data."""
         model, task, record = self.model, self.task, self.record
 
-        def apply(s):
-            m, d = s.model, s.data
-            if m is not model or d.time != t_expected:
+        def apply(p: 'Physics'):
+            if p.model is not model or p.time != t_expected:
                 raise DeviceError(errors.PREEMPTED, 'another request stepped, reset or '
                                   'swapped the device during the lockstep episode',
                                   where='run_policy', allowed='no other stepping while a '
                                   'lockstep episode runs')
-            d.ctrl[:] = ctrl
-            s.setpoint[:] = ctrl
-            before = d.warning.number[_BAD].copy()
-            d.warning.number[_BAD] = 0
-            for _ in range(task.decimation):
-                mujoco.mj_step(m, d)
+            p.set_ctrl(ctrl)
+            p.set_setpoint(ctrl)
+            bad = p.step(task.decimation)        # MuJoCo warned of a bad state meanwhile
             if task.uses_sensordata:
-                mujoco.mj_forward(m, d)          # sensors at the state the step ended in
-            bad = bool(d.warning.number[_BAD].any())
-            d.warning.number[_BAD] += before     # the device's own count goes on
-            s.publish_snapshot()
-            return _read(m, d, record) + (bad,)
+                p.forward()                      # sensors at the state the step ended in
+            p.publish_snapshot()
+            return _read(p.model, p.data, record) + (bad,)
         return self.device.on_physics(apply, wait=True)
 
     def _lockstep(self, progress):
         task, amap, policy = self.task, self.task.actions, self.policy
         qpos, qvel, sens, t, row = self._start()
         t0 = t
-        rows: List[np.ndarray] = [row] if self.record else []
+        rows: list[np.ndarray] = [row] if self.record else []
         slots = np.array([0, -1])        # as ``evaluate`` pads a batch of one
         policy.reset(slots[:1], np.array([self.episode]))
         cmd = self.draw.command[None]
@@ -303,7 +297,7 @@ class DevicePolicyRunner:
     def _command(self, setpoint):
         """Real time: the setpoints as goal channel values, inside each channel's limits."""
         goals = {}
-        for g, native in zip(self.goals, setpoint[0]):
+        for g, native in zip(self.goals, setpoint[0], strict=True):
             native = min(max(float(native), g.native_lo), g.native_hi)
             value = float(g.to_unit(native))
             lo, hi = sorted((g.min if g.min is not None else -np.inf,

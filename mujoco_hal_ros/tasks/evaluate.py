@@ -22,17 +22,17 @@ falls over the line has failed), a success predicate, or the horizon (failure ``
 when the task has success predicates; a task without any succeeds by lasting).
 """
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 import math
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import InvalidArgument
 from ..pool.validate import integer
-from .policies import Policy, check_actions, make_policy
+from .policies import check_actions, make_policy, Policy
 from .task import Frame, Task
 
 MAX_EPISODES = 10_000_000
@@ -50,7 +50,7 @@ class _PadSlots(dict):
 PAD_SLOTS = _PadSlots()
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> Tuple[float, float]:
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """95 % Wilson score interval of a success rate: sound at 0 % and 100 %, unlike p +- 2se."""
     if n <= 0:
         return 0.0, 1.0
@@ -69,7 +69,7 @@ class EpisodeResult:
 
     episode: int
     success: bool
-    failure: Optional[str]      # the failure predicate, 'horizon' or 'unstable'; None on success
+    failure: str | None      # the failure predicate, 'horizon' or 'unstable'; None on success
     episode_return: float       # undiscounted sum of rewards
     steps: int                  # control steps
     ended_by: str               # the predicate (success or failure) that ended it, or 'horizon'
@@ -79,7 +79,7 @@ class EpisodeResult:
         """Deprecated alias of ``episode_return`` (its earlier name)."""
         return self.episode_return
 
-    def to_dict(self) -> Dict:
+    def to_dict(self) -> dict:
         """JSON: ``return`` is a deprecated alias of ``episode_return``, kept for scripts."""
         return {'episode': self.episode, 'success': self.success, 'failure': self.failure,
                 'episode_return': self.episode_return, 'return': self.episode_return,
@@ -98,17 +98,18 @@ class EvaluationReport:
     policy: str
     seed: int
     envs: int
-    episode_results: List[EpisodeResult]
+    episode_results: list[EpisodeResult]
     requested: int
     completed: bool             # False when progress() stopped it early
     wall_s: float
     env_steps: int              # control steps summed over environments
     physics_steps: int
-    videos: Dict[int, str] = field(default_factory=dict)
-    states: Dict[int, np.ndarray] = field(default_factory=dict)   # recorded episodes' rows
+    videos: dict[int, str] = field(default_factory=dict)
+    states: dict[int, np.ndarray] = field(default_factory=dict)   # recorded episodes' rows
+    dataset: str | None = None      # the LeRobot dataset folder the episodes went to
 
     @property
-    def episodes(self) -> List[EpisodeResult]:
+    def episodes(self) -> list[EpisodeResult]:
         """Deprecated alias of ``episode_results``."""
         return self.episode_results
 
@@ -125,7 +126,7 @@ class EvaluationReport:
         return self.successes / len(self.episode_results) if self.episode_results else 0.0
 
     @property
-    def interval(self) -> Tuple[float, float]:
+    def interval(self) -> tuple[float, float]:
         return wilson_interval(self.successes, len(self.episode_results))
 
     @property
@@ -137,14 +138,14 @@ class EvaluationReport:
     def env_steps_per_s(self) -> float:
         return self.env_steps / self.wall_s if self.wall_s > 0 else 0.0
 
-    def failures(self) -> Dict[str, int]:
-        out: Dict[str, int] = {}
+    def failures(self) -> dict[str, int]:
+        out: dict[str, int] = {}
         for e in self.episode_results:
             if e.failure is not None:
                 out[e.failure] = out.get(e.failure, 0) + 1
         return out
 
-    def to_dict(self) -> Dict:
+    def to_dict(self) -> dict:
         lo, hi = self.interval
         return {'task': self.task, 'policy': self.policy, 'seed': self.seed, 'envs': self.envs,
                 'episodes_done': self.episodes_done, 'requested': self.requested,
@@ -155,7 +156,8 @@ class EvaluationReport:
                 'episode_results': [e.to_dict() for e in self.episode_results],
                 'env_steps': self.env_steps, 'env_steps_per_s': self.env_steps_per_s,
                 'physics_steps_per_s': self.physics_steps / self.wall_s if self.wall_s else 0.0,
-                'wall_s': self.wall_s, 'videos': {str(k): v for k, v in self.videos.items()}}
+                'wall_s': self.wall_s, 'videos': {str(k): v for k, v in self.videos.items()},
+                'dataset': self.dataset}
 
     def summary(self) -> str:
         lo, hi = self.interval
@@ -178,9 +180,12 @@ def _check_pool(pool, task, envs):
                               where='envs', allowed=f'1..{pool.nbatch}')
 
 
-def evaluate(task: Task, policy, episodes: int, envs: Optional[int] = None, seed: int = 0, *,
-             pool=None, nthread: Optional[int] = None, record: Sequence[int] = (),
-             progress: Optional[Callable[[int, int], Optional[bool]]] = None
+def evaluate(task: Task, policy, episodes: int, envs: int | None = None, seed: int = 0, *,
+             pool=None, nthread: int | None = None, record: Sequence[int] = (),
+             progress: Callable[[int, int], bool | None] | None = None,
+             dataset: str | os.PathLike | None = None, cameras: Sequence[str] | None = None,
+             fps: float | None = None, repo_id: str | None = None,
+             task_text: str | None = None, image_size: tuple[int, int] | None = None
              ) -> EvaluationReport:
     """Run ``episodes`` episodes of ``task`` under ``policy`` over ``envs`` environments.
 
@@ -194,6 +199,16 @@ def evaluate(task: Task, policy, episodes: int, envs: Optional[int] = None, seed
       record: episode indices whose physics rows are kept (``report.states``, for video).
       progress: ``progress(episodes_done, episodes)`` after each control step; returning
         False stops between control steps (``report.completed`` is then False).
+      dataset: a new or empty folder (or a dataset to append to): every episode is
+        written there as a LeRobot dataset
+        (``dataset.generate_record``), in episode order, with its success, failure, return
+        and start state in the episode's metadata; ``report.dataset`` is the folder. Images
+        are rendered on the pool's threads (an EnvPool). The controls are then rounded to
+        float32 before they are applied, so the stored actions replay exactly.
+      cameras: camera names to record (default: the task's ``video.camera``, if any).
+      fps: must be the task's control rate (one frame a control step); default that.
+      repo_id, task_text: the dataset's ``repo_id`` and task sentence (defaults from the
+        task's name). image_size: ``(width, height)``, default the task's video size.
     """
     if not isinstance(task, Task):
         raise InvalidArgument(f'expected a Task, got {type(task).__name__}', where='task',
@@ -203,22 +218,52 @@ def evaluate(task: Task, policy, episodes: int, envs: Optional[int] = None, seed
     if envs is None:
         envs = pool.nbatch if pool is not None else min(n_ep, 64)
     envs = integer(envs, 'envs', 1, 65536)
-    record = {integer(e, 'record', 0, n_ep - 1) for e in record}
+    videos = {integer(e, 'record', 0, n_ep - 1) for e in record}
     policy = make_policy(policy, task, seed)
-    own_pool = pool is None
     if pool is not None:
         _check_pool(pool, task, envs)
+        wanted = task.spec.video.get('camera') if cameras is None else cameras
+        if dataset is not None and wanted and not hasattr(pool, 'render'):
+            raise InvalidArgument(f'{type(pool).__name__} cannot render dataset images',
+                                  where='pool', allowed='an EnvPool, or cameras=[]')
     else:
-        nthread = nthread or os.cpu_count() or 1
-        pool = task.make_pool(min(envs, n_ep), nthread=integer(nthread, 'nthread', 1, 1024))
+        nthread = integer(nthread or os.cpu_count() or 1, 'nthread', 1, 1024)
+    sink = None
+    if dataset is None and any(v is not None for v in (cameras, fps, repo_id, task_text,
+                                                       image_size)):
+        raise InvalidArgument('cameras, fps, repo_id, task_text and image_size describe a '
+                              'dataset, and no dataset folder was given', where='dataset',
+                              allowed='dataset=FOLDER with them, or none of them')
+    if dataset is not None:
+        from ..dataset.generate_record import RolloutRecorder
+        width = height = None
+        if image_size is not None:
+            if not isinstance(image_size, (tuple, list)) or len(image_size) != 2:
+                raise InvalidArgument(f'image_size {image_size!r} is not (width, height)',
+                                      where='image_size', allowed='(width, height)')
+            width, height = image_size
+        sink = RolloutRecorder(task, dataset, cameras=cameras, fps=fps, repo_id=repo_id,
+                               task_text=task_text, width=width, height=height, seed=seed,
+                               policy=policy.name)
+    own_pool = pool is None
     try:
-        return _run(task, policy, n_ep, min(envs, n_ep), seed, pool, record, progress)
-    finally:
         if own_pool:
+            assert nthread is not None     # checked above when no pool was given
+            pool = task.make_pool(min(envs, n_ep), nthread=nthread)
+        report = _run(task, policy, n_ep, min(envs, n_ep), seed, pool, videos, progress,
+                      sink)
+        if sink is not None:
+            report.dataset = sink.finish()
+            sink = None
+        return report
+    finally:
+        if sink is not None:
+            sink.abort()
+        if own_pool and pool is not None:
             pool.close()
 
 
-def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
+def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress, sink=None):
     t0 = time.perf_counter()
     lay = task.layout
     qpos_at = next(off for name, off, _ in lay.components if name == 'qpos')
@@ -236,8 +281,8 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
     ret = np.zeros(m)
     ep_of = np.full(m, -1, dtype=np.int64)
     active = np.zeros(m, dtype=bool)
-    results: Dict[int, EpisodeResult] = {}
-    states: Dict[int, List[np.ndarray]] = {}
+    results: dict[int, EpisodeResult] = {}
+    states: dict[int, list[np.ndarray]] = {}
     next_ep = 0
     env_steps = 0
     has_success = bool(task.success_names)
@@ -265,10 +310,12 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
         ret[slots] = 0.0
         ep_of[slots] = eps
         active[slots] = True
-        for s, e, row in zip(slots, eps, rows):
+        for e, row in zip(eps, rows, strict=True):
             if int(e) in record:
                 states[int(e)] = [row.copy()]
         policy.reset(slots, eps)
+        if sink is not None:
+            sink.begin(eps, pool.get_state(slots, full=True), draws)
 
     start(np.arange(m))
     completed = True
@@ -283,8 +330,13 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
             out = policy.act(obs, ids)
         act = check_actions(out, len(ids), task, policy.name, ep_of[ids])
         sp = amap.apply(act, setpoint[ids])
-        res = pool.step(task.decimation, ctrl=amap.full_ctrl(sp, ctrl0[ids]), env_ids=ids,
-                        sensors=use_sens)
+        ctrl = amap.full_ctrl(sp, ctrl0[ids])
+        if sink is not None:    # the stored float32 action is exactly what runs
+            ctrl = ctrl.astype(np.float32).astype(np.float64)
+            images = (pool.render(sink.cameras, ids, width=sink.width, height=sink.height)
+                      if sink.cameras else None)
+            sink.frames(ep_of[ids], qpos[ids], qvel[ids], ctrl, images)
+        res = pool.step(task.decimation, ctrl=ctrl, env_ids=ids, sensors=use_sens)
         env_steps += len(ids)
         setpoint[ids] = sp
         qpos[ids], qvel[ids] = res.qpos, res.qvel
@@ -316,6 +368,8 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress):
                     failure, by = (None if ok else 'horizon'), 'horizon'
                 e = int(ep_of[s])
                 results[e] = EpisodeResult(e, ok, failure, float(ret[s]), int(steps[s]), by)
+                if sink is not None:
+                    sink.end(results[e])
             active[done] = False
             more = min(len(done), n_ep - next_ep)
             if more:

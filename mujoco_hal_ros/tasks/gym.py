@@ -15,7 +15,7 @@ Observations are float32 in an unbounded Box; actions a Box in [-1, 1] (what the
 ``scale`` maps to controls; clipping to ``ctrlrange`` happens in the action map).
 """
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any
 
 import numpy as np
 
@@ -24,8 +24,8 @@ try:
     from gymnasium import spaces
     from gymnasium.vector import AutoresetMode, VectorEnv
 except ImportError:  # pragma: no cover - an optional extra
-    gymnasium = None
-    VectorEnv = object
+    gymnasium = None  # type: ignore[assignment]
+    VectorEnv = object  # type: ignore[assignment,misc]
 
 from ..errors import ConfigError
 from .task import Frame, Task
@@ -61,7 +61,7 @@ class _Runner:
         rows = np.stack([d.state for d in draws])
         patch = None
         if draws[0].patch is not None:
-            patch = {k: np.stack([d.patch[k] for d in draws]) for k in draws[0].patch}
+            patch = {k: np.stack([(d.patch or {})[k] for d in draws]) for k in draws[0].patch}
         self.pool.reset(slots, states=rows, randomization=patch)
         if task.uses_sensordata:
             self.sens[slots] = self.pool.forward(slots).sensordata
@@ -103,7 +103,7 @@ class _Runner:
         success = ~unstable & (fail < 0) & (succ >= 0)
         return reward, terminated, truncated, success, failure
 
-    def close(self):
+    def close(self) -> None:
         self.pool.close()
 
 
@@ -113,10 +113,10 @@ def _spaces(task):
     return obs, act
 
 
-class TaskEnv(gymnasium.Env if gymnasium is not None else object):
+class TaskEnv(gymnasium.Env if gymnasium is not None else object):  # type: ignore[misc]
     """One environment of ``task`` (a pool of one underneath, so it steps as the evaluator)."""
 
-    metadata = {'render_modes': []}
+    metadata: dict[str, Any] = {'render_modes': []}
 
     def __init__(self, task: Any, seed: int = 0):
         _need_gymnasium()
@@ -129,8 +129,8 @@ class TaskEnv(gymnasium.Env if gymnasium is not None else object):
         self._seed, self._episode = int(seed), 0
         self._slots = np.array([0])
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
-              ) -> Tuple[np.ndarray, Dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
         if seed is not None:
             self._seed, self._episode = int(seed), 0
@@ -138,7 +138,7 @@ class TaskEnv(gymnasium.Env if gymnasium is not None else object):
         self._episode += 1
         return obs[0], {'episode': self._episode - 1}
 
-    def step(self, action: np.ndarray) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         act = np.asarray(action, dtype=np.float64).reshape(1, self.task.act_size)
         if not np.isfinite(act).all():
             raise ValueError('actions must be finite numbers')
@@ -149,7 +149,7 @@ class TaskEnv(gymnasium.Env if gymnasium is not None else object):
             info['failure'] = 'horizon'
         return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), info
 
-    def close(self):
+    def close(self) -> None:
         self._runner.close()
 
 
@@ -180,8 +180,8 @@ class TaskVectorEnv(VectorEnv):
         self._next += n
         return eps
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
-              ) -> Tuple[np.ndarray, Dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[np.ndarray, dict[str, Any]]:
         if seed is not None:
             self._seed, self._next = int(seed) if not isinstance(seed, list) else \
                 int(seed[0]), 0
@@ -189,8 +189,8 @@ class TaskVectorEnv(VectorEnv):
         self._done[:] = False
         return obs, {}
 
-    def step(self, actions: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                                 Dict[str, Any]]:
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                 dict[str, Any]]:
         act = np.asarray(actions, dtype=np.float64).reshape(self.num_envs, self.task.act_size)
         if not np.isfinite(act).all():
             raise ValueError('actions must be finite numbers')
@@ -211,5 +211,5 @@ class TaskVectorEnv(VectorEnv):
         obs = self._runner.observe(self._all)
         return obs, reward, term, trunc, {'success': success, 'failure': failure}
 
-    def close_extras(self, **kwargs):
+    def close_extras(self, **kwargs: Any) -> None:
         self._runner.close()

@@ -6,7 +6,8 @@ that the evaluation, the device and later the robot run the same file; ``linear`
 shape learned locomotion policies have, for timing. Both take float32 ``(batch, obs)``.
 """
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -22,18 +23,18 @@ def _save(graph, path: str) -> str:
     return path
 
 
-def linear(weight: np.ndarray, path: str, bias: Optional[np.ndarray] = None,
-           clip: Optional[float] = None) -> str:
+def linear(weight: np.ndarray, path: str, bias: np.ndarray | None = None,
+           clip: float | None = None) -> str:
     """``a = clip(obs @ weight + bias)``; ``weight`` is ``(obs, act)``."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper, TensorProto
     w = np.asarray(weight, dtype=np.float32)
     b = np.zeros(w.shape[1], np.float32) if bias is None else np.asarray(bias, np.float32)
     inits = [numpy_helper.from_array(w, 'W'), numpy_helper.from_array(b, 'b')]
     nodes = [helper.make_node('MatMul', ['obs', 'W'], ['xw']),
              helper.make_node('Add', ['xw', 'b'], ['act' if clip is None else 'raw'])]
     if clip is not None:
-        inits += [numpy_helper.from_array(np.float32(-clip), 'lo'),
-                  numpy_helper.from_array(np.float32(clip), 'hi')]
+        inits += [numpy_helper.from_array(np.array(-clip, np.float32), 'lo'),
+                  numpy_helper.from_array(np.array(clip, np.float32), 'hi')]
         nodes.append(helper.make_node('Clip', ['raw', 'lo', 'hi'], ['act']))
     graph = helper.make_graph(
         nodes, 'linear_policy',
@@ -44,10 +45,10 @@ def linear(weight: np.ndarray, path: str, bias: Optional[np.ndarray] = None,
 
 def mlp(sizes: Sequence[int], path: str, seed: int = 0, scale: float = 0.1) -> str:
     """A tanh MLP ``sizes[0] -> ... -> sizes[-1]`` with seeded random weights."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper, TensorProto
     rng = np.random.default_rng(seed)
     inits, nodes, x = [], [], 'obs'
-    for k, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for k, (a, b) in enumerate(pairwise(sizes)):
         w = (rng.standard_normal((a, b)) * scale).astype(np.float32)
         inits += [numpy_helper.from_array(w, f'W{k}'),
                   numpy_helper.from_array(np.zeros(b, np.float32), f'b{k}')]

@@ -17,24 +17,29 @@ Python API and the executables a user runs on their own machine keep ``module:at
 (``policies.make_policy``): there the user is the operator.
 """
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Dict, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING
 
-from ..errors import FORBIDDEN, DeviceError, shorten
-from .policies import Policy, make_policy
+from ..errors import DeviceError, FORBIDDEN, shorten
+from .policies import make_policy, Policy
+
+if TYPE_CHECKING:     # the hints only: a task is loaded when a peer names one
+    from .spec import TaskSpec
+    from .task import Task
 
 BUILTIN_POLICIES = ('zero', 'random')
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_\-]{0,63}\Z')
 _DOTTED = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z')
 
 
-def declared_policies(entries: Sequence[str]) -> Dict[str, str]:
+def declared_policies(entries: Sequence[str]) -> dict[str, str]:
     """``["NAME=module:attr", ...]`` (the ``policies`` parameter) as ``{NAME: target}``;
     ValueError naming the entry that is not one. The modules are not imported here: the
     worker imports one when a run asks for it."""
-    table: Dict[str, str] = {}
+    table: dict[str, str] = {}
     for entry in entries:
         entry = entry.strip()
         if not entry:
@@ -56,7 +61,7 @@ def declared_policies(entries: Sequence[str]) -> Dict[str, str]:
     return table
 
 
-def code_terms(spec) -> list:
+def code_terms(spec: 'TaskSpec') -> list[str]:
     """The keys of ``spec``'s terms that name Python of the user's own (``python`` kind)."""
     out = []
     for group in ('observation', 'success', 'failure', 'reward'):
@@ -64,7 +69,7 @@ def code_terms(spec) -> list:
     return out
 
 
-def under_roots(path: str, roots: Optional[Sequence[str]]) -> bool:
+def under_roots(path: str, roots: Sequence[str] | None) -> bool:
     """Whether ``path`` (links resolved) lies under one of ``roots``; True without roots."""
     if not roots:
         return True
@@ -77,8 +82,8 @@ def under_roots(path: str, roots: Optional[Sequence[str]]) -> bool:
 class PeerPolicies:
     """The node's rules for what a peer names: declared policies, roots, deadline, memory."""
 
-    declared: Dict[str, str] = field(default_factory=dict)
-    roots: Optional[Tuple[str, ...]] = None
+    declared: dict[str, str] = field(default_factory=dict)
+    roots: tuple[str, ...] | None = None
     timeout_s: float = 1.0
     memory_mb: int = 0
 
@@ -97,7 +102,7 @@ class PeerPolicies:
         return ('under resource_roots (' + ', '.join(self.roots) + ')') if self.roots else \
             'the node can read'
 
-    def policy(self, requested: str, start: bool = True) -> Union[str, Policy]:
+    def policy(self, requested: str, start: bool = True) -> str | Policy:
         """The policy a peer named, as ``make_policy`` takes it: a built-in name, the ONNX
         file's path, or a ProcessPolicy (its worker started) for a declared name; refused
         FORBIDDEN for anything else, before anything is imported. ``start=False`` only
@@ -119,12 +124,12 @@ class PeerPolicies:
             return requested
         raise self._forbidden('policy', requested, self._allowed())
 
-    def _allowed(self):
+    def _allowed(self) -> str:
         names = ', '.join(sorted(self.declared)) or 'none declared'
         return (f'zero, random, a .onnx file {self._roots_words()}, or a name the operator '
                 f'declared in the parameter policies (NAME=module:attr): {names}')
 
-    def make(self, requested: str, task, seed: int = 0) -> Policy:
+    def make(self, requested: str, task: 'Task', seed: int = 0) -> Policy:
         """``policy(requested)`` made and checked against ``task`` (a declared one's worker
         is closed again if it does not fit)."""
         policy = self.policy(requested)
@@ -136,15 +141,15 @@ class PeerPolicies:
                 close()
             raise
 
-    def task(self, requested: str):
+    def task(self, requested: str) -> 'Task':
         """The task a peer named: a built-in, or a task file (and the model it names)
         under ``resource_roots``; FORBIDDEN outside them, before the file is read, and
         FORBIDDEN for a file whose terms are Python of the user's own (``{python:
         {function: module:attr}}``), before anything is imported: a task file is data a peer
         may name, its code terms are code."""
         from . import builtin_tasks, load_task
-        from .task import Task, model_file
         from .spec import load_file
+        from .task import model_file, Task
         if not isinstance(requested, str) or requested in builtin_tasks():
             return load_task(requested)
         allowed = (', '.join(builtin_tasks()) + ' or a task file ' + self._roots_words())

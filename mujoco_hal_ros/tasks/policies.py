@@ -15,14 +15,18 @@ output can depend on the episode and never on which slot or batch the episode la
                 current directory on ``sys.path``
 """
 
+from collections.abc import Iterable
 import importlib
 import os
 import sys
-from typing import Any, Optional
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import STOPPED, TIMEOUT, DeviceError, InvalidArgument, shorten
+from ..errors import DeviceError, InvalidArgument, shorten, STOPPED, TIMEOUT
+
+if TYPE_CHECKING:     # the hints only: task.py imports this module
+    from .task import Task
 
 KINDS = 'zero, random, FILE.onnx or module:attr'
 
@@ -31,8 +35,8 @@ class Policy:
     """Base class; subclasses set ``obs_size``/``act_size`` when they know them."""
 
     name = 'policy'
-    obs_size: Optional[int] = None
-    act_size: Optional[int] = None
+    obs_size: int | None = None
+    act_size: int | None = None
 
     def reset(self, slots: np.ndarray, episodes: np.ndarray) -> None:
         """Environments ``slots`` start episodes ``episodes`` (same length)."""
@@ -40,12 +44,13 @@ class Policy:
     def act(self, obs: np.ndarray, slots: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f'{type(self).__name__}({self.name!r})'
 
 
 class ZeroPolicy(Policy):
     name = 'zero'
+    act_size: int
 
     def __init__(self, act_size: int):
         self.act_size = act_size
@@ -58,13 +63,14 @@ class RandomPolicy(Policy):
     """Uniform actions from one generator per episode, so results do not depend on batching."""
 
     name = 'random'
+    act_size: int
 
     def __init__(self, act_size: int, seed: int = 0):
         self.act_size, self.seed = act_size, int(seed)
-        self._rng = {}
+        self._rng: dict[int, np.random.Generator] = {}
 
     def reset(self, slots: np.ndarray, episodes: np.ndarray) -> None:
-        for s, e in zip(np.asarray(slots).tolist(), np.asarray(episodes).tolist()):
+        for s, e in zip(np.asarray(slots).tolist(), np.asarray(episodes).tolist(), strict=True):
             self._rng[s] = np.random.Generator(np.random.Philox(key=[self.seed, e * 8 + 7]))
 
     def act(self, obs: np.ndarray, slots: np.ndarray) -> np.ndarray:
@@ -187,7 +193,7 @@ def _load_callable(text):
                               where='policy', allowed=KINDS) from None
 
 
-def check_policy(policy: Policy, task) -> Policy:
+def check_policy(policy: Policy, task: 'Task') -> Policy:
     """Refuse a policy whose sizes do not fit the task, naming both, before any env runs.
 
     Sizes a policy declares are compared first; then a zero batch of two observations is
@@ -223,7 +229,8 @@ def check_policy(policy: Policy, task) -> Policy:
     return policy
 
 
-def check_actions(out, n: int, task, name: str, episodes=None) -> np.ndarray:
+def check_actions(out: Any, n: int, task: 'Task', name: str,
+                  episodes: Iterable[int] | None = None) -> np.ndarray:
     """The policy's output as a finite float64 ``(n, act_size)`` array, or a refusal."""
     at = '' if episodes is None else f' (episodes {shorten(list(episodes)[:5])})'
     arr = np.asarray(out) if not isinstance(out, np.ndarray) else out
@@ -243,7 +250,7 @@ def check_actions(out, n: int, task, name: str, episodes=None) -> np.ndarray:
     return arr
 
 
-def make_policy(policy: Any, task, seed: int = 0) -> Policy:
+def make_policy(policy: Any, task: 'Task', seed: int = 0) -> Policy:
     """A checked Policy from ``zero``, ``random``, ``FILE.onnx``, ``module:attr``, a Policy
     or a callable; refused (InvalidArgument) when it does not fit ``task``."""
     if isinstance(policy, Policy):

@@ -26,11 +26,10 @@ import subprocess
 import sys
 import threading
 import time
-from typing import List, Optional
 
 import numpy as np
 
-from ..errors import STOPPED, TIMEOUT, DeviceError, InvalidArgument, shorten
+from ..errors import DeviceError, InvalidArgument, shorten, STOPPED, TIMEOUT
 from .policies import Policy
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'policy_worker.py')
@@ -43,7 +42,7 @@ class PolicyRaised(Exception):
     """The policy raised in its worker; raised here under the policy's own type name."""
 
 
-_RAISED = {}
+_RAISED: dict[str, type[PolicyRaised]] = {}
 
 
 def _raised(name, message):
@@ -61,8 +60,8 @@ class ProcessPolicy(Policy):
     the first use; ``cancel()`` may come at any time from any thread and ends the worker.
     """
 
-    def __init__(self, target: str, timeout_s: float, *, name: Optional[str] = None,
-                 memory_mb: int = 0, start_s: float = START_S):
+    def __init__(self, target: str, timeout_s: float, *, name: str | None = None,
+                 memory_mb: int = 0, start_s: float = START_S) -> None:
         self.target, self.name = target, name or target
         self.timeout_s, self.start_s = float(timeout_s), float(start_s)
         self._lock = threading.Lock()        # one call at a time
@@ -79,22 +78,24 @@ class ProcessPolicy(Policy):
         env['MALLOC_ARENA_MAX'] = '2'
         for var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
             env.setdefault(var, '1')     # one batch per step: threads would only spin
-        self._proc: Optional[subprocess.Popen] = subprocess.Popen(
+        self._proc: subprocess.Popen | None = subprocess.Popen(
             [sys.executable, '-u', WORKER, target, str(int(memory_mb)), str(os.getpid())],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
             start_new_session=True, close_fds=True)
         self.pid = self._proc.pid
+        assert self._proc.stdout is not None and self._proc.stdin is not None   # PIPE above
         self._out = self._proc.stdout.fileno()
         self._in = self._proc.stdin.fileno()
         os.set_blocking(self._in, False)
 
     # --- sizes, known once the worker said hello ---------------------------------------------
-    @property            # type: ignore[override]
-    def obs_size(self):
+    # the worker's sizes, read-only here where Policy lets a subclass set them
+    @property
+    def obs_size(self) -> int | None:  # type: ignore[override]
         return self._ready().get('obs_size')
 
-    @property            # type: ignore[override]
-    def act_size(self):
+    @property
+    def act_size(self) -> int | None:  # type: ignore[override]
         return self._ready().get('act_size')
 
     def _ready(self):
@@ -214,7 +215,7 @@ class ProcessPolicy(Policy):
         del buf[:n]
         return out
 
-    def _wait(self, fd, deadline, what, write=False):
+    def _wait(self, fd, deadline, what, write: bool = False):
         """Until ``fd`` is ready; a cancel or the deadline kills the worker and raises."""
         while True:
             if self._cancelled.is_set():
@@ -256,7 +257,7 @@ class ProcessPolicy(Policy):
                               'policy_memory_mb)')
 
     # --- ending ----------------------------------------------------------------------------------
-    def cancel(self):
+    def cancel(self) -> None:
         """From any thread: the call waiting now (or the next) ends STOPPED, the worker dies."""
         self._cancelled.set()
         try:
@@ -268,7 +269,7 @@ class ProcessPolicy(Policy):
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def close(self):
+    def close(self) -> None:
         """Kill the worker and every process it started; idempotent, any thread."""
         proc, self._proc = self._proc, None
         if proc is None:
@@ -277,7 +278,7 @@ class ProcessPolicy(Policy):
         from ..world.sandbox import reap
         reap(proc)
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
             os.close(self._wake_r)
@@ -302,9 +303,9 @@ def _text(header):
     return shorten(header.get('message', 'refused'), 200)
 
 
-def descendants(pid: int) -> List[int]:
+def descendants(pid: int) -> list[int]:
     """Every live process below ``pid`` (children, theirs...), from /proc."""
-    parents = {}
+    parents: dict[int, list[int]] = {}
     try:
         names = os.listdir('/proc')
     except OSError:

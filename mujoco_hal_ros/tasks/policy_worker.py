@@ -28,6 +28,10 @@ import os
 import resource
 import struct
 import sys
+from typing import Any, TYPE_CHECKING
+
+if TYPE_CHECKING:     # the hints only: numpy is imported when the worker starts (main)
+    import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -35,10 +39,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 class Frames:
     """Frames in from ``fd``, read a megabyte at a time (one read a request, usually)."""
 
-    def __init__(self, fd):
+    def __init__(self, fd: int):
         self.fd, self.buf = fd, bytearray()
 
-    def take(self, n):
+    def take(self, n: int) -> bytes | None:
         while len(self.buf) < n:
             chunk = os.read(self.fd, 1 << 20)
             if not chunk:
@@ -48,7 +52,7 @@ class Frames:
         del self.buf[:n]
         return out
 
-    def request(self):
+    def request(self) -> tuple[bytes, int, int, bytes] | None:
         """(op, n, m, data) or None at the end of the input."""
         head = self.take(9)
         if head is None:
@@ -59,18 +63,18 @@ class Frames:
         return None if data is None else (op, n, m, data)
 
 
-def write_all(fd, buf):
+def write_all(fd: int, buf: bytes) -> None:
     view = memoryview(buf)
     while view:
         view = view[os.write(fd, view):]
 
 
-def write_json(fd, header):
+def write_json(fd: int, header: dict[str, Any]) -> None:
     body = json.dumps(header).encode()
     write_all(fd, b'J' + struct.pack('>I', len(body)) + body)
 
 
-def write_array(fd, out):
+def write_array(fd: int, out: 'np.ndarray') -> None:
     head = b'X' + struct.pack('>4sB', out.dtype.str.encode().ljust(4), out.ndim)
     write_all(fd, head + struct.pack(f'>{out.ndim}Q', *out.shape) + out.tobytes())
 
@@ -87,7 +91,7 @@ def _failure(err):
             'message': str(err)[:2000]}
 
 
-def make(target):
+def make(target: str) -> Any:
     """The callable ``module:attr`` names (a class is instantiated with no arguments)."""
     module, _, attr = target.partition(':')
     obj = importlib.import_module(module)
@@ -117,7 +121,7 @@ def _confine(memory_mb, parent):
         os._exit(0)                  # the node was gone before the line above
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     if sys.path and os.path.abspath(sys.path[0] or '.') == HERE:
         del sys.path[0]              # the package's own folder is no place to import from
     rfd, wfd = os.dup(0), os.dup(1)

@@ -9,7 +9,7 @@ observation from the same sensors, the same action map, in the same order.
 """
 
 import copy
-from typing import List, Optional, Tuple
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -24,7 +24,7 @@ _BAD = [int(mujoco.mjtWarning.mjWARN_BADQPOS), int(mujoco.mjtWarning.mjWARN_BADQ
         int(mujoco.mjtWarning.mjWARN_BADQACC)]
 
 
-def episode_model(task: Task, patch) -> mujoco.MjModel:
+def episode_model(task: Task, patch: dict[str, np.ndarray] | None) -> mujoco.MjModel:
     """The task's model with an episode's field patch written in (and mj_setConst run when a
     patched field needs it); the task's own model when there is no patch."""
     if not patch:
@@ -37,7 +37,8 @@ def episode_model(task: Task, patch) -> mujoco.MjModel:
     return m
 
 
-def verdict(task: Task, succ, fail, unstable: bool) -> Optional[Tuple[bool, Optional[str], str]]:
+def verdict(task: Task, succ: np.ndarray, fail: np.ndarray, unstable: bool
+            ) -> tuple[bool, str | None, str] | None:
     """How one environment's episode ends after a control step, as the pool's evaluator
     judges it: (success, the failure's name, what ended it), or None when it goes on.
     Instability first, then a failure predicate, then a success predicate."""
@@ -50,8 +51,8 @@ def verdict(task: Task, succ, fail, unstable: bool) -> Optional[Tuple[bool, Opti
     return None
 
 
-def run_episode(task: Task, policy, seed: int, episode: int, record: bool = False
-                ) -> Tuple[EpisodeResult, Optional[np.ndarray]]:
+def run_episode(task: Task, policy: Any, seed: int, episode: int, record: bool = False
+                ) -> tuple[EpisodeResult, np.ndarray | None]:
     """Episode ``episode`` under ``seed`` on one MjData; ``record``: its physics rows too."""
     policy = make_policy(policy, task, seed)
     draw = task.draw(seed, episode)
@@ -67,7 +68,7 @@ def run_episode(task: Task, policy, seed: int, episode: int, record: bool = Fals
     last = np.zeros((1, task.act_size))
     ctrl0 = task.start_ctrl if draw.ctrl is None else draw.ctrl
     setpoint = amap.first_setpoints(1, ctrl0)
-    rows: List[np.ndarray] = [draw.state.copy()]
+    rows: list[np.ndarray] = [draw.state.copy()]
     ret, steps = 0.0, 0
     ok, failure, by = (not task.success_names), None, 'horizon'
     while steps < task.horizon:

@@ -31,11 +31,11 @@ model field moves a transmission, so the nominal model gives them; the episode's
 """
 
 import threading
-from typing import Dict, Optional, Tuple
 
 import mujoco
 import numpy as np
 
+from ..joint_view import ONE_DOF
 from ..pool.layout import FULLPHYSICS
 
 _FIXED = int(mujoco.mjtGain.mjGAIN_FIXED)
@@ -45,10 +45,9 @@ _WITH_ACT = (int(mujoco.mjtDyn.mjDYN_FILTER), int(mujoco.mjtDyn.mjDYN_FILTEREXAC
              int(mujoco.mjtDyn.mjDYN_INTEGRATOR))
 _INTEGRATOR = int(mujoco.mjtDyn.mjDYN_INTEGRATOR)
 _JOINT_TRN = (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
-_HINGE_SLIDE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
 
-def servo_kinds(model: mujoco.MjModel) -> Dict[int, str]:
+def servo_kinds(model: mujoco.MjModel) -> dict[int, str]:
     """``{actuator: 'position' or 'velocity'}`` for the model's servos (see the module)."""
     out = {}
     for a in range(model.nu):
@@ -76,7 +75,7 @@ class ServoStart:
     """
 
     def __init__(self, model: mujoco.MjModel, start_state: np.ndarray, start_ctrl: np.ndarray,
-                 qpos_at: int, qvel_at: int, act_at: int):
+                 qpos_at: int, qvel_at: int, act_at: int) -> None:
         self.model = model
         kinds = servo_kinds(model)
         self.servos = {model.actuator(a).name: k for a, k in kinds.items()}
@@ -105,7 +104,7 @@ class ServoStart:
         for p, a in enumerate(ids):
             if int(model.actuator_trntype[a]) in _JOINT_TRN:
                 j = int(model.actuator_trnid[a, 0])
-                if int(model.jnt_type[j]) in _HINGE_SLIDE:
+                if int(model.jnt_type[j]) in ONE_DOF:
                     joint[p] = True
                     cols[p] = qvel_at + model.jnt_dofadr[j] if self._velocity[p] else \
                         qpos_at + model.jnt_qposadr[j]
@@ -138,7 +137,7 @@ class ServoStart:
                                   d.actuator_length[a])
         return out
 
-    def _hold(self, state: np.ndarray, patch: Optional[Dict[str, np.ndarray]]) -> np.ndarray:
+    def _hold(self, state: np.ndarray, patch: dict[str, np.ndarray] | None) -> np.ndarray:
         """Each servo's hold point at ``state`` under the (patched) gains."""
         m, ids = self.model, self.ids
         gain = (patch or {}).get('actuator_gainprm', m.actuator_gainprm)[ids]
@@ -146,8 +145,8 @@ class ServoStart:
         slope = np.where(self._velocity, bias[:, 2], bias[:, 1])
         return -(bias[:, 0] + slope * self._signals(state)) / gain[:, 0]
 
-    def shift(self, state: np.ndarray, patch: Optional[Dict[str, np.ndarray]] = None
-              ) -> Tuple[np.ndarray, np.ndarray]:
+    def shift(self, state: np.ndarray, patch: dict[str, np.ndarray] | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
         """``(ctrl (nu,), state)``: the episode's starting controls, and its FULLPHYSICS row
         with servo activations shifted (a copy when changed), for a randomized ``state``."""
         ctrl = self.start_ctrl.copy()

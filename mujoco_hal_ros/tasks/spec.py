@@ -9,13 +9,17 @@ The keys, at the top level of a task file (``builtin/reach.yaml`` shows them all
 
     name, model, start, base, frames, horizon, command, reset, observation, action,
     success, failure, reward, video
+
+Why one module of this size: it is the task-file schema, one checker (``_Checker``) and
+the records it fills; every key of a task file is checked here so a refusal names the
+exact key, as ``config/`` does for the device file.
 """
 
+from dataclasses import dataclass, field
 import math
 import numbers
 import os
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from ..errors import ConfigError, shorten
 
@@ -34,7 +38,7 @@ class Term:
 
     name: str
     kind: str
-    args: Dict[str, Any]
+    args: dict[str, Any]
     weight: float = 1.0       # rewards only
 
 
@@ -43,8 +47,8 @@ class CommandTerm:
     """A per-episode command drawn uniformly in ``[low, high]`` (a target, a velocity)."""
 
     name: str
-    low: Tuple[float, ...]
-    high: Tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -52,10 +56,10 @@ class FieldTerm:
     """A model field of the pool's randomization table, scaled and/or offset per episode."""
 
     field: str
-    names: Optional[Tuple[str, ...]]
-    scale: Optional[Tuple[float, float]]
-    add: Optional[Tuple[float, float]]
-    columns: Optional[Tuple[int, ...]]
+    names: tuple[str, ...] | None
+    scale: tuple[float, float] | None
+    add: tuple[float, float] | None
+    columns: tuple[int, ...] | None
 
 
 @dataclass(frozen=True)
@@ -64,15 +68,15 @@ class FrameTerm:
     ``pos`` in the body's frame, ``quat`` (w, x, y, z) its orientation there."""
 
     body: str
-    pos: Tuple[float, float, float] = (0.0, 0.0, 0.0)
-    quat: Tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+    pos: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    quat: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
 
 
 @dataclass(frozen=True)
 class ActionSpec:
     """How the policy's outputs become controls (see ``actions.ActionMap``)."""
 
-    actuators: Optional[Tuple[str, ...]]     # None: every actuator, in model order
+    actuators: tuple[str, ...] | None     # None: every actuator, in model order
     mode: str = 'absolute'                   # 'absolute' setpoints or 'delta' on the last one
     units: str = 'normalized'                # 'normalized' [-1, 1] -> ctrlrange, or 'channel'
     scale: float = 1.0
@@ -86,24 +90,24 @@ class TaskSpec:
 
     name: str
     model: str
-    source_dir: Optional[str] = None
+    source_dir: str | None = None
     source: str = 'task'                     # the file name errors start with
-    keyframe: Optional[str] = None
-    qpos: Optional[Tuple[float, ...]] = None
-    qvel: Optional[Tuple[float, ...]] = None
-    base: Optional[str] = None
+    keyframe: str | None = None
+    qpos: tuple[float, ...] | None = None
+    qvel: tuple[float, ...] | None = None
+    base: str | None = None
     horizon: int = 100
-    commands: List[CommandTerm] = field(default_factory=list)
-    joint_noise: Optional[Dict[str, Any]] = None
-    bodies: Dict[str, Dict[str, Tuple[float, float]]] = field(default_factory=dict)
-    fields: List[FieldTerm] = field(default_factory=list)
-    observation: List[Term] = field(default_factory=list)
+    commands: list[CommandTerm] = field(default_factory=list)
+    joint_noise: dict[str, Any] | None = None
+    bodies: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    fields: list[FieldTerm] = field(default_factory=list)
+    observation: list[Term] = field(default_factory=list)
     action: ActionSpec = field(default_factory=lambda: ActionSpec(None))
-    success: List[Term] = field(default_factory=list)
-    failure: List[Term] = field(default_factory=list)
-    reward: List[Term] = field(default_factory=list)
-    video: Dict[str, Any] = field(default_factory=dict)
-    frames: Dict[str, 'FrameTerm'] = field(default_factory=dict)
+    success: list[Term] = field(default_factory=list)
+    failure: list[Term] = field(default_factory=list)
+    reward: list[Term] = field(default_factory=list)
+    video: dict[str, Any] = field(default_factory=dict)
+    frames: dict[str, 'FrameTerm'] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- value checks
@@ -130,7 +134,7 @@ class _Checker:
                 raise self.error(f'{key}.{k}' if key else k, 'is required')
         return value
 
-    def number(self, value, key, low=None, high=None, positive=False):
+    def number(self, value, key, low=None, high=None, positive: bool = False):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise self.error(key, f'expected a number, got {type(value).__name__} '
                              f'{shorten(value)}', allowed='a finite number')
@@ -176,7 +180,7 @@ class _Checker:
                              allowed='a non-empty string')
         return value
 
-    def names(self, value, key, allow_all=False):
+    def names(self, value, key, allow_all: bool = False):
         if allow_all and value == 'all':
             return None
         if isinstance(value, str):
@@ -473,7 +477,7 @@ def _frames(c, value, key):
     return out
 
 
-def parse(data: Dict[str, Any], source: str = 'task', source_dir: Optional[str] = None
+def parse(data: dict[str, Any], source: str = 'task', source_dir: str | None = None
           ) -> TaskSpec:
     """A TaskSpec from a task file's mapping; TaskError naming the key on the first mistake."""
     c = _Checker(source)
@@ -517,7 +521,7 @@ def parse(data: Dict[str, Any], source: str = 'task', source_dir: Optional[str] 
                               f'number of the command {name!r}',
                               allowed=f'{short} with {sizes[other]} numbers, or {other} '
                               f'with {sizes[short]}')
-            for i, (lo, hi) in enumerate(zip(low, high)):
+            for i, (lo, hi) in enumerate(zip(low, high, strict=True)):
                 if lo > hi:
                     raise c.error(f'{k}.uniform', f'low[{i}] = {lo} is above high[{i}] = {hi}')
             spec.commands.append(CommandTerm(name, low, high))

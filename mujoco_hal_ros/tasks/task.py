@@ -27,22 +27,31 @@ order), vectors as x, y, z and quaternions as w, x, y, z. ``Task.describe()`` pr
 Episode draws (``Task.draw(seed, episode)``) come from ``numpy`` Philox generators keyed with
 ``(seed, episode, stream)``, one stream per kind (commands, joint noise, body poses, model
 fields), so an episode is the same whatever environment runs it and whatever ran before.
+
+Why one module of this size: ``Task`` is one object (a task file resolved against one
+model), and its observation, action, predicate, reward and reset terms all read the same
+appended sensors and frames (``_Sensors``, ``Frame``), so they live with it.
 """
 
-import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+import os
+from typing import Any, TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
 from ..errors import UnknownName
+from ..joint_view import FREE, ONE_DOF
 from ..pool.layout import FULLPHYSICS, StateLayout
 from ..pool.randomization import view
 from .actions import ActionMap
 from .servos import ServoStart
-from .user_terms import UserTerm
 from .spec import AXES, CONTACT_SIDES, TaskError, TaskSpec, Term
+from .user_terms import UserTerm
+
+if TYPE_CHECKING:     # the hints only: the pool is made when asked for
+    from ..pool import EnvPool
 
 _OBJ = {'body': mujoco.mjtObj.mjOBJ_XBODY,  # the body frame, not its inertial frame
         'site': mujoco.mjtObj.mjOBJ_SITE,
@@ -51,8 +60,6 @@ _OBJ = {'body': mujoco.mjtObj.mjOBJ_XBODY,  # the body frame, not its inertial f
 _CONTACT_OBJ = {'geom': mujoco.mjtObj.mjOBJ_GEOM, 'body': mujoco.mjtObj.mjOBJ_BODY,
                 'subtree': mujoco.mjtObj.mjOBJ_XBODY}
 _S = mujoco.mjtSensor
-_HINGE_SLIDE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-_FREE = int(mujoco.mjtJoint.mjJNT_FREE)
 _FIELD_OBJ = {'body_': 'body', 'geom_': 'geom', 'dof_': 'joint', 'jnt_': 'joint',
               'actuator_': 'actuator'}
 STREAM_COMMAND, STREAM_JOINTS, STREAM_BODIES, STREAM_FIELDS = range(4)
@@ -110,8 +117,8 @@ class EpisodeDraw:
 
     state: np.ndarray
     command: np.ndarray
-    patch: Optional[Dict[str, np.ndarray]]
-    ctrl: Optional[np.ndarray] = None
+    patch: dict[str, np.ndarray] | None
+    ctrl: np.ndarray | None = None
 
 
 def model_file(spec: TaskSpec) -> str:
@@ -159,7 +166,7 @@ class _Sensors:
         self._spec = mspec
         self._refs = {}
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._refs)
 
     def need(self, stype, objtype, objname, reftype=None, refname=None, intprm=None):
@@ -224,7 +231,7 @@ class Task:
             self._id('body', spec.video['track'], 'video.track')
         self._sensors = _Sensors(mspec)
         self._nominal = nominal
-        self._user_terms: List[UserTerm] = []
+        self._user_terms: list[UserTerm] = []
         self.uses_sensordata = False     # model sensors observed, or any appended
         self._obs = [self._observation(t, i, nominal) for i, t in enumerate(spec.observation)]
         self._pred = [self._predicate(t, 'success') for t in spec.success] + \
@@ -278,7 +285,7 @@ class Task:
 
     @classmethod
     def from_dict(cls, data: dict, source: str = 'task',
-                  source_dir: Optional[str] = None) -> 'Task':
+                  source_dir: str | None = None) -> 'Task':
         from .spec import parse
         return cls(parse(data, source, source_dir))
 
@@ -329,7 +336,7 @@ class Task:
     def _joints(self, joints, key, nominal):
         """Joint ids: named ones (any type), or every hinge/slide joint for 'all'."""
         if joints is None:
-            return [j for j in range(nominal.njnt) if int(nominal.jnt_type[j]) in _HINGE_SLIDE]
+            return [j for j in range(nominal.njnt) if int(nominal.jnt_type[j]) in ONE_DOF]
         return [self._id('joint', j, f'{key}[{i}]') for i, j in enumerate(joints)]
 
     def _obj(self, args, key):
@@ -348,7 +355,7 @@ class Task:
         if m.body_parentid[bid] != 0 or m.body_jntnum[bid] != 1 or m.body_mocapid[bid] >= 0:
             return None
         j = int(m.body_jntadr[bid])
-        if int(m.jnt_type[j]) != _FREE:
+        if int(m.jnt_type[j]) != FREE:
             return None
         return int(m.jnt_qposadr[j]), int(m.jnt_dofadr[j])
 
@@ -385,7 +392,8 @@ class Task:
         return self._sensors.need(_S.mjSENS_FRAMEANGVEL, _OBJ['body'], body)
 
     # ------------------------------------------------------------------ observations
-    def _observation(self, term: Term, i: int, nominal) -> Tuple[str, int, object]:
+    def _observation(self, term: Term, i: int, nominal: mujoco.MjModel
+                     ) -> tuple[str, int, Callable[[Frame], np.ndarray]]:
         """``(label, size, fn(frame) -> (n, size))``; size -1: the action size."""
         a, key = term.args, f'observation[{i}].{term.kind}'
         kind = term.kind
@@ -394,7 +402,8 @@ class Task:
             adr = nominal.jnt_qposadr if kind == 'joint_pos' else nominal.jnt_dofadr
             width = [{0: 7, 1: 4}.get(int(nominal.jnt_type[j]), 1) if kind == 'joint_pos' else
                      {0: 6, 1: 3}.get(int(nominal.jnt_type[j]), 1) for j in jids]
-            cols = np.concatenate([np.arange(adr[j], adr[j] + w) for j, w in zip(jids, width)])
+            cols = np.concatenate([np.arange(adr[j], adr[j] + w)
+                                   for j, w in zip(jids, width, strict=True)])
             labels = [self._names['joint'][j] for j in jids]
             if kind == 'joint_pos':
                 rel = a['relative']
@@ -403,7 +412,7 @@ class Task:
                     out = f.qpos[:, cols]
                     return out - self.start_qpos[cols] if rel else out
             else:
-                def fn(f, cols=cols):
+                def fn(f, cols=cols, rel=False):
                     return f.qvel[:, cols]
             return f'{kind}[{",".join(labels)}]', len(cols), fn
         if kind == 'sensor':
@@ -467,7 +476,7 @@ class Task:
         return sum(len(c.low) for c in self.spec.commands)
 
     @property
-    def observation_layout(self) -> List[Tuple[str, int, int]]:
+    def observation_layout(self) -> list[tuple[str, int, int]]:
         """``[(term label, offset, size), ...]`` in the order the vector holds them."""
         out, at = [], 0
         for label, size, _ in self._obs:
@@ -521,7 +530,9 @@ class Task:
         if t.kind == 'contact':
             side1 = self._contact_side(a, '1', key)
             side2 = self._contact_side(a, '2', key) or (None, None)
-            found = self._sensors.need(_S.mjSENS_CONTACT, *side1, *side2, intprm=[1, 0, 1])
+            (type1, name1), (type2, name2) = side1, side2
+            found = self._sensors.need(_S.mjSENS_CONTACT, type1, name1, type2, name2,
+                                       intprm=[1, 0, 1])
             return t.name, role, (lambda f, found=found: found(f)[:, 0] > 0)
         raise AssertionError(t.kind)  # pragma: no cover
 
@@ -540,7 +551,7 @@ class Task:
                 return _CONTACT_OBJ[kind], name
         return None
 
-    def predicates(self, f: Frame) -> Tuple[np.ndarray, np.ndarray]:
+    def predicates(self, f: Frame) -> tuple[np.ndarray, np.ndarray]:
         """``(success_index, failure_index)``, each ``(n,)`` int: the first predicate that
         holds, in file order, or -1."""
         n = len(f.qpos)
@@ -604,7 +615,7 @@ class Task:
     def reward(self, f: Frame, succ: np.ndarray, fail: np.ndarray) -> np.ndarray:
         """``(n,)`` weighted sum of the reward terms after a control step."""
         total = np.zeros(len(f.qpos))
-        for name, w, fn in self._rew:
+        for _name, w, fn in self._rew:
             if isinstance(fn, tuple):    # ('predicate', name): 1 when it ends the episode
                 pname = fn[1]
                 if pname in self.success_names:
@@ -650,7 +661,7 @@ class Task:
             jn = spec.joint_noise
             jids = self._joints(jn['joints'], 'reset.joint_noise.joints', m)
             bad = [self._names['joint'][j] for j in jids
-                   if int(m.jnt_type[j]) not in _HINGE_SLIDE]
+                   if int(m.jnt_type[j]) not in ONE_DOF]
             if bad:
                 raise TaskError(f'joint {bad[0]!r} is not a hinge or slide; place free bodies '
                                 'with reset.bodies', where=f'{self._src}: reset.joint_noise')
@@ -665,13 +676,13 @@ class Task:
         for body, ranges in spec.bodies.items():
             bid = self._id('body', body, f'reset.bodies.{body}')
             jnt = [j for j in range(m.njnt) if m.jnt_bodyid[j] == bid]
-            if len(jnt) != 1 or int(m.jnt_type[jnt[0]]) != _FREE:
+            if len(jnt) != 1 or int(m.jnt_type[jnt[0]]) != FREE:
                 raise TaskError(f'body {body!r} has no free joint, so it has no pose to place',
                                 where=f'{self._src}: reset.bodies.{body}',
                                 allowed='bodies with a <freejoint/>')
             self._bodies.append((int(m.jnt_qposadr[jnt[0]]), ranges))
         self._fields = []
-        for k, ft in enumerate(spec.fields):
+        for ft in spec.fields:
             key = f'reset.fields.{ft.field}'
             shape = view(m, ft.field).shape
             rows = slice(None)
@@ -741,7 +752,7 @@ class Task:
         return EpisodeDraw(state, command, patch, ctrl)
 
     # ------------------------------------------------------------------ helpers
-    def make_pool(self, nenv: int, nthread: int = 1, **kw):
+    def make_pool(self, nenv: int, nthread: int = 1, **kw: Any) -> 'EnvPool':
         """An EnvPool of ``nenv`` environments on the task's model (with its sensors)."""
         from ..pool import EnvPool
         return EnvPool(self.model, nenv, nthread=nthread, **kw)
@@ -766,5 +777,5 @@ class Task:
                                                for t in self.spec.reward) or '-'))
         return '\n'.join(lines)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f'Task({self.name!r}, obs={self.obs_size}, act={self.act_size})'

@@ -17,10 +17,11 @@ task file's directory and the current directory on ``sys.path`` (a task file and
 of its terms are kept side by side).
 """
 
+from collections.abc import Callable
 import importlib
 import os
 import sys
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from ..errors import DeviceError, InvalidArgument, shorten
 ALLOWED = 'module:attr naming f(frame) -> (n,) or a class made as cls(task)'
 
 
-def _load(text: str, where: str, search: Optional[str]) -> Any:
+def _load(text: str, where: str, search: str | None) -> Any:
     module, _, attr = text.partition(':')
     if os.getcwd() not in sys.path and '' not in sys.path:
         sys.path.insert(0, os.getcwd())
@@ -53,7 +54,7 @@ class UserTerm:
     """One reward or predicate term of the user's own, bound to its task by ``bind``."""
 
     def __init__(self, function: Any, where: str, predicate: bool,
-                 search: Optional[str] = None):
+                 search: str | None = None) -> None:
         self.function = function
         self.search = search
         self.where = where

@@ -8,19 +8,24 @@ Frames are encoded by ``record.video.VideoRecorder`` (PyAV; H.264 where the whee
 """
 
 import os
-from typing import Dict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ConfigError
 from ..pool.layout import FULLPHYSICS
 
+if TYPE_CHECKING:     # the hints only
+    from .evaluate import EvaluationReport
+    from .task import Task
 
-def render_episode(task, states: np.ndarray, path: str) -> str:
+
+def render_episode(task: 'Task', states: np.ndarray, path: str) -> str:
     """Write ``states`` (T, state_size) of ``task`` as an MP4 at the control rate."""
     from ..render.gl import ensure_headless_gl
     ensure_headless_gl()
     import mujoco
+
     from ..record.video import VideoRecorder
     m = task.model
     opts = task.spec.video
@@ -76,7 +81,7 @@ def _camera(task):
     return cam
 
 
-def write_videos(task, report, directory: str) -> Dict[int, str]:
+def write_videos(task: 'Task', report: 'EvaluationReport', directory: str) -> dict[int, str]:
     """One ``episode_<k>.mp4`` per recorded episode of ``report`` into ``directory``."""
     os.makedirs(directory, exist_ok=True)
     out = {}

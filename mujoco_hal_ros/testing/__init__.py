@@ -14,6 +14,6 @@ The pytest plugin (``pytest -p mujoco_hal_ros.testing.plugin``, or
 the recording of a failed test (a rosbag2 folder) under ``MUJOCO_HAL_ROS_ARTIFACTS``.
 """
 
-from .robot import SimRobot, free_domain_id
+from .robot import free_domain_id, SimRobot
 
 __all__ = ['SimRobot', 'free_domain_id']

@@ -7,10 +7,12 @@ did, and the recording of a failed test is kept under ``$MUJOCO_HAL_ROS_ARTIFACT
 ``test-artifacts/``) in a folder named after the test, where CI keeps artefacts.
 """
 
+from collections.abc import Callable, Generator, Iterator
 import os
 import re
 import shutil
 import tempfile
+from typing import Any
 
 import pytest
 
@@ -18,19 +20,23 @@ from .robot import SimRobot
 
 ARTIFACTS_ENV = 'MUJOCO_HAL_ROS_ARTIFACTS'
 
+# whether the test's call phase failed, for the fixture's teardown (a kept recording)
+_FAILED = pytest.StashKey[bool]()
+
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
+def pytest_runtest_makereport(
+        item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
     if report.when == 'call':
-        item.sim_robot_failed = report.failed
+        item.stash[_FAILED] = report.failed
 
 
 @pytest.fixture
-def sim_robot(request):
+def sim_robot(request: pytest.FixtureRequest) -> Iterator[Callable[..., SimRobot]]:
     """A factory of ``SimRobot`` closed after the test (see the module docstring)."""
-    made = []
+    made: list[SimRobot] = []
     scratch = tempfile.mkdtemp(prefix='sim_robot_')
 
     def make(**kwargs):
@@ -41,7 +47,7 @@ def sim_robot(request):
         return robot
 
     yield make
-    failed = getattr(request.node, 'sim_robot_failed', False)
+    failed = request.node.stash.get(_FAILED, False)
     folders = []
     for robot in made:
         try:

@@ -14,6 +14,7 @@ as any subscriber would, ``link_position`` is forward kinematics of those positi
 private copy of the model, ``body_position`` the simulation's ground truth.
 """
 
+from collections.abc import Callable, Sequence
 import itertools
 import os
 import shutil
@@ -22,9 +23,14 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
+
+from ..joint_view import is_one_dof
+
+if TYPE_CHECKING:     # the hints only: the device lives in the sim node
+    from ..sim.device import Device
 
 QUANTUM_S = 0.01                # deterministic stepping goes in slices of this much
 DOMAIN_RANGE = (120, 229)       # private ROS domains, clear of 0 and the common low ones
@@ -46,17 +52,17 @@ class SimRobot:
     ``robots`` (robots file) and ``params`` (any other sim_node parameter) choose the robot,
     as sim_node's parameters do."""
 
-    def __init__(self, *, model: Optional[str] = None, robot_description: Optional[str] = None,
-                 controllers_file: Optional[str] = None, robots: Optional[str] = None,
-                 params: Optional[Dict[str, Any]] = None, deterministic: bool = True,
-                 process: bool = False, domain_id: Optional[int] = None,
-                 record: Optional[str] = None, ready_s: float = READY_S):
+    def __init__(self, *, model: str | None = None, robot_description: str | None = None,
+                 controllers_file: str | None = None, robots: str | None = None,
+                 params: dict[str, Any] | None = None, deterministic: bool = True,
+                 process: bool = False, domain_id: int | None = None,
+                 record: str | None = None, ready_s: float = READY_S) -> None:
         import rclpy
         from rclpy.executors import MultiThreadedExecutor
         self.domain_id = free_domain_id() if domain_id is None else int(domain_id)
         self.deterministic = deterministic and not process
         self.process = process
-        p: Dict[str, Any] = {'web_viewer': 0, 'log_summary': False}
+        p: dict[str, Any] = {'web_viewer': 0, 'log_summary': False}
         for key, value in (('model', model), ('robot_description', robot_description),
                            ('controllers_file', controllers_file), ('robots', robots),
                            ('record', record)):
@@ -67,9 +73,9 @@ class SimRobot:
         p.update(params or {})
         self.params = p
         self.sim = None               # the SimNode (in-process)
-        self.proc: Optional[subprocess.Popen] = None
+        self.proc: subprocess.Popen | None = None
         self._closed = False
-        self._joints: Dict[str, float] = {}
+        self._joints: dict[str, float] = {}
         self._joint_stamp = -1.0
         self._lock = threading.Lock()
         self.context = rclpy.Context()
@@ -79,8 +85,9 @@ class SimRobot:
             if process:
                 self._start_process(p)
             else:
-                from ..ros.sim.sim_node import SimNode
                 from rclpy.parameter import Parameter
+
+                from ..ros.sim.sim_node import SimNode
                 self.sim = SimNode(context=self.context, parameter_overrides=[
                     Parameter(k, value=v) for k, v in p.items()])
                 self.executor.add_node(self.sim)
@@ -99,7 +106,7 @@ class SimRobot:
             raise
 
     # --- lifetime --------------------------------------------------------------------------
-    def _start_process(self, p):
+    def _start_process(self, p: dict[str, Any]) -> None:
         from ..ros.launch_args import sim_parameters  # noqa: F401 - the package is installed
         exe = shutil.which('sim_node') or _installed_sim_node()
         args = [exe, '--ros-args']
@@ -112,7 +119,7 @@ class SimRobot:
         self.proc = subprocess.Popen(args, env=env, stdout=self._log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
 
-    def _spin(self):
+    def _spin(self) -> None:
         while not self._stop.is_set() and self.context.ok():
             try:
                 self.executor.spin_once(timeout_sec=0.05)
@@ -169,12 +176,12 @@ class SimRobot:
     def __enter__(self) -> 'SimRobot':
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # --- time ------------------------------------------------------------------------------
     @property
-    def device(self):
+    def device(self) -> 'Device':
         """The simulated device (in-process only): ground truth and the model."""
         if self.sim is None:
             raise RuntimeError('the device is in another process (process=True): read its '
@@ -207,7 +214,7 @@ class SimRobot:
         left = t - self.time
         return self.step(left) if left > 1e-9 else self.time
 
-    def _settle(self):
+    def _settle(self) -> None:
         """Let the executor take what the test sent before physics moves on (a message
         in flight over the loopback arrives within milliseconds)."""
         time.sleep(0.02)
@@ -233,12 +240,12 @@ class SimRobot:
                 time.sleep(every)
 
     # --- independent readings -------------------------------------------------------------
-    def _on_joints(self, msg):
+    def _on_joints(self, msg: Any) -> None:   # a sensor_msgs/JointState
         with self._lock:
-            self._joints.update(zip(msg.name, msg.position))
+            self._joints.update(zip(msg.name, msg.position, strict=False))
             self._joint_stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
-    def joint_positions(self, names: Optional[Sequence[str]] = None) -> Dict[str, float]:
+    def joint_positions(self, names: Sequence[str] | None = None) -> dict[str, float]:
         """The latest ``joint_states`` positions (all joints, or ``names``)."""
         with self._lock:
             got = dict(self._joints)
@@ -259,8 +266,7 @@ class SimRobot:
         joints = self.joint_positions()
         for j in range(model.njnt):
             name = model.joint(j).name
-            if name in joints and int(model.jnt_type[j]) in (
-                    int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            if name in joints and is_one_dof(model, j):
                 data.qpos[model.jnt_qposadr[j]] = joints[name]
         mujoco.mj_kinematics(model, data)
         body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, link)
@@ -277,34 +283,38 @@ class SimRobot:
         return self.device.snapshot.xpos[body].copy()
 
     # --- common requests -------------------------------------------------------------------
-    def follow_trajectory(self, joints: List[str], points: List[Sequence[float]],
-                          durations: List[float], controller: str = 'arm_controller',
-                          timeout: float = 30.0):
+    def follow_trajectory(self, joints: list[str], points: list[Sequence[float]],
+                          durations: list[float], controller: str = 'arm_controller',
+                          timeout: float = 30.0) -> Any:
         """Send a FollowJointTrajectory goal (positions at each duration) and step until its
         result; returns the result message."""
+        from builtin_interfaces.msg import Duration
         from control_msgs.action import FollowJointTrajectory
         from rclpy.action import ActionClient
         from trajectory_msgs.msg import JointTrajectoryPoint
+
         from ..ros import conversions as cv
-        from builtin_interfaces.msg import Duration
-        client = ActionClient(self.node, FollowJointTrajectory,
-                              f'{controller}/follow_joint_trajectory')
+        client: ActionClient = ActionClient(self.node, FollowJointTrajectory,
+                                            f'{controller}/follow_joint_trajectory')
         try:
             if not client.wait_for_server(timeout_sec=20.0):
                 raise AssertionError(f'{controller}/follow_joint_trajectory is not served')
             goal = FollowJointTrajectory.Goal()
             goal.trajectory.joint_names = list(joints)
-            for q, t in zip(points, durations):
+            for q, t in zip(points, durations, strict=True):
                 goal.trajectory.points.append(JointTrajectoryPoint(
                     positions=[float(v) for v in q], time_from_start=cv.stamp(t, Duration)))
             sent = client.send_goal_async(goal)
             self._wait_wall(sent.done, 10.0, 'the goal response')
             handle = sent.result()
-            if not handle.accepted:
+            if handle is None or not handle.accepted:
                 raise AssertionError('the trajectory goal was rejected')
             result = handle.get_result_async()
             self.run_until(result.done, timeout, what='the trajectory result')
-            return result.result().result
+            answer = result.result()
+            if answer is None:
+                raise AssertionError('the trajectory action gave no result')
+            return answer.result
         finally:
             client.destroy()
 
@@ -315,7 +325,7 @@ class SimRobot:
                 raise AssertionError(f'{what} did not come within {seconds:g} s')
             time.sleep(0.01)
 
-    def stop_recording(self) -> Optional[str]:
+    def stop_recording(self) -> str | None:
         """End the recording started with ``record=`` (in-process); its folder."""
         return self.sim.recording.stop() if self.sim is not None else None
 

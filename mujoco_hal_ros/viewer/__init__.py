@@ -1,6 +1,6 @@
 """A live view of the running simulation in a browser (MuJoCo Studio's web viewer)."""
 
 from .pool_source import PoolSource
-from .web import WebViewer, viewer_available
+from .web import viewer_available, WebViewer
 
 __all__ = ['PoolSource', 'WebViewer', 'viewer_available']

@@ -11,20 +11,24 @@ to a scene's next model on a reload record; it exits when stdin closes, i.e. whe
 parent does.
 """
 
-import io
 import os
 import signal
 import sys
 import threading
+from typing import Any, TYPE_CHECKING
+
+if TYPE_CHECKING:     # the hints only: this process imports mujoco once it is asked to serve
+    import mujoco
+    import numpy as np
 
 RATE_HZ = 30.0
 
 
-def frame_size(m):
+def frame_size(m: 'mujoco.MjModel') -> int:
     return 1 + m.nq + m.nv + m.na + 7 * m.nmocap
 
 
-def reload_record(m, generation):
+def reload_record(m: 'mujoco.MjModel', generation: int) -> bytes:
     """The record that tells the view to load ``model-<generation>.mjb``, sized for ``m``,
     the model it shows now: a time of NaN, which no pose has."""
     import numpy as np
@@ -33,7 +37,7 @@ def reload_record(m, generation):
     return record.tobytes()
 
 
-def load(m, d, frame):
+def load(m: 'mujoco.MjModel', d: 'mujoco.MjData', frame: 'np.ndarray') -> None:
     import mujoco
     i = 1
     d.time = frame[0]
@@ -46,7 +50,7 @@ def load(m, d, frame):
     mujoco.mj_kinematics(m, d)
 
 
-def framing_camera(m, d):
+def framing_camera(m: 'mujoco.MjModel', d: 'mujoco.MjData') -> 'mujoco.MjvCamera':
     """A free camera on the model's bodies: MuJoCo's default frames the whole extent, and a
     large floor leaves a small robot a few pixels in the middle of it."""
     import mujoco
@@ -62,7 +66,7 @@ def framing_camera(m, d):
     return cam
 
 
-def first_free_port(host, start=8080, count=100):
+def first_free_port(host: str, start: int = 8080, count: int = 100) -> int:
     """The first port from ``start`` that ``host`` can bind, as the studio picks for 0 (here,
     so this side knows which one it took)."""
     import socket
@@ -77,7 +81,7 @@ def first_free_port(host, start=8080, count=100):
     return 0
 
 
-def bound_viewer_class(web_viewer):
+def bound_viewer_class(web_viewer: Any) -> type:
     class BoundViewer(web_viewer.WebViewer):
         """The studio viewer bound to the host it is given (MuJoCo 4.0 always binds '::')."""
 
@@ -90,12 +94,12 @@ def bound_viewer_class(web_viewer):
             return self._bind_host
 
         @_host.setter
-        def _host(self, _ignored):
+        def _host(self, _ignored: object) -> None:
             pass
     return BoundViewer
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     mjb_path, host, port, title = argv[1], argv[2], int(argv[3]), argv[4]
     port = port or first_free_port(host)
     # Ctrl-C reaches the whole process group; the parent ends this one by closing stdin
@@ -103,8 +107,8 @@ def main(argv):
     out = sys.stdout
     sys.stdout = open(os.devnull, 'w')         # the studio's prints are not our protocol
     import mujoco
-    import numpy as np
     from mujoco.studio import launch_thread, viewer_protocol, web_viewer
+    import numpy as np
     m = mujoco.MjModel.from_binary_path(mjb_path)
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
@@ -138,14 +142,14 @@ def main(argv):
     out.write(f'PORT {bound["port"]}\n')
     out.flush()
 
-    state = {'size': 8 * frame_size(m), 'frame': None, 'model': None}
+    state: dict[str, Any] = {'size': 8 * frame_size(m), 'frame': None, 'model': None}
     done = threading.Event()
 
-    def read():
+    def read() -> None:
         """Records in order: a pose (the newest wins), or a reload (``reload_record``):
         the parent saved the next scene's model beside the first; frames after it are of
         that model's size."""
-        stdin = io.open(sys.stdin.fileno(), 'rb', buffering=0, closefd=False)
+        stdin = open(sys.stdin.fileno(), 'rb', buffering=0, closefd=False)
         buf = b''
         while True:
             chunk = stdin.read(65536)

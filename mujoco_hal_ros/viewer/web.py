@@ -16,11 +16,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+from typing import Any, Protocol
 
 import mujoco
 import numpy as np
 
-from ..errors import ConfigError, ClosedError
+from ..errors import ClosedError, ConfigError
 from . import serve
 
 RATE_HZ = 30.0
@@ -37,10 +38,20 @@ def _studio_missing():
     return None
 
 
-def viewer_available():
+def viewer_available() -> tuple[bool, str]:
     """(True, '') where mujoco.studio imports, else (False, the one-line reason)."""
     why = _studio_missing()
     return why is None, why or ''
+
+
+class ViewerSource(Protocol):
+    """What the viewer reads: a Device, or one environment of a pool (``PoolSource``)."""
+
+    @property
+    def model(self) -> mujoco.MjModel: ...
+
+    @property
+    def snapshot(self) -> Any: ...   # time, qpos, mocap_pos, mocap_quat, generation
 
 
 class WebViewer:
@@ -49,33 +60,33 @@ class WebViewer:
     ``device``: anything with ``model`` and a ``snapshot`` (time, qpos, qvel, act, mocap_pos,
     mocap_quat): a Device, or one environment of a pool (``PoolSource``)."""
 
-    def __init__(self, device, *, rate=RATE_HZ, title=None):
+    def __init__(self, device: ViewerSource, *, rate: float = RATE_HZ, title: str | None = None):
         self.device = device
         self.rate = float(rate)
         self.title = title or 'mujoco_hal_ros'
-        self._proc = None
-        self._thread = None
+        self._proc: subprocess.Popen | None = None
+        self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._closed = False
-        self._url = None
-        self._tmp = None
-        self.error = None           # why the view stopped, if it did
+        self._url: str | None = None
+        self._tmp: str | None = None
+        self.error: str | None = None    # why the view stopped, if it did
         self.frames = 0             # snapshots sent to the view
         self.dropped = 0            # frames not sent because the view was busy
         self.reloads = 0            # scene edits the view followed
         self.shown = None           # the Snapshot sent last
 
     @property
-    def url(self):
+    def url(self) -> str | None:
         """http://host:port/ once started, else None."""
         return self._url
 
     @property
-    def running(self):
+    def running(self) -> bool:
         return (self._thread is not None and self._thread.is_alive()
                 and self._proc is not None and self._proc.poll() is None)
 
-    def start(self, port, host='127.0.0.1'):
+    def start(self, port: int, host: str = '127.0.0.1') -> str:
         """Bind ``host:port`` (0: the first free port from 8080) and start following."""
         if self._closed:
             raise ClosedError('the web viewer')
@@ -103,6 +114,7 @@ class WebViewer:
                 f'the viewer process ended ({line or "no answer"})'
             raise ConfigError(f'cannot serve on {host}:{port}: {why}; pick another port or '
                               '0 for a free one', where='web_viewer')
+        assert proc.stdout is not None and proc.stdin is not None   # PIPE both
         proc.stdout.close()
         os.set_blocking(proc.stdin.fileno(), False)
         self._proc = proc
@@ -141,8 +153,9 @@ class WebViewer:
                               'web viewer', where='web_viewer')
         return frame.tobytes()
 
-    def _follow(self):
+    def _follow(self) -> None:
         period = 1.0 / self.rate
+        assert self._proc is not None and self._proc.stdin is not None   # started first
         fd = self._proc.stdin.fileno()
         last = None
         pending = b''
@@ -178,14 +191,14 @@ class WebViewer:
             if not self._stop.is_set():
                 self.error = f'{type(err).__name__}: {err}'
 
-    def _cleanup(self):
+    def _cleanup(self) -> None:
         if self._tmp is not None:
             for name in os.listdir(self._tmp):
                 os.unlink(os.path.join(self._tmp, name))
             os.rmdir(self._tmp)
             self._tmp = None
 
-    def close(self):
+    def close(self) -> None:
         """Stop following and serving; idempotent."""
         self._closed = True
         self._stop.set()
@@ -195,7 +208,8 @@ class WebViewer:
         proc, self._proc = self._proc, None
         if proc is not None:
             try:
-                proc.stdin.close()             # the viewer exits at end of input
+                if proc.stdin is not None:
+                    proc.stdin.close()         # the viewer exits at end of input
             except OSError:
                 pass
             try:
@@ -208,7 +222,7 @@ class WebViewer:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -9,6 +9,8 @@ refusal names the bound (INVALID_ARGUMENT, or INVALID_POSE for an orientation th
 rotation), and nothing changes.
 """
 
+from typing import Any
+
 import numpy as np
 
 from ..checks import finite_number, finite_vector
@@ -27,7 +29,7 @@ MAX_GRAVITY = 1e3           # m/s^2, norm (100 g)
 UNIT_TOLERANCE = 0.01       # a quaternion's norm off 1 by up to this is normalized
 
 
-def position(values, where):
+def position(values: Any, where: str) -> np.ndarray:
     """3 finite coordinates inside the world box (metres)."""
     pos = finite_vector(values, 3, where)
     if not np.abs(pos).max() <= MAX_POSITION:
@@ -37,7 +39,7 @@ def position(values, where):
     return pos
 
 
-def quaternion(values, where):
+def quaternion(values: Any, where: str) -> np.ndarray:
     """A rotation (w, x, y, z): near-unit ones normalized, anything else (all-zero
     included) refused with INVALID_POSE."""
     quat = finite_vector(values, 4, where)
@@ -50,7 +52,7 @@ def quaternion(values, where):
     return quat / norm
 
 
-def magnitude(values, length, top, where, unit):
+def magnitude(values: Any, length: int, top: float, where: str, unit: str) -> np.ndarray:
     """``length`` finite numbers whose norm is at most ``top``."""
     vec = finite_vector(values, length, where)
     with np.errstate(over='ignore'):
@@ -61,7 +63,7 @@ def magnitude(values, length, top, where, unit):
     return vec
 
 
-def duration(value, where, top=MAX_DURATION):
+def duration(value: Any, where: str, top: float = MAX_DURATION) -> float:
     """Seconds, 0..``top``."""
     dur = finite_number(value, where)
     if not 0.0 <= dur <= top:
@@ -70,7 +72,7 @@ def duration(value, where, top=MAX_DURATION):
     return dur
 
 
-def scale_range(low, high, where):
+def scale_range(low: Any, high: Any, where: str) -> tuple[float, float]:
     """A randomization factor range 0 <= low <= high <= MAX_SCALE."""
     lo = finite_number(low, f'{where}[0]')
     hi = finite_number(high, f'{where}[1]')
@@ -80,7 +82,7 @@ def scale_range(low, high, where):
     return lo, hi
 
 
-def values(arr, where, top=MAX_VALUE):
+def values(arr: Any, where: str, top: float = MAX_VALUE) -> np.ndarray:
     """An array of model values, each finite and at most ``top`` in size."""
     arr = np.asarray(arr, dtype=np.float64)
     if arr.size and not (np.isfinite(arr).all() and np.abs(arr).max() <= top):

@@ -5,7 +5,9 @@ everything is computed there, so a query never perturbs the running simulation (
 writes ``qacc``-derived fields that the next step would otherwise read).
 """
 
+from collections.abc import Sequence
 import threading
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -19,12 +21,12 @@ ALL = int(mujoco.mjtState.mjSTATE_FULLPHYSICS) | int(mujoco.mjtState.mjSTATE_USE
 class Dynamics:
     """Queries on a private copy of one captured state."""
 
-    def __init__(self, model):
+    def __init__(self, model: mujoco.MjModel):
         self.model = model
         self._data = mujoco.MjData(model)
         self._lock = threading.Lock()
 
-    def capture(self, data):
+    def capture(self, data: mujoco.MjData) -> np.ndarray:
         """State vector of the live data (stepper thread)."""
         state = np.empty(mujoco.mj_stateSize(self.model, ALL))
         mujoco.mj_getState(self.model, data, state, ALL)
@@ -36,7 +38,7 @@ class Dynamics:
         mujoco.mj_forward(self.model, d)
         return d
 
-    def mass_matrix(self, state):
+    def mass_matrix(self, state: np.ndarray) -> np.ndarray:
         """(nv, nv) joint-space inertia, armature included."""
         with self._lock:
             d = self._posed(state)
@@ -44,7 +46,7 @@ class Dynamics:
             mujoco.mj_fullM(self.model, d, out)
             return out
 
-    def inverse_dynamics(self, state, qacc):
+    def inverse_dynamics(self, state: np.ndarray, qacc: Any) -> np.ndarray:
         """(nv,) generalized forces that produce ``qacc`` at the state's positions and
         velocities (contacts and constraints included, as ``mj_inverse`` computes them)."""
         qacc = finite_vector(qacc, self.model.nv, 'qacc')
@@ -54,7 +56,8 @@ class Dynamics:
             mujoco.mj_inverse(self.model, d)
             return d.qfrc_inverse.copy()
 
-    def jacobian(self, state, kind, name, site_names, body_names):
+    def jacobian(self, state: np.ndarray, kind: str, name: str, site_names: Sequence[str],
+                 body_names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(jacp (3, nv), jacr (3, nv)) of a site's or body's origin in the world frame."""
         if kind not in ('site', 'body'):
             raise InvalidArgument(f'expected site or body, got {kind!r}', where='kind',

@@ -2,31 +2,39 @@
 
 An edit builds the new model off the physics thread (an untrusted resource read and
 compiled in the sandbox first, when the device has one), then hands it to the device's
-``replace_model``, which trials it and swaps it in at a chunk boundary or refuses it with
-nothing changed. This class owns what the edits share: the ``Scene`` (the editable spec
-the next edit starts from), the registry of spawned entities and the lock that makes one
-edit at a time run start to end (``replace_model`` takes it too).
+model swap (``sim.swap.ModelSwap.replace_model``, seen here as ``sim.ports.ModelSwapper``),
+which trials it and swaps it in at a chunk boundary or refuses it with nothing changed.
+This class owns what the edits share: the ``Scene`` (the editable spec the next edit
+starts from) and the registry of spawned entities; an edit holds the swap's lock (one
+change of model at a time) from start to end. Of the device it reads only what
+``sim.ports.SceneHost`` lists.
 """
 
-import threading
+from __future__ import annotations
+
+from typing import Any, TYPE_CHECKING
 
 import mujoco
 
 from .. import errors
 from . import scene as scene_edit
-from .scene import Scene
+from .scene import load_model, Scene
+
+if TYPE_CHECKING:
+    from ..sim.ports import ModelSwapper, SceneHost
 
 
 class SceneEdits:
     """The scene edits of one device (``device.scene``)."""
 
-    def __init__(self, device, start_path: str) -> None:
+    def __init__(self, device: SceneHost, swap: ModelSwapper, start_path: str) -> None:
         self._device = device
+        self._swap = swap
         self._start_path = start_path   # the world unload_world goes back to
-        self._spec = None               # the Scene edits start from, parsed on the first edit
-        self._spawned: dict = {}        # entity name -> its bodies
-        self._homes: dict = {}          # entity name -> its home (scene.entity_home)
-        self.lock = threading.RLock()   # one scene edit at a time, start to end
+        self._spec: Scene | None = None  # the Scene edits start from, parsed on first edit
+        self._spawned: dict[str, list[str]] = {}   # entity name -> its bodies
+        self._homes: dict[str, Any] = {}   # entity name -> its home (scene.entity_home)
+        self.lock = swap.lock           # one change of model at a time, an edit start to end
 
     # --- what the edits share -------------------------------------------------------------
     def spec(self) -> Scene:
@@ -35,7 +43,7 @@ class SceneEdits:
             self._spec = Scene(self._device.model_path)
         return self._spec
 
-    def adopt(self, scene_spec) -> None:
+    def adopt(self, scene_spec: Scene | mujoco.MjSpec) -> None:
         """The scene a swap put in place (a ``Scene`` or an ``MjSpec``) is the next start."""
         self._spec = scene_spec if isinstance(scene_spec, Scene) else Scene(spec=scene_spec)
 
@@ -95,11 +103,11 @@ class SceneEdits:
                     allowed='an MJCF with at least one <body> in its <worldbody>')
             self._spawned[full] = bodies      # known to whoever follows the swap event
             try:
-                self._device.replace_model(model, why=f'spawned {full}', scene_spec=spec,
-                                           home=home)
+                self._swap.replace_model(model, why=f'spawned {full}', home=home)
             except BaseException:
                 self._spawned.pop(full, None)
                 raise
+            self.adopt(spec)
             self._homes[full] = home
             return {'success': True, 'code': errors.DONE, 'name': full, 'bodies': bodies}
 
@@ -117,8 +125,8 @@ class SceneEdits:
                                                       body) >= 0:
                     spec, model = scene.delete(body, brought)
                     scene.commit(spec)
-            self._device.replace_model(model, why=f'deleted {name}', scene_spec=scene,
-                                       entity=brought)
+            self._swap.replace_model(model, why=f'deleted {name}', entity=brought)
+            self.adopt(scene)
             self._spawned.pop(name, None)
             self._homes.pop(name, None)
             return {'success': True, 'code': errors.DONE, 'name': name}
@@ -133,9 +141,10 @@ class SceneEdits:
             path = resource if not resource.lstrip().startswith('<') else '<string>'
             path = path[len('file://'):] if path.startswith('file://') else path
             device = self._device
-            device.replace_model(model, world=True,
-                                 why=f'loaded world {errors.shorten(path)}',
-                                 scene_spec=spec, model_path=path)
+            self._swap.replace_model(model, world=True,
+                                     why=f'loaded world {errors.shorten(path)}',
+                                     model_path=path)
+            self.adopt(spec)
             self._spawned.clear()
             self._homes.clear()
             return {'success': True, 'code': errors.DONE, 'model': device.model_path,
@@ -143,12 +152,11 @@ class SceneEdits:
 
     def unload_world(self) -> dict:
         """Back to the world the device was opened with (the robot stays a device)."""
-        from ..sim.device import load_model    # the device module imports this one
         with self.lock:
             model = load_model(self._start_path)
-            self._device.replace_model(model, world=True, why='world unloaded',
-                                       scene_spec=Scene(self._start_path),
-                                       model_path=self._start_path)
+            self._swap.replace_model(model, world=True, why='world unloaded',
+                                     model_path=self._start_path)
+            self.adopt(Scene(self._start_path))
             self._spawned.clear()
             self._homes.clear()
         return {'success': True, 'code': errors.DONE, 'model': self._device.model_path}

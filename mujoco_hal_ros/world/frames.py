@@ -6,6 +6,8 @@ in that frame are rotated into the world (the reference entity's own motion is n
 a state set "relative to the table" means where the table is now).
 """
 
+from typing import Any
+
 import mujoco
 import numpy as np
 
@@ -17,7 +19,8 @@ def _rotate(quat, vec):
     return out
 
 
-def to_world(ref, position=None, quaternion=None, linear=None, angular=None):
+def to_world(ref: Any, position: Any = None, quaternion: Any = None, linear: Any = None,
+             angular: Any = None) -> dict[str, Any]:
     """The keyword arguments of ``Entities.set_state`` in the world frame; ``ref`` is
     ``Entities.state`` of the reference entity. ``None`` parts stay ``None``."""
     q_ref = np.asarray(ref['quaternion'], dtype=np.float64)

@@ -6,6 +6,10 @@ optical frame's pose. Pixels that see nothing hold the far clipping distance, wh
 surface at all, so they are refused rather than turned into a point on the far plane.
 """
 
+from collections.abc import Sequence
+from typing import Any
+
+import mujoco
 import numpy as np
 
 from ..checks import finite_number, is_bool
@@ -15,7 +19,7 @@ MAX_PIXELS = 4096
 FAR_MARGIN = 0.999   # depths this close to the far plane are the background
 
 
-def check_pixels(pixels, width, height):
+def check_pixels(pixels: Any, width: int, height: int) -> np.ndarray:
     """``[(u, v), ...]`` as an (n, 2) float array inside the image."""
     if isinstance(pixels, (str, bytes)) or is_bool(pixels):
         raise InvalidArgument(f'expected pixel pairs, got {shorten(pixels)}', where='pixels')
@@ -46,11 +50,12 @@ def check_pixels(pixels, width, height):
     return out
 
 
-def far_plane(model):
+def far_plane(model: mujoco.MjModel) -> float:
     return float(model.vis.map.zfar * model.stat.extent)
 
 
-def to_world(depth, intrinsics, position, rotation, pixels, far):
+def to_world(depth: np.ndarray, intrinsics: Sequence[float], position: np.ndarray,
+             rotation: np.ndarray, pixels: np.ndarray, far: float) -> np.ndarray:
     """(n, 3) world points of ``pixels`` (checked) in ``depth``; refuses background pixels.
 
     Depth is read at the nearest pixel centre: interpolating across an edge would invent a

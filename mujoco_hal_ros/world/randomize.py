@@ -12,14 +12,17 @@ are state, not model fields: ``{'object_positions': [dx, dy, dz]}`` moves every 
 a uniform offset within +-d of where it is; ``reset`` puts them back at the keyframe.
 """
 
+from typing import Any
+
 import mujoco
 import numpy as np
 
-from . import bounds
 from ..checks import is_bool
 from ..errors import InvalidArgument, UnknownName
+from ..joint_view import FREE, view
 from ..pool import randomization as pool_random
 from ..pool.validate import float_array
+from . import bounds
 
 LOOKS = {'geom_rgba': (False, 0.0), 'light_diffuse': (False, 0.0),
          'light_specular': (False, 0.0), 'light_ambient': (False, 0.0)}
@@ -28,7 +31,7 @@ MAX_SEED = 2 ** 63 - 1
 POSITIONS = 'object_positions'
 
 
-def check_seed(seed):
+def check_seed(seed: Any) -> int | None:
     if seed is None:
         return None
     if is_bool(seed) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
@@ -39,12 +42,12 @@ def check_seed(seed):
 class Randomizer:
     """The live model's randomized fields and their nominal values (one per device)."""
 
-    def __init__(self, model):
+    def __init__(self, model: mujoco.MjModel):
         self.model = model
-        self._nominal = {}
+        self._nominal: dict[str, np.ndarray] = {}
         self._scratch = None
 
-    def check(self, fields, seed=None):
+    def check(self, fields: Any, seed: Any = None) -> dict[str, np.ndarray]:
         """``{key: values}`` for the model, drawn and checked; nothing is written yet."""
         seed = check_seed(seed)
         if not isinstance(fields, dict) or not fields:
@@ -85,8 +88,7 @@ class Randomizer:
 
     def _free_qpos(self):
         m = self.model
-        return [int(m.jnt_qposadr[j]) for j in range(m.njnt)
-                if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+        return [j.qposadr for j in view(m).of_kind(FREE)]
 
     def _offsets(self, value, rng):
         where = f'randomization[{POSITIONS!r}]'
@@ -94,13 +96,13 @@ class Randomizer:
         half = bounds.values(half, where, top=bounds.MAX_POSITION)
         return rng.uniform(-half, half, size=(len(self._free_qpos()), 3))
 
-    def apply(self, values, data):
+    def apply(self, values: dict[str, np.ndarray], data: mujoco.MjData) -> None:
         """Write checked values (stepper thread); object offsets move ``data``'s free
         bodies, every other field goes into the model."""
         values = dict(values)
         offsets = values.pop(POSITIONS, None)
         if offsets is not None:
-            for adr, off in zip(self._free_qpos(), offsets):
+            for adr, off in zip(self._free_qpos(), offsets, strict=True):
                 data.qpos[adr:adr + 3] += off
         m = self.model
         for key in values:
@@ -120,10 +122,10 @@ class Randomizer:
         mujoco.mj_forward(m, data)
 
     @property
-    def active(self):
+    def active(self) -> list[str]:
         return sorted(k for k in self._nominal if k in FIELDS)
 
-    def undo(self):
+    def undo(self) -> bool:
         """Nominal values back into the model (stepper thread); whether any were changed."""
         if not self._nominal:
             return False

@@ -27,13 +27,16 @@ most 32 deep, no YAML aliases, no key twice), and a URDF at most ``MAX_URDF_CHAR
 
 import os
 import re
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple, TYPE_CHECKING
 
 import numpy as np
 
-from . import bounds
 from ..config import device_file
 from ..errors import ConfigError, DeviceError, shorten
+from . import bounds
+
+if TYPE_CHECKING:     # the hints only: the device spawns the robots
+    from ..sim.ports import RobotsFileHost
 
 KEYS = ('namespace', 'urdf', 'model', 'position', 'quaternion', 'device_file',
         'controllers_file', 'gripper_joint', 'base')
@@ -49,13 +52,13 @@ _TOKEN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
 class RobotEntry(NamedTuple):
     namespace: str
-    model: Optional[str]            # an MJCF file
-    urdf: Optional[str]             # a URDF file
+    model: str | None            # an MJCF file
+    urdf: str | None             # a URDF file
     position: tuple
     quaternion: tuple
-    device_file: Optional[str] = None       # the robot's device file, in its own names
-    controllers_file: Optional[str] = None  # its ros2_control controllers YAML
-    gripper_joint: Optional[str] = None     # the joint its gripper_controller drives
+    device_file: str | None = None       # the robot's device file, in its own names
+    controllers_file: str | None = None  # its ros2_control controllers YAML
+    gripper_joint: str | None = None     # the joint its gripper_controller drives
     base: str = 'auto'                      # a URDF's base: auto, fixed or floating
 
 
@@ -104,7 +107,8 @@ def parse(data: Any, base: str = '.') -> list[RobotEntry]:
         raise ConfigError('expected a list of robots', where='robots')
     if len(data) > MAX_ROBOTS:
         raise ConfigError(f'{len(data)} robots; at most {MAX_ROBOTS}', where='robots')
-    out, seen = [], set()
+    out: list[RobotEntry] = []
+    seen: set[str] = set()
     for i, entry in enumerate(data):
         where = f'robots[{i}]'
         if not isinstance(entry, dict):
@@ -172,7 +176,7 @@ def read_urdf(path: str) -> str:
                           where=shorten(path, 300)[1:-1]) from None
 
 
-def resource(entry: RobotEntry, notes: Optional[list] = None) -> str:
+def resource(entry: RobotEntry, notes: list | None = None) -> str:
     """The MJCF file to spawn for an entry: its model, or its URDF imported as the
     ``robot_description`` parameter imports one (servos, limits, mimic joints, the sensors
     its tags declare), without a scene of its own; what the import changed or could not
@@ -180,14 +184,18 @@ def resource(entry: RobotEntry, notes: Optional[list] = None) -> str:
     if entry.model:
         return entry.model
     from ..description.urdf_in import model_from_urdf
-    text = read_urdf(entry.urdf)
+    urdf = entry.urdf
+    if urdf is None:        # parse() refuses an entry with neither
+        raise ConfigError(f'robot {entry.namespace!r} gives neither a model nor a urdf',
+                          where='robots', allowed='model: <MJCF file> or urdf: <URDF file>')
+    text = read_urdf(urdf)
     roots = [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
     drives = {}
     if entry.controllers_file:      # its drive controller's wheels and steering
         from ..mobile import config as controllers
         drives = controllers.drive_joints(controllers.read(entry.controllers_file))
     path, said = model_from_urdf(text, package_roots=roots,
-                                 base_dir=os.path.dirname(entry.urdf), bare=True,
+                                 base_dir=os.path.dirname(urdf), bare=True,
                                  base=entry.base, drives=drives)
     if notes is not None:
         notes.extend(f'{entry.namespace}: {n}' for n in said)
@@ -199,11 +207,12 @@ def home_pose(path: str) -> dict:
     (else its first; without one qpos0 clamped into the joints' ranges): where the robot
     starts, as it would alone (``keyframes.home_state``; a spawn puts it there)."""
     import mujoco
+
     from ..sim.keyframes import home_state
     return home_state(mujoco.MjModel.from_xml_path(path))[0]
 
 
-def add_to(device, entries: list[RobotEntry], notes: Optional[list] = None) -> dict:
+def add_to(device: 'RobotsFileHost', entries: list[RobotEntry], notes: list | None = None) -> dict:
     """Spawn each entry under its namespace (it starts at its home pose, as every spawned
     entity does) and make it a robot, on its device file when it names one; {namespace:
     URDF text} of those that came from a URDF (``<ns>/robot_description``). A device file

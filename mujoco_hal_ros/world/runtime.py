@@ -4,8 +4,16 @@ of the live state, pixels to world points and domain randomization, on a running
 Each request is checked in the caller's thread, then runs on the physics thread through the
 device's one door (``device.on_physics``) and is recorded in the device's audit. A request
 that rewrites the state under a running move ends the move STOPPED and holds the new pose
-(the device's ``stop_move``, passed in: the move is the device's to end).
+(the device's ``stop_move``, passed in: the move is the device's to end). It is given
+the world's queries (``World``) and the cameras (``RenderRegistry``) it draws depth from;
+of the device it sees only ``sim.ports.DeviceReads``, the door and the audit
+(``RunTimeHost``).
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TYPE_CHECKING
 
 import mujoco  # noqa: F401 - the types these calls take and return
 
@@ -13,21 +21,36 @@ from .. import errors
 from ..checks import finite_number, finite_vector
 from . import bounds, pixels as world_pixels, snapshots as world_snapshots, teleport
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..render.registry import RenderRegistry
+    from ..sim.physics import Physics
+    from ..sim.ports import Audit, DeviceReads, PhysicsDoor
+    from .world import World
+
+    class RunTimeHost(DeviceReads, PhysicsDoor, Audit, Protocol):
+        """What the world at run time reads and calls of its device."""
+
 
 class RunTimeWorld:
     """``device.physics``: what a simulation interface may do to the running world."""
 
-    def __init__(self, device, stop_move, native) -> None:
+    def __init__(self, device: RunTimeHost, world: World, cameras: RenderRegistry,
+                 stop_move: Callable[[Any, str], np.ndarray],
+                 native: Callable[[np.ndarray], dict[str, float]]) -> None:
         self._device = device
-        self._stop_move = stop_move     # (stepper, why) -> setpoint: end the move, hold
+        self._world = world
+        self._cameras = cameras
+        self._stop_move = stop_move     # (physics, why) -> setpoint: end the move, hold
         self._native = native           # setpoint -> the audit's actuator: value form
 
     def save_state(self, name):
         """Keep the full physics state under ``name`` (overwriting one of that name)."""
         name = world_snapshots.snapshot_name(name)
         state = self._device.on_physics(
-            lambda s: world_snapshots.capture(s.model, s.data), wait=True)
-        self._device.world.snapshots.put(name, state)
+            lambda p: p.get_state(world_snapshots.SPEC), wait=True)
+        self._world.snapshots.put(name, state)
         self._device.record('save_state', {'name': name}, {})
         return {'success': True, 'code': errors.DONE, 'name': name}
 
@@ -35,22 +58,22 @@ class RunTimeWorld:
         """Restore a snapshot bit for bit (time keeps going forward) and hold there; a
         running move ends STOPPED. STALE_SNAPSHOT after a scene change, nothing changed."""
         name = world_snapshots.snapshot_name(name)
-        state = self._device.world.snapshots.get(name)
+        state = self._world.snapshots.get(name)
 
-        def apply(s):
-            world_snapshots.restore(s.model, s.data, state)
-            sp = self._stop_move(s, f'state {name!r} loaded')
-            s.publish_snapshot()
+        def apply(p: Physics):
+            p.set_state(state, world_snapshots.SPEC)       # and forward
+            sp = self._stop_move(p, f'state {name!r} loaded')
+            p.publish_snapshot()
             return sp
         sp = self._device.on_physics(apply, wait=True)
         self._device.record('load_state', {'name': name}, self._native(sp))
         return {'success': True, 'code': errors.DONE, 'name': name}
 
     def delete_state(self, name):
-        self._device.world.snapshots.delete(world_snapshots.snapshot_name(name))
+        self._world.snapshots.delete(world_snapshots.snapshot_name(name))
 
     def state_names(self):
-        return self._device.world.snapshots.names()
+        return self._world.snapshots.names()
 
     def set_joint_state(self, names, positions, velocities=None):
         """Teleport hinge/slide joints (all-or-nothing, range-checked), forward kinematics
@@ -61,10 +84,10 @@ class RunTimeWorld:
         request = {'names': list(names), 'positions': q.tolist(),
                    'velocities': None if v is None else v.tolist()}
 
-        def apply(s):
-            teleport.apply(s.model, s.data, qadr, dadr, q, v)
-            sp = self._stop_move(s, 'joints teleported')
-            s.publish_snapshot()
+        def apply(p: Physics):
+            p.set_joints(qadr, q, dadr, v)                 # and forward
+            sp = self._stop_move(p, 'joints teleported')
+            p.publish_snapshot()
             return sp
         sp = self._device.on_physics(apply, wait=True)
         self._device.record('set_joint_state', request, self._native(sp))
@@ -74,9 +97,7 @@ class RunTimeWorld:
         """World gravity (m/s^2, 3 finite numbers) from the next step on."""
         g = bounds.magnitude(gravity, 3, bounds.MAX_GRAVITY, 'gravity', 'm/s^2')
 
-        def apply(s):
-            s.model.opt.gravity[:] = g
-        self._device.on_physics(apply, wait=True)
+        self._device.on_physics(lambda p: p.set_gravity(g), wait=True)
         self._device.record('gravity', {'gravity': g.tolist()}, {})
         return g.tolist()
 
@@ -87,9 +108,8 @@ class RunTimeWorld:
             raise errors.InvalidArgument(f'{dt:g} s is not a usable timestep',
                                          where='timestep', allowed='0 < timestep <= 0.1 s')
 
-        def apply(s):
-            s.model.opt.timestep = dt
-        self._device.on_physics(apply, wait=True)
+        # the stepper's chunk size and the drive laws follow the new timestep
+        self._device.on_physics(lambda p: p.set_timestep(dt), wait=True)
         self._device.record('timestep', {'timestep': dt}, {})
         return dt
 
@@ -102,17 +122,17 @@ class RunTimeWorld:
         return float(self._device.model.opt.timestep)
 
     def _live_state(self):
-        dyn = self._device.world.dynamics
-        return self._device.on_physics(lambda s: dyn.capture(s.data), wait=True)
+        dyn = self._world.dynamics
+        return self._device.on_physics(lambda p: dyn.capture(p.data), wait=True)
 
     def mass_matrix(self):
         """(nv, nv) joint-space inertia of the live state."""
-        return self._device.world.dynamics.mass_matrix(self._live_state())
+        return self._world.dynamics.mass_matrix(self._live_state())
 
     def inverse_dynamics(self, qacc):
         """(nv,) generalized forces giving ``qacc`` (nv finite numbers) at the live state."""
         qacc = finite_vector(qacc, self._device.model.nv, 'qacc')
-        return self._device.world.dynamics.inverse_dynamics(self._live_state(), qacc)
+        return self._world.dynamics.inverse_dynamics(self._live_state(), qacc)
 
     def jacobian(self, name, kind=None):
         """(jacp, jacr), each (3, nv), of a site or body (``kind`` 'site'/'body'; by default
@@ -120,43 +140,43 @@ class RunTimeWorld:
         if kind is None:
             kind = 'site' if name in self._device.layout.sites else 'body'
         layout = self._device.layout
-        return self._device.world.dynamics.jacobian(self._live_state(), kind, name,
-                                                    layout.sites, layout.bodies)
+        return self._world.dynamics.jacobian(self._live_state(), kind, name,
+                                             layout.sites, layout.bodies)
 
     def pixel_to_world(self, camera, pixels, width=None, height=None):
         """World points (n, 3) of camera pixels ``[(u, v), ...]`` through the depth render
         at the latest snapshot; background (far-plane) and invalid depths are refused."""
         snap = self._device.snapshot
         if width is None and height is None:
-            return self._pixel_to_world(self._device.cameras.renderer(
+            return self._pixel_to_world(self._cameras.renderer(
                 camera, depth=True, generation=snap.generation), pixels, snap)
         # A size of the caller's own gets a renderer of its own, closed after: caching one
         # per size asked would let requests pile up GL contexts without bound.
         from ..render.camera import CameraRenderer
-        camera, width, height = self._device.cameras.image_size(camera, width, height)
-        with CameraRenderer(self._device.cameras.model_of(snap.generation), camera, width, height,
+        camera, width, height = self._cameras.image_size(camera, width, height)
+        with CameraRenderer(self._cameras.model_of(snap.generation), camera, width, height,
                             depth=True) as r:
             return self._pixel_to_world(r, pixels, snap)
 
     def _pixel_to_world(self, r, pixels, snap):
         px = world_pixels.check_pixels(pixels, r.width, r.height)
         intr = r.intrinsics()
-        with self._device.cameras.render_state(snap) as d:
+        with self._cameras.render_state(snap) as d:
             depth = r.render_depth(d)
             pos, rot = r.optical_pose(d)
         return world_pixels.to_world(depth, intr, pos, rot, px,
                                      world_pixels.far_plane(
-                                         self._device.cameras.model_of(snap.generation)))
+                                         self._cameras.model_of(snap.generation)))
 
     def randomize(self, fields, seed=None):
         """Randomize model fields of the running sim (``world.randomize``); ``reset`` undoes
         it. Checked as a whole first: a bad field changes nothing."""
-        rnd = self._device.world.randomizer
-        values = self._device.on_physics(lambda s: rnd.check(fields, seed), wait=True)
+        rnd = self._world.randomizer
+        values = self._device.on_physics(lambda p: rnd.check(fields, seed), wait=True)
 
-        def apply(s):
-            rnd.apply(values, s.data)
-            s.publish_snapshot()
+        def apply(p: Physics) -> None:
+            rnd.apply(values, p.data)    # the randomizer owns the fields it writes
+            p.publish_snapshot()
         self._device.on_physics(apply, wait=True)
         self._device.record('randomize', {'fields': sorted(values), 'seed': seed}, {})
         return {k: v.tolist() for k, v in values.items()}

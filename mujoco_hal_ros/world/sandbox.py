@@ -16,6 +16,7 @@ A warm worker rather than a process per request: starting Python and MuJoCo cost
 half a second, a round trip to a running worker about a millisecond (bench/bench_sandbox.py).
 """
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 import io
 import json
@@ -27,9 +28,13 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any, TYPE_CHECKING
 
 from ..errors import DeviceError, LIMIT_EXCEEDED, ModelError
 from .scene import MAX_RESOURCE
+
+if TYPE_CHECKING:     # the hints only: the node imports mujoco, this module need not
+    import mujoco
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'sandbox_worker.py')
 
@@ -42,6 +47,8 @@ def reap(proc: subprocess.Popen, wait_s: float = 5.0) -> None:
     except subprocess.TimeoutExpired:
         pass
     for pipe in (proc.stdin, proc.stdout):
+        if pipe is None:
+            continue
         try:
             pipe.close()
         except Exception:  # noqa: BLE001 - already closed
@@ -61,7 +68,7 @@ class Limits:
     max_bytes: int = MAX_RESOURCE       # characters of an MJCF string or bytes of its file
 
     @property
-    def wall_s(self):
+    def wall_s(self) -> float:
         """How long the node waits for an answer: CPU time, plus start-up and a busy host."""
         return 3.0 * self.cpu_s + 10.0
 
@@ -78,7 +85,7 @@ class _Unpickler(pickle.Unpickler):
 class Sandbox:
     """One warm worker process, one job at a time (a lock); thread-safe."""
 
-    def __init__(self, limits=None, roots=None):
+    def __init__(self, limits: Limits | None = None, roots: Sequence[str] | None = None):
         self.limits = limits or Limits()
         self.roots = None if roots is None else [os.path.abspath(r) for r in roots]
         self._lock = threading.Lock()
@@ -86,7 +93,7 @@ class Sandbox:
         self.restarts = 0
 
     # --- the worker -------------------------------------------------------------------------
-    def warm(self):
+    def warm(self) -> None:
         """Start the worker now (it imports MuJoCo meanwhile) rather than at the first job."""
         with self._lock:
             self._start()
@@ -118,19 +125,19 @@ class Sandbox:
         self.restarts += 1
         return proc.returncode
 
-    def close(self):
+    def close(self) -> None:
         with self._lock:
             if self._proc is not None:
                 self._kill()
                 self.restarts -= 1
 
     @property
-    def pid(self):
+    def pid(self) -> int | None:
         proc = self._proc
         return proc.pid if proc is not None and proc.poll() is None else None
 
     # --- jobs -------------------------------------------------------------------------------
-    def check(self, resource, world=False):
+    def check(self, resource: str, world: bool = False) -> dict[str, Any]:
         """Check (and, for a ``world``, compile) an MJCF string or file in the worker.
         Returns ``{'counts': {...}, 'model': MjModel or None}``; raises DeviceError
         (LIMIT_EXCEEDED naming the limit, INVALID_ARGUMENT, MODEL_ERROR) with nothing
@@ -156,7 +163,8 @@ class Sandbox:
                     if attempt == 0 and died.before_job:
                         continue                  # a worker that died idle: start one again
                     if code == -signal.SIGXCPU:
-                        raise self._over('CPU time', f'sandbox_cpu_s = {self.limits.cpu_s:g}')
+                        raise self._over('CPU time',
+                                         f'sandbox_cpu_s = {self.limits.cpu_s:g}') from None
                     raise self._over('memory (or CPU time)',
                                      f'sandbox_memory_mb = {self.limits.memory_mb}, '
                                      f'sandbox_cpu_s = {self.limits.cpu_s:g}') from None
@@ -176,7 +184,7 @@ class Sandbox:
                                  f'{exc}', where='resource') from None
         return {'counts': head.get('counts', {}), 'model': model}
 
-    def check_totals(self, model):
+    def check_totals(self, model: 'mujoco.MjModel') -> None:
         """The whole scene after an edit, compiled here from vetted parts: each spawn was
         within the limits, so their sum is checked too (LIMIT_EXCEEDED naming it)."""
         lim = self.limits
@@ -202,7 +210,7 @@ class Sandbox:
 
 
 class _Died(Exception):
-    def __init__(self, timeout=False, before_job=False):
+    def __init__(self, timeout: bool = False, before_job: bool = False) -> None:
         super().__init__('the sandbox worker ended')
         self.timeout, self.before_job = timeout, before_job
 

@@ -22,12 +22,14 @@ After a job that ran out of memory the answer asks for a new worker (``restart``
 and the C++ heap are not to be trusted after an allocation failed.
 """
 
+from collections.abc import Sequence
 import json
 import os
 import pickle
 import resource
 import struct
 import sys
+from typing import Any, BinaryIO
 import xml.etree.ElementTree as ET
 
 FILE_TAGS = ('include', 'mesh', 'texture', 'hfield', 'skin', 'model')
@@ -36,12 +38,13 @@ DIR_ATTRS = {'mesh': 'meshdir', 'skin': 'meshdir', 'texture': 'texturedir',
 
 
 class Refused(Exception):
-    def __init__(self, code, message, where='resource', limit=None):
+    def __init__(self, code: str, message: str, where: str = 'resource',
+                 limit: str | None = None) -> None:
         super().__init__(message)
         self.code, self.where, self.limit = code, where, limit
 
 
-def read_frame(stream):
+def read_frame(stream: BinaryIO) -> bytes | None:
     head = stream.read(8)
     if len(head) < 8:
         return None
@@ -49,7 +52,7 @@ def read_frame(stream):
     return stream.read(n)
 
 
-def write_frame(stream, data):
+def write_frame(stream: BinaryIO, data: bytes) -> None:
     stream.write(struct.pack('>Q', len(data)))
     stream.write(data)
 
@@ -59,10 +62,13 @@ def _under(path, roots):
     return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
 
-def static_check(text, base, limits, roots):
+def static_check(text: str | bytes, base: str, limits: dict[str, Any],
+                 roots: Sequence[str] | None) -> dict[str, Any]:
     """Counts with replicate multiplied in, and the files named, before MuJoCo parses: a
     pull parser, so the count that goes over a cap stops the read there."""
-    parser = ET.XMLPullParser(events=('start', 'end'))
+    # Any: for these two events read_events() gives (event, Element); typeshed's union also
+    # has the tuples the namespace events give
+    parser: Any = ET.XMLPullParser(events=('start', 'end'))
     counts = {'bodies': 0, 'geoms': 0}
     caps = (('bodies', limits['max_bodies']), ('geoms', limits['max_geoms']))
     dirs = {}
@@ -121,7 +127,7 @@ def _cap(what, n, cap, name):
                       limit=f'{name} = {cap}')
 
 
-def job(req):
+def job(req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     import mujoco
     limits = req['limits']
     roots = req.get('roots')
@@ -183,7 +189,7 @@ def job(req):
     return counts, payload
 
 
-def _limit_cpu(seconds):
+def _limit_cpu(seconds) -> None:
     used = resource.getrusage(resource.RUSAGE_SELF)
     now = used.ru_utime + used.ru_stime
     soft = int(now + seconds) + 1
@@ -193,7 +199,7 @@ def _limit_cpu(seconds):
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     memory = int(argv[1]) << 20
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard == resource.RLIM_INFINITY or hard > memory:

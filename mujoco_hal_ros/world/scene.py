@@ -6,22 +6,38 @@ an actuator still needs) is refused with MODEL_ERROR and the scene keeps its old
 model. ``carry_state`` then moves the state of everything that stays over into the new
 model by name (joints, actuators, mocap bodies), so a spawn does not reset the robot.
 
-``Device.replace_model`` swaps the running device onto the new model; ``renumbered`` and
-``lost_channels`` are what it checks first: whether what stays keeps its indices (then a
-running move goes on untouched), and whether an edit would take a device channel away.
+``device.swap.replace_model`` (``sim.swap``) swaps the running device onto the new
+model; ``renumbered`` and ``lost_channels`` are what it checks first: whether what stays
+keeps its indices (then a running move goes on untouched), and whether an edit would take
+a device channel away.
 """
 
+from collections.abc import Iterable
 import math
 import os
 import re
+from typing import Any
 
 import mujoco
 import numpy as np
 
-from . import bounds
 from ..errors import DeviceError, InvalidArgument, ModelError, shorten, UnknownName, UNSTABLE
+from . import bounds
 
 MAX_RESOURCE = 10_000_000      # characters of an MJCF string
+
+
+def load_model(path: str) -> mujoco.MjModel:
+    """Compile an MJCF file, with an error that says what to check."""
+    if not isinstance(path, str) or not path:
+        raise ModelError(f'expected an MJCF path, got {path!r}')
+    if not os.path.isfile(path):
+        raise ModelError(f'model file not found: {path}; check the path (or the environment '
+                         'variable the device file names)', where='model')
+    try:
+        return mujoco.MjModel.from_xml_path(path)
+    except Exception as exc:  # noqa: BLE001 - MuJoCo raises ValueError and others
+        raise ModelError(f'MuJoCo could not load {path}: {exc}', where='model') from None
 
 
 # A spawned entity's name becomes a ROS name part and a TF frame id prefix
@@ -30,7 +46,7 @@ MAX_RESOURCE = 10_000_000      # characters of an MJCF string
 _TOKEN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
 
-def _name(value, where, tokens=1):
+def _name(value, where, tokens: int | None = 1):
     ok = isinstance(value, str) and 0 < len(value) <= 256
     parts = value.split('/') if ok else []
     if not ok or (tokens == 1 and len(parts) != 1) or \
@@ -42,7 +58,7 @@ def _name(value, where, tokens=1):
     return value
 
 
-def child_spec(resource):
+def child_spec(resource: str) -> mujoco.MjSpec:
     """An MjSpec of an entity: an MJCF string (``<mujoco>...``) or the path of an MJCF
     file (a whole robot, with its meshes beside it)."""
     if not isinstance(resource, str) or not resource or len(resource) > MAX_RESOURCE:
@@ -62,11 +78,15 @@ def child_spec(resource):
             from None
 
 
+# An entity's home: ({joint: position}, {actuator: ctrl}) (entity_home)
+Home = tuple[dict[str, float], dict[str, float]]
+
+
 class Scene:
     """The spec the running model was compiled from, and edits that compile or change
     nothing."""
 
-    def __init__(self, path=None, spec=None):
+    def __init__(self, path: str | None = None, spec: mujoco.MjSpec | None = None):
         if spec is not None:
             self.spec = spec
             return
@@ -75,11 +95,12 @@ class Scene:
         except Exception as exc:  # noqa: BLE001
             raise ModelError(f'MuJoCo could not load {path}: {exc}', where='model') from None
 
-    def compile(self):
+    def compile(self) -> mujoco.MjModel:
         """The model of this scene's spec (MODEL_ERROR when it does not compile)."""
         return self._compile(self.spec, 'the scene')
 
-    def load(self, resource, model=None):
+    def load(self, resource: str, model: mujoco.MjModel | None = None
+             ) -> tuple[mujoco.MjSpec, mujoco.MjModel]:
         """(spec, model) of a whole new world: an MJCF string or file path; ``model``: its
         compiled model already (the sandbox's), so it is only parsed here."""
         spec = child_spec(resource)
@@ -92,7 +113,8 @@ class Scene:
             raise ModelError(f'{what} does not compile: {exc}; nothing was changed',
                              where='scene') from None
 
-    def check_pose(self, name, position=(0, 0, 0), quaternion=(1, 0, 0, 0), namespace=''):
+    def check_pose(self, name: Any, position: Any = (0, 0, 0), quaternion: Any = (1, 0, 0, 0),
+                   namespace: str = '') -> tuple[str, np.ndarray, np.ndarray]:
         """(full name, position, unit quaternion) of a spawn, refused before any model is
         read: a name that is no ROS name or TF frame, or taken; a position outside the world
         box; a quaternion that is not a rotation (near-unit ones are normalized)."""
@@ -107,16 +129,18 @@ class Scene:
                                   allowed='a new name, or delete it first')
         return name, pos, quat
 
-    def spawn(self, resource, name, position=(0, 0, 0), quaternion=(1, 0, 0, 0),
-              namespace=''):
+    def spawn(self, resource: str, name: Any, position: Any = (0, 0, 0),
+              quaternion: Any = (1, 0, 0, 0), namespace: str = ''
+              ) -> tuple[mujoco.MjSpec, mujoco.MjModel]:
         """(spec, model) with the entity's bodies attached at the pose, named
         ``<namespace>/<name>/<body>``; the scene is unchanged until ``commit``."""
         spec, model, _home = self.spawn_at_home(resource, name, position, quaternion,
                                                 namespace)
         return spec, model
 
-    def spawn_at_home(self, resource, name, position=(0, 0, 0), quaternion=(1, 0, 0, 0),
-                      namespace=''):
+    def spawn_at_home(self, resource: str, name: Any, position: Any = (0, 0, 0),
+                      quaternion: Any = (1, 0, 0, 0), namespace: str = ''
+                      ) -> tuple[mujoco.MjSpec, mujoco.MjModel, Home]:
         """``spawn``, and the entity's home (``entity_home``) under its new names: where
         its joints and actuators start once swapped in, as the model alone would start."""
         name, pos, quat = self.check_pose(name, position, quaternion, namespace)
@@ -137,7 +161,8 @@ class Scene:
                              where='scene') from None
         return spec, self._compile(spec, f'spawning {name!r}'), home
 
-    def delete(self, name, brought=None):
+    def delete(self, name: str, brought: Iterable[str] | None = None
+               ) -> tuple[mujoco.MjSpec, mujoco.MjModel]:
         """(spec, model) without body ``name`` and what hangs below it. Actuators and
         sensors go with it only when named ``<brought>/...`` (a spawned entity's own)."""
         bodies = [b.name for b in self.spec.bodies if b.name and b.name != 'world']
@@ -155,16 +180,17 @@ class Scene:
                                   'spawned one by its name')
         return spec, model
 
-    def commit(self, spec):
+    def commit(self, spec: mujoco.MjSpec) -> None:
         self.spec = spec
 
 
-def entity_home(child, prefix):
+def entity_home(child: mujoco.MjSpec, prefix: str
+                ) -> Home:
     """``({joint: position}, {actuator: ctrl})`` of an entity at its home (``keyframes.
     home_state`` of its model alone), its names prefixed: a spawn attaches bodies, not
     keyframes, and a robot left at qpos0 may start outside its joint ranges. Empty when
     the entity does not compile alone (the spawn then refuses it anyway)."""
-    from ..sim.keyframes import home_state       # sim imports this module
+    from ..sim.keyframes import home_state  # sim imports this module
     try:
         model = child.copy().compile()
     except Exception:  # noqa: BLE001 - MuJoCo's compiler raises several types
@@ -174,7 +200,8 @@ def entity_home(child, prefix):
             {f'{prefix}{a}': c for a, c in ctrl.items()})
 
 
-def put_at_home(old_model, new_model, new_data, home):
+def put_at_home(old_model: mujoco.MjModel, new_model: mujoco.MjModel, new_data: mujoco.MjData,
+                home: Home) -> None:
     """Stepper thread, in a swap: the joints and actuators that are new in ``new_model``
     (not in ``old_model``; every one of ``home`` when it is None, as after a reset) start
     where ``home`` (``entity_home``) puts them, then ``mj_forward``. What was there before
@@ -193,13 +220,13 @@ def put_at_home(old_model, new_model, new_data, home):
     mujoco.mj_forward(new_model, new_data)
 
 
-def entity_bodies(spec, name):
+def entity_bodies(spec: mujoco.MjSpec, name: str) -> list[str]:
     """The bodies an entity spawned as ``name`` brought (``<name>/...``), top ones first."""
     prefix = f'{name}/'
     return [b.name for b in spec.bodies if b.name.startswith(prefix)]
 
 
-def renumbered(old_model, new_model):
+def renumbered(old_model: mujoco.MjModel, new_model: mujoco.MjModel) -> bool:
     """Whether anything named in both models (joint, actuator, sensor, site, body, camera)
     sits at another index or address in the new one: then index-based state (plans,
     channels) cannot go on as it is."""
@@ -223,7 +250,9 @@ def renumbered(old_model, new_model):
     return False
 
 
-def lost_channels(old_model, new_model, brought=None):
+def lost_channels(old_model: mujoco.MjModel, new_model: mujoco.MjModel,
+                  brought: Iterable[str] | None = None
+                  ) -> list[str]:
     """Names of actuators and sensors the old model has and the new one lacks (an unnamed
     one counts by number): what a spawn or delete must never take from the device, unless
     they are named ``<brought>/...`` (what a spawned entity brought goes with it)."""
@@ -246,7 +275,8 @@ def _names(model, kind, n):
             if mujoco.mj_id2name(model, kind, i)}
 
 
-def carry_state(old_model, old_data, new_model, new_data):
+def carry_state(old_model: mujoco.MjModel, old_data: mujoco.MjData, new_model: mujoco.MjModel,
+                new_data: mujoco.MjData) -> None:
     """Copy what both models share, by name, into ``new_data`` (then ``mj_forward``)."""
     J = mujoco.mjtObj.mjOBJ_JOINT
     old_j, new_j = _names(old_model, J, old_model.njnt), _names(new_model, J, new_model.njnt)
@@ -293,7 +323,7 @@ TRIAL_WARNINGS = {_W.mjWARN_CONTACTFULL: 'contacts overflowed the arena',
 ARENA_WARNINGS = (_W.mjWARN_CONTACTFULL, _W.mjWARN_CNSTRFULL)
 
 
-def memory_fix(model, needed=None):
+def memory_fix(model: mujoco.MjModel, needed: int | None = None) -> str:
     """The MJCF change that gives a scene enough arena: ``<size memory="...M"/>`` of about
     twice what it needed (or twice what it has)."""
     base = max(int(needed or 0), int(model.narena), 1 << 20)
@@ -301,7 +331,8 @@ def memory_fix(model, needed=None):
         '/> in its MJCF, or fewer bodies that start overlapping'
 
 
-def trial_swap(model, old=None, why='the scene changed'):
+def trial_swap(model: mujoco.MjModel, old: tuple[mujoco.MjModel, mujoco.MjData] | None = None,
+               why: str = 'the scene changed') -> None:
     """Step the new model once on a copy of the state a swap would give it, on the
     caller's thread: a scene that overflows MuJoCo's arena, warns or diverges is refused
     here, and the physics thread never runs it. ``old``: (model, a copy of its data) that
@@ -320,7 +351,8 @@ def trial_swap(model, old=None, why='the scene changed'):
     trial_run(model, data, f'the new scene ({why})')
 
 
-def trial_run(model, data, what='the new scene', steps=TRIAL_STEPS):
+def trial_run(model: mujoco.MjModel, data: mujoco.MjData, what: str = 'the new scene',
+              steps: int = TRIAL_STEPS) -> mujoco.MjData:
     """Step a throwaway ``data`` of ``model`` (the state the swap would start from) and
     refuse the edit when the new scene cannot run: a MuJoCo fatal error (the arena out of
     memory: ``mj_stackAlloc``), an arena or state warning, a non-finite state, or an arena

@@ -9,11 +9,12 @@ with ``STALE_SNAPSHOT`` instead of writing garbage into the new model.
 """
 
 import threading
+from typing import Any
 
 import mujoco
 import numpy as np
 
-from ..errors import DeviceError, InvalidArgument, UnknownName, shorten
+from ..errors import DeviceError, InvalidArgument, shorten, UnknownName
 
 STALE_SNAPSHOT = 'STALE_SNAPSHOT'
 SPEC = int(mujoco.mjtState.mjSTATE_FULLPHYSICS) & ~int(mujoco.mjtState.mjSTATE_TIME)
@@ -21,23 +22,18 @@ MAX_SNAPSHOTS = 256
 MAX_NAME = 256
 
 
-def snapshot_name(name, where='name'):
+def snapshot_name(name: Any, where: str = 'name') -> str:
     if not isinstance(name, str) or not name or len(name) > MAX_NAME:
         raise InvalidArgument(f'expected a snapshot name (1..{MAX_NAME} characters), got '
                               f'{shorten(name)}', where=where)
     return name
 
 
-def capture(model, data):
+def capture(model: mujoco.MjModel, data: mujoco.MjData) -> np.ndarray:
     """The state vector of ``data`` (stepper thread, or a data nobody else writes)."""
     state = np.empty(mujoco.mj_stateSize(model, SPEC))
     mujoco.mj_getState(model, data, state, SPEC)
     return state
-
-
-def restore(model, data, state):
-    mujoco.mj_setState(model, data, state, SPEC)
-    mujoco.mj_forward(model, data)
 
 
 class Snapshots:
@@ -48,12 +44,12 @@ class Snapshots:
         self._store = {}
         self.generation = 0
 
-    def scene_changed(self):
+    def scene_changed(self) -> None:
         """Every snapshot taken so far now describes another model."""
         with self._lock:
             self.generation += 1
 
-    def put(self, name, state):
+    def put(self, name: str, state: np.ndarray) -> None:
         with self._lock:
             if name not in self._store and len(self._store) >= MAX_SNAPSHOTS:
                 raise InvalidArgument(f'{MAX_SNAPSHOTS} snapshots are stored already',
@@ -61,7 +57,7 @@ class Snapshots:
                                       allowed='overwrite or delete_state one first')
             self._store[name] = (self.generation, state)
 
-    def get(self, name):
+    def get(self, name: str) -> np.ndarray:
         with self._lock:
             if name not in self._store:
                 raise UnknownName('snapshot', name, list(self._store), where='load_state')
@@ -72,16 +68,16 @@ class Snapshots:
                                   taken_in=generation, scene=self.generation)
             return state
 
-    def delete(self, name):
+    def delete(self, name: str) -> None:
         with self._lock:
             if name not in self._store:
                 raise UnknownName('snapshot', name, list(self._store), where='delete_state')
             del self._store[name]
 
-    def names(self):
+    def names(self) -> list[str]:
         with self._lock:
             return sorted(self._store)
 
-    def fresh(self, name):
+    def fresh(self, name: str) -> bool:
         with self._lock:
             return name in self._store and self._store[name][0] == self.generation

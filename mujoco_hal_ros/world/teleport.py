@@ -1,22 +1,26 @@
 """Teleport joints: positions and velocities written straight into the state.
 
 Checked as a whole before anything is written, so a request with one bad joint changes
-nothing. Only one-dof joints (hinge, slide) are teleported by name: a free or ball joint's
-pose is an entity's pose (``set_entity_state``). Positions must lie in the joint's range
-when the model limits it, because the solver would otherwise fling the joint back.
+nothing; the physics thread writes the checked values (``Physics.set_joints``). Only
+one-dof joints (hinge, slide) are teleported by name: a free or ball joint's pose is an
+entity's pose (``set_entity_state``). Positions must lie in the joint's range when the
+model limits it, because the solver would otherwise fling the joint back.
 """
+
+from collections.abc import Sequence
+from typing import Any
 
 import mujoco
 import numpy as np
 
-from . import bounds
 from ..checks import finite_vector, unique_names
 from ..errors import InvalidArgument, LimitExceeded, UnknownName
+from ..joint_view import ONE_DOF
+from . import bounds
 
-ONE_DOF = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 
-
-def check(model, joint_names, names, positions, velocities):
+def check(model: mujoco.MjModel, joint_names: Sequence[str], names: Any, positions: Any,
+          velocities: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """(qpos addresses, dof addresses, positions, velocities or None), all checked."""
     names = unique_names(names, 'names', 'joint')
     if not names:
@@ -39,19 +43,11 @@ def check(model, joint_names, names, positions, velocities):
         raise InvalidArgument(f'a joint speed of {np.abs(v).max():.4g} is beyond what the '
                               'simulation can integrate', where='velocities',
                               allowed=f'|v| <= {bounds.MAX_ANGULAR:g} rad/s or m/s')
-    for n, j, value in zip(names, ids, q):
+    for n, j, value in zip(names, ids, q, strict=True):
         if model.jnt_limited[j]:
             lo, hi = model.jnt_range[j]
             if not lo <= value <= hi:
                 raise LimitExceeded(f'{value:g} is outside the joint range', where=n,
                                     allowed=f'{lo:g}..{hi:g}')
-    ids = np.array(ids)
-    return model.jnt_qposadr[ids], model.jnt_dofadr[ids], q, v
-
-
-def apply(model, data, qadr, dadr, q, v):
-    """Write the checked values and recompute everything derived from them."""
-    data.qpos[qadr] = q
-    if v is not None:
-        data.qvel[dadr] = v
-    mujoco.mj_forward(model, data)
+    at = np.array(ids)
+    return model.jnt_qposadr[at], model.jnt_dofadr[at], q, v

@@ -4,18 +4,20 @@ One per device, owned by it (``Device.world``); the device posts the writes to i
 this object holds the state that outlives a single request.
 """
 
+import mujoco
+
 from .dynamics import Dynamics
 from .randomize import Randomizer
 from .snapshots import Snapshots
 
 
 class World:
-    def __init__(self, model):
+    def __init__(self, model: mujoco.MjModel):
         self.snapshots = Snapshots()
         self.randomizer = Randomizer(model)
         self.dynamics = Dynamics(model)
 
-    def follow(self, model):
+    def follow(self, model: mujoco.MjModel) -> int:
         """A new model replaced the running one: queries and randomization are of it now,
         and every snapshot taken so far is stale. The new scene generation."""
         self.randomizer = Randomizer(model)

@@ -13,9 +13,8 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
-
 from helpers import child_env, node_command, ros_args, SpunNodes, START_S  # noqa: E402
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 
 EXIT_S = 10.0       # a signalled or refused sim_node is gone within this
 

@@ -9,12 +9,20 @@ import array
 import types
 
 from geometry_msgs.msg import Point, Vector3
+from hostile_helpers import (
+    HUGE,
+    huge_name,
+    is_refusal,
+    JOINTS,
+    NON_FINITE,
+    refused,
+    state_of,
+    unchanged,
+)
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
 
-from hostile_helpers import (HUGE, JOINTS, NON_FINITE, huge_name, is_refusal, refused,
-                             state_of, unchanged)
 from mujoco_hal_ros.msg import FloatArray
 from mujoco_hal_ros.ros import conversions as cv
 from mujoco_hal_ros.ros.pool import arrays

@@ -13,12 +13,11 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
+from dds_helpers import Client, start_sim  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from dds_helpers import Client, start_sim  # noqa: E402
 from mujoco_hal_ros.ros.qos import REQUEST_QOS  # noqa: E402
 from mujoco_hal_ros.srv import Describe  # noqa: E402
-
 
 MATCH_S = 2.0
 

@@ -13,12 +13,11 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
+from dds_helpers import assert_clean, Client, ended, interrupt, start_sim  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
-from dds_helpers import assert_clean, Client, ended, interrupt, start_sim  # noqa: E402
 from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
-
 
 CYCLES = 10
 
@@ -107,6 +106,7 @@ def test_sigint_during_a_long_step_with_requests_waiting(spawn, client):
     """Requests that wait for the physics thread (reset, pause) behind a long ``step`` do
     not hold the shutdown: it ends within seconds, not when the steps would have."""
     from std_srvs.srv import SetBool, Trigger
+
     from mujoco_hal_ros.srv import Step
     proc = start_sim(spawn, 'start_paused:=true', 'real_time_factor:=0.0')
     client.wait_graph(['/step', '/reset', '/pause'], proc, spawn)

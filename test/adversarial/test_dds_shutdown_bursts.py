@@ -20,12 +20,11 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from rclpy.action import ActionClient  # noqa: E402
-
 from dds_helpers import assert_clean, Client, ended, interrupt, start_sim  # noqa: E402
 from helpers import child_env, node_command, ros_args, wait_for  # noqa: E402
-from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
-from mujoco_hal_ros.action import RunPolicy  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+
+from mujoco_hal_ros.action import MoveTo as MoveToAction, RunPolicy  # noqa: E402
 
 GOALS = 1000
 

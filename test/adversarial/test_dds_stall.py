@@ -12,11 +12,9 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
+from dds_helpers import Client, start_sim  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
-
-from dds_helpers import Client, start_sim  # noqa: E402
-
 
 STOP_S = 0.8
 MAX_RTF = 1.1
@@ -74,6 +72,7 @@ def test_a_stall_is_dropped_not_caught_up_and_reported(spawn, client):
 def test_an_unstable_model_is_logged_by_the_node(spawn, client):
     """Before, only MuJoCo's own stderr warning said so; now the node logs one line."""
     import os
+
     from mujoco_hal_ros.srv import SetGoals
     model = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                          'models', 'unstable.xml')

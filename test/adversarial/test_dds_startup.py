@@ -14,13 +14,12 @@ pytest.importorskip('rclpy')
 
 from dds_helpers import assert_clean, start_sim  # noqa: E402
 
-
 EXIT_S = 20.0           # import + refusal on a loaded 2-core machine (about 1 s idle)
 MAX_RSS_KB = 1 << 20    # 1 GiB: a refused start never builds anything big
 
 BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + ''.join(
     f'{c}: &{c} [' + ','.join([f'*{p}'] * 9) + ']\n'
-    for p, c in zip('abcdefgh', 'bcdefghi'))
+    for p, c in zip('abcdefgh', 'bcdefghi', strict=True))
 
 BOX = """<mujoco model="box"><worldbody><body name="b"><joint name="j" axis="0 0 1"/>
 <geom type="box" size=".1 .1 .1"/></body></worldbody>

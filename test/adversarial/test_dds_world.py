@@ -10,12 +10,12 @@ rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('simulation_interfaces.srv', reason='simulation_interfaces is not '
                     'installed and its stand-in was not built (run scripts/setup.sh)')
 
+from dds_helpers import Client, start_sim  # noqa: E402
+from helpers import wait_for  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from simulation_interfaces import srv as si  # noqa: E402
 from simulation_interfaces.msg import Result  # noqa: E402
 
-from dds_helpers import Client, start_sim  # noqa: E402
-from helpers import wait_for  # noqa: E402
 from mujoco_hal_ros.ros.qos import REQUEST_QOS  # noqa: E402
 
 BOX = ('<mujoco><worldbody><body name="box"><freejoint/>'

@@ -1,11 +1,21 @@
 """Limits kernel and Device requests under hostile values: refused with a code, nothing moved."""
 
+from hostile_helpers import (
+    accepted_goals,
+    accepted_move,
+    hostile_scalars,
+    hostile_vectors,
+    is_refusal,
+    names,
+    refused,
+    settle,
+    small_floats,
+    state_of,
+    unchanged,
+)
 from hypothesis import example, given, settings, strategies as st
 import numpy as np
 
-from hostile_helpers import (accepted_goals, accepted_move, hostile_scalars, hostile_vectors,
-                             is_refusal, names, refused, settle, small_floats,
-                             state_of, unchanged)
 from mujoco_hal_ros.config import limits
 
 GOALS = ['pan_goal', 'lift_goal', 'elbow_goal', 'wrist_goal']
@@ -105,7 +115,8 @@ def test_move_to_a_reachable_point_refuses_hostile_speeds_and_aims(bench, speed,
                       st.dictionaries(names(ARGS, hashable=True),
                                       st.one_of(hostile_scalars(), small_floats(-1e6, 1e6)),
                                       max_size=4),
-                      workspace_points().map(lambda p: {k: v * 1000 for k, v in zip(ARGS, p)})))
+                      workspace_points().map(
+                          lambda p: {k: v * 1000 for k, v in zip(ARGS, p, strict=True)})))
 def test_run_action_refuses_hostile_names_and_arguments(bench, action, args):
     before = state_of(bench)
     out = []

@@ -1,10 +1,10 @@
 """Entity state writes under hostile values: all or nothing, and never a world reset."""
 
+from hostile_helpers import FREE_BODY, hostile_vectors, names, refused, small_floats
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
 
-from hostile_helpers import FREE_BODY, hostile_vectors, names, refused, small_floats
 from mujoco_hal_ros.sim.device import Device
 from mujoco_hal_ros.sim.entities import Entities
 

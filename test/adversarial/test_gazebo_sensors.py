@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 from hypothesis import given, strategies as st
 
+from mujoco_hal_ros.config import sensor_settings as settings
 from mujoco_hal_ros.description import gazebo_sensors as gs
-from mujoco_hal_ros.sensors import settings
 
 NUMBERS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),

@@ -7,11 +7,11 @@ cannot have moved anything (the node tests check the fingers stay put)."""
 import array
 import math
 
+from hostile_helpers import hostile_scalars, hostile_vectors, HUGE, names, NON_FINITE
 from hypothesis import given, settings, strategies as st
 import numpy as np
 import pytest
 
-from hostile_helpers import HUGE, NON_FINITE, hostile_scalars, hostile_vectors, names
 from mujoco_hal_ros.checks import is_bool
 from mujoco_hal_ros.errors import DeviceError
 from mujoco_hal_ros.motion import gripper as gr

@@ -4,11 +4,11 @@ exception, never a hang (aliases, deep nesting, huge scalars, wrong types, rando
 import os
 import time
 
+from hostile_helpers import BENCH_YAML
 from hypothesis import given, settings, strategies as st
 import pytest
 import yaml
 
-from hostile_helpers import BENCH_YAML
 from mujoco_hal_ros.config import device_file
 from mujoco_hal_ros.errors import CONFIG_ERROR, ConfigError
 

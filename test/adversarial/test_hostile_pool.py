@@ -1,11 +1,11 @@
 """EnvPool step/reset/evaluate under hostile inputs: refused with a code, rows unchanged."""
 
+from hostile_helpers import FREE_BODY, hostile_scalars, HUGE, names, NON_FINITE, refused
 from hypothesis import given, settings, strategies as st
 import mujoco
 import numpy as np
 import pytest
 
-from hostile_helpers import FREE_BODY, HUGE, NON_FINITE, hostile_scalars, names, refused
 from mujoco_hal_ros.pool import EnvPool
 
 N = 3

@@ -13,11 +13,11 @@ import os
 import re
 import time
 
+from hostile_helpers import HUGE, NON_FINITE
 from hypothesis import given, settings, strategies as st
 import pytest
 import yaml
 
-from hostile_helpers import HUGE, NON_FINITE
 from mujoco_hal_ros.errors import CONFIG_ERROR, ConfigError
 from mujoco_hal_ros.world import bounds, robots_file
 

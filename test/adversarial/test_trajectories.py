@@ -3,11 +3,22 @@ limits, never a NaN path that every ``<`` comparison waves through."""
 
 import array
 
+from hostile_helpers import (
+    hostile_scalars,
+    hostile_vectors,
+    HUGE,
+    is_refusal,
+    JOINTS,
+    names,
+    NON_FINITE,
+    refused,
+    small_floats,
+    state_of,
+    unchanged,
+)
 from hypothesis import given, settings, strategies as st
 import numpy as np
 
-from hostile_helpers import (HUGE, JOINTS, NON_FINITE, hostile_scalars, hostile_vectors,
-                             is_refusal, names, refused, small_floats, state_of, unchanged)
 from mujoco_hal_ros.config import limits
 from mujoco_hal_ros.motion import joint_trajectory as jt
 

@@ -21,13 +21,13 @@ rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('simulation_interfaces.srv', reason='simulation_interfaces is not '
                     'installed and its stand-in was not built (run scripts/setup.sh)')
 
+from helpers import SpunNodes, wait_for  # noqa: E402
+from hostile_helpers import HUGE, NON_FINITE  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from simulation_interfaces import srv as si  # noqa: E402
 from simulation_interfaces.msg import Result  # noqa: E402
 
-from helpers import SpunNodes, wait_for  # noqa: E402
-from hostile_helpers import HUGE, NON_FINITE  # noqa: E402
 from mujoco_hal_ros import srv as own  # noqa: E402
 from mujoco_hal_ros.world import bounds  # noqa: E402
 
@@ -80,8 +80,8 @@ def alive_and_stepping(h):
 
 def clean_up(h):
     dev = h.nodes[0].device
-    for name in dev.entity_names():
-        dev.delete_entity(name)
+    for name in dev.scene.names():
+        dev.scene.delete(name)
     dev.sensing.clear_wrenches()
     dev.reset()
 
@@ -184,9 +184,9 @@ def test_spawn_entity_fields(node, data, hostile):
     norm = math.sqrt(sum(v * v for v in orientation))
     assert abs(norm - 1) < bounds.UNIT_TOLERANCE, 'a spawn with no rotation was accepted'
     full = r.entity_name
-    assert full in dev.entity_names()
+    assert full in dev.scene.names()
     assert all(_TOKEN.fullmatch(t) for t in full.split('/')), f'{full!r} is no ROS name'
-    dev.delete_entity(full)
+    dev.scene.delete(full)
 
 
 @settings(max_examples=25, deadline=None)
@@ -344,8 +344,8 @@ def test_get_entities_filters(node, pattern):
     """An entity named by 40 a's is there: a filter that backtracks without bound over it
     would freeze the node (the GIL held), so such filters are refused."""
     dev = node.nodes[0].device
-    if 'a' * 40 not in dev.entity_names():
-        dev.spawn_entity(BOX, 'a' * 40, position=(0.5, 0.5, 0.3))
+    if 'a' * 40 not in dev.scene.names():
+        dev.scene.spawn(BOX, 'a' * 40, position=(0.5, 0.5, 0.3))
     req = si.GetEntities.Request()
     req.filters.filter = pattern
     r = call(node, si.GetEntities, 'get_entities', req)
@@ -396,7 +396,7 @@ def test_the_node_answers_and_steps_after_all_of_it(node):
     r = call(node, si.SpawnEntity, 'spawn_entity', req)
     assert r.result.result == OK, r.result.error_message
     alive_and_stepping(node)
-    dev.delete_entity('last_crate')
+    dev.scene.delete('last_crate')
 
 
 def test_world_edits_off_refuses_every_edit():

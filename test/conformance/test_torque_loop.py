@@ -78,7 +78,7 @@ WITH_A_BOX = LIGHT_WRIST.replace('  </worldbody>', '''    <geom type="plane" siz
 def test_a_light_wrist_settles_and_holds_at_a_coarse_step(device, xml):
     dev = device(xml)
     names = sorted(dev.goals())
-    goal = dict(zip(names, [0.0, 0.0]))
+    goal = dict(zip(names, [0.0, 0.0], strict=True))
     dev.set_goals(goal)
     for _ in range(300):                               # until the path has ended (6 s)
         dev.step(1)

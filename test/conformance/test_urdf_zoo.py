@@ -10,9 +10,9 @@ leader. Each (URDF, check) is a case; a check that does not apply is skipped wit
 reason. ``bench/conformance.py --urdf`` prints the same table.
 """
 
+from helpers import zoo_cell
 import pytest
 
-from helpers import zoo_cell
 from mujoco_hal_ros.conformance import battery, urdf_zoo
 
 MODELS = urdf_zoo.models()
@@ -44,8 +44,9 @@ def test_a_driver_block_drives_leaders_only():
         pytest.skip(urdf_zoo.SHARE_MISSING)
     with open(paths[0], encoding='utf-8') as handle:
         text = urdf_zoo.with_ros2_control(handle.read())
-    from mujoco_hal_ros.description.urdf_in import ros2_control_joints
     import xml.etree.ElementTree as ET
+
+    from mujoco_hal_ros.description.urdf_in import ros2_control_joints
     commands = ros2_control_joints(ET.fromstring(text))
     assert 'panda_finger_joint1' in commands and 'panda_finger_joint2' not in commands
     assert len(commands) == 8

@@ -113,9 +113,9 @@ def test_a_held_velocity_arm_keeps_holding_across_a_scene_edit(dev):
     dev.hold()
     dev.step(250)
     q0 = dev.snapshot.qpos[:2].copy()
-    dev.spawn_entity('<mujoco><worldbody><body name="box" pos="2 2 0.5"><freejoint/>'
-                     '<geom type="box" size="0.05 0.05 0.05"/></body></worldbody></mujoco>',
-                     'box')
+    dev.scene.spawn('<mujoco><worldbody><body name="box" pos="2 2 0.5"><freejoint/>'
+                    '<geom type="box" size="0.05 0.05 0.05"/></body></worldbody></mujoco>',
+                    'box')
     assert dev.snapshot.position_mode[dev.model.actuator('elbow').id]
     dev.step(500)                                   # 1 s in the edited scene
     assert np.abs(dev.snapshot.qpos[:2] - q0).max() < 1e-3

@@ -10,9 +10,9 @@ fails the tier.
 ``bench/conformance.py`` prints the same table.
 """
 
+from helpers import zoo_cell
 import pytest
 
-from helpers import zoo_cell
 from mujoco_hal_ros.conformance import battery, zoo
 
 MODELS = zoo.models()

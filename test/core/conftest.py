@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from mujoco_hal_ros import menagerie
+from mujoco_hal_ros.motion.move import action_for
 from mujoco_hal_ros.sim.device import Device
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -115,14 +116,14 @@ def random_reachable(dev, act_name, rng, count, margin=0.1, site=None, body=None
     """FK targets of random joint configurations inside the move's limits (shrunk by
     ``margin`` of each span), as world points; uses a private MjData."""
     import mujoco
-    act = dev.move_action() if act_name is None else dev.action(act_name)
+    act = action_for(dev.layout, None) if act_name is None else dev.action(act_name)
     model = dev.model
     data = mujoco.MjData(model)
     data.qpos[:] = dev.snapshot.qpos
     goals = [dev._goal_for_joint(j, act) for j in act.joints]
     points = []
     for _ in range(count):
-        for j, g in zip(act.joints, goals):
+        for j, g in zip(act.joints, goals, strict=True):
             lo = max(g.native_lo, g.to_native(g.min))
             hi = min(g.native_hi, g.to_native(g.max))
             span = hi - lo

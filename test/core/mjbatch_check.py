@@ -10,8 +10,7 @@ import mujoco
 import numpy as np
 
 from mujoco_hal_ros.errors import DeviceError
-from mujoco_hal_ros.pool import EnvPool
-from mujoco_hal_ros.pool import jacobian
+from mujoco_hal_ros.pool import EnvPool, jacobian
 
 ARM = """
 <mujoco>

@@ -11,17 +11,22 @@ import subprocess
 import sys
 import threading
 
+import cv2  # noqa: E402 - after camera.py chose the GL backend
+import mujoco  # noqa: E402
 import numpy as np
 import pytest
 
-from mujoco_hal_ros.render import gl
-from mujoco_hal_ros.render.camera import (MAX_SIZE, OPTICAL_FROM_MUJOCO, CameraRenderer,
-                                          camera_names, encode_png, list_cameras)
 from mujoco_hal_ros.errors import ClosedError, DeviceError, InvalidArgument, UnknownName
 from mujoco_hal_ros.menagerie import bench_arm_path
-
-import cv2  # noqa: E402 - after camera.py chose the GL backend
-import mujoco  # noqa: E402
+from mujoco_hal_ros.render import gl
+from mujoco_hal_ros.render.camera import (
+    camera_names,
+    CameraRenderer,
+    encode_png,
+    list_cameras,
+    MAX_SIZE,
+    OPTICAL_FROM_MUJOCO,
+)
 
 W, H = 640, 480
 CAMERA_HEIGHT = 0.55    # overhead camera z above the table plane (z = 0)

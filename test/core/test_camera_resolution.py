@@ -7,21 +7,20 @@ image channel now takes that size, and a small bright sphere pushed through K la
 pixels that show it.
 """
 
+import mujoco  # noqa: E402 - after camera.py chose the GL backend
 import numpy as np
 import pytest
 
+from mujoco_hal_ros.config.channels import camera_size
 from mujoco_hal_ros.render import gl
 from mujoco_hal_ros.render.camera import CameraRenderer
-from mujoco_hal_ros.config.channels import camera_size
 from mujoco_hal_ros.sim.device import Device
-
-import mujoco  # noqa: E402 - after camera.py chose the GL backend
 
 GL_PROBLEM = gl.probe()
 needs_gl = pytest.mark.skipif(GL_PROBLEM is not None, reason=f'no headless GL: {GL_PROBLEM}')
 
 SPHERE = (0.06, -0.04, 0.0)
-SCENE = """
+SCENE = f"""
 <mujoco model="resolution rig">
   <statistic extent="1" center="0 0 0"/>
   <visual><headlight ambient="0 0 0" diffuse="0 0 0" specular="0 0 0"/></visual>
@@ -30,13 +29,13 @@ SCENE = """
             principal="0.0003 -0.0002" resolution="320 180"/>
     <camera name="fovy" pos="0 0 0.5" fovy="50" resolution="400 160"/>
     <camera name="plain" pos="0 0 0.5" fovy="45"/>
-    <body name="marker" pos="{x} {y} {z}">
+    <body name="marker" pos="{SPHERE[0]} {SPHERE[1]} {SPHERE[2]}">
       <geom type="sphere" size="0.004" rgba="1 1 1 1" material="glow"/>
     </body>
   </worldbody>
   <asset><material name="glow" emission="1" rgba="1 1 1 1"/></asset>
 </mujoco>
-""".format(x=SPHERE[0], y=SPHERE[1], z=SPHERE[2])
+"""
 
 
 @pytest.fixture(scope='module')

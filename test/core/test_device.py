@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 
 from mujoco_hal_ros import errors
-
 from mujoco_hal_ros.config import limits
-from mujoco_hal_ros.sim.device import Device
 from mujoco_hal_ros.errors import DeviceError
 from mujoco_hal_ros.motion.trajectory import PEAK
+from mujoco_hal_ros.sim.device import Device
 
 DT = 0.002
 REST = {'pan': 0.0, 'lift': 0.2, 'elbow': 0.9, 'wrist': 0.9}

@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from mujoco_hal_ros.config import device_file
+from mujoco_hal_ros.errors import CONFIG_ERROR, ConfigError, DeviceError, MODEL_ERROR
 from mujoco_hal_ros.sim.device import Device
-from mujoco_hal_ros.errors import CONFIG_ERROR, MODEL_ERROR, ConfigError, DeviceError
 
 
 def refused(code, where, *args, **kw):

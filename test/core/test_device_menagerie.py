@@ -12,6 +12,7 @@ import pytest
 
 from mujoco_hal_ros import errors
 from mujoco_hal_ros.errors import DeviceError
+from mujoco_hal_ros.motion.move import action_for
 
 TOL = 1e-3
 AIM_TOL = math.radians(3)
@@ -95,11 +96,11 @@ def test_panda_zero_config(open_device, paths):
 
 def test_panda_move_to_body_random_targets(open_device, paths):
     dev = open_device(panda_doc(), environ={'PANDA_XML': paths['panda']})
-    assert dev.move_action().body == 'hand' and dev.layout.sites == []
+    assert action_for(dev.layout, None).body == 'hand' and dev.layout.sites == []
     rng = np.random.default_rng(3)
     joints = [f'joint{i}' for i in range(1, 8)]
     for point, _ in random_targets(dev, 'hand', rng, 6, joints):
-        result = dev.move_to(dict(zip('xyz', point * 1000)))
+        result = dev.move_to(dict(zip('xyz', point * 1000, strict=True)))
         assert result['success'] and result['code'] == errors.DONE, result
         assert result['miss'] <= TOL
     # And with the hand's z axis aimed as it was in the sampled configuration.
@@ -138,10 +139,11 @@ def test_ur5e_move_to_body(open_device, paths):
     rng = np.random.default_rng(5)
     joints = [dev.model.joint(j).name for j in range(6)]
     for point, _ in random_targets(dev, 'wrist_3_link', rng, 5, joints):
-        result = dev.run_action('reach', dict(zip('xyz', point)))
+        result = dev.run_action('reach', dict(zip('xyz', point, strict=True)))
         assert result['success'] and result['miss'] <= TOL, result
     for point, z_axis in random_targets(dev, 'wrist_3_link', rng, 3, joints):
-        result = dev.run_action('reach', dict(zip('xyz', point)), aim=([0, 0, 1], z_axis))
+        result = dev.run_action('reach', dict(zip('xyz', point, strict=True)),
+                                aim=([0, 0, 1], z_axis))
         assert result['success'] and result['aim_error'] <= AIM_TOL, result
     with pytest.raises(DeviceError) as err:
         dev.run_action('reach', {'x': 1.5, 'y': 1.5, 'z': 1.5})

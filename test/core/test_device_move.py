@@ -70,7 +70,7 @@ def test_random_reachable_targets_with_aim(open_device, h):
                                  (140, -60, 30), (200, 0, 30)])
 def test_device_file_move_with_aim(open_device, h, xyz):
     dev = open_device(h.BENCH_YAML)
-    result = dev.move_to(dict(zip('xyz', xyz)))
+    result = dev.move_to(dict(zip('xyz', xyz, strict=True)))
     assert result['success'] and result['code'] == errors.DONE, result
     assert result['miss'] <= TOL and result['aim_error'] <= AIM_TOL
     # The tip's x axis points down, as the device file's aim says.
@@ -219,7 +219,8 @@ def test_cartesian_path_is_straight(open_device, h):
     n = int(move.duration / DT) + 200
     _, sp, q = h.trace(dev, n)
     b = np.array([0.19, 0.04, 0.08])
-    planned = np.array([fk(dev, np.r_[s, q0[4:]])[0] for s, q0 in zip(sp[::5], q[::5])])
+    planned = np.array([fk(dev, np.r_[s, q0[4:]])[0]
+                        for s, q0 in zip(sp[::5], q[::5], strict=True)])
     assert line_deviation(planned, a, b).max() <= 1.2e-3      # the setpoints' own path
     actual = np.array([fk(dev, qq)[0] for qq in q[::5]])
     assert line_deviation(actual, a, b).max() <= 4e-3          # and the servos follow it
@@ -247,7 +248,7 @@ def test_speed_limit_slows_the_move(open_device, h):
     move = dev.move_to({'x': 190, 'y': 0, 'z': 60, 'v': 20}, wait=False)
     assert move.duration >= PEAK * 0.04 / 0.02 - 1e-6
     _, sp, q = h.trace(dev, int(move.duration / DT) + 10)
-    pts = np.array([fk(dev, np.r_[s, q0[4:]])[0] for s, q0 in zip(sp[::10], q[::10])])
+    pts = np.array([fk(dev, np.r_[s, q0[4:]])[0] for s, q0 in zip(sp[::10], q[::10], strict=True)])
     speed = np.linalg.norm(np.diff(pts, axis=0), axis=1) / (10 * DT)
     assert speed.max() <= 0.02 * 1.02
     assert speed.max() >= 0.02 * 0.9

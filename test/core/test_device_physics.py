@@ -75,7 +75,7 @@ def test_torque_arm_takes_joint_goals(torque_arm, h):
 def test_torque_arm_move_to(torque_arm):
     torque_arm.pause(False)
     for xyz in ((300, 100, 300), (200, -200, 250), (350, 0, 150)):
-        result = torque_arm.move_to(dict(zip('xyz', xyz)))
+        result = torque_arm.move_to(dict(zip('xyz', xyz, strict=True)))
         assert result['success'] and result['miss'] <= 1e-3, result
 
 
@@ -168,13 +168,13 @@ def test_stepper_survives_an_error_in_its_loop(bench):
 
 
 def test_rollout_chunks_match_python_steps(open_device, h, monkeypatch):
-    from mujoco_hal_ros.sim import stepper
-    monkeypatch.setattr(stepper, 'ROLLOUT_MIN', 2)     # every chunk rolls out, short or not
+    from mujoco_hal_ros.sim import roller
+    monkeypatch.setattr(roller, 'ROLLOUT_MIN', 2)      # every chunk rolls out, short or not
     devs = [open_device(h.BENCH_YAML, start_paused=True) for _ in range(2)]
     calls = []
-    roll = devs[0].stepper._roll
-    devs[0].stepper._roll = lambda rows: (calls.append(len(rows)), roll(rows))
-    devs[1].stepper._rollout = False          # the plain `ctrl[:] = row; mj_step` loop
+    roll = devs[0].stepper.roller.roll
+    devs[0].stepper.roller.roll = lambda rows: (calls.append(len(rows)), roll(rows))
+    devs[1].stepper.roller.enabled = False    # the plain `ctrl[:] = row; mj_step` loop
     for dev in devs:
         dev.set_goals({'pan_goal': 40, 'lift_goal': -30})
         dev.step(401)
@@ -213,6 +213,7 @@ def test_mocap_bodies_keep_their_keyframe_pose(open_device, tmp_path):
 
 def test_request_that_times_out_is_withdrawn(bench):
     import threading
+
     from mujoco_hal_ros.errors import DeviceError
     runner = threading.Thread(target=bench.step, args=(30000,))
     runner.start()

@@ -12,15 +12,14 @@ import threading
 import mujoco
 import numpy as np
 import pytest
+import yaml
 
 from mujoco_hal_ros import errors
 from mujoco_hal_ros.errors import DeviceError
 from mujoco_hal_ros.sim.device import Device
-from mujoco_hal_ros.tasks import BUILTIN_DIR, Task, evaluate
+from mujoco_hal_ros.tasks import BUILTIN_DIR, evaluate, Task
 from mujoco_hal_ros.tasks.device_runner import DevicePolicyRunner, run_on_device
 from mujoco_hal_ros.tasks.reference import run_episode
-
-import yaml
 
 
 def _task(name, **changes):

@@ -10,14 +10,13 @@ where plain MuJoCo is the reference.
 
 import time
 
+from conftest import BENCH_YAML
 import mujoco
 import numpy as np
 import pytest
 
 from mujoco_hal_ros import menagerie
 from mujoco_hal_ros.sim import drives
-
-from conftest import BENCH_YAML
 
 # A state on the cycle: joint 7 a few mrad off its setpoint, moving at the cycle's speed.
 OFFSET, SPEED = 0.0044, 0.1115

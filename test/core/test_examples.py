@@ -10,7 +10,7 @@ import re
 from doc_snippets import ROOT, run_python
 
 EXAMPLES = os.path.join(ROOT, 'examples')
-PURE = ('core_move_to.py', 'pool_evaluate.py')
+PURE = ('core_move_to.py', 'pool_evaluate.py', 'generate_pick_place.py')
 OVER_ROS = ('follow_joint_trajectory.py', 'spawn_and_snapshot.py', 'record_and_read.py',
             'pool_node_evaluate.py')
 
@@ -36,8 +36,8 @@ def test_core_move_to_reaches_both_targets_and_refuses_the_third():
                       r"'tip_z': ([-\d.]+)\} mm$", out, re.M)
     wanted = [(170, -30, 60), (190, 40, 80)]
     assert len(tips) == 2, out
-    for got, want in zip(tips, wanted):
-        assert all(abs(float(g) - w) <= 1.0 for g, w in zip(got, want)), (got, want)
+    for got, want in zip(tips, wanted, strict=True):
+        assert all(abs(float(g) - w) <= 1.0 for g, w in zip(got, want, strict=True)), (got, want)
     assert re.search(r'^refused: LIMIT_EXCEEDED move_to\.z', out, re.M), out
 
 
@@ -47,3 +47,22 @@ def test_pool_evaluate_ranks_the_rollouts():
                   r'\(median ([\d.]+)\)$', out, re.M)
     assert m, out
     assert 0 <= int(m.group(1)) < 16 and float(m.group(2)) <= float(m.group(3))
+
+
+def test_generate_pick_place_writes_a_checked_dataset_of_successes(tmp_path):
+    import pytest
+
+    from mujoco_hal_ros.render import gl
+    problem = gl.probe()
+    if problem is not None:
+        pytest.skip(f'no headless GL: {problem}')
+    from mujoco_hal_ros import menagerie
+    if menagerie.model_path('panda') is None:
+        pytest.skip('the Menagerie Panda is not installed (test extras)')
+    from mujoco_hal_ros.dataset import check_dataset, DatasetReader
+    out = _run('generate_pick_place.py', '--out', str(tmp_path / 'demos'), '--episodes', '2')
+    assert re.search(r'^2 episodes, \d+ frames in', out, re.M), out
+    assert check_dataset(str(tmp_path / 'demos')) == []
+    reader = DatasetReader(str(tmp_path / 'demos'))
+    assert [bool(e['success']) for e in reader.episodes] == [True, True]
+    assert sorted(reader.camera_keys) == ['observation.images.front', 'observation.images.wrist']

@@ -93,7 +93,7 @@ def test_limit_comparisons_refuse_nan():
 def test_bad_ctrl_warning_counts_as_a_fault(open_device, free_xml):
     dev = open_device(model=free_xml, keyframe='start', start_paused=True)
     dev.step(2)
-    dev.stepper.post(lambda s: s.setpoint.__setitem__(0, 1e11), wait=True)  # past mjMAXVAL
+    dev.stepper.post(lambda s: s.set_setpoint(1e11, [0]), wait=True)  # past mjMAXVAL
     dev.step(5)
     assert dev.health()['unstable_events'] == 1
     assert dev.snapshot.setpoint[0] == 0.0 and np.isfinite(dev.snapshot.qpos).all()

@@ -11,11 +11,10 @@ import mujoco
 import numpy as np
 import pytest
 
-from mujoco_hal_ros.motion import cartesian, ik
-
 from mujoco_hal_ros import errors
 from mujoco_hal_ros.errors import InvalidArgument, UnknownName
 from mujoco_hal_ros.menagerie import bench_arm_path, model_path
+from mujoco_hal_ros.motion import cartesian, ik
 
 DOWN_AIM = ((1.0, 0.0, 0.0), (0.0, 0.0, -1.0))
 THREE_DEG = math.radians(3.0)
@@ -48,7 +47,7 @@ def _point(model, q, names, *, site=None, body=None, base=None):
     data = mujoco.MjData(model)
     if base is not None:
         data.qpos[:] = base
-    for name, value in zip(names, q):
+    for name, value in zip(names, q, strict=True):
         data.qpos[model.joint(name).qposadr[0]] = value
     mujoco.mj_kinematics(model, data)
     if site is not None:

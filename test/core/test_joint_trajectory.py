@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from mujoco_hal_ros import errors, menagerie
+from mujoco_hal_ros.errors import ConfigError, DeviceError
 from mujoco_hal_ros.motion import joint_trajectory as jt
 from mujoco_hal_ros.sim.device import Device
-from mujoco_hal_ros.errors import ConfigError, DeviceError
 
 BENCH_YAML = __import__('os').path.join(__import__('os').path.dirname(__file__), '..', '..',
                                         'config', 'bench_arm.yaml')

@@ -9,8 +9,13 @@ import pytest
 
 from mujoco_hal_ros.config import device_file, limits
 from mujoco_hal_ros.config.channels import Layout
-from mujoco_hal_ros.errors import (INVALID_ARGUMENT, LIMIT_EXCEEDED, UNKNOWN_NAME, ConfigError,
-                                   DeviceError)
+from mujoco_hal_ros.errors import (
+    ConfigError,
+    DeviceError,
+    INVALID_ARGUMENT,
+    LIMIT_EXCEEDED,
+    UNKNOWN_NAME,
+)
 
 
 @pytest.fixture(scope='module')

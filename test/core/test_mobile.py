@@ -8,7 +8,7 @@ import pytest
 
 from mujoco_hal_ros.errors import ConfigError
 from mujoco_hal_ros.mobile import config as cfg
-from mujoco_hal_ros.mobile.kinematics import DiffDrive, Mecanum, Steering, for_config
+from mujoco_hal_ros.mobile.kinematics import DiffDrive, for_config, Mecanum, Steering
 from mujoco_hal_ros.mobile.motion import Odometry, SpeedLimiter
 
 DIFF = """

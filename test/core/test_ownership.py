@@ -124,3 +124,82 @@ def test_a_thread_only_stepper_call_from_another_thread_fails_in_debug_runs(benc
     with pytest.raises(RuntimeError, match='physics thread only'):
         bench.stepper.hold_now()
     assert bench.on_physics(lambda s: s.hold_now() or 'held') == 'held'
+
+
+def test_a_closure_gets_the_physics_door_and_cannot_keep_it(bench):
+    """Closures get ``sim.physics.Physics`` (``sim.door.Door``), not the stepper: every
+    name the protocol lists is there, the setpoints are read-only (``set_setpoint`` writes
+    them), and the object refuses use from another thread and after the closure returned."""
+    import threading
+
+    from mujoco_hal_ros.sim.door import Door
+    from mujoco_hal_ros.sim.physics import Physics
+    from mujoco_hal_ros.sim.stepper import Stepper
+    listed = {n for n in vars(Physics) if not n.startswith('_')}
+    assert len(listed) > 20 and listed <= set(dir(Door)), listed - set(dir(Door))
+    assert not isinstance(bench.on_physics(lambda p: p), Stepper)
+    kept = bench.on_physics(lambda p: p)
+    with pytest.raises(RuntimeError, match='closure that has returned'):
+        _ = kept.data
+    with pytest.raises(ValueError, match='read-only'):
+        bench.on_physics(lambda p: p.setpoint.__setitem__(0, 0.3))
+    assert bench.on_physics(lambda p: p.set_setpoint(0.3, [0]) or p.setpoint[0]) == 0.3
+    assert bench.on_physics(lambda p: p.publish_snapshot().setpoint[0]) == 0.3
+    seen = []
+
+    def from_another_thread(p):
+        def use():
+            try:
+                p.hold_now()
+                seen.append('used')
+            except RuntimeError as exc:
+                seen.append(str(exc))
+        t = threading.Thread(target=use)
+        t.start()
+        t.join()
+        return p.setpoint[0]
+    assert bench.on_physics(from_another_thread) == 0.3      # nothing was held meanwhile
+    assert len(seen) == 1 and 'physics thread' in seen[0], seen
+
+
+# The modules outside sim/ whose closures run on the physics thread: they write the live
+# state only through the door's methods (``Physics.set_ctrl``, ``set_setpoint``,
+# ``set_state``, ``set_joints``, ``set_timestep``...), never by assignment.
+CLOSURE_MODULES = ('tasks/device_runner.py', 'world/runtime.py', 'motion/runner.py',
+                   'motion/joint_trajectory.py', 'mobile/base.py',
+                   'sensors/device_sensors.py')
+LIVE = {'data', 'setpoint', 'opt', 'ctrl', 'qpos', 'qvel', 'act', 'warning', 'mocap_pos',
+        'mocap_quat', 'xfrc_applied', 'qfrc_applied'}
+
+
+def state_writes(source, where):
+    """``where:line`` of each assignment into an attribute chain through a live-state name
+    (``p.data.qpos[...] = ``, ``d.ctrl[:] = ``, ``p.setpoint[...] = ``, ``m.opt.x = ``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AugAssign) else []
+        for target in targets:
+            chain, inner = [], target
+            while isinstance(inner, (ast.Attribute, ast.Subscript)):
+                if isinstance(inner, ast.Attribute):
+                    chain.append(inner.attr)
+                inner = inner.value
+            if isinstance(target, ast.Subscript) and LIVE & set(chain) or \
+                    isinstance(target, ast.Attribute) and LIVE & set(chain[1:]) or \
+                    isinstance(target, ast.Attribute) and chain[0] == 'time' and \
+                    isinstance(inner, ast.Name) and inner.id in ('d', 'data'):
+                found.append(f'{where}:{node.lineno}')
+    return found
+
+
+def test_physics_closures_outside_sim_write_state_only_through_the_door():
+    found = []
+    for rel in CLOSURE_MODULES:
+        with open(os.path.join(PACKAGE, rel)) as f:
+            found += state_writes(f.read(), rel)
+    assert not found, f'live state written by assignment, not through Physics: {found}'
+    # the scan finds what it is for
+    assert len(state_writes('def f(s, d):\n    s.data.qpos[0] = 1\n    d.ctrl[:] = 0\n'
+                            '    s.setpoint[1] = 2\n    s.model.opt.timestep = 3\n'
+                            '    d.time = 4\n    self.x = 5\n', 'x')) == 5

@@ -18,8 +18,8 @@ import pytest
 
 from mujoco_hal_ros.errors import DeviceError
 from mujoco_hal_ros.tasks import BUILTIN_DIR, evaluate, load_task
-from mujoco_hal_ros.tasks.peer import PeerPolicies, declared_policies
-from mujoco_hal_ros.tasks.policy_process import ProcessPolicy, descendants
+from mujoco_hal_ros.tasks.peer import declared_policies, PeerPolicies
+from mujoco_hal_ros.tasks.policy_process import descendants, ProcessPolicy
 
 MODULE = 'peer_policies_core'
 SOURCE = '''
@@ -147,7 +147,7 @@ def test_a_call_past_its_deadline_ends_timeout_and_cancel_ends_one_at_once(modul
     assert info.value.code == 'TIMEOUT' and 'policy_timeout_s' in str(info.value)
     assert not late.alive
     stuck = ProcessPolicy(f'{MODULE}:blocks', 3600.0)
-    stuck.act_size                       # started: the next call blocks for good
+    _ = stuck.act_size                   # started: the next call blocks for good
     timer = threading.Timer(0.5, stuck.cancel)
     timer.start()
     with pytest.raises(DeviceError) as info:

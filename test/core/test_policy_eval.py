@@ -19,8 +19,15 @@ import yaml
 
 from mujoco_hal_ros import menagerie
 from mujoco_hal_ros.errors import DeviceError, InvalidArgument, UnknownName
-from mujoco_hal_ros.tasks import (BUILTIN_DIR, Task, TaskError, evaluate, load_task,
-                                  make_policy, wilson_interval)
+from mujoco_hal_ros.tasks import (
+    BUILTIN_DIR,
+    evaluate,
+    load_task,
+    make_policy,
+    Task,
+    TaskError,
+    wilson_interval,
+)
 from mujoco_hal_ros.tasks.cli import main as cli_main
 from mujoco_hal_ros.tasks.task import Frame
 
@@ -481,7 +488,7 @@ def test_frame_rotations_match_mujoco():
         mat = np.zeros(9)
         mujoco.mju_quat2Mat(mat, qi)
         mats.append(mat.reshape(3, 3))
-    assert np.allclose(quat_rotate_inv(q, v), [m.T @ x for m, x in zip(mats, v)])
+    assert np.allclose(quat_rotate_inv(q, v), [m.T @ x for m, x in zip(mats, v, strict=True)])
     assert np.allclose(gravity_in_frame(q), [m.T @ [0, 0, -1] for m in mats])
     assert np.allclose(tilt(q), [np.arccos(np.clip(m[2, 2], -1, 1)) for m in mats])
 

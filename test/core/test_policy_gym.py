@@ -48,7 +48,7 @@ def test_vector_env_returns_equal_the_evaluator():
         obs, _ = env.reset(seed=9)
         assert obs.shape == (3, task.obs_size)
         total = np.zeros(3)
-        for t in range(task.horizon):
+        for _ in range(task.horizon):
             obs, reward, term, trunc, info = env.step(np.zeros((3, task.act_size)))
             total += reward
         assert trunc.all() and not term.any()

@@ -13,9 +13,7 @@ import pytest
 
 from mujoco_hal_ros import menagerie
 from mujoco_hal_ros.errors import ClosedError, DeviceError, InvalidArgument, UnknownName
-from mujoco_hal_ros.pool import EnvPool
-from mujoco_hal_ros.pool import batch_libs
-from mujoco_hal_ros.pool import engine as engines
+from mujoco_hal_ros.pool import batch_libs, engine as engines, EnvPool
 from mujoco_hal_ros.pool.randomization import view
 
 FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS

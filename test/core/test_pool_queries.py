@@ -12,9 +12,7 @@ import pytest
 
 from mujoco_hal_ros import menagerie
 from mujoco_hal_ros.errors import InvalidArgument, UnknownName
-from mujoco_hal_ros.pool import EnvPool
-from mujoco_hal_ros.pool import engine as engines
-from mujoco_hal_ros.pool import jacobian
+from mujoco_hal_ros.pool import engine as engines, EnvPool, jacobian
 
 INTEG = mujoco.mjtState.mjSTATE_INTEGRATION
 ENGINES = [pytest.param('batch', marks=pytest.mark.skipif(
@@ -147,7 +145,7 @@ def test_compiled_loop_equals_the_python_loop_on_variants_and_subsets(panda, nth
             jacobian.python_jacobians(kind, m, [mujoco.MjData(m)], full, None, np.array([env]),
                                       np.array([p]), np.array(objs), jacp, jacr)
         expected += [jacp, jacr]
-    for a, b in zip(got, expected):
+    for a, b in zip(got, expected, strict=True):
         np.testing.assert_array_equal(a, b)
     # on the nominal model a variant-1 environment's Jacobian differs: the check is not vacuous
     p = int(np.flatnonzero(ids % 3 == 1)[0])

@@ -13,10 +13,9 @@ import re
 import subprocess
 import time
 
+from doc_snippets import blocks, fill, interface_class, README, ROOT, ros2_calls, run_python
 import pytest
 import yaml
-
-from doc_snippets import blocks, fill, interface_class, README, ROOT, ros2_calls, run_python
 
 MAX_BYTES = 15 * 1024
 

@@ -12,12 +12,12 @@ import pytest
 import yaml
 
 from mujoco_hal_ros.errors import ConfigError
-from mujoco_hal_ros.record import BagWriter, Recorder, VideoRecorder, qos_dict
+from mujoco_hal_ros.record import BagWriter, qos_dict, Recorder, VideoRecorder
 from mujoco_hal_ros.record.msgdef import message_definition
 
 rosbags = pytest.importorskip('rosbags')
 from rosbags.rosbag2 import Reader  # noqa: E402
-from rosbags.typesys import Stores, get_typestore  # noqa: E402
+from rosbags.typesys import get_typestore, Stores  # noqa: E402
 
 TS = get_typestore(Stores.ROS2_JAZZY)
 JS = 'sensor_msgs/msg/JointState'

@@ -68,7 +68,7 @@ def _fails_are_known(head, body):
     """Every FAIL cell of a table is in zoo.KNOWN_FAILURES (with why), every cell a mark."""
     from mujoco_hal_ros.conformance import zoo
     for model, cells in body.items():
-        for check, mark in zip(head[2:], cells[2:]):
+        for check, mark in zip(head[2:], cells[2:], strict=True):
             assert mark in ('pass', 'FAIL', 'skip'), f'{model} {check}: {mark!r}'
             assert mark != 'FAIL' or (model, check) in zoo.KNOWN_FAILURES, (
                 f'{model} {check} fails in the table but is not in zoo.KNOWN_FAILURES: '

@@ -28,7 +28,7 @@ def _panda():
 @pytest.fixture
 def world():
     with Device(real_time_factor=0) as dev:
-        dev.spawn_entity(_panda(), 'panda', position=PANDA_AT, namespace='right')
+        dev.scene.spawn(_panda(), 'panda', position=PANDA_AT, namespace='right')
         view = dev.robots.add('right', 'right/panda/')
         yield dev, view
 
@@ -182,7 +182,7 @@ def test_deleting_the_entity_removes_its_robot(world):
     dev, view = world
     dev.pause()                             # the move is still running when it goes
     move = view.move_to(point=(0.45, 0.25, 0.45), wait=False)
-    dev.delete_entity('right/panda')
+    dev.scene.delete('right/panda')
     dev.pause(False)
     assert move.done() and move.result['code'] == errors.PREEMPTED
     assert dev.robots.names() == [] and ('right', 'its actuators left the world') in \
@@ -278,7 +278,7 @@ def test_a_spawned_zoo_arm_starts_at_home_with_its_servos_there(zm):
     expected = _expected_home(zm.path)
     with Device(model=menagerie.empty_world_path(), real_time_factor=0,
                 start_paused=True) as dev:
-        dev.spawn_entity(zm.path, 'arm', position=(0.0, 0.0, 0.0), namespace='second')
+        dev.scene.spawn(zm.path, 'arm', position=(0.0, 0.0, 0.0), namespace='second')
         m = dev.model
         q0 = dev.snapshot.qpos.copy()
         for name, value in expected.items():

@@ -26,6 +26,9 @@ ALLOWED = {
     'sim/policy.py': (1, "run_policy's one worker: an episode lasts its horizon, one at a "
                       "time, and must not hold up the bridge's worker"),
     'run.py': (1, 'spins the executor while the main thread waits for a signal'),
+    'sim/dataset.py': (2, 'dataset requests (a save waits for the render backlog) and '
+                       'replays (one lasts its episode), one worker each: neither may hold '
+                       "up the bridge's worker"),
 }
 THREAD_MAKERS = {'Thread', 'Timer', 'ThreadPoolExecutor', 'start_new_thread'}
 

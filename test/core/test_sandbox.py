@@ -145,33 +145,33 @@ def guarded(bench):
     yield bench
     bench.sandbox.close()
     bench.sandbox = None
-    for name in bench.entity_names():
-        bench.delete_entity(name)
+    for name in bench.scene.names():
+        bench.scene.delete(name)
 
 
 def test_spawn_and_load_world_go_through_the_sandbox(guarded, tmp_path):
     gen = guarded.generation
-    guarded.spawn_entity(BOX, 'crate', position=(0.25, -0.15, 0.15))
+    guarded.scene.spawn(BOX, 'crate', position=(0.25, -0.15, 0.15))
     assert guarded.generation == gen + 1
     with pytest.raises(errors.DeviceError) as err:
-        guarded.spawn_entity(MILLION, 'pile')
+        guarded.scene.spawn(MILLION, 'pile')
     assert err.value.code == errors.LIMIT_EXCEEDED and guarded.generation == gen + 1
     with pytest.raises(errors.DeviceError) as err:
-        guarded.load_world(MILLION)
+        guarded.scene.load_world(MILLION)
     assert err.value.code == errors.LIMIT_EXCEEDED and guarded.generation == gen + 1
-    guarded.delete_entity('crate')
+    guarded.scene.delete('crate')
 
 
 def test_the_scene_total_is_capped_too(bench):
     """Each spawn is within the limits; their sum is checked as well."""
     bench.sandbox = Sandbox(Limits(max_bodies=bench.model.nbody))   # room for one more
     try:
-        bench.spawn_entity(BOX, 'first', position=(0.2, 0, 0.2))
+        bench.scene.spawn(BOX, 'first', position=(0.2, 0, 0.2))
         gen = bench.generation
         with pytest.raises(errors.DeviceError) as err:
-            bench.spawn_entity(BOX, 'second', position=(0.3, 0, 0.2))
+            bench.scene.spawn(BOX, 'second', position=(0.3, 0, 0.2))
         assert err.value.code == errors.LIMIT_EXCEEDED and 'world_max_bodies' in str(err.value)
-        assert bench.generation == gen and bench.entity_names() == ['first']
+        assert bench.generation == gen and bench.scene.names() == ['first']
     finally:
         bench.sandbox.close()
         bench.sandbox = None
@@ -187,15 +187,15 @@ def test_spawn_bounds_and_names(guarded, kw, where):
     args.update(kw)
     gen = guarded.generation
     with pytest.raises(errors.DeviceError) as err:
-        guarded.spawn_entity(BOX, **args)
+        guarded.scene.spawn(BOX, **args)
     assert err.value.where == where and guarded.generation == gen
     if where == 'quaternion':
         assert err.value.code == bounds.INVALID_POSE
 
 
 def test_a_near_unit_quaternion_is_normalized(guarded):
-    guarded.spawn_entity(BOX, 'tilted', position=(0.2, 0, 0.2), quaternion=(1.005, 0, 0, 0))
-    guarded.delete_entity('tilted')
+    guarded.scene.spawn(BOX, 'tilted', position=(0.2, 0, 0.2), quaternion=(1.005, 0, 0, 0))
+    guarded.scene.delete('tilted')
 
 
 def test_wrench_randomize_teleport_gravity_bounds(bench):

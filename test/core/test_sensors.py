@@ -12,9 +12,10 @@ import mujoco
 import numpy as np
 import pytest
 
+from mujoco_hal_ros.config import sensor_settings as settings
 from mujoco_hal_ros.errors import ConfigError, DeviceError, InvalidArgument, UnknownName
 from mujoco_hal_ros.render import gl
-from mujoco_hal_ros.sensors import catalog, compress, lidar, noise, pointcloud, settings
+from mujoco_hal_ros.sensors import catalog, compress, lidar, noise, pointcloud
 
 G = 9.81
 GL_PROBLEM = gl.probe()
@@ -111,11 +112,11 @@ def test_noise_is_off_by_default_and_seeded(rig):
 
 
 def test_noise_delay_and_dropout():
-    delayed = noise.Noise(noise.NoiseSpec(delay=0.05), seed=1, name='x')
+    delayed = noise.Noise(settings.NoiseSpec(delay=0.05), seed=1, name='x')
     out = [delayed.apply(t, [t]) for t in np.arange(0, 0.2, 0.01)]
     assert all(o is None for o in out[:5])
     assert out[5][0] == pytest.approx(0.0) and out[10][1][0] == pytest.approx(0.05)
-    lossy = noise.Noise(noise.NoiseSpec(dropout=0.3), seed=1, name='x')
+    lossy = noise.Noise(settings.NoiseSpec(dropout=0.3), seed=1, name='x')
     kept = sum(lossy.apply(float(i), [1.0]) is not None for i in range(2000))
     assert 0.65 < kept / 2000 < 0.75
 

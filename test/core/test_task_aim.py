@@ -16,7 +16,7 @@ import yaml
 
 from mujoco_hal_ros.conformance import zoo
 from mujoco_hal_ros.errors import UnknownName
-from mujoco_hal_ros.tasks import Task, TaskError, cli, evaluate, load_task, parse
+from mujoco_hal_ros.tasks import cli, evaluate, load_task, parse, Task, TaskError
 from mujoco_hal_ros.tasks.reference import run_episode
 from mujoco_hal_ros.tasks.task import Frame
 
@@ -77,7 +77,7 @@ def test_frames_and_task_sensors_leave_the_physics_as_it_was():
                  failure={'touch': {'contact': {'subtree1': 'hand', 'geom2': 'floor'}}})
     m0 = mujoco.MjModel.from_xml_path(path)
     datas = [mujoco.MjData(task.model), mujoco.MjData(m0)]
-    for m, d in zip((task.model, m0), datas):
+    for m, d in zip((task.model, m0), datas, strict=True):
         mujoco.mj_resetDataKeyframe(m, d, 0)
         d.ctrl[:] = m0.key_ctrl[0] + 0.3
         mujoco.mj_step(m, d, 300)
@@ -198,6 +198,7 @@ def test_a_frame_may_not_take_a_sites_name():
 
 def test_frames_in_a_python_spec_are_checked_as_in_a_file():
     from dataclasses import replace
+
     from mujoco_hal_ros.tasks import FrameTerm
     path = _panda()
     spec = parse({'name': 'aim', 'model': path, 'horizon': 1, 'observation': [
@@ -245,6 +246,6 @@ def test_the_panda_example_task_file_reaches_with_its_own_frame_contact_and_rewa
     del data['reward']['quiet']
     plain = Task.from_dict(data, 'panda_reach.yaml', os.path.dirname(EXAMPLE))
     other = evaluate(plain, _pd(plain), 8, 4, seed=0)
-    for a, b in zip(report.episode_results, other.episode_results):
+    for a, b in zip(report.episode_results, other.episode_results, strict=True):
         assert a.steps == b.steps and a.episode_return < b.episode_return
     assert cli.main(['--task', EXAMPLE, '--policy', 'zero', '--episodes', '2', '--json']) == 0

@@ -10,11 +10,18 @@ import json
 import os
 import re
 
+from doc_snippets import blocks, ROOT, run_python
 import pytest
 
-from doc_snippets import ROOT, blocks, run_python
-from mujoco_hal_ros.tasks import (BUILTIN_DIR, EpisodeResult, TaskError, builtin_tasks,
-                                  evaluate, load_task, parse)
+from mujoco_hal_ros.tasks import (
+    BUILTIN_DIR,
+    builtin_tasks,
+    EpisodeResult,
+    evaluate,
+    load_task,
+    parse,
+    TaskError,
+)
 from mujoco_hal_ros.tasks.spec import _SHORTHAND  # noqa: PLC2701 - the table under test
 
 DOC = os.path.join(ROOT, 'doc', 'tasks.md')
@@ -100,6 +107,7 @@ def test_the_pages_python_examples_run(tmp_path):
     pytest.importorskip('onnx', reason='the examples write and read ONNX policies')
     pytest.importorskip('onnxruntime', reason='the examples write and read ONNX policies')
     import numpy as np
+
     from mujoco_hal_ros.tasks.onnx_models import linear
     task = load_task('reach')
     linear(np.zeros((task.obs_size, task.act_size)), str(tmp_path / 'pd.onnx'))

@@ -17,8 +17,8 @@ import pytest
 
 from mujoco_hal_ros.conformance import zoo
 from mujoco_hal_ros.pool.layout import FULLPHYSICS
-from mujoco_hal_ros.tasks import Task, evaluate
-from mujoco_hal_ros.tasks.servos import ServoStart, servo_kinds
+from mujoco_hal_ros.tasks import evaluate, Task
+from mujoco_hal_ros.tasks.servos import servo_kinds, ServoStart
 
 # zoo arm -> (its arm joints, the body whose spread is measured, its arm actuators)
 ARMS = {

@@ -12,12 +12,11 @@ import textwrap
 
 import numpy as np
 import pytest
+import yaml
 
 from mujoco_hal_ros.errors import InvalidArgument
-from mujoco_hal_ros.tasks import BUILTIN_DIR, Task, TaskError, evaluate
+from mujoco_hal_ros.tasks import BUILTIN_DIR, evaluate, Task, TaskError
 from mujoco_hal_ros.tasks.reference import run_episode
-
-import yaml
 
 _COUNT = itertools.count()
 

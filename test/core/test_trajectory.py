@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mujoco_hal_ros.motion.trajectory import (MinJerkPlan, PEAK, WaypointPlan, duration, min_jerk)
+from mujoco_hal_ros.motion.trajectory import duration, min_jerk, MinJerkPlan, PEAK, WaypointPlan
 
 
 def test_min_jerk_shape():

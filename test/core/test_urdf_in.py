@@ -5,13 +5,12 @@ import re
 
 import mujoco
 import numpy as np
+from panda_urdf import ARM, panda_urdf, ros2_control_block
 import pytest
 
 from mujoco_hal_ros.description import servo_gains, urdf_in
 from mujoco_hal_ros.errors import ModelError
 from mujoco_hal_ros.sim.device import Device
-
-from panda_urdf import ARM, panda_urdf, ros2_control_block
 
 SCENE = """<mujoco model="table scene">
   <worldbody>

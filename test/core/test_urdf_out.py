@@ -10,11 +10,10 @@ import xml.etree.ElementTree as ET
 import mujoco
 import numpy as np
 import pytest
+from urdf_fk import Urdf
 
 from mujoco_hal_ros import menagerie
 from mujoco_hal_ros.description import frames, urdf_out
-
-from urdf_fk import Urdf
 
 HINGE_SLIDE = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
 

@@ -18,12 +18,13 @@ import mujoco
 import numpy as np
 import pytest
 
+from mujoco_hal_ros.config import sensor_settings as settings
 from mujoco_hal_ros.description import gazebo_sensors as gs
 from mujoco_hal_ros.description.sensor_mounts import camera_quat
 from mujoco_hal_ros.description.urdf_in import model_from_urdf
 from mujoco_hal_ros.errors import ConfigError
 from mujoco_hal_ros.render import gl
-from mujoco_hal_ros.sensors import declared, settings
+from mujoco_hal_ros.sensors import declared
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 URDF = os.path.join(HERE, 'models', 'tb3_sensors.urdf')
@@ -459,7 +460,7 @@ def test_lidar_ranges_match_the_walls(tb3):
 def test_lidar_noise_within_its_stddev(tb3):
     cfg = dict(tb3.sensing.lidar_settings()['hls_lfcd_lds'])
     clean = tb3.sensing.lidar(cfg).scan(tb3.snapshot).ranges
-    cfg['noise'] = settings.noise.NoiseSpec(std=0.01)
+    cfg['noise'] = settings.NoiseSpec(std=0.01)
     noisy = tb3.sensing.lidar(cfg).scan(tb3.snapshot).ranges
     both = np.isfinite(clean) & np.isfinite(noisy)
     err = noisy[both] - clean[both]

@@ -5,12 +5,11 @@ import sys
 import time
 import urllib.request
 
+from conftest import BENCH_YAML
 import pytest
 
 from mujoco_hal_ros.errors import ClosedError, ConfigError
-from mujoco_hal_ros.viewer import WebViewer, viewer_available
-
-from conftest import BENCH_YAML
+from mujoco_hal_ros.viewer import viewer_available, WebViewer
 
 pytestmark = pytest.mark.skipif(not viewer_available()[0], reason=viewer_available()[1])
 
@@ -72,9 +71,9 @@ def test_view_follows_a_scene_edit(open_device):
         viewer.start(free_port())
         assert wait_for(lambda: viewer.shown is dev.snapshot)
         before = dev.model.nq
-        dev.spawn_entity('<mujoco><worldbody><body name="box" pos="0 0 0.5"><freejoint/>'
-                         '<geom type="box" size="0.02 0.02 0.02"/></body></worldbody>'
-                         '</mujoco>', 'crate', position=(0.3, 0.0, 0.3))
+        dev.scene.spawn('<mujoco><worldbody><body name="box" pos="0 0 0.5"><freejoint/>'
+                        '<geom type="box" size="0.02 0.02 0.02"/></body></worldbody>'
+                        '</mujoco>', 'crate', position=(0.3, 0.0, 0.3))
         assert dev.model.nq == before + 7
         dev.step(20)
         assert wait_for(lambda: viewer.shown is dev.snapshot), viewer.error
@@ -140,6 +139,7 @@ def test_without_mujoco_studio_start_raises_one_line(open_device, monkeypatch):
 def test_pool_environment_view_follows_that_environment_only():
     import mujoco
     import numpy as np
+
     from mujoco_hal_ros import menagerie
     from mujoco_hal_ros.pool import EnvPool
     from mujoco_hal_ros.viewer import PoolSource

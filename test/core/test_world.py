@@ -259,3 +259,21 @@ def test_object_positions_are_randomized_and_reset(bench):
     assert bench.physics.randomize({'object_positions': [0.05, 0.05, 0.0]}, seed=11) == a
     with pytest.raises(errors.InvalidArgument):
         bench.physics.randomize({'object_positions': [-1, 0, 0]})
+
+
+def test_a_new_timestep_keeps_holding_and_moving(bench):
+    """``set_timestep`` goes through the door's ``Physics.set_timestep``: the drive laws
+    are rebuilt for the new step and chunks keep their length, so a hold still holds and
+    a move still arrives."""
+    bench.step(200)
+    held = bench.snapshot.qpos[:4].copy()
+    bench.physics.set_timestep(0.001)
+    t0 = bench.snapshot.time
+    bench.step(1000)
+    assert bench.snapshot.time == pytest.approx(t0 + 1.0)
+    assert np.allclose(bench.snapshot.qpos[:4], held, atol=1e-3)
+    move = bench.move_to({'x': 170, 'y': 0, 'z': 60}, wait=False)
+    bench.step(4000)
+    assert move.done() and move.result['code'] == errors.DONE, move.result
+    health = bench.health()
+    assert health['errors'] == 0 and health['unstable_events'] == 0

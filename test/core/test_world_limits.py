@@ -65,7 +65,7 @@ def test_a_pile_that_overflows_the_arena_is_refused_and_nothing_changes(small):
     for i in range(200):
         gen, nbody, t0 = small.generation, small.model.nbody, small.snapshot.time
         try:
-            small.spawn_entity(BOX, f'b{i}', position=(0.3, 0.0, 0.3))
+            small.scene.spawn(BOX, f'b{i}', position=(0.3, 0.0, 0.3))
         except errors.DeviceError as exc:
             refused = exc
             break
@@ -75,7 +75,7 @@ def test_a_pile_that_overflows_the_arena_is_refused_and_nothing_changes(small):
     assert '<size memory=' in str(refused) and 'nothing was changed' in str(refused)
     assert 'on its first step' in str(refused), 'refused by the swap, not the trial before it'
     assert small.generation == gen and small.model.nbody == nbody
-    assert f'b{i}' not in small.entity_names()
+    assert f'b{i}' not in small.scene.names()
     small.step(5)
     assert small.snapshot.time > t0 and small.health()['errors'] == 0
     assert np.isfinite(small.snapshot.qpos).all()

@@ -15,12 +15,10 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
+from helpers import child_env, node_command, ros_args, SpunNodes, START_S, wait_for  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import qos_profile_sensor_data, QoSProfile  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
-
-from helpers import (child_env, node_command, ros_args, SpunNodes, START_S,  # noqa: E402
-                     wait_for)
 
 RATE = 10.0
 WINDOW_S = 8.0

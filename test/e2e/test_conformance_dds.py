@@ -18,6 +18,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
+from helpers import SpunNodes, START_S, wait_for  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -25,7 +26,6 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
-from helpers import SpunNodes, START_S, wait_for  # noqa: E402
 
 TOLERANCE_M = 2e-3        # the device's move_to tolerance (1 mm) plus a 100 Hz sample's lag
 HOLD_RAD = 1e-3
@@ -93,7 +93,7 @@ class Kinematics:
     def body_position(self, names, positions, body):
         m, d = self.model, self.data
         d.qpos[:] = m.qpos0
-        for name, q in zip(names, positions):
+        for name, q in zip(names, positions, strict=True):
             d.qpos[m.jnt_qposadr[self.joint(name)]] = q
         mujoco.mj_kinematics(m, d)
         return d.xpos[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body)].copy()
@@ -165,7 +165,7 @@ def test_arm_move_to_and_hold_judged_from_joint_states(start_sim, spawn, client,
     assert len(held) > 20
     q = np.array([m.position for m in held])
     worst = np.abs(q - q[0]).max(axis=0)
-    assert worst.max() < HOLD_RAD, dict(zip(held[0].name, worst.round(6)))
+    assert worst.max() < HOLD_RAD, dict(zip(held[0].name, worst.round(6), strict=True))
 
 
 @pytest.mark.parametrize('keyframe', [None, 'home'])

@@ -17,8 +17,7 @@ import pytest
 pytest.importorskip('rclpy')
 
 from doc_snippets import blocks, ROOT, run_python  # noqa: E402
-from helpers import (child_env, node_command, ros_args, START_S,  # noqa: E402
-                     stop_process)
+from helpers import child_env, node_command, ros_args, START_S, stop_process  # noqa: E402
 
 EXAMPLES = os.path.join(ROOT, 'examples')
 
@@ -75,7 +74,7 @@ def test_follow_joint_trajectory_example_ends_at_the_last_point(sim_node):
     out = _example('follow_joint_trajectory.py', sim_node)
     assert re.search(r"^error_code 0 ", out, re.M), out
     joints = dict(re.findall(r"'(\w+)': ([-\d.]+)", out.splitlines()[-1]))
-    for name, want in zip(('pan', 'lift', 'elbow', 'wrist'), (-0.3, 0.3, 1.0, 0.7)):
+    for name, want in zip(('pan', 'lift', 'elbow', 'wrist'), (-0.3, 0.3, 1.0, 0.7), strict=True):
         assert abs(float(joints[name]) - want) < 0.05, (name, joints)
 
 

@@ -16,6 +16,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('ray', reason='ray is not installed; pip install "ray[default]"')
 
+from helpers import SpunNodes, START_S  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 
@@ -24,7 +25,6 @@ from mujoco_hal_ros.action import Evaluate  # noqa: E402
 from mujoco_hal_ros.pool import EnvPool  # noqa: E402
 from mujoco_hal_ros.ros.pool.arrays import to_msg  # noqa: E402
 from mujoco_hal_ros.srv import PoolInfo  # noqa: E402
-from helpers import SpunNodes, START_S  # noqa: E402
 
 RAY_START_S = START_S + 60.0     # pool_node also starts a local Ray and its shard actors
 

@@ -12,13 +12,13 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
+from helpers import START_S  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from test_sim_e2e import Client  # noqa: E402
 
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.conformance import urdf_zoo  # noqa: E402
 from mujoco_hal_ros.world import robots_file  # noqa: E402
-from helpers import START_S  # noqa: E402
-from test_sim_e2e import Client  # noqa: E402
 
 LEFT, RIGHT = (0.0, 0.5, 0.0), (0.0, -0.5, 0.0)
 
@@ -84,7 +84,7 @@ def test_two_arms_each_moved_through_its_own_namespace(
     assert res.result.code == 'DONE', res.result.message
     left = _still(client, '/left/joint_states')
     data = mujoco.MjData(model)
-    for name, q in zip(left.name, left.position):      # its own names, under left/ here
+    for name, q in zip(left.name, left.position, strict=True):   # its own names, under left/
         data.qpos[model.jnt_qposadr[model.joint(f'left/{name}').id]] = q
     mujoco.mj_kinematics(model, data)
     tool = data.xpos[model.body('left/tool0').id]

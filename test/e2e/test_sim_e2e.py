@@ -5,6 +5,7 @@ and talks to them from a client node in this process.
 """
 
 import functools
+from itertools import pairwise
 import math
 import threading
 import time
@@ -15,6 +16,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
+from helpers import exit_lines, SpunNodes, START_S, tf_world_poses, wait_for  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
@@ -26,7 +28,6 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
 from mujoco_hal_ros.srv import Describe  # noqa: E402
-from helpers import exit_lines, SpunNodes, START_S, tf_world_poses, wait_for  # noqa: E402
 
 
 @pytest.fixture
@@ -207,7 +208,7 @@ def test_bench_arm_camera_preemption_hold_and_bad_goals_over_dds(start_sim, spaw
         finally:
             node.destroy_subscription(sub)
             node.destroy_client(resetter)
-        assert all(b > a for a, b in zip(clocks, clocks[1:])), 'the clock went back on reset'
+        assert all(b > a for a, b in pairwise(clocks)), 'the clock went back on reset'
         settled = client.latest(JointState, '/joint_states', timeout=10.0, until=lambda got: (
             max(abs(v) for v in got[-1].velocity) < 0.01))
         rest = np.array(settled[-1].position)

@@ -23,6 +23,8 @@ rclpy = pytest.importorskip('rclpy')
 from action_msgs.msg import GoalStatus  # noqa: E402
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
 from control_msgs.msg import JointTolerance, JointTrajectoryControllerState  # noqa: E402
+from helpers import duration, node_command, SpinInline, stop_process  # noqa: E402
+from panda_urdf import panda_urdf  # noqa: E402
 from rcl_interfaces.msg import Log  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -31,8 +33,6 @@ from trajectory_msgs.msg import JointTrajectoryPoint  # noqa: E402
 
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.ros.qos import action_queues  # noqa: E402
-from helpers import duration, node_command, SpinInline, stop_process  # noqa: E402
-from panda_urdf import panda_urdf  # noqa: E402
 
 R = FollowJointTrajectory.Result
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -360,5 +360,5 @@ def test_gripper_command_opens_and_closes_panda_to_the_asked_width(arm):
         assert abs(out.result.position - target) <= 0.002
         n = len(states)
         arm.spin_until(lambda n=n: len(states) > n, 5.0)
-        finger = dict(zip(states[-1].name, states[-1].position))['finger_joint1']
+        finger = dict(zip(states[-1].name, states[-1].position, strict=True))['finger_joint1']
         assert abs(finger - target) <= 0.002

@@ -16,8 +16,7 @@ rclpy = pytest.importorskip('rclpy')
 cv2 = pytest.importorskip('cv2')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
-
-from browser import STATUS_BAR, Page, colours, viewer_drawn, why_no_browser  # noqa: E402
+from browser import colours, Page, STATUS_BAR, viewer_drawn, why_no_browser  # noqa: E402
 from helpers import START_S, wait_for  # noqa: E402
 from test_sim_e2e import Client  # noqa: E402
 

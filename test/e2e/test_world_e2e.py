@@ -9,12 +9,12 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 pytest.importorskip('simulation_interfaces.srv')
 
-from simulation_interfaces.msg import Result, SimulationState  # noqa: E402
+from helpers import START_S  # noqa: E402
 from simulation_interfaces import srv as si  # noqa: E402
+from simulation_interfaces.msg import Result, SimulationState  # noqa: E402
+from test_sim_e2e import Client  # noqa: E402
 
 from mujoco_hal_ros import srv as own  # noqa: E402
-from helpers import START_S  # noqa: E402
-from test_sim_e2e import Client  # noqa: E402
 
 OK = Result.RESULT_OK
 

@@ -8,6 +8,7 @@ name (pytest puts the test directory on sys.path). Spinning and ``duration`` com
 import math
 import random
 
+from helpers import duration, SpinInline  # duration: test_trajectory_controller takes it here
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -15,7 +16,6 @@ from rclpy.parameter import Parameter
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from mujoco_hal_ros.ros.swap.serve import attach_swap_interfaces
-from helpers import duration, SpinInline  # duration: test_trajectory_controller takes it here
 
 
 def trajectory(joints, points):

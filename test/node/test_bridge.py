@@ -14,15 +14,15 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
-from mujoco_hal_ros.ros.bridge import CompletionBridge  # noqa: E402
-from mujoco_hal_ros.errors import DeviceError, NOT_PAUSED  # noqa: E402
-from mujoco_hal_ros.srv import MoveTo as MoveToSrv, Step  # noqa: E402
+from helpers import SpunNodes, wait_for  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_srvs.srv import SetBool  # noqa: E402
 
-from helpers import SpunNodes, wait_for  # noqa: E402
+from mujoco_hal_ros.errors import DeviceError, NOT_PAUSED  # noqa: E402
+from mujoco_hal_ros.ros.bridge import CompletionBridge  # noqa: E402
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
+from mujoco_hal_ros.srv import MoveTo as MoveToSrv, Step  # noqa: E402
 
 BUDGET_S = 120.0
 

@@ -51,7 +51,7 @@ def test_joint_state_with_no_joints():
 
 
 def test_transforms_round_trip_in_ros_quaternion_order():
-    children = ['link%d' % i + 'x' * i for i in range(5)]
+    children = [f'link{i}' + 'x' * i for i in range(5)]
     packer = cdr.TransformsBytes(['world'] * 5, children)
     xyz = np.arange(15.0).reshape(5, 3) / 7
     xyzw = np.arange(20.0).reshape(5, 4) / 3
@@ -150,6 +150,7 @@ def test_freed_frames_stay_with_the_process():
     """glibc takes both allocator settings (the sim_node and pool_node processes set them
     at start): a 0.9 MB frame buffer freed is reused, not unmapped and faulted back in."""
     import ctypes.util
+
     from mujoco_hal_ros.fastpath.process import keep_freed_memory
     if 'libc.so' not in (ctypes.util.find_library('c') or ''):
         pytest.skip('not glibc')

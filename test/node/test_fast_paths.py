@@ -19,11 +19,7 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from mujoco_hal_ros import fastpath  # noqa: E402
-from mujoco_hal_ros.fastpath.unlocked_publish import BytesPublisher  # noqa: E402
-from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
-from mujoco_hal_ros.render import gl  # noqa: E402
-
+from helpers import SpunNodes, wait_for  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
@@ -31,8 +27,11 @@ from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
+from mujoco_hal_ros import fastpath  # noqa: E402
+from mujoco_hal_ros.fastpath.unlocked_publish import BytesPublisher  # noqa: E402
+from mujoco_hal_ros.render import gl  # noqa: E402
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
 from mujoco_hal_ros.srv import SetGoals, Step  # noqa: E402
-from helpers import SpunNodes, wait_for  # noqa: E402
 
 STEP_CALLS = 6
 STEPS_PER_CALL = 4

@@ -12,10 +12,10 @@ from action_msgs.msg import GoalStatus  # noqa: E402
 from control_msgs.action import GripperCommand  # noqa: E402
 import numpy as np  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
+from swap_helpers import Harness  # noqa: E402
 
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.sim.device import Device  # noqa: E402
-from swap_helpers import Harness  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 
@@ -157,6 +157,7 @@ def test_a_goal_on_either_gripper_action_preempts_the_other():
 def test_both_gripper_actions_on_one_name_stop_the_start(panda):
     from rclpy.node import Node
     from rclpy.parameter import Parameter
+
     from mujoco_hal_ros.errors import ConfigError
     from mujoco_hal_ros.ros.swap.serve import attach_swap_interfaces
     ctx = rclpy.Context()
@@ -233,7 +234,7 @@ def test_the_gripper_follows_a_swapped_model_to_its_new_addresses(panda):
     dev = panda.device
     client = ActionClient(panda.client, GripperCommand, 'gripper_controller/gripper_cmd')
     moved = _panda_behind_a_crate(dev.model_path)
-    dev.replace_model(moved, world=True, why='test: load_world')
+    dev.swap.replace_model(moved, world=True, why='test: load_world')
     adr = int(moved.jnt_qposadr[moved.joint('finger_joint1').id])
     assert adr == 7 + 7
     crate_before = dev.snapshot.qpos[:7].copy()
@@ -245,10 +246,10 @@ def test_the_gripper_follows_a_swapped_model_to_its_new_addresses(panda):
     assert abs(snap.qpos[adr] - 0.03) <= 0.002
     assert np.allclose(snap.qpos[:2], crate_before[:2], atol=0.05)   # the crate was not driven
     bench = mujoco.MjModel.from_xml_path(os.path.join(ROOT, 'models', 'bench_arm.xml'))
-    dev.replace_model(bench, world=True, why='test: another robot')
+    dev.swap.replace_model(bench, world=True, why='test: another robot')
     gh, res = panda.send(client, _goal(0.02))
     assert not gh.accepted and res is None
-    dev.unload_world()
+    dev.scene.unload_world()
     gh, res = panda.send(client, _goal(0.01))
     assert gh.accepted
     assert panda.wait(res, 20.0).result.reached_goal

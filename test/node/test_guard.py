@@ -10,6 +10,7 @@ races through), and every later call would time out.
 
 import threading
 
+from helpers import SpunNodes, wait_for
 import pytest
 import rclpy
 from rclpy.action import ActionClient, CancelResponse, GoalResponse
@@ -19,7 +20,6 @@ import rclpy.timer
 from std_msgs.msg import Float64
 from std_srvs.srv import Trigger
 
-from helpers import SpunNodes, wait_for
 from mujoco_hal_ros.action import Hold
 from mujoco_hal_ros.errors import INTERNAL_ERROR
 from mujoco_hal_ros.ros import guard
@@ -28,8 +28,8 @@ from mujoco_hal_ros.srv import Randomize
 simulation_interfaces = pytest.importorskip(
     'simulation_interfaces.srv', reason='simulation_interfaces is not installed and its '
     'stand-in was not built (run scripts/setup.sh)')
-from simulation_interfaces.msg import Result  # noqa: E402
 from simulation_interfaces import srv as si  # noqa: E402
+from simulation_interfaces.msg import Result  # noqa: E402
 
 # rclpy hands a TimerInfo to a timer callback annotated for it from Kilted on; Jazzy has none
 TimerInfo = getattr(rclpy.timer, 'TimerInfo', None)
@@ -188,6 +188,7 @@ def test_fill_error_writes_every_kind_of_reply():
 @pytest.fixture(scope='module')
 def sim():
     from rclpy.parameter import Parameter
+
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
     h = SpunNodes(lambda ctx: [
         SimNode(context=ctx, parameter_overrides=[Parameter('publish_rate', value=50.0)]),
@@ -231,7 +232,8 @@ def test_sim_node_answers_failures_injected_into_its_entry_points(sim, monkeypat
     from mujoco_hal_ros import srv as own
     node = sim.nodes[0]
     dev = node.device
-    _injected(monkeypatch, dev, 'spawn_entity', 'describe', 'step', 'health', 'load_world')
+    _injected(monkeypatch, dev, 'describe', 'step', 'health')
+    _injected(monkeypatch, dev.scene, 'spawn', 'load_world')
     _injected(monkeypatch, dev.physics, 'randomize', 'save_state')
     _injected(monkeypatch, dev.sensing, 'apply_wrench')
     r = sim.call(own.Randomize, 'randomize', own.Randomize.Request(fields_json='{}'))
@@ -269,6 +271,7 @@ def test_sim_node_answers_failures_injected_into_its_entry_points(sim, monkeypat
 
 def test_every_entry_point_of_pool_node_is_guarded_and_a_bad_answer_is_answered(tmp_path):
     from rclpy.parameter import Parameter
+
     from mujoco_hal_ros.ros.pool.pool_node import PoolNode
     from mujoco_hal_ros.srv import PoolInfo, PoolReset
     path = tmp_path / 'free.xml'
@@ -324,7 +327,7 @@ def test_the_executor_backstop_spins_on_past_an_exception_from_a_task():
         for _ in range(3):
             done = threading.Event()
             future = cli.call_async(Trigger.Request())
-            future.add_done_callback(lambda _f: done.set())
+            future.add_done_callback(lambda _f, done=done: done.set())
             assert done.wait(20.0), 'the executor stopped spinning'
             assert future.result().success
         assert thread.is_alive()

@@ -14,15 +14,14 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 pybullet_data = pytest.importorskip('pybullet_data')
 
-from mujoco_hal_ros.ros.sim import sim_node  # noqa: E402,F401  (sets headless GL first)
-from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402
-
 from geometry_msgs.msg import Twist  # noqa: E402
+from helpers import SpinThread, wait_for  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from helpers import SpinThread, wait_for  # noqa: E402
+from mujoco_hal_ros.ros.sim import sim_node  # noqa: E402,F401  (sets headless GL first)
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONTROLLERS = os.path.join(HERE, '..', 'models', 'mobile', 'husky_controllers.yaml')
@@ -191,7 +190,8 @@ def test_tiago_base_and_both_arms_from_its_controllers_file(ctx, monkeypatch):
         assert wait_for(result.done, 60.0)
         assert result.result().result.error_code == 0
         q = [dev.snapshot.qpos[m.jnt_qposadr[m.joint(j).id]] for j in goal.trajectory.joint_names]
-        assert max(abs(a - b) for a, b in zip(q, point.positions)) < 0.01, 'the arm by qpos'
+        assert max(abs(a - b) for a, b in zip(q, point.positions, strict=True)) < 0.01, \
+            'the arm by qpos'
         assert dev.snapshot.xpos[body][0] - p0[0] > 0.4, 'the base drove meanwhile'
         arm.destroy()
 

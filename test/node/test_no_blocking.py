@@ -17,21 +17,27 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
-from mujoco_hal_ros import menagerie  # noqa: E402
-from mujoco_hal_ros.config import limits  # noqa: E402
-
 from control_msgs.action import FollowJointTrajectory, GripperCommand  # noqa: E402
+from helpers import SpunNodes, wait_for  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
-
-from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
-from mujoco_hal_ros.srv import (  # noqa: E402
-    ApplyWrench, ClearWrenches, Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step)
-from helpers import SpunNodes, wait_for  # noqa: E402
 from swap_helpers import trajectory  # noqa: E402
+
+from mujoco_hal_ros import menagerie  # noqa: E402
+from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
+from mujoco_hal_ros.config import limits  # noqa: E402
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
+from mujoco_hal_ros.srv import (  # noqa: E402
+    ApplyWrench,
+    ClearWrenches,
+    Describe,
+    MoveTo as MoveToSrv,
+    RunAction,
+    SetGoals,
+    Step,
+)
 
 N = 4                       # concurrent requests of each kind, twice the executor's threads
 STEP_WALL_S = 3.0           # what the long step is sized to take on this machine

@@ -16,9 +16,13 @@ from rclpy.parameter import Parameter  # noqa: E402
 from mujoco_hal_ros.errors import ConfigError  # noqa: E402
 from mujoco_hal_ros.ros import launch_args  # noqa: E402
 from mujoco_hal_ros.ros.parameters import (  # noqa: E402
-    Param, ParameterTable, Values, refuse_unknown)
+    Param,
+    ParameterTable,
+    refuse_unknown,
+    Values,
+)
 from mujoco_hal_ros.ros.pool.params import TABLE as POOL_TABLE  # noqa: E402
-from mujoco_hal_ros.ros.sim.params import TABLE as SIM_TABLE, SimParams  # noqa: E402
+from mujoco_hal_ros.ros.sim.params import SimParams, TABLE as SIM_TABLE  # noqa: E402
 
 PACKAGE = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..',
                                         'mujoco_hal_ros'))
@@ -233,7 +237,7 @@ def test_every_sim_node_parameter_describes_itself(ctx):
         assert {'real_time_factor', 'cameras.overhead.rate', 'arm_controller.joints',
                 'arm_controller.constraints.pan.goal', 'joint_commands_topic',
                 'controllers_file', 'simulation_interfaces'} <= set(names)
-        for name, desc in zip(names, n.describe_parameters(names)):
+        for name, desc in zip(names, n.describe_parameters(names), strict=True):
             assert desc.description and desc.type != ParameterType.PARAMETER_NOT_SET, name
             assert desc.read_only == (name not in ('real_time_factor', 'gravity',
                                                    'timestep')), name

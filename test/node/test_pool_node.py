@@ -15,6 +15,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
+from helpers import SpunNodes, wait_for  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -28,7 +29,6 @@ from mujoco_hal_ros.ros.pool import pool_node  # noqa: E402
 from mujoco_hal_ros.ros.pool.arrays import to_msg  # noqa: E402
 from mujoco_hal_ros.ros.pool.pool_node import PoolNode  # noqa: E402
 from mujoco_hal_ros.srv import PoolInfo, PoolReset, SiteJacobians  # noqa: E402
-from helpers import SpunNodes, wait_for  # noqa: E402
 
 MODULE_BUDGET_S = 120.0
 NBATCH = 8
@@ -325,7 +325,7 @@ def test_bad_goal_aborts_with_code_and_changes_nothing(h, name):
     status, res = h.evaluate(g)
     assert status == GoalStatus.STATUS_ABORTED
     assert not res.success and res.code == code and words in res.message, res.message
-    for a, b in zip(before, h.snapshot()):
+    for a, b in zip(before, h.snapshot(), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -352,7 +352,7 @@ def test_bad_reset_answers_code_and_changes_nothing(h, name):
     before = h.snapshot()
     res = h.call(PoolReset, 'reset', PoolReset.Request(**fields))
     assert not res.success and res.code == code and words in res.message, res.message
-    for a, b in zip(before, h.snapshot()):
+    for a, b in zip(before, h.snapshot(), strict=True):
         np.testing.assert_array_equal(a, b)
 
 

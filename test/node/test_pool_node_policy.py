@@ -15,6 +15,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
+from helpers import SpunNodes, wait_for  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -22,7 +23,6 @@ from rclpy.parameter import Parameter  # noqa: E402
 from mujoco_hal_ros.action import EvaluatePolicy  # noqa: E402
 from mujoco_hal_ros.ros.pool.pool_node import PoolNode  # noqa: E402
 from mujoco_hal_ros.tasks import evaluate, load_task  # noqa: E402
-from helpers import SpunNodes, wait_for  # noqa: E402
 
 BUDGET_S = 120.0
 DECLARED = textwrap.dedent('''

@@ -18,9 +18,8 @@ import yaml
 rclpy = pytest.importorskip('rclpy')
 rosbags = pytest.importorskip('rosbags')
 
-from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
-
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from helpers import SpunNodes, wait_for  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
@@ -30,7 +29,7 @@ from sensor_msgs.msg import Image, JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from helpers import SpunNodes, wait_for  # noqa: E402
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
 
 TOPICS = {'/joint_states': JointState, '/tf': TFMessage, '/clock': Clock,
           '/overhead/image_raw': Image}
@@ -155,6 +154,7 @@ class FullDisk:
 
 def test_full_disk_stops_recording_not_the_simulation(tmp_path, monkeypatch):
     import functools
+
     from mujoco_hal_ros.record import Recorder
     from mujoco_hal_ros.ros.sim import recording
     monkeypatch.setattr(recording, 'Recorder', functools.partial(Recorder, opener=FullDisk))

@@ -18,16 +18,16 @@ si = pytest.importorskip('simulation_interfaces.srv', reason='simulation_interfa
                          'installed and its stand-in was not built (run scripts/setup.sh)')
 
 from control_msgs.action import FollowJointTrajectory  # noqa: E402
+from helpers import wait_for  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from simulation_interfaces.msg import Result  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
+from swap_helpers import trajectory  # noqa: E402
 
 from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
 from mujoco_hal_ros.conformance import urdf_zoo  # noqa: E402
 from mujoco_hal_ros.srv import Describe, MoveTo as MoveToSrv, SetGoals  # noqa: E402
-from helpers import wait_for  # noqa: E402
-from swap_helpers import trajectory  # noqa: E402
 
 ARM = """<mujoco><compiler angle="radian"/><worldbody>
 <body name="base"><geom type="cylinder" size="0.03 0.02"/>
@@ -49,10 +49,11 @@ def _urdf(name):
 
 @pytest.fixture(scope='module')
 def two(tmp_path_factory):
+    from helpers import SpunNodes
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
+
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
-    from helpers import SpunNodes
     folder = tmp_path_factory.mktemp('robots')
     path = folder / 'robots.yaml'
     path.write_text(f"""robots:
@@ -107,7 +108,7 @@ def _fk(h, js, body, ns):
     model = h.nodes[0].device.model
     data = mujoco.MjData(model)
     data.qpos[:] = h.nodes[0].device.snapshot.qpos     # joints of the other robot too
-    for name, q in zip(js.name, js.position):
+    for name, q in zip(js.name, js.position, strict=True):
         data.qpos[model.jnt_qposadr[model.joint(f'{ns}/{name}').id]] = q
     mujoco.mj_kinematics(model, data)
     return data.xpos[model.body(body).id].copy()
@@ -254,10 +255,11 @@ HOBBY_ARM = ['shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist
 def twins(tmp_path_factory):
     """Two copies of one arm URDF, each with the real arm's own controllers file and
     gripper joint, under left/ and right/."""
+    from helpers import SpunNodes
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
+
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
-    from helpers import SpunNodes
     path = tmp_path_factory.mktemp('twins') / 'cell.yaml'
     entry = f'    urdf: {HOBBY}\n    controllers_file: {HOBBY_CONTROLLERS}\n'
     # left: the gripper joint from the controllers file; right: gripper_joint (the same)
@@ -336,7 +338,7 @@ def _finger_gap(h, ns):
     model = h.nodes[0].device.model
     data = mujoco.MjData(model)
     data.qpos[:] = h.nodes[0].device.snapshot.qpos
-    for name, q in zip(js.name, js.position):
+    for name, q in zip(js.name, js.position, strict=True):
         data.qpos[model.jnt_qposadr[model.joint(f'{ns}/{name}').id]] = q
     mujoco.mj_kinematics(model, data)
     return float(np.linalg.norm(data.xpos[model.body(f'{ns}/left_finger').id]
@@ -407,7 +409,7 @@ def test_a_panda_spawned_under_a_namespace_starts_at_its_home_keyframe(two):
     try:
         js = _latest(two, 'second/joint_states', timeout=20.0)
         assert js is not None
-        got = dict(zip(js.name, js.position))
+        got = dict(zip(js.name, js.position, strict=True))
         assert set(got) == set(home)
         for name, q in home.items():
             assert got[name] == pytest.approx(q, abs=2e-3), name

@@ -10,22 +10,27 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
-from mujoco_hal_ros.render import gl  # noqa: E402
-from mujoco_hal_ros.sensors import compress  # noqa: E402
-
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from helpers import SpunNodes, wait_for  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 from sensor_msgs.msg import (  # noqa: E402
-    CompressedImage, Imu, JointState, LaserScan, PointCloud2, Range)
+    CompressedImage,
+    Imu,
+    JointState,
+    LaserScan,
+    PointCloud2,
+    Range,
+)
 from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from mujoco_hal_ros.msg import Contacts, SensorReading, Touch  # noqa: E402
+from mujoco_hal_ros.render import gl  # noqa: E402
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
+from mujoco_hal_ros.sensors import compress  # noqa: E402
 from mujoco_hal_ros.srv import ApplyWrench, ClearWrenches  # noqa: E402
-from helpers import SpunNodes, wait_for  # noqa: E402
 
 RIG = __file__.rsplit('/node/', 1)[0] + '/models/sensor_rig.xml'
 G = 9.81

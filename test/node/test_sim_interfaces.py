@@ -17,13 +17,19 @@ simulation_interfaces = pytest.importorskip(
     'stand-in was not built (run scripts/setup.sh)')
 from simulation_interfaces.action import SimulateSteps  # noqa: E402
 from simulation_interfaces.msg import Result, SimulationState, SimulatorFeatures  # noqa: E402
-from simulation_interfaces.srv import (GetEntityState, GetSimulationState,  # noqa: E402
-                                       GetSimulatorFeatures, ResetSimulation, SetEntityState,
-                                       SetSimulationState, StepSimulation)
+from simulation_interfaces.srv import (  # noqa: E402
+    GetEntityState,
+    GetSimulationState,
+    GetSimulatorFeatures,
+    ResetSimulation,
+    SetEntityState,
+    SetSimulationState,
+    StepSimulation,
+)
+from swap_helpers import DEG, Harness  # noqa: E402
 
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.sim.device import Device  # noqa: E402
-from swap_helpers import DEG, Harness  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
 BENCH_YAML = os.path.join(ROOT, 'config', 'bench_arm.yaml')

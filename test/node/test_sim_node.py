@@ -4,6 +4,7 @@ One node for the module (its own rclpy Context, a client node beside it, one exe
 spinning in a thread for a bounded time). Tests that move the arm leave it held.
 """
 
+from itertools import pairwise
 import json
 import math
 import threading
@@ -14,17 +15,12 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
-from mujoco_hal_ros.ros.sim import markers  # noqa: E402
-from mujoco_hal_ros.motion.trajectory import PEAK  # noqa: E402
-from mujoco_hal_ros.ros.sim.tf import FrameTree  # noqa: E402
-from builtin_interfaces.msg import Time  # noqa: E402
-from mujoco_hal_ros import menagerie  # noqa: E402
-import mujoco  # noqa: E402
-
 from action_msgs.msg import GoalStatus  # noqa: E402
+from builtin_interfaces.msg import Time  # noqa: E402
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402
+from helpers import SpunNodes, tf_world_poses, wait_for  # noqa: E402
+import mujoco  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -36,10 +32,19 @@ from std_srvs.srv import SetBool, Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
+from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.action import Hold as HoldAction, MoveTo as MoveToAction  # noqa: E402
+from mujoco_hal_ros.motion.trajectory import PEAK  # noqa: E402
+from mujoco_hal_ros.ros.sim import markers  # noqa: E402
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
+from mujoco_hal_ros.ros.sim.tf import FrameTree  # noqa: E402
 from mujoco_hal_ros.srv import (  # noqa: E402
-    Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step)
-from helpers import SpunNodes, tf_world_poses, wait_for  # noqa: E402
+    Describe,
+    MoveTo as MoveToSrv,
+    RunAction,
+    SetGoals,
+    Step,
+)
 
 MODULE_BUDGET_S = 150.0
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -186,7 +191,7 @@ def test_joint_states_every_joint_at_rate_with_sim_stamps(sim):
     assert len(msg.position) == len(msg.velocity) == len(msg.effort) == 4
     np.testing.assert_allclose(msg.position, sim.device.snapshot.qpos[:4], atol=0.02)
     stamps = [stamp_s(m.header.stamp) for _, m in got]
-    assert all(b >= a for a, b in zip(stamps, stamps[1:]))
+    assert all(b >= a for a, b in pairwise(stamps))
     # stamped with simulated time: at real time it advances like the wall clock
     wall = got[-1][0] - got[0][0]
     assert stamps[-1] - stamps[0] == pytest.approx(wall, rel=0.3)
@@ -198,7 +203,7 @@ def test_clock_follows_sim_time_and_matches_joint_state_stamps(sim):
     clocks = without_stall(sim.device, lambda: sim.collect(Clock, '/clock', duration=0.5))
     assert len(clocks) > 20
     times = [stamp_s(c.clock) for _, c in clocks]
-    assert all(b > a for a, b in zip(times, times[1:]))
+    assert all(b > a for a, b in pairwise(times))
     assert abs(times[-1] - sim.device.snapshot.time) < 0.2
 
 
@@ -630,14 +635,15 @@ def test_pause_step_and_reset_keep_the_clock_monotonic(sim):
     finally:
         sim.client.destroy_subscription(sub)
     assert len(clocks) > 20
-    assert all(b > a for a, b in zip(clocks, clocks[1:])), 'the clock went back on reset'
+    assert all(b > a for a, b in pairwise(clocks)), 'the clock went back on reset'
     np.testing.assert_allclose(sim.device.snapshot.qpos[:4], REST, atol=0.02)
     assert sim.device.goals()['pan_goal'] == pytest.approx(0.0, abs=1e-6)
 
 
 def test_robot_description_is_latched_and_names_the_tf_frames(sim):
-    from std_msgs.msg import String
     import xml.etree.ElementTree as ET
+
+    from std_msgs.msg import String
     got = sim.collect(String, 'robot_description', count=1, qos=LATCHED, timeout=10.0)
     assert got
     root = ET.fromstring(got[0][1].data)

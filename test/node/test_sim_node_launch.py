@@ -141,6 +141,7 @@ def test_urdf_launch_arguments_reach_sim_node(tmp_path):
 def test_launch_parameters_are_what_sim_node_accepts():
     rclpy = pytest.importorskip('rclpy')
     from rclpy.parameter import Parameter
+
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
     ctx = rclpy.Context()
     rclpy.init(context=ctx, args=[])
@@ -229,9 +230,9 @@ def test_sim_launch_runs_and_serves_the_robot(tmp_path):
     try:
         from helpers import stop_process
         rclpy = pytest.importorskip('rclpy')
+        from rclpy.qos import DurabilityPolicy, QoSProfile
         from sensor_msgs.msg import JointState
         from std_msgs.msg import String
-        from rclpy.qos import DurabilityPolicy, QoSProfile
         ctx = rclpy.Context()
         rclpy.init(context=ctx)
         node = rclpy.create_node('launch_check', context=ctx)

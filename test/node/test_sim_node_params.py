@@ -11,9 +11,7 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from mujoco_hal_ros.ros.sim import sim_node  # noqa: E402  (sets headless GL first)
-from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402
-
+from helpers import SpinThread, wait_for  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -24,7 +22,8 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
 from mujoco_hal_ros.errors import DeviceError  # noqa: E402
 from mujoco_hal_ros.menagerie import bench_arm_path  # noqa: E402
-from helpers import SpinThread, wait_for  # noqa: E402
+from mujoco_hal_ros.ros.sim import sim_node  # noqa: E402  (sets headless GL first)
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
@@ -166,11 +165,11 @@ def test_zero_config_prefix_no_clock_depth_and_1khz(ctx):
             goal.site = site
             done = threading.Event()
             fut = mover.send_goal_async(goal)
-            fut.add_done_callback(lambda f: done.set())
+            fut.add_done_callback(lambda f, done=done: done.set())
             assert done.wait(10.0)
             res_fut = fut.result().get_result_async()
             done2 = threading.Event()
-            res_fut.add_done_callback(lambda f: done2.set())
+            res_fut.add_done_callback(lambda f, done2=done2: done2.set())
             assert done2.wait(15.0)
             results.append(res_fut.result().result)
         mover.destroy()
@@ -200,6 +199,7 @@ def test_camera_threads_render_in_the_background_and_stop_with_the_node(ctx):
     as SCHED_IDLE, so frames never delay physics or joint_states; the camera and GL threads
     end with the node."""
     import os
+
     from mujoco_hal_ros.fastpath.raster import rasteriser_threads
     node = make(ctx, camera_rate=20.0, camera_background=True)
     assert node.p.camera_background == 'true' and node.cameras.background is True
@@ -325,6 +325,7 @@ def _state_thread_policy():
 
 def _rasteriser_policies():
     import os
+
     from mujoco_hal_ros.fastpath.raster import rasteriser_threads
     return {os.sched_getscheduler(tid) for tid in rasteriser_threads()}
 
@@ -397,6 +398,7 @@ def test_state_thread_that_falls_behind_gives_its_priority_back(ctx, monkeypatch
     ordinary scheduling and says what to lower; frames that camera_background:=auto had
     moved to normal priority go back to the background with it."""
     import os
+
     from mujoco_hal_ros.ros.sim import streams
     publish = streams.StatePublisher._publish
     slow_down = threading.Event()

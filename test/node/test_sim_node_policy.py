@@ -12,6 +12,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
+from helpers import SpunNodes, wait_for  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -22,7 +23,6 @@ from mujoco_hal_ros.ros.guard import GUARDED  # noqa: E402
 from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402
 from mujoco_hal_ros.tasks import evaluate, load_task  # noqa: E402
 from mujoco_hal_ros.tasks.reference import run_episode  # noqa: E402
-from helpers import SpunNodes, wait_for  # noqa: E402
 
 BUDGET_S = 240.0
 

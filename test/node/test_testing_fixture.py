@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip('rclpy')
 
 from mujoco_hal_ros.menagerie import bench_arm_path  # noqa: E402
-from mujoco_hal_ros.testing import SimRobot, free_domain_id  # noqa: E402
+from mujoco_hal_ros.testing import free_domain_id, SimRobot  # noqa: E402
 
 pytest_plugins = ['mujoco_hal_ros.testing.plugin']
 
@@ -25,7 +25,7 @@ def fk_hand(q):
     """The bench arm's hand where joint positions ``q`` put it, on a model of our own."""
     model = mujoco.MjModel.from_xml_path(bench_arm_path())
     data = mujoco.MjData(model)
-    for name, value in zip(JOINTS, q):
+    for name, value in zip(JOINTS, q, strict=True):
         data.qpos[model.jnt_qposadr[model.joint(name).id]] = value
     mujoco.mj_kinematics(model, data)
     return data.xpos[model.body('hand').id].copy()
@@ -62,7 +62,7 @@ def test_same_test_same_result():
 
 def test_spawned_object_falls(sim_robot):
     robot = sim_robot()
-    robot.device.spawn_entity(BOX, 'box', position=(0.3, 0.3, 0.5))
+    robot.device.scene.spawn(BOX, 'box', position=(0.3, 0.3, 0.5))
     robot.run_until(lambda: robot.body_position('box/box')[2] < 0.05, 3.0,
                     what='the box landing')
     robot.step(0.5)
@@ -79,6 +79,7 @@ def graph_names(domain, seconds=3.0, until=None):
     """Node names a separate participant on ``domain`` sees (an independent reader), once
     ``until(names)`` holds or after ``seconds``."""
     import time
+
     import rclpy
     ctx = rclpy.Context()
     rclpy.init(context=ctx, args=[], domain_id=domain)

@@ -6,16 +6,16 @@ test spins for bounded times, so a hang fails the test instead of stalling the s
 
 import os
 
-import numpy as np
-import pytest
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTolerance, JointTrajectoryControllerState
+import numpy as np
+import pytest
 from rclpy.action import ActionClient
+from swap_helpers import DEG, duration, Harness, trajectory
 from trajectory_msgs.msg import JointTrajectory
 
 from mujoco_hal_ros import menagerie
 from mujoco_hal_ros.sim.device import Device
-from swap_helpers import DEG, Harness, duration, trajectory
 
 R = FollowJointTrajectory.Result
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))

@@ -8,13 +8,13 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
+from helpers import SpinThread, wait_for  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
 from mujoco_hal_ros.fastpath import cdr  # noqa: E402
 from mujoco_hal_ros.fastpath.unlocked_publish import BytesPublisher  # noqa: E402
-from helpers import SpinThread, wait_for  # noqa: E402
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def test_bytes_and_reused_arrays_arrive_intact(pair):
         out.publish(in_place)
     wait_for(lambda: len(received) >= 3, 10.0)
     assert received[:3] == sent
-    for raw, frame, t in zip(received, frames, (1, 2, 3)):
+    for raw, frame, t in zip(received, frames, (1, 2, 3), strict=True):
         msg = deserialize_message(raw, Image)
         assert bytes(msg.data) == frame.tobytes() and msg.header.stamp.sec == t
 

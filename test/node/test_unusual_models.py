@@ -23,8 +23,7 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
-
+from helpers import SpunNodes, tf_world_poses, wait_for  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
@@ -32,7 +31,7 @@ from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, JointState  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from helpers import SpunNodes, tf_world_poses, wait_for  # noqa: E402
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 BOX = """

@@ -13,16 +13,15 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
-from mujoco_hal_ros.render import gl  # noqa: E402
-
+from helpers import SpunNodes, wait_for  # noqa: E402
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, Imu, LaserScan  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from helpers import SpunNodes, wait_for  # noqa: E402
+from mujoco_hal_ros.render import gl  # noqa: E402
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
 
 MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'models')
 URDF = os.path.join(MODELS, 'tb3_sensors.urdf')
@@ -116,7 +115,7 @@ def test_scan_on_the_tag_topic_and_frame_matches_the_walls(tb3):
     frames = tb3.tf_static(['base_scan'])
     origin, rot = world_pose(frames, 'base_scan')
     angles = scan.angle_min + scan.angle_increment * np.arange(len(scan.ranges))
-    for a, r in zip(angles, scan.ranges):
+    for a, r in zip(angles, scan.ranges, strict=True):
         direction = rot @ np.array([math.cos(a), math.sin(a), 0.0])
         want = expected_range(origin, math.atan2(direction[1], direction[0]))
         if want > 3.5:

@@ -8,11 +8,12 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
-from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
-from mujoco_hal_ros.ros.pool.pool_node import PoolNode  # noqa: E402
-from mujoco_hal_ros.errors import ConfigError  # noqa: E402
-from mujoco_hal_ros.viewer import viewer_available  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+
+from mujoco_hal_ros.errors import ConfigError  # noqa: E402
+from mujoco_hal_ros.ros.pool.pool_node import PoolNode  # noqa: E402
+from mujoco_hal_ros.ros.sim.sim_node import SimNode  # noqa: E402  (sets headless GL first)
+from mujoco_hal_ros.viewer import viewer_available  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not viewer_available()[0], reason=viewer_available()[1])
 

@@ -11,15 +11,18 @@ import pytest
 simulation_interfaces = pytest.importorskip(
     'simulation_interfaces.srv', reason='simulation_interfaces is not installed and its '
     'stand-in was not built (run scripts/setup.sh)')
-from simulation_interfaces.msg import (Bounds, EntityCategory, Result,  # noqa: E402
-                                       SimulatorFeatures)
-from simulation_interfaces import srv as si  # noqa: E402
 from geometry_msgs.msg import Vector3  # noqa: E402
-
-from mujoco_hal_ros import menagerie  # noqa: E402
-from mujoco_hal_ros import srv as own  # noqa: E402
-from mujoco_hal_ros.sim.device import Device  # noqa: E402
+from simulation_interfaces import srv as si  # noqa: E402
+from simulation_interfaces.msg import (  # noqa: E402
+    Bounds,
+    EntityCategory,
+    Result,
+    SimulatorFeatures,
+)
 from swap_helpers import Harness  # noqa: E402
+
+from mujoco_hal_ros import menagerie, srv as own  # noqa: E402
+from mujoco_hal_ros.sim.device import Device  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
 BENCH_YAML = os.path.join(ROOT, 'config', 'bench_arm.yaml')
@@ -158,6 +161,7 @@ def test_dynamics_pixels_randomize_over_ros(h):
 
 def test_gravity_and_timestep_parameters(ctx):
     from rclpy.parameter import Parameter
+
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
     node = SimNode(context=ctx, parameter_overrides=[
         Parameter('gravity', value=[0.0, 0.0, -1.62]), Parameter('timestep', value=0.001)])
@@ -203,11 +207,12 @@ TORQUE_ARM = os.path.join(ROOT, 'test', 'models', 'torque_arm.xml')
 
 @pytest.fixture(scope='module')
 def live():
+    from helpers import SpunNodes
+    import rclpy
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
-    import rclpy
+
     from mujoco_hal_ros.ros.sim.sim_node import SimNode
-    from helpers import SpunNodes
     h = SpunNodes(lambda ctx: [
         SimNode(context=ctx, parameter_overrides=[Parameter('publish_rate', value=50.0)]),
         rclpy.create_node('scene_test_client', context=ctx)],
@@ -259,6 +264,7 @@ def _spawn_request(name, x, y, z, resource=CRATE):
 def test_spawn_and_delete_follow_through_sim_node(live):
     from sensor_msgs.msg import JointState
     from tf2_msgs.msg import TFMessage
+
     from mujoco_hal_ros.ros.sim.streams import moving_joints
     dev = live.nodes[0].device
     names = moving_joints(dev.model)[0]
@@ -296,9 +302,10 @@ def test_spawn_and_delete_follow_through_sim_node(live):
 
 def test_load_world_and_back_through_sim_node(live):
     from control_msgs.msg import JointTrajectoryControllerState
-    from sensor_msgs.msg import JointState
-    from mujoco_hal_ros.ros.sim.streams import moving_joints
     import mujoco
+    from sensor_msgs.msg import JointState
+
+    from mujoco_hal_ros.ros.sim.streams import moving_joints
     dev = live.nodes[0].device
     names = moving_joints(dev.model)[0]
     other = moving_joints(mujoco.MjModel.from_xml_path(TORQUE_ARM))[0]
@@ -318,13 +325,14 @@ def test_load_world_and_back_through_sim_node(live):
     assert state is None, f'controller_state for {list(state.joint_names)} in torque_arm'
     # No address of the bench arm left behind: the joints hold watches are torque_arm's,
     # and the goal topics are its channels' (the model-swapped event, not a poll).
-    from mujoco_hal_ros.ros.sim.control import _joint_dofs
+    from mujoco_hal_ros import joint_view
     node = live.nodes[0]
-    assert list(node.control._joint_dofs) == list(_joint_dofs(dev.model))
+    assert list(node.control._joint_dofs) == [
+        int(dev.model.joint(n).dofadr[0]) for n in joint_view.view(dev.model).moving().names]
     assert sorted(node.control.goal_subs) == sorted(dev.layout.goals)
     client = live.nodes[-1]
     for name in dev.layout.goals:
-        assert _wait_for(lambda: client.count_subscribers(
+        assert _wait_for(lambda name=name: client.count_subscribers(
             f'{node.get_namespace().rstrip("/")}/goals/{name}') == 1), name
     r = live.call(si.UnloadWorld, 'unload_world', si.UnloadWorld.Request())
     assert r.result.result == OK, r.result.error_message
@@ -333,8 +341,8 @@ def test_load_world_and_back_through_sim_node(live):
     state = _latest(live, JointTrajectoryControllerState, 'arm_controller/controller_state',
                     lambda m: True)
     assert state is not None, 'controller_state did not come back with the bench arm'
-    by_name = dict(zip(js.name, js.position))
-    for joint, actual in zip(state.joint_names, state.feedback.positions):
+    by_name = dict(zip(js.name, js.position, strict=True))
+    for joint, actual in zip(state.joint_names, state.feedback.positions, strict=True):
         assert actual == pytest.approx(by_name[joint], abs=0.05), joint
 
 
@@ -402,8 +410,8 @@ def test_trajectory_controller_follows_renumbered_joints(live, tmp_path):
                         'arm_controller/controller_state',
                         lambda m: dev.snapshot.generation == gen)
         assert state is not None, 'no controller_state in the renumbered world'
-        by_name = dict(zip(js.name, js.position))
-        for joint, actual in zip(state.joint_names, state.feedback.positions):
+        by_name = dict(zip(js.name, js.position, strict=True))
+        for joint, actual in zip(state.joint_names, state.feedback.positions, strict=True):
             assert actual == pytest.approx(by_name[joint], abs=0.05), joint
     finally:
         r = live.call(si.UnloadWorld, 'unload_world', si.UnloadWorld.Request())

@@ -2,16 +2,15 @@
 stepped), judged by forward kinematics of joint_states and by ground truth."""
 
 import mujoco
-import numpy as np
-
 from my_robot_tests.wave import JOINTS, WAVE, Wave
+import numpy as np
 
 
 def hand_by_fk(robot, q):
     """The hand where joint positions ``q`` put it, on a model of our own."""
     model = robot.device.model
     data = mujoco.MjData(model)
-    for name, value in zip(JOINTS, q):
+    for name, value in zip(JOINTS, q, strict=True):
         data.qpos[model.jnt_qposadr[model.joint(name).id]] = value
     mujoco.mj_kinematics(model, data)
     return data.xpos[model.body('hand').id]
@@ -28,9 +27,9 @@ def test_follow_joint_trajectory_puts_the_hand_where_fk_says(sim_robot):
 
 def test_a_spawned_box_falls_onto_the_floor(sim_robot):
     robot = sim_robot()
-    robot.device.spawn_entity('<mujoco><worldbody><body name="box"><freejoint/><geom '
-                              'type="box" size="0.02 0.02 0.02"/></body></worldbody></mujoco>',
-                              'box', position=(0.3, 0.3, 0.4))
+    robot.device.scene.spawn('<mujoco><worldbody><body name="box"><freejoint/><geom '
+                             'type="box" size="0.02 0.02 0.02"/></body></worldbody></mujoco>',
+                             'box', position=(0.3, 0.3, 0.4))
     robot.run_until(lambda: robot.body_position('box/box')[2] < 0.03, 2.0, what='the landing')
 
 

@@ -50,7 +50,7 @@ def randomization(fields, values, where='randomize'):
         raise InvalidArgument(f'{len(fields)} field names but {len(values)} value arrays',
                               where=where, allowed='one randomize_values entry per field')
     out = {}
-    for name, msg in zip(unique_names(fields, where, 'field'), values):
+    for name, msg in zip(unique_names(fields, where, 'field'), values, strict=True):
         arr = from_msg(msg, f'{where}[{shorten(name)}]')
         if arr is None:
             raise InvalidArgument(f'field {shorten(name)} has no values', where=where,

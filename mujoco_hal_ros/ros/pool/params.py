@@ -5,9 +5,9 @@ bad one stops the node with one line naming it; the model and its keyframe are c
 by the node when it loads them.
 """
 
+from ...pool import MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD
 from ..parameters import Param, ParameterTable
 from ..sim.params import existing_dirs, policy_params
-from ...pool import MAX_NBATCH, MAX_NSTEP, MAX_NTHREAD
 
 TABLE = ParameterTable([
     Param('model', 'string', '', 'MJCF path; empty: the built-in bench arm.'),
@@ -28,6 +28,9 @@ TABLE = ParameterTable([
     Param('web_viewer_env', 'integer', 0, 'The environment the web viewer shows.',
           range=(0, MAX_NBATCH - 1)),
     *policy_params('evaluate_policy'),
+    Param('dataset_folder', 'string', '', 'Folder the LeRobot datasets that evaluate_policy '
+          'goals name (a relative name each) are written into, created if missing; empty: '
+          'goals naming a dataset are refused FORBIDDEN.'),
     Param('resource_roots', 'string_array', [], 'Directories that a task file (and the model '
           'it names) or a .onnx policy named over evaluate_policy must lie under; empty: any '
           'file this process can read.', check=existing_dirs),

@@ -15,18 +15,19 @@ the ``policies`` parameter, which runs in a worker process with every call under
 cancel also ends a call the policy is computing (its worker is killed).
 """
 
+import os
 import threading
 import time
 
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
+from ...action import EvaluatePolicy
+from ...errors import CLOSED, DeviceError, DONE, FORBIDDEN, INTERNAL_ERROR, STOPPED
+from ...tasks.peer import PeerPolicies
 from .. import conversions as cv
 from ..guard import ActionServer
 from ..qos import action_queues
-from ...action import EvaluatePolicy
-from ...errors import CLOSED, DONE, INTERNAL_ERROR, STOPPED, DeviceError
-from ...tasks.peer import PeerPolicies
 
 FEEDBACK_S = 0.2
 MAX_GOALS = 2
@@ -95,15 +96,18 @@ class PolicyAction:
         policy = None
         try:
             self.rules.policy(goal.policy, start=False)     # FORBIDDEN before anything
+            dataset_path(self.node.p['dataset_folder'], goal.dataset)
             task = self.rules.task(goal.task)
             policy = self.rules.policy(goal.policy)
             with self._lock:
                 self._running[key] = policy
             if handle.is_cancel_requested:
                 _cancel(policy)
+            folder = dataset_path(self.node.p['dataset_folder'], goal.dataset)
             report = evaluate(task, policy, int(goal.episodes), int(goal.envs) or None,
                               int(goal.seed), nthread=self.node.pool.nthread,
-                              progress=progress)
+                              progress=progress, dataset=folder,
+                              cameras=list(goal.dataset_cameras) or None)
         except DeviceError as err:
             if err.code == STOPPED and handle.is_cancel_requested:
                 return 'canceled', _error(result, STOPPED, str(err))
@@ -139,6 +143,27 @@ class PolicyAction:
         self.server.destroy()
 
 
+def dataset_path(root: str, name: str) -> str | None:
+    """Where a goal's dataset goes: ``name`` relative, under the operator's ``root``.
+
+    A peer never names an absolute path or climbs out of ``root`` (FORBIDDEN), and with no
+    ``dataset_folder`` set the node writes nothing for peers at all.
+    """
+    if not name:
+        return None
+    if not root:
+        raise DeviceError(FORBIDDEN, 'this node writes no datasets (its dataset_folder '
+                          'parameter is empty); nothing was written', where='dataset',
+                          allowed='an empty dataset, or a node with dataset_folder set')
+    norm = os.path.normpath(name)
+    if os.path.isabs(name) or norm == '.' or norm.startswith('..') or '\x00' in name:
+        raise DeviceError(FORBIDDEN, f'dataset {name!r} is not a relative name inside the '
+                          'node\'s dataset_folder; nothing was written', where='dataset',
+                          allowed='a relative folder name such as rollouts/run1')
+    os.makedirs(root, exist_ok=True)
+    return os.path.join(root, norm)
+
+
 def _cancel(policy):
     cancel = getattr(policy, 'cancel', None)
     if cancel is not None:
@@ -159,6 +184,7 @@ def _fill(result, report):
     result.episode_failure = [e.failure or '' for e in report.episodes]
     result.episode_return = [float(e.ret) for e in report.episodes]
     result.episode_steps = [int(e.steps) for e in report.episodes]
+    result.dataset = report.dataset or ''
 
 
 def _error(result, code, message):

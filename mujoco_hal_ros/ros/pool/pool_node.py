@@ -34,22 +34,30 @@ import numpy as np
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 
-from ..guard import ActionServer, GuardedNode  # every callback guarded
-from . import arrays
-from .. import conversions as cv
-from ..bridge import CompletionBridge
-from ..qos import action_queues, REQUEST_QOS
-from .params import TABLE
-from .policy_action import PolicyAction
-from ..parameters import refuse_unknown
-from ..run import run_node, start_or_destroy
-from ..sim.web_view import attach_pool_viewer
 from ...action import Evaluate
-from ...errors import (CLOSED, DONE, INTERNAL_ERROR, STOPPED, ConfigError, DeviceError,
-                       InvalidArgument, UnknownName)
-from ...pool import MAX_NTHREAD, EnvPool, RayPool
+from ...errors import (
+    CLOSED,
+    ConfigError,
+    DeviceError,
+    DONE,
+    INTERNAL_ERROR,
+    InvalidArgument,
+    STOPPED,
+    UnknownName,
+)
+from ...pool import EnvPool, MAX_NTHREAD, RayPool
 from ...pool.validate import float_array
 from ...srv import PoolInfo, PoolReset, SiteJacobians
+from .. import conversions as cv
+from ..bridge import CompletionBridge
+from ..guard import ActionServer, GuardedNode  # every callback guarded
+from ..parameters import refuse_unknown
+from ..qos import action_queues, REQUEST_QOS
+from ..run import run_node, start_or_destroy
+from ..sim.web_view import attach_pool_viewer
+from . import arrays
+from .params import TABLE
+from .policy_action import PolicyAction
 
 HEARTBEAT_S = 0.5
 MAX_GOALS = 2          # one evaluating, one waiting for it

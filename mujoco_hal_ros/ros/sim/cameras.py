@@ -40,13 +40,13 @@ from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from ... import fastpath
+from ...errors import DeviceError
 from ...fastpath import cdr, sched
 from ...fastpath.raster import rasterisers_in_background
 from ...fastpath.unlocked_publish import BytesPublisher
-from .. import conversions as cv
-from ...errors import DeviceError
 from ...sensors import compress
 from ...sensors.pointcloud import Projector
+from .. import conversions as cv
 from .sensors import cloud_msg
 from .streams import RateMeter
 
@@ -88,7 +88,7 @@ class _Stream:
     depth_pub: object = None
     depth_info_pub: object = None
     info: CameraInfo = None
-    info_bytes: cdr.HeaderFirstBytes = None     # the same, serialized (raw path)
+    info_bytes: cdr.HeaderFirstBytes | None = None     # the same, serialized (raw path)
     due: float = 0.0
     watched_since: float = 0.0     # monotonic time a subscriber appeared; 0 while unwatched
     meter: RateMeter = field(default_factory=lambda: RateMeter(100))
@@ -100,7 +100,7 @@ class _Stream:
     compressed_pub: object = None  # image_raw/compressed; depth cameras: points and
     points_pub: object = None      # depth/image_raw/compressedDepth, all on subscription
     cdepth_pub: object = None
-    projector: Projector = None
+    projector: Projector | None = None
     generation: int = 0            # the scene generation ``info`` was made for
     absent: int = -1               # a generation whose model lacks the camera (logged once)
 

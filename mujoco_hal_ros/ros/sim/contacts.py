@@ -10,14 +10,14 @@ carries what MuJoCo gives: both bodies and geoms, position, normal, force and to
 
 import mujoco
 import numpy as np
-from rclpy.qos import QoSProfile
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.qos import QoSProfile
 from visualization_msgs.msg import Marker, MarkerArray
 
-from .. import conversions as cv
 from ...errors import DeviceError
 from ...msg import Contact, Contacts
 from ...srv import ApplyWrench, ClearWrenches
+from .. import conversions as cv
 
 QOS = QoSProfile(depth=10)
 FORCE_SCALE = 0.01            # metres of arrow per newton

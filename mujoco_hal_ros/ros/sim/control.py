@@ -23,35 +23,25 @@ gets an executor thread even while a flood of other requests keeps the control g
 import threading
 import time
 
-import mujoco
-import numpy as np
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
-from ..guard import ActionServer  # every callback guarded
-from .. import conversions as cv
-from ..qos import action_queues, REQUEST_QOS
-from ... import checks, errors
-from ...config import limits
+from ... import checks, errors, joint_view
 from ...action import Hold as HoldAction, MoveTo as MoveToAction
+from ...config import limits
 from ...errors import DeviceError
+from ...motion import settling
 from ...motion.move import point_pos
 from ...srv import Describe, MoveTo as MoveToSrv, RunAction, SetGoals, Step
+from .. import conversions as cv
+from ..guard import ActionServer  # every callback guarded
+from ..qos import action_queues, REQUEST_QOS
 
 POLL_S = 0.02               # first move_to feedback; the Hold action's stillness checks
 FEEDBACK_S = 0.1            # feedback period of both actions
-STILL_SPEED = 0.01          # rad/s or m/s: "all velocities near zero" for the Hold action
-STILL_FOR_S = 0.2          # ... for this long
-HOLD_SETTLE_S = 3.0
-
-
-def _joint_dofs(model):
-    """The dofs of the model's hinge and slide joints (what joint_states reports)."""
-    return np.array([model.jnt_dofadr[j] for j in range(model.njnt)
-                     if model.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE,
-                                              mujoco.mjtJoint.mjJNT_SLIDE)], dtype=int)
+HOLD_SETTLE_S = 3.0         # the longest the Hold action waits for the joints to settle
 
 
 class Control:
@@ -107,12 +97,13 @@ class Control:
         self._follow_goals(self.device.layout)     # a robot's own channels, or the device's
 
     def _dofs(self, model):
-        """The dofs hold watches: every moving joint's, or a robot's own."""
+        """The dofs hold watches: every hinge and slide joint's (what joint_states
+        reports), or a robot's own."""
+        view = joint_view.view(model)
         if self.world:
-            return _joint_dofs(model)
+            return view.moving().dofs
         layout = self.device.layout                # a robot's names are its own
-        return np.array([model.jnt_dofadr[layout.joints.index(j)]
-                         for j in self.device.joint_names], dtype=int)
+        return view.dofs(layout.joints.index(j) for j in self.device.joint_names)
 
     def _follow_goals(self, layout):
         """One ``goals/<name>`` subscription per goal channel of ``layout``, no more."""
@@ -281,27 +272,16 @@ class Control:
     def _max_joint_speed(self):
         """Over the hinge and slide joints joint_states reports: a block the arm knocked
         over may slide on, but the arm is still."""
-        qvel = self.device.snapshot.qvel[self._joint_dofs]
-        return float(np.abs(qvel).max()) if qvel.size else 0.0
-
-    def _still_for(self, seconds):
-        """A check that holds once every joint has stayed under STILL_SPEED for ``seconds``:
-        a servo settling from a fast move swings through zero speed on its way."""
-        since = [None]
-
-        def check():
-            now = time.monotonic()
-            if self._max_joint_speed() >= STILL_SPEED:
-                since[0] = None
-                return False
-            since[0] = now if since[0] is None else since[0]
-            return now - since[0] >= seconds
-        return check
+        return settling.joint_speed(self.device.snapshot.qvel, self._joint_dofs)
 
     async def _settle(self, feedback):
-        """Poll until the joints are still (True) or HOLD_SETTLE_S passed (False),
-        feedback at the first poll and every FEEDBACK_S after."""
-        still = self._still_for(STILL_FOR_S)
+        """Poll until the joints settled (``motion.settling``: still, and for long
+        enough) (True) or HOLD_SETTLE_S passed (False), feedback at the first poll and
+        every FEEDBACK_S after."""
+        stillness = settling.Stillness()
+
+        def still():
+            return stillness.update(self._max_joint_speed(), time.monotonic())
         deadline = time.monotonic() + HOLD_SETTLE_S
         next_feedback = 0.0
         try:
@@ -348,7 +328,7 @@ class Control:
             return res
         codes, messages = [], []
         seen = set()
-        for name, value in zip(names, values):
+        for name, value in zip(names, values, strict=True):
             try:
                 if name in seen:            # the shared check's refusal, on this channel
                     checks.unique_names([name, name], where='set_goals', kind='channel')
@@ -365,7 +345,7 @@ class Control:
             res.messages = [m or 'not applied: another channel was refused' for m in messages]
             return res
         try:
-            await self.bridge.call(self.device.set_goals, dict(zip(names, values)))
+            await self.bridge.call(self.device.set_goals, dict(zip(names, values, strict=True)))
         except DeviceError as err:          # refused as a whole after all: report on all
             res.success, res.codes, res.messages = False, [err.code] * n, [str(err)] * n
             return res

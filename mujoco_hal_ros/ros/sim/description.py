@@ -14,11 +14,11 @@ import time
 
 from std_msgs.msg import String
 
-from .streams import TF_STATIC_QOS
 from ...description.urdf_in import is_urdf, model_from_urdf
 from ...description.urdf_out import urdf_from_model
 from ...errors import ConfigError, DeviceError
 from ...mobile import config as drive_config, gazebo_drive
+from .streams import TF_STATIC_QOS
 
 TOPIC_WAIT_S = 30.0
 MAX_TOPIC_CHARS = 10_000_000     # a robot_description message (a big real URDF: ~1 MB)

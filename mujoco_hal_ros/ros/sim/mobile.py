@@ -19,10 +19,10 @@ from geometry_msgs.msg import TransformStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from tf2_msgs.msg import TFMessage
 
-from .. import conversions as cv
 from ...errors import DeviceError
 from ...mobile import config as cfg
 from ...mobile.base import BaseController
+from .. import conversions as cv
 
 WARN_EVERY_S = 5.0       # at most one refused-command line per controller this often
 

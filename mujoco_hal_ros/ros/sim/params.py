@@ -11,9 +11,9 @@ from dataclasses import replace
 import math
 import os
 
-from ..parameters import Param, ParameterTable
 from ...errors import ConfigError
 from ...tasks.peer import declared_policies
+from ..parameters import Param, ParameterTable
 
 MAX_PUBLISH_RATE = 10000.0
 BACKGROUND_CHOICES = ('auto', 'true', 'false')
@@ -213,6 +213,10 @@ TABLE = ParameterTable([
     Param('record_folder', 'string', '', 'Folder a recording with a relative name (record, '
           'or start_recording\'s rosbag2_<time>) goes into, created if missing; empty: the '
           'node\'s working directory. make run gives <repository>/recordings.'),
+    Param('dataset_root', 'string', '', 'Folder the LeRobot datasets of start_dataset, '
+          'replay_episode and run_policy (dataset_folder) live under: a requested folder '
+          'that leads outside it is refused FORBIDDEN; empty: record_folder, else the '
+          'node\'s working directory.'),
     Param('record_topics', 'string_array', [], 'Topics to record; empty: every topic this '
           'node publishes.', check=lambda v: [t for t in v if t]),
     Param('record_max_bytes', 'integer', 0, 'Start a new MCAP file past this size; 0 = never.',

@@ -25,20 +25,21 @@ run has ended and the device holds (``DevicePolicyRunner`` leaves it holding), a
 goal is accepted. With no run, it answers success false and changes nothing.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from std_srvs.srv import Trigger
 
+from ...action import RunPolicy
+from ...errors import BUSY, CLOSED, DeviceError, DONE, FORBIDDEN, INTERNAL_ERROR, STOPPED
+from ...tasks.peer import PeerPolicies
 from .. import conversions as cv
 from ..guard import ActionServer  # every callback guarded
 from ..qos import action_queues, REQUEST_QOS
-from ...action import RunPolicy
-from ...errors import BUSY, CLOSED, DONE, FORBIDDEN, INTERNAL_ERROR, STOPPED, DeviceError
-from ...tasks.peer import PeerPolicies
 
 FEEDBACK_S = 0.1            # at most this often, and at the end
 STOP_WAIT_S = 10.0          # stop_policy waits this long for the run to end
@@ -139,6 +140,8 @@ class PolicyRuns:
         goal = handle.request
         runner = DevicePolicyRunner(self.device, task, policy, int(goal.seed),
                                     int(goal.episode), lockstep=bool(goal.lockstep))
+        data = _EpisodeData(self.node, self.device, goal, runner) \
+            if goal.dataset_folder else None       # refused here, before the device changes
         with self._lock:
             self._runner = runner
             if self._stop_asked:
@@ -147,6 +150,8 @@ class PolicyRuns:
         last = [0.0]
 
         def progress(steps, ret, sim_time):
+            if data is not None:
+                data.offer()
             now = time.monotonic()
             if now - last[0] >= FEEDBACK_S or steps == horizon:
                 last[0] = now
@@ -155,9 +160,13 @@ class PolicyRuns:
             return not handle.is_cancel_requested
         try:
             run = runner.run(progress)
+            saved = data.finish(run) if data is not None else None
         except DeviceError as err:
             return 'abort', _error(result, err.code, f'{err} (after {runner.steps} control '
                                    'steps; the device holds)')
+        finally:
+            if data is not None:
+                data.abandon()       # after finish: nothing; else the episode is discarded
         ep = run.result
         result.task = runner.task.name
         result.episode_success = bool(ep.success)
@@ -171,7 +180,8 @@ class PolicyRuns:
             result.message = (f'{runner.task.name} episode {runner.episode} '
                               f'{"succeeded" if ep.success else "failed: " + ep.failure} '
                               f'({ep.ended_by}) after {ep.steps} control steps, return '
-                              f'{ep.ret:.4g}; the device holds')
+                              f'{ep.ret:.4g}; the device holds'
+                              + (f'; written to {saved}' if saved else ''))
             return 'succeed', result
         result.code = STOPPED
         result.message = f'stopped after {ep.steps} control steps; the device holds'
@@ -223,6 +233,59 @@ class PolicyRuns:
             worker.shutdown(wait=False)
         self.action.destroy()
         self.node.destroy_service(self.stop_service)
+
+
+class _EpisodeData:
+    """A run_policy episode written to a LeRobot dataset (``dataset_folder``): a new folder
+    under the node's dataset_root, or a dataset of the same features and fps there to add
+    to, checked before the device changes; the recorder starts
+    once the task's model is in (at the first control step), at the task's control rate.
+    In lockstep the runner steps the physics itself (no chunks), so each control step's
+    snapshot is offered through the device's door; in real time the recorder follows the
+    chunks. The episode is saved with its outcome (``success``, ``failure``, ``ended_by``,
+    ``return``, ``steps``, seed, policy, task) in its metadata, then the dataset finalised."""
+
+    def __init__(self, node, device, goal, runner):
+        from ...dataset.recorder import check_folder
+        from .dataset import dataset_root, resolve_folder
+        self.device, self.goal, self.runner = device, goal, runner
+        self.folder = check_folder(resolve_folder(dataset_root(node.p), goal.dataset_folder,
+                                                  'dataset_folder'))
+        self.recorder = None
+
+    def offer(self):
+        from ...dataset.recorder import DatasetRecorder
+        runner = self.runner
+        if self.recorder is None:
+            self.recorder = DatasetRecorder(
+                self.device, self.folder, repo_id=f'local/{os.path.basename(self.folder)}',
+                fps=1.0 / runner.task.control_dt, task=runner.task.name,
+                follow_chunks=not runner.lockstep)
+        if runner.lockstep:
+            rec = self.recorder
+            self.device.on_physics(lambda s: rec.offer(s.snapshot, s), wait=True)
+
+    def finish(self, run):
+        """Save the episode with its outcome and finalise; the folder (None: no frames)."""
+        rec, self.recorder = self.recorder, None
+        if rec is None:
+            return None
+        ep = run.result
+        try:
+            rec.save_episode(extra={
+                'success': bool(ep.success), 'failure': ep.failure or '',
+                'ended_by': ep.ended_by, 'return': float(ep.ret), 'steps': int(ep.steps),
+                'completed': bool(run.completed), 'seed': int(self.goal.seed),
+                'policy': self.goal.policy, 'task_name': self.runner.task.name,
+                'lockstep': bool(self.runner.lockstep)})
+        finally:
+            rec.close()
+        return rec.root
+
+    def abandon(self):
+        rec, self.recorder = self.recorder, None
+        if rec is not None:
+            rec.close()           # the interrupted episode is discarded, never half-written
 
 
 def _cancel(policy):

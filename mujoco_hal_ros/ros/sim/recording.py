@@ -21,10 +21,10 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
-from ..qos import REQUEST_QOS
 from ...errors import ConfigError, DeviceError
-from ...record import Recorder, VideoRecorder, qos_dict
+from ...record import qos_dict, Recorder, VideoRecorder
 from ...record.msgdef import message_definition
+from ..qos import REQUEST_QOS
 
 SUBSCRIPTION_DEPTH = 1000
 SKIPPED = {'/rosout', '/parameter_events'}

@@ -137,7 +137,7 @@ class RobotsServed:
             if self._closed:
                 return
             robots = self.device.robots
-            for entity in self.device.entity_names():
+            for entity in self.device.scene.names():
                 ns = entity.rsplit('/', 1)[0] if '/' in entity else ''
                 if ns and robots.get(ns) is None and not any(
                         v.prefix == f'{entity}/' for v in robots.views()):

@@ -30,12 +30,12 @@ import numpy as np
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Imu, JointState, LaserScan, PointCloud2, PointField, Range
 
-from .. import conversions as cv
 from ...errors import DeviceError
 from ...fastpath import sched
-from ...sensors import declared
 from ...msg import SensorReading, Touch
+from ...sensors import declared
 from ...world import scene as scene_edit
+from .. import conversions as cv
 from .contacts import ContactStream
 
 SENSOR_QOS = QoSProfile(depth=10)

@@ -4,12 +4,12 @@ Test scripts and scenario tools written for Gazebo or Isaac Sim call these servi
 ``simulate_steps`` action; serving the same ones here lets those tools drive this simulator
 unchanged. All 22 services of the 2.x standard are served; ``get_simulator_features`` lists
 only the parts that work, so a client can check instead of guessing. Scene edits (spawn an
-MJCF entity, delete one, load another world, unload back to the start one) swap the
-running device's model (``Device.replace_model``) on the bridge's worker thread; every
-publisher follows the new model when it sees the new scene generation in a snapshot. The
-entity catalogue (categories, tags, bounds, filters) is ``world.catalog``; sim_node's own
-world services (snapshots, teleport, pixel-to-world, dynamics, randomization) are
-``world_services``.
+MJCF entity, delete one, load another world, unload back to the start one) are
+``scene_edits`` (over ``device.scene``), registered here. The entity catalogue
+(categories, tags, bounds, filters, named poses and their bounds) is ``world.catalog``:
+core functions called with plain values (a snapshot's body poses, a model), so nothing
+here builds or borrows an MjData; sim_node's own world services (snapshots, teleport,
+pixel-to-world, dynamics, randomization) are ``world_services``.
 
 Callbacks never wait on physics: stepping is a stepper job (``Device.step(wait=False)``)
 and the service or action coroutine awaits the node's CompletionBridge
@@ -20,27 +20,47 @@ rest of the node.
 import os
 
 from geometry_msgs.msg import Vector3
-import mujoco
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from simulation_interfaces.action import SimulateSteps
-from simulation_interfaces.msg import (Bounds, EntityCategory, EntityState, NamedPose, Result,
-                                       SimulationState, SimulatorFeatures, SpawnResult,
-                                       WorldResource)
+from simulation_interfaces.msg import (
+    Bounds,
+    EntityCategory,
+    EntityState,
+    NamedPose,
+    Result,
+    SimulationState,
+    SimulatorFeatures,
+    WorldResource,
+)
 from simulation_interfaces.srv import (
-    DeleteEntity, GetAvailableWorlds, GetCurrentWorld, GetEntities, GetEntitiesStates,
-    GetEntityBounds, GetEntityInfo, GetEntityState, GetNamedPoseBounds, GetNamedPoses,
-    GetSimulationState, GetSimulatorFeatures, GetSpawnables, LoadWorld, ResetSimulation,
-    SetEntityInfo, SetEntityState, SetSimulationState, SpawnEntities, SpawnEntity,
-    StepSimulation, UnloadWorld)
+    GetAvailableWorlds,
+    GetCurrentWorld,
+    GetEntities,
+    GetEntitiesStates,
+    GetEntityBounds,
+    GetEntityInfo,
+    GetEntityState,
+    GetNamedPoseBounds,
+    GetNamedPoses,
+    GetSimulationState,
+    GetSimulatorFeatures,
+    GetSpawnables,
+    ResetSimulation,
+    SetEntityInfo,
+    SetEntityState,
+    SetSimulationState,
+    StepSimulation,
+)
 
-from ..guard import ActionServer  # every callback guarded
-from .. import conversions as cv
-from ..qos import action_queues, REQUEST_QOS
 from ...config import limits
-from ...sim.entities import Entities, INVALID_POSE
 from ...errors import DeviceError, UNKNOWN_NAME
+from ...sim.entities import Entities, INVALID_POSE
 from ...world import catalog, frames
+from .. import conversions as cv
+from ..guard import ActionServer  # every callback guarded
+from ..qos import action_queues, REQUEST_QOS
+from .scene_edits import SceneEdits
 from .world_services import WorldServices
 
 F = SimulatorFeatures
@@ -56,18 +76,14 @@ FEATURES = [F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET,
 EDIT_FEATURES = {F.SPAWNING, F.SPAWNING_RESOURCE_STRING, F.DELETING, F.WORLD_LOADING,
                  F.WORLD_RESOURCE_STRING, F.WORLD_UNLOADING} | {
     getattr(F, n) for n in ('SPAWNING_ENTITIES',) if hasattr(F, n)}
-EDITS_OFF = ('scene edits are turned off on this node (world_edits:=false); ask its '
-             'operator, or use a node that serves them')
 SPAWN_FORMATS = ['mjcf']
 SCENE_EDITS = ('entities are spawned from MJCF (a file uri or a resource_string), placed '
                'in the world frame; the model has no spawnables of its own')
-FOREIGN = ('.urdf', '.sdf', '.usd', '.usda', '.usdc', '.world')
 INFO = ('mujoco_hal_ros sim_node. Entities are the named bodies of the MuJoCo model; only '
         'free (freejoint) and mocap bodies can be placed. Reset restores the keyframe state '
         'but simulation time keeps running forward, so ROS clocks never jump back. '
         'Stepping requires the paused state.')
 FEEDBACK_CHUNKS = 50          # simulate_steps reports progress about this many times
-MAX_SPAWN_BATCH = 100         # spawn_entities: requests in one call
 
 
 def _ok(text=''):
@@ -105,15 +121,14 @@ class SimInterfaces:
             (GetNamedPoseBounds, 'get_named_pose_bounds', self._named_pose_bounds),
             (GetSpawnables, 'get_spawnables', self._spawnables),
             (GetCurrentWorld, 'get_current_world', self._current_world),
-            (GetAvailableWorlds, 'get_available_worlds', self._available_worlds),
-            (SpawnEntity, 'spawn_entity', self._spawn),
-            (SpawnEntities, 'spawn_entities', self._spawn_many),
-            (DeleteEntity, 'delete_entity', self._delete),
-            (LoadWorld, 'load_world', self._load_world),
-            (UnloadWorld, 'unload_world', self._unload_world))
+            (GetAvailableWorlds, 'get_available_worlds', self._available_worlds))
         self.catalog = catalog.Catalog(device.model, device.layout.bodies)
         self._catalog_generation = device.snapshot.generation
         self.world = WorldServices(node, device, bridge, self._world_frame)
+        self.scene = SceneEdits(device, bridge, lambda: self.edits,
+                                self._entity_bodies,
+                                self._world_frame, self._world_resource)
+        services += self.scene.services()
         self._services = [node.create_service(srv_type, name, callback, callback_group=group,
                                               qos_profile=REQUEST_QOS)
                           for srv_type, name, callback in services]
@@ -267,7 +282,7 @@ class SimInterfaces:
 
     def _body(self, entity):
         """A spawned entity's name stands for its top body; any other name is a body's."""
-        bodies = self.device.entity_bodies(entity)
+        bodies = self.device.scene.bodies(entity)
         return bodies[0] if bodies else entity
 
     def _get_entity(self, req, resp):
@@ -335,11 +350,10 @@ class SimInterfaces:
         b = filters.bounds
         region = catalog.region(int(b.type), [(p.x, p.y, p.z) for p in b.points])
         snap = self._follow()
-        with self.device.cameras.render_state(snap) as d:
-            return self.catalog.filter(d, filters.filter,
-                                       [int(c.category) for c in filters.categories],
-                                       list(filters.tags.tags),
-                                       int(filters.tags.filter_mode) == 1, region)
+        return self.catalog.filter(snap.xpos, snap.xquat, filters.filter,
+                                   [int(c.category) for c in filters.categories],
+                                   list(filters.tags.tags), int(filters.tags.filter_mode) == 1,
+                                   region)
 
     def _get_entities(self, req, resp):
         try:
@@ -371,10 +385,14 @@ class SimInterfaces:
         snap = self.device.snapshot
         if snap.generation != self._catalog_generation:
             model = self.device.cameras.model_of(snap.generation)
-            self.catalog.follow(model, [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b)
-                                        for b in range(model.nbody)])
+            self.catalog.follow(model, catalog.body_names(model))
             self._catalog_generation = snap.generation
         return snap
+
+    def _entity_bodies(self):
+        """The current model's entity names (after a scene edit, the new model's)."""
+        self._follow()
+        return list(self.catalog.names)
 
     def _known(self, name, resp):
         self._follow()
@@ -416,16 +434,15 @@ class SimInterfaces:
     def _get_bounds(self, req, resp):
         if not self._known(req.entity, resp):
             return resp
-        with self.device.cameras.render_state(self._follow()) as d:
-            box = self.catalog.bounds(req.entity, d)
+        snap = self._follow()
+        try:
+            box = self.catalog.bounds(req.entity, snap.xpos, snap.xquat)
+        except DeviceError as exc:
+            resp.result = _fail(Result.RESULT_OPERATION_FAILED, str(exc))
+            return resp
         self._box(resp.bounds, box)
         resp.result = _ok('' if box is not None else 'the entity has no geometry')
         return resp
-
-    def _keyframes(self):
-        m = self.device.model
-        return [(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_KEY, k) or f'key{k}', k)
-                for k in range(m.nkey)]
 
     def _named_poses(self, req, resp):
         wanted = list(req.tags.tags)
@@ -436,7 +453,7 @@ class SimInterfaces:
             resp.poses, resp.result = [], _ok()
             return resp
         poses = []
-        for name, _k in self._keyframes():
+        for name in catalog.named_poses(self.device.model):
             p = NamedPose(name=name, description='a keyframe of the model: a whole joint '
                           'configuration (reset_simulation returns to the start one); the '
                           'pose is the world origin', tags=tags)
@@ -446,16 +463,13 @@ class SimInterfaces:
         return resp
 
     def _named_pose_bounds(self, req, resp):
-        keys = dict(self._keyframes())
-        if req.name not in keys:
+        try:
+            box = catalog.named_pose_bounds(self.device.model, req.name)
+        except DeviceError:
             resp.result = _fail(Result.RESULT_NOT_FOUND, f'no named pose {req.name[:80]!r}; '
                                 'get_named_poses lists them')
             return resp
-        m = self.device.model
-        d = mujoco.MjData(m)
-        mujoco.mj_resetDataKeyframe(m, d, keys[req.name])
-        mujoco.mj_forward(m, d)
-        self._box(resp.bounds, catalog.box_of(m, d, list(range(m.ngeom))))
+        self._box(resp.bounds, box)
         resp.result = _ok()
         return resp
 
@@ -480,168 +494,6 @@ class SimInterfaces:
     def _available_worlds(self, _req, resp):
         resp.worlds = [self._world_resource()]
         resp.result = _ok('the running world; load_world takes any MJCF file or string')
-        return resp
-
-    # --- scene edits: on the bridge's worker, never an executor thread ----------------------
-    @staticmethod
-    def _resource(res):
-        """(MJCF string or path, None) or (None, (code, text)) of a Resource message."""
-        if res.uri:
-            path = res.uri[len('file://'):] if res.uri.startswith('file://') else res.uri
-            if '://' in path:
-                return None, ('format', f'uri {res.uri[:80]!r}: only local files '
-                              '(file:// or a path) are read')
-            if path.lower().endswith(FOREIGN):
-                return None, ('format', f'{os.path.basename(path)[:80]}: only MJCF is '
-                              'spawned here')
-            return path, None
-        if res.resource_string:
-            return res.resource_string, None
-        return None, ('none', 'give an MJCF file in uri or an MJCF document in '
-                      'resource_string')
-
-    def _spawn_args(self, req):
-        """(kwargs for Device.spawn_entity, None) or (None, Result) for one request."""
-        R = SpawnEntity.Response
-        resource, bad = self._resource(req.entity_resource)
-        if bad is not None:
-            code = R.UNSUPPORTED_FORMAT if bad[0] == 'format' else R.NO_RESOURCE
-            return None, _fail(code, bad[1])
-        frame = req.initial_pose.header.frame_id
-        if frame not in ('', self._world_frame()):
-            return None, _fail(R.INVALID_POSE, f'initial_pose in {frame[:80]!r}: entities are '
-                               f'placed in the world frame ({self._world_frame()!r} or '
-                               'empty)')
-        p, o = req.initial_pose.pose.position, req.initial_pose.pose.orientation
-        quat = (o.w, o.x, o.y, o.z)   # unset is (1, 0, 0, 0); all-zero is INVALID_POSE
-        name = req.name
-        self._follow()
-        bodies = self.catalog.names
-
-        def taken(full):
-            return full in self.device.entity_names() or full in bodies or \
-                any(b.startswith(f'{full}/') for b in bodies)
-        if not name and req.allow_renaming:
-            name = 'entity'
-        ns = req.entity_namespace.strip('/')
-        full = f'{ns}/{name}' if ns else name
-        if taken(full):
-            if not req.allow_renaming:
-                return None, _fail(R.NAME_NOT_UNIQUE, f'an entity {full[:80]!r} exists; '
-                                   'delete it, pick another name or allow_renaming')
-            k = 1
-            while taken(f'{full}_{k}'):
-                k += 1
-            name = f'{name}_{k}'
-        return {'resource': resource, 'name': name, 'position': (p.x, p.y, p.z),
-                'quaternion': quat, 'namespace': ns}, None
-
-    @staticmethod
-    def _spawn_failure(exc):
-        R = SpawnEntity.Response
-        where = exc.where or ''
-        if where == 'name':
-            code = R.NAME_NOT_UNIQUE if 'exists' in str(exc) else R.NAME_INVALID
-        elif where == 'namespace':
-            code = R.NAMESPACE_INVALID
-        elif where in ('position', 'quaternion'):
-            code = R.INVALID_POSE
-        elif where == 'resource' or where == 'scene':
-            code = R.RESOURCE_PARSE_ERROR
-        else:
-            code = Result.RESULT_OPERATION_FAILED
-        return _fail(code, str(exc))
-
-    async def _spawn_one(self, req):
-        """(Result, entity name) of one spawn request."""
-        kwargs, refusal = self._spawn_args(req)
-        if refusal is not None:
-            return refusal, ''
-        try:
-            out = await self.bridge.run(self.device.spawn_entity, **kwargs)
-        except DeviceError as exc:
-            return self._spawn_failure(exc), ''
-        if out is None:
-            return _fail(Result.RESULT_OPERATION_FAILED, 'sim_node is stopping'), ''
-        return _ok(f'bodies: {", ".join(out["bodies"])[:400]}'), out['name']
-
-    async def _spawn(self, req, resp):
-        if not self.edits:
-            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
-            return resp
-        resp.result, resp.entity_name = await self._spawn_one(req)
-        return resp
-
-    async def _spawn_many(self, req, resp):
-        if not self.edits:
-            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
-            return resp
-        if len(req.spawn_requests) > MAX_SPAWN_BATCH:
-            resp.result = _fail(Result.RESULT_OPERATION_FAILED,
-                                f'{len(req.spawn_requests)} spawn requests in one call; send at '
-                                f'most {MAX_SPAWN_BATCH} (each one recompiles the scene)')
-            return resp
-        results = []
-        for one in req.spawn_requests:
-            result, name = await self._spawn_one(one)
-            results.append(SpawnResult(result=result, entity_name=name))
-        resp.results = results
-        failed = sum(r.result.result != Result.RESULT_OK for r in results)
-        resp.result = _ok() if not failed else _fail(
-            SpawnEntities.Response.ENTITIES_SPAWN_FAILED,
-            f'{failed} of {len(results)} spawn requests failed; see results')
-        return resp
-
-    async def _delete(self, req, resp):
-        if not self.edits:
-            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
-            return resp
-        try:
-            out = await self.bridge.run(self.device.delete_entity, req.entity)
-        except DeviceError as exc:
-            code = Result.RESULT_NOT_FOUND if exc.code == UNKNOWN_NAME else \
-                Result.RESULT_OPERATION_FAILED
-            resp.result = _fail(code, str(exc))
-            return resp
-        resp.result = _ok() if out is not None else _fail(Result.RESULT_OPERATION_FAILED,
-                                                          'sim_node is stopping')
-        return resp
-
-    async def _load_world(self, req, resp):
-        if not self.edits:
-            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
-            return resp
-        R = LoadWorld.Response
-        resource, bad = self._resource(req.world_resource)
-        if bad is not None:
-            resp.result = _fail(R.UNSUPPORTED_FORMAT if bad[0] == 'format' else R.NO_RESOURCE,
-                                bad[1])
-            return resp
-        try:
-            out = await self.bridge.run(self.device.load_world, resource)
-        except DeviceError as exc:
-            resp.result = _fail(R.RESOURCE_PARSE_ERROR, str(exc))
-            return resp
-        if out is None:
-            resp.result = _fail(Result.RESULT_OPERATION_FAILED, 'sim_node is stopping')
-            return resp
-        resp.world = self._world_resource()
-        resp.result = _ok('a zero-config device on this world' if out['zero_config']
-                          else '')
-        return resp
-
-    async def _unload_world(self, _req, resp):
-        if not self.edits:
-            resp.result = _fail(Result.RESULT_FEATURE_UNSUPPORTED, EDITS_OFF)
-            return resp
-        try:
-            out = await self.bridge.run(self.device.unload_world)
-        except DeviceError as exc:
-            resp.result = _fail(Result.RESULT_OPERATION_FAILED, str(exc))
-            return resp
-        resp.result = _ok('back to the world sim_node started with: the robot is the '
-                          'device, so there is always a world') if out is not None else \
-            _fail(Result.RESULT_OPERATION_FAILED, 'sim_node is stopping')
         return resp
 
     # --- lifetime -------------------------------------------------------------------------

@@ -23,32 +23,36 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from visualization_msgs.msg import MarkerArray  # noqa: E402
 
 from ... import fastpath  # noqa: E402
-from .. import conversions as cv, dds_profile  # noqa: E402
-from ..parameters import ALWAYS_DECLARED, refuse_unknown  # noqa: E402, F401 - tests read it
-from ..bridge import CompletionBridge  # noqa: E402
-from ..guard import GuardedNode  # noqa: E402
-from . import markers, params as P  # noqa: E402
-from .cameras import CameraConfig, CameraPublisher  # noqa: E402
-from .contacts import WrenchServices  # noqa: E402
-from .control import Control  # noqa: E402
-from .policy import PolicyRuns  # noqa: E402
-from .recording import Recording  # noqa: E402
-from .robots import RobotsServed  # noqa: E402
-from ..run import run_node, start_or_destroy  # noqa: E402
-from .sensors import SensorPublisher  # noqa: E402
-from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
-from .description import DescriptionPublisher, model_from_parameters  # noqa: E402
-from .mobile import DriveControllers  # noqa: E402
-from ..parameters import ParameterTable  # noqa: E402
-from ..swap.trajectory_controller import CONTROLLERS_FILE  # noqa: E402
+from ...errors import ConfigError, DeviceError  # noqa: E402
 from ...mobile import config as drive_config  # noqa: E402
-from .tf import FrameTree  # noqa: E402
-from .web_view import attach_web_viewer  # noqa: E402
 from ...sensors import declared as declared_sensors  # noqa: E402
 from ...sim.device import Device  # noqa: E402
 from ...world import robots_file  # noqa: E402
 from ...world.sandbox import Limits, Sandbox  # noqa: E402
-from ...errors import ConfigError, DeviceError  # noqa: E402
+from .. import conversions as cv, dds_profile  # noqa: E402
+from ..bridge import CompletionBridge  # noqa: E402
+from ..guard import GuardedNode  # noqa: E402
+from ..parameters import (  # noqa: E402, F401 - tests read it
+    ALWAYS_DECLARED,
+    ParameterTable,  # noqa: E402
+    refuse_unknown,
+)
+from ..run import run_node, start_or_destroy  # noqa: E402
+from ..swap.trajectory_controller import CONTROLLERS_FILE  # noqa: E402
+from . import markers, params as P  # noqa: E402
+from .cameras import CameraConfig, CameraPublisher  # noqa: E402
+from .contacts import WrenchServices  # noqa: E402
+from .control import Control  # noqa: E402
+from .dataset import DatasetServices  # noqa: E402
+from .description import DescriptionPublisher, model_from_parameters  # noqa: E402
+from .mobile import DriveControllers  # noqa: E402
+from .policy import PolicyRuns  # noqa: E402
+from .recording import Recording  # noqa: E402
+from .robots import RobotsServed  # noqa: E402
+from .sensors import SensorPublisher  # noqa: E402
+from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
+from .tf import FrameTree  # noqa: E402
+from .web_view import attach_web_viewer  # noqa: E402
 
 STALL_LOG_S = 10.0      # at most one stall line and one unstable line this often
 
@@ -61,6 +65,7 @@ class SimNode(GuardedNode):
         self.device = self.swap = self.state = self.cameras = self.control = None
         self.recording = self.viewer = self.bridge = None
         self.sensors = self.robots = self.policy = None
+        self.datasets = None
         self.description = self.urdf_text = None
         self.mobile = self.controllers = None
         self.drives = []
@@ -190,6 +195,7 @@ class SimNode(GuardedNode):
         self.robots = RobotsServed(self, device, self.bridge, self.state, self._robot_urdfs,
                                    {e.namespace: e for e in self._robot_entries})
         self.policy = PolicyRuns(self, device, self.bridge)    # run_policy, stop_policy
+        self.datasets = DatasetServices(self, device, self.bridge)   # LeRobot datasets
         self.description = (DescriptionPublisher(self, device.model, self.frames,
                                                  self.urdf_text)
                             if p.publish_robot_description and self.republish else None)
@@ -334,7 +340,7 @@ class SimNode(GuardedNode):
         log.info('serving: ' + ', '.join(self.control.describe() + WrenchServices.describe() + (
             self.swap.describe() if self.swap is not None else []) + (
             self.mobile.describe() if self.mobile is not None else [])
-            + self.recording.describe()
+            + self.recording.describe() + self.datasets.describe()
             + self.robots.describe()))
         gripper = getattr(self.swap, 'gripper', None) if self.swap is not None else None
         g = gripper.gripper if gripper is not None else None
@@ -458,6 +464,9 @@ class SimNode(GuardedNode):
 
     def _stop_threads(self):
         """The threads that publish and render stop (joined) before anything they use."""
+        if self.datasets is not None:        # datasets finalise while the device still runs
+            self.datasets.destroy()
+            self.datasets = None
         for extra in (self.viewer, self.recording):     # recording first writes what it has
             if extra is not None:
                 extra.close()

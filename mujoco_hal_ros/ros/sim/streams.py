@@ -17,6 +17,7 @@ the snapshot's arrays (``_publish``), else as rclpy message objects
 """
 
 import collections
+from itertools import pairwise
 import threading
 import time
 
@@ -30,7 +31,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from tf2_msgs.msg import TFMessage
 
-from ... import fastpath
+from ... import fastpath, joint_view
 from ...fastpath import cdr, sched
 from .. import conversions as cv
 from .params import TABLE as PARAMS
@@ -45,19 +46,10 @@ STOP_POLL_S = 0.05           # the longest sleep between looks at the stop flag
 
 
 def moving_joints(model, keep=None):
-    """(names, qpos addresses, dof addresses) of every named hinge and slide joint (those
-    whose name ``keep`` accepts, when given)."""
-    names, qadr, dadr = [], [], []
-    kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-    for j in range(model.njnt):
-        if int(model.jnt_type[j]) in kinds:
-            name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or f'joint{j}'
-            if keep is not None and not keep(name):
-                continue
-            names.append(name)
-            qadr.append(int(model.jnt_qposadr[j]))
-            dadr.append(int(model.jnt_dofadr[j]))
-    return names, qadr, dadr
+    """(names, qpos addresses, dof addresses) of every hinge and slide joint (those whose
+    name ``keep`` accepts, when given): ``joint_view``'s ``moving``."""
+    found = joint_view.view(model).moving(keep)
+    return list(found.names), found.qpos, found.dofs
 
 
 class JointGroup:
@@ -114,7 +106,7 @@ class RateMeter:
 
     def intervals(self):
         times = list(self._times)
-        return [b - a for a, b in zip(times, times[1:])]
+        return [b - a for a, b in pairwise(times)]
 
 
 class StatePublisher:
@@ -452,12 +444,11 @@ class Odometry:
     """
 
     def __init__(self, node, model, frames, topic='odom'):
-        from nav_msgs.msg import Odometry as OdometryMsg   # only floating bases need it
+        from nav_msgs.msg import Odometry as OdometryMsg  # only floating bases need it
         base = frames.base
         self.base = base
         self.child = frames.body_frames[base]
-        j = int(model.body_jntadr[base])
-        self._dof = int(model.jnt_dofadr[j])
+        self._dof = joint_view.view(model).in_body(base)[0].dofadr   # its free joint's
         self._msg = OdometryMsg()
         self._msg.header.frame_id = frames.odom
         self._msg.child_frame_id = self.child
@@ -470,7 +461,7 @@ class Odometry:
         """The floating base of a model swapped in (its topic stays)."""
         self.base = frames.base
         self.child = frames.body_frames[frames.base]
-        self._dof = int(model.jnt_dofadr[int(model.body_jntadr[frames.base])])
+        self._dof = joint_view.view(model).in_body(frames.base)[0].dofadr
         self._msg.child_frame_id = self.child
 
     def count_subscribers(self):

@@ -25,31 +25,14 @@ from geometry_msgs.msg import TransformStamped
 import mujoco
 import numpy as np
 
-from .. import conversions as cv
+from ... import joint_view
 from ...description import frames as df
 from ...sensors import declared
+from .. import conversions as cv
 
 # Quaternion (w, x, y, z) of OPTICAL_FROM_MUJOCO = diag(1, -1, -1): 180 degrees about x.
 Q_OPTICAL = np.array([0.0, 1.0, 0.0, 0.0])
 OPTICAL_AXES = np.array([1.0, -1.0, -1.0])     # the same, on a rotation matrix's columns
-
-
-def floating_base(model):
-    """The first root body on a free joint that carries hinge or slide joints, or None.
-
-    A free body without joints below it (a box, a block on a table) is an object, not a
-    robot's base: it stays an ordinary moving body under the world frame.
-    """
-    free = int(mujoco.mjtJoint.mjJNT_FREE)
-    kinds = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
-    for b in range(1, model.nbody):
-        j = int(model.body_jntadr[b])
-        if model.body_parentid[b] != 0 or j < 0 or int(model.jnt_type[j]) != free:
-            continue
-        if any(int(model.jnt_type[k]) in kinds and model.body_rootid[model.jnt_bodyid[k]] == b
-               for k in range(model.njnt)):
-            return b
-    return None
 
 
 class FrameTree:
@@ -69,7 +52,7 @@ class FrameTree:
         self.static_bodies = [b for b in every if static[b]]
         self.dynamic_bodies = [b for b in every if not static[b]]
         # REP-105 for a floating base: world -> odom (static) -> base -> its body tree
-        self.base = floating_base(model) if odom and bodies else None
+        self.base = joint_view.view(model).floating_base if odom and bodies else None
         self.odom = prefix + odom if self.base is not None else None
         if not base_tf and self.base is not None and self.base in self.dynamic_bodies:
             # a drive controller's wheel odometry publishes odom -> base (mobile.base)
@@ -100,10 +83,11 @@ class FrameTree:
             cam['frame'] for cam in self.cameras.values() if not cam['fixed']]
         self.moving_parents = [
             self.odom if b == self.base else self.body_frames[p]
-            for b, p in zip(self.dynamic_bodies, self._parents)] + [
+            for b, p in zip(self.dynamic_bodies, self._parents, strict=True)] + [
             world for cam in self.cameras.values() if not cam['fixed']]
         self._dynamic_msgs = [self._transform(parent, f)
-                              for parent, f in zip(self.moving_parents, self.moving_frames)]
+                              for parent, f in zip(self.moving_parents, self.moving_frames,
+                                                   strict=True)]
         self._cam_quat = np.empty((len(self._cams), 4))
 
     def for_model(self, model):
@@ -166,7 +150,7 @@ class FrameTree:
     def dynamic_transforms(self, snapshot, stamp):
         """parent -> every moving frame; the message objects are reused between calls."""
         pos, quat = self.moving_poses(snapshot)
-        for t, p, q in zip(self._dynamic_msgs, pos, quat):
+        for t, p, q in zip(self._dynamic_msgs, pos, quat, strict=True):
             t.header.stamp = stamp
             self._pose(t, p, q)
         return self._dynamic_msgs

@@ -6,24 +6,15 @@ back; the device call blocks on the stepper, so it runs on the bridge's worker a
 coroutine awaits it without holding the executor.
 """
 
-import numpy as np
 from geometry_msgs.msg import PointStamped
+import numpy as np
 from rclpy.callback_groups import ReentrantCallbackGroup
 
+from ...checks import json_value
+from ...errors import DeviceError, DONE, FORBIDDEN, INVALID_ARGUMENT
+from ...srv import Dynamics, PixelToWorld, Randomize, SaveState, SetJointState
 from .. import conversions as cv
 from ..qos import REQUEST_QOS
-from ...checks import json_value
-from ...errors import DeviceError, DONE, FORBIDDEN, INVALID_ARGUMENT, INTERNAL_ERROR
-from ...srv import Dynamics, PixelToWorld, Randomize, SaveState, SetJointState
-
-
-def _refuse(resp, exc):
-    resp.success = False
-    if isinstance(exc, DeviceError):
-        resp.code, resp.message = exc.code, str(exc)
-    else:
-        resp.code, resp.message = INTERNAL_ERROR, f'{type(exc).__name__}: {exc}'
-    return resp
 
 
 class WorldServices:
@@ -46,7 +37,7 @@ class WorldServices:
         try:
             value = await self.bridge.run(fn)
         except Exception as exc:  # noqa: BLE001 - every refusal goes back in the response
-            return _refuse(resp, exc)
+            return cv.refuse(resp, exc)
         resp.success, resp.code = True, DONE
         if fill is not None:
             fill(resp, value)
@@ -78,8 +69,8 @@ class WorldServices:
 
         def run():
             snap_time = self.device.snapshot.time
-            pts = self.physics.pixel_to_world(req.camera, list(zip(req.u, req.v)), width,
-                                              height)
+            pts = self.physics.pixel_to_world(req.camera, list(zip(req.u, req.v, strict=True)),
+                                              width, height)
             return snap_time, pts
 
         def fill(r, value):
@@ -123,7 +114,7 @@ class WorldServices:
         try:
             fields = json_value(req.fields_json, 'fields_json')
         except DeviceError as exc:
-            return _refuse(resp, exc)
+            return cv.refuse(resp, exc)
         seed = int(req.seed) if req.seeded else None
 
         def fill(r, values):

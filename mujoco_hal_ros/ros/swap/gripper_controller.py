@@ -33,12 +33,12 @@ from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from sensor_msgs.msg import JointState
 
-from ..guard import ActionServer  # every callback guarded
-from ..bridge import CompletionBridge
-from ..parameters import Param, ParameterTable
-from .trajectory_controller import finish_goal
 from ...errors import ConfigError, DeviceError
 from ...motion import gripper as gr
+from ..bridge import CompletionBridge
+from ..guard import ActionServer  # every callback guarded
+from ..parameters import Param, ParameterTable
+from .trajectory_controller import finish_goal
 
 try:
     from control_msgs.action import ParallelGripperCommand

@@ -8,14 +8,23 @@ scenario and test tools drive), and the gripper action controllers (``GripperCom
 parameters, once, before sim_node checks the user's parameters for unknown names.
 """
 
-from ..parameters import Param, ParameterTable
-from ..bridge import CompletionBridge
 from ...errors import ConfigError
-from .gripper_controller import (CONTROLLER as GRIPPER, GripperController, PARALLEL,
-                                 PARALLEL_COMMAND)
+from ..bridge import CompletionBridge
+from ..parameters import Param, ParameterTable
+from .gripper_controller import (
+    CONTROLLER as GRIPPER,
+    GripperController,
+    PARALLEL,
+    PARALLEL_COMMAND,
+)
 from .topic_control import TopicControl
-from .trajectory_controller import (CONTROLLER, CONTROLLERS_FILE, controller_block,
-                                    nothing_to_serve, TrajectoryController)
+from .trajectory_controller import (
+    CONTROLLER,
+    controller_block,
+    CONTROLLERS_FILE,
+    nothing_to_serve,
+    TrajectoryController,
+)
 
 # What is attached; each part's own parameters are in its own table.
 TABLE = ParameterTable([

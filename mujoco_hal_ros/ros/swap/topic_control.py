@@ -18,12 +18,12 @@ import threading
 
 from sensor_msgs.msg import JointState
 
-from .. import conversions as cv
-from ..parameters import Param, ParameterTable
 from ...checks import unique_names
 from ...config import limits
-from ...motion import joint_trajectory as jt
 from ...errors import DeviceError, InvalidArgument, UnknownName
+from ...motion import joint_trajectory as jt
+from .. import conversions as cv
+from ..parameters import Param, ParameterTable
 
 TABLE = ParameterTable([Param(
     'joint_commands_topic', 'string', 'joint_commands', 'sensor_msgs/JointState topic whose '
@@ -74,7 +74,7 @@ class TopicControl:
             raise InvalidArgument(f'{len(positions)} positions for {len(names)} names',
                                   where='position', allowed='one position per name')
         request = {}
-        for name, q in zip(names, positions):
+        for name, q in zip(names, positions, strict=True):
             goal = self.goals.get(name)
             if goal is None:
                 raise UnknownName('joint', name, list(self.goals), where='name')

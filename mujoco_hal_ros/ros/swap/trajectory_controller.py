@@ -21,6 +21,10 @@ node keeps serving while a trajectory runs, even with the simulation paused (a t
 simulated time would stop with it). The worker runs jobs in order, so starts, topic
 trajectories and holds reach the stepper in the order the callbacks gave them; no check
 runs while a start is on its way, since the trajectory it watches is about to be replaced.
+
+Why one module of this size: it is one ROS interface (joint_trajectory_controller's
+action, topic and state publisher) over one core module (``motion.joint_trajectory``); the
+callbacks share the active goal (``_Active``) and the order the bridge runs them in.
 """
 
 import array
@@ -35,13 +39,13 @@ from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ..guard import ActionServer  # every callback guarded
+from ...errors import CLOSED, ConfigError, DeviceError, UNKNOWN_NAME
+from ...motion import joint_trajectory as jt
 from .. import conversions as cv
 from ..bridge import CompletionBridge
+from ..guard import ActionServer  # every callback guarded
+from ..parameters import given_under, kind_of, Param, ParameterTable
 from ..qos import action_queues
-from ..parameters import Param, ParameterTable, given_under, kind_of
-from ...motion import joint_trajectory as jt
-from ...errors import CLOSED, ConfigError, DeviceError, UNKNOWN_NAME
 
 Result = FollowJointTrajectory.Result
 CHECK_HZ = 100.0                 # tolerance checks, steady clock

@@ -1,15 +1,55 @@
-"""The device file's ``sensors:`` and ``lidars:`` sections, checked strictly.
+"""The device file's ``sensors:``, ``lidars:`` and ``cameras:`` sections (with each sensor's
+``noise:`` entry), checked strictly: the device-file schema is all in ``config/``.
 
 Like the rest of the device file, an unknown or misspelt key is an error naming its path
 (``sensors.imu.noize``): a noise model that is silently ignored would make a robustness
 test pass for the wrong reason. Names are resolved against the model later (catalog).
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass
 import math
+from typing import Any
 
-from ..config.units import parse_quantity
 from ..errors import ConfigError
-from . import noise
+from .units import parse_quantity
+
+NOISE_KEYS = ('bias', 'std', 'delay', 'dropout')
+
+
+@dataclass(frozen=True)
+class NoiseSpec:
+    """bias and std in the sensor's units (per component), delay in simulated seconds,
+    dropout as the probability that a reading is lost."""
+
+    bias: float = 0.0
+    std: float = 0.0
+    delay: float = 0.0
+    dropout: float = 0.0
+
+    @property
+    def off(self) -> bool:
+        return not (self.bias or self.std or self.delay or self.dropout)
+
+
+def noise_spec(entry: Any, where: str, number: Callable[[Any, str], float]) -> NoiseSpec:
+    """A NoiseSpec from a device-file mapping (``number`` checks a finite number)."""
+    if entry is None:
+        return NoiseSpec()
+    if not isinstance(entry, dict):
+        raise ConfigError(f'expected a mapping, got {type(entry).__name__}', where=where)
+    for key in entry:
+        if key not in NOISE_KEYS:
+            raise ConfigError(f'unknown key {key!r}', where=where, allowed=', '.join(NOISE_KEYS))
+    vals = {k: number(v, f'{where}.{k}') for k, v in entry.items()}
+    for key in ('std', 'delay'):
+        if vals.get(key, 0.0) < 0:
+            raise ConfigError('must be 0 or above', where=f'{where}.{key}')
+    if not 0.0 <= vals.get('dropout', 0.0) < 1.0:
+        raise ConfigError('a probability from 0 up to (not including) 1',
+                          where=f'{where}.dropout')
+    return NoiseSpec(**vals)
+
 
 SENSOR_KEYS = {'rate', 'frame', 'enabled', 'noise', 'topic'}
 SECTION_KEYS = {'seed', 'rate'}
@@ -78,10 +118,11 @@ def _topic(value, where):
     return value
 
 
-def parse_sensors(section, where='sensors'):
+def parse_sensors(section: Any, where: str = 'sensors') -> dict[str, Any]:
     """``{'seed': int, 'rate': Hz or None, 'entries': {name: {...}}}``."""
     section = _mapping(section, where)
-    out = {'seed': 0, 'rate': None, 'entries': {}}
+    entries: dict[str, dict[str, Any]] = {}
+    out: dict[str, Any] = {'seed': 0, 'rate': None, 'entries': entries}
     for key, entry in section.items():
         here = f'{where}.{key}'
         if key == 'seed':
@@ -91,7 +132,7 @@ def parse_sensors(section, where='sensors'):
             out['rate'] = _rate(entry, here)
             continue
         entry = _named_entry(key, entry, where, here, 'sensor', SENSOR_KEYS)
-        parsed = {}
+        parsed: dict[str, Any] = {}
         if 'rate' in entry:
             parsed['rate'] = _rate(entry['rate'], f'{here}.rate')
         if 'frame' in entry:
@@ -103,8 +144,8 @@ def parse_sensors(section, where='sensors'):
             parsed['enabled'] = entry['enabled']
         if 'topic' in entry:
             parsed['topic'] = _topic(entry['topic'], f'{here}.topic')
-        parsed['noise'] = noise.spec_from(entry.get('noise'), f'{here}.noise', _number)
-        out['entries'][key] = parsed
+        parsed['noise'] = noise_spec(entry.get('noise'), f'{here}.noise', _number)
+        entries[key] = parsed
     return out
 
 
@@ -121,7 +162,7 @@ def _named_entry(name, entry, where, here, kind, keys):
     return entry
 
 
-def parse_lidars(section, where='lidars'):
+def parse_lidars(section: Any, where: str = 'lidars') -> dict[str, dict[str, Any]]:
     """``{name: {...}}`` with every key filled in (defaults: a planar 360-ray scanner)."""
     out = {}
     for name, entry in _mapping(section, where).items():
@@ -131,7 +172,7 @@ def parse_lidars(section, where='lidars'):
     return out
 
 
-def lidar_entry(name, entry, where):
+def lidar_entry(name: str, entry: Any, where: str) -> dict[str, Any]:
     """One lidar's checked settings (also what a parameter entry becomes)."""
     get = entry.get
     mount = [k for k in ('site', 'body') if k in entry]
@@ -159,7 +200,7 @@ def lidar_entry(name, entry, where):
         'topic': _topic(get('topic'), f'{where}.topic') if get('topic') else None,
         'output': get('output', 'auto'),
         'radiation': get('radiation', 'infrared'),
-        'noise': noise.spec_from(get('noise'), f'{where}.noise', _number),
+        'noise': noise_spec(get('noise'), f'{where}.noise', _number),
     }
     _angles(parsed, entry, where, '', math.pi, 2 * math.pi, 'fov')
     _angles(parsed, entry, where, 'vertical_', math.pi / 2, math.pi, 'vertical_fov')
@@ -224,7 +265,7 @@ def _triple(value, where, kind):
     return out
 
 
-def parse_cameras(section, where='cameras'):
+def parse_cameras(section: Any, where: str = 'cameras') -> dict[str, dict[str, Any]]:
     """``{name: {...}}``: cameras a device file adds to a body of any model, as a URDF's
     camera tag puts one on a link (looking along the body's x at ``pos``/``rpy``); each
     publishes ``<name>/image_raw`` and ``camera_info`` (and depth) as a model's own."""

@@ -1,0 +1,78 @@
+"""EnvPool.render: images rendered on the pool's worker threads, each environment at its own
+state, matched pixel for pixel against an independent
+``mujoco.Renderer`` on a plain MjData at the same state; bad input refused."""
+
+import copy
+
+import mujoco
+import numpy as np
+import pytest
+
+from mujoco_hal_ros import menagerie
+from mujoco_hal_ros.errors import ClosedError, DeviceError
+from mujoco_hal_ros.pool import EnvPool
+from mujoco_hal_ros.render import gl
+
+GL_PROBLEM = gl.probe()
+needs_gl = pytest.mark.skipif(GL_PROBLEM is not None, reason=f'no headless GL: {GL_PROBLEM}')
+W, H = 96, 72
+
+
+@pytest.fixture(scope='module')
+def model():
+    return mujoco.MjModel.from_xml_path(menagerie.bench_arm_path())
+
+
+def independent(model, row, cam):
+    """A plain mujoco.Renderer at ``row`` with the pool's fast settings."""
+    private = copy.copy(model)
+    private.vis.quality.offsamples = 0
+    d = mujoco.MjData(private)
+    mujoco.mj_setState(private, d, row, mujoco.mjtState.mjSTATE_INTEGRATION)
+    mujoco.mj_forward(private, d)
+    r = mujoco.Renderer(private, H, W)
+    try:
+        r.update_scene(d, camera=cam)
+        r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+        r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        return r.render().copy()
+    finally:
+        r.close()
+
+
+@needs_gl
+def test_each_environment_rendered_at_its_own_state_matches_an_independent_render(model):
+    with EnvPool(model, 4, nthread=2) as pool:
+        rng = np.random.default_rng(3)
+        ctrl = rng.uniform(model.actuator_ctrlrange[:, 0], model.actuator_ctrlrange[:, 1],
+                           (4, model.nu))
+        pool.step(400, ctrl=ctrl)
+        images = pool.render(['overhead'], width=W, height=H)
+        rows = pool.get_state(full=True)
+        assert images.shape == (1, 4, H, W, 3) and images.dtype == np.uint8
+        for env in range(4):
+            want = independent(model, rows[env], 'overhead')
+            assert np.array_equal(images[0, env], want), f'env {env} differs'
+        assert not np.array_equal(images[0, 0], images[0, 1]), 'two poses look the same'
+        again = pool.render(['overhead'], [2, 0], width=W, height=H)   # order of env_ids kept
+        assert np.array_equal(again[0, 0], images[0, 2])
+        assert np.array_equal(again[0, 1], images[0, 0])
+
+
+@needs_gl
+def test_bad_cameras_and_sizes_are_refused_and_close_frees_the_contexts(model):
+    pool = EnvPool(model, 2, nthread=2)
+    for cameras in ([], 'overhead', ['nope'], [99], [True]):
+        with pytest.raises(DeviceError):
+            pool.render(cameras)
+    for size in ({'width': 0}, {'height': -1}, {'width': 1.5}, {'width': 5000}):
+        with pytest.raises(DeviceError):
+            pool.render(['overhead'], **size)
+    with pytest.raises(DeviceError):
+        pool.render(['overhead'], [5])
+    pool.render(['overhead'], width=W, height=H)
+    renderer = pool._renderer
+    pool.close()
+    assert renderer._views == {}, 'a GL context was left after close'
+    with pytest.raises(ClosedError):
+        pool.render(['overhead'])
