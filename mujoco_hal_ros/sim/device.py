@@ -11,7 +11,9 @@ that runs now (``device.swap``, ``sim.swap``), scene edits, the world at run tim
 and rendering (``device.scene``, ``physics``, ``sensing``, ``cameras``). Each part gets the
 narrow interface it uses (``sim.ports``), not the device."""
 
-from collections.abc import Callable
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
 import logging
 import os
 import threading
@@ -25,7 +27,7 @@ import numpy as np
 from .. import errors
 from ..checks import known_name
 from ..config import device_file as devfile, limits
-from ..config.channels import Layout
+from ..config.channels import Action, Layout
 from ..config.units import parse_quantity
 from ..errors import ConfigError, DeviceError, ModelError
 from ..menagerie import builtin_arm
@@ -50,8 +52,13 @@ from .swap import ModelState, ModelSwap, native_of
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
 LOG = logging.getLogger('mujoco_hal_ros.device')
 
+if TYPE_CHECKING:
+    from ..world.sandbox import Sandbox
+    from .snapshot import Snapshot
 
-def _log_start(model_path, keyframe_name, gravcomp_bodies, gravity_compensation):
+
+def _log_start(model_path: str, keyframe_name: str | int | None, gravcomp_bodies: list[int],
+               gravity_compensation: bool) -> None:
     where = (f'keyframe {keyframe_name!r}' if keyframe_name is not None
              else 'qpos0 (the model has no keyframe)')
     LOG.info('%s: starting at %s', model_path, where)
@@ -73,9 +80,12 @@ def _now(field: str, doc: str) -> Any:
 class Device:
     """A MuJoCo model as a device: goals, move_to, hold, reads and cameras."""
 
-    def __init__(self, device_file=None, *, model=None, keyframe=None, real_time_factor=None,
-                 start_paused=False, environ=None, spec=None, gravity_compensation=None,
-                 move_tolerance=None):
+    def __init__(self, device_file: str | os.PathLike[str] | dict[str, Any] | None = None, *,
+                 model: str | os.PathLike[str] | None = None,
+                 keyframe: str | int | None = None, real_time_factor: float | None = None,
+                 start_paused: bool = False, environ: Mapping[str, str] | None = None,
+                 spec: dict[str, Any] | None = None, gravity_compensation: bool | None = None,
+                 move_tolerance: float | None = None) -> None:
         environ = os.environ if environ is None else environ
         if not hasattr(environ, 'get'):
             raise errors.InvalidArgument(f'environ must be a mapping, got {environ!r}',
@@ -88,14 +98,15 @@ class Device:
         model = os.fspath(model) if model is not None else None
         if spec is None and device_file is None and not model:
             device_file, model = builtin_arm()    # as sim_node does with no parameters
-        if spec is None and isinstance(device_file, dict):
-            spec = devfile.parse(device_file)
-        elif spec is None and device_file is not None:
-            spec = device_file_load(device_file)
+        if spec is None and device_file is not None:
+            spec = (devfile.parse(device_file) if isinstance(device_file, dict)
+                    else device_file_load(device_file))
         connect = spec['connect'] if spec else {}
         if spec is None and not model:
             raise ConfigError('give a device file or a model path', where='device')
         model_path = devfile.model_path(spec, model, environ) if spec else model
+        if not model_path:    # an empty device file and no model: what load_model says
+            raise ModelError(f'expected an MJCF path, got {model_path!r}')
         if spec and spec.get('cameras'):     # cameras the device file puts on bodies
             from ..description.urdf_in import default_cache_dir
             from ..sensors.declared import with_cameras
@@ -151,7 +162,7 @@ class Device:
         self.audit = Log(2000)
         self.events = Log(200)
         self.runner = MoveRunner(self)   # the running moves, one a robot (motion.runner)
-        self._chunk_hooks: tuple = ()    # on_every_chunk: read-outs after every chunk
+        self._chunk_hooks: tuple[Callable[[Physics], Any], ...] = ()    # on_every_chunk: read-outs after every chunk
         laws = drive_laws.build(mj, layout, key_id)
         self.stepper = Stepper(mj, data, laws=laws,
                                real_time_factor=rtf, start_paused=bool(start_paused),
@@ -174,7 +185,7 @@ class Device:
                                     self._native_all)   # states, teleports, queries...
         # Untrusted models (scene edits from a ROS peer) are read in a capped process first
         # (world.sandbox); None: this process reads them itself (a trusted Python caller).
-        self.sandbox = None
+        self.sandbox: Sandbox | None = None
         # Everything that caches this model's addresses follows a swap through here.
         self.swaps = Swaps()
         self.robots = Robots(self)     # the namespaced robots in this world, each a view
@@ -195,20 +206,20 @@ class Device:
     _planner = _now('planner', "IK's private state over the model now.")
 
     @property
-    def gravity_compensation(self):
+    def gravity_compensation(self) -> bool:
         """Whether servos carry their links' weight (``gravity_compensation``): a model
         swapped in then has ``gravcomp`` written into it, so it no longer steps as written."""
         return self.swap.gravity_compensation
 
-    def _native_all(self, setpoint):
+    def _native_all(self, setpoint: np.ndarray) -> dict[str, float]:
         return native_of(self.layout, setpoint)
 
     # --- reading ----------------------------------------------------------------------------
     @property
-    def snapshot(self):
+    def snapshot(self) -> Snapshot:
         return self.stepper.snapshot
 
-    def describe(self):
+    def describe(self) -> dict[str, Any]:
         desc = self.layout.describe()
         name = names.device_name(self.model, self.model_path)
         m = self.model
@@ -233,7 +244,9 @@ class Device:
                      'real_time_factor': self.stepper.real_time_factor})
         return desc
 
-    def read(self, names=None, snapshot=None, *, layout=None):
+    def read(self, names: str | Collection[str] | None = None,
+             snapshot: Snapshot | None = None, *,
+             layout: Layout | None = None) -> dict[str, float]:
         """Scalar read channels in their own units, from one consistent snapshot;
         ``layout``: one robot's channels (``RobotView``) instead of the device's."""
         snap = snapshot or self.snapshot
@@ -259,7 +272,8 @@ class Device:
             out[c.name] = float(c.to_unit(native))
         return out
 
-    def goals(self, setpoint=False, *, layout=None):
+    def goals(self, setpoint: bool = False, *,
+              layout: Layout | None = None) -> dict[str, float]:
         """Each goal channel's target in its own unit: the goal it was last given (where its
         path ends), as a device reads back a write channel. ``setpoint=True``: where the
         path is now instead. A velocity servo held to a position keeps its channel's
@@ -282,7 +296,7 @@ class Device:
         refuses use off that thread and after ``fn`` returned."""
         return self.stepper.post(fn, wait=wait, timeout=timeout)
 
-    def on_every_chunk(self, fn):
+    def on_every_chunk(self, fn: Callable[[Physics], Any]) -> Callable[[], None]:
         """Run ``fn(physics)`` (``sim.physics.Physics``) on the physics thread after every
         chunk of steps (after the moves settle): for light read-outs that must see every
         chunk, such as a drive controller's wheel odometry. Returns the call that removes it."""
@@ -290,27 +304,28 @@ class Device:
             raise TypeError(f'expected a callable, got {fn!r}')
         self._chunk_hooks = self._chunk_hooks + (fn,)
 
-        def remove():
+        def remove() -> None:
             self._chunk_hooks = tuple(h for h in self._chunk_hooks if h is not fn)
         return remove
 
-    def _after_chunk(self, stepper):
+    def _after_chunk(self, stepper: Physics) -> None:
         self.runner.after_chunk(stepper)
         for hook in self._chunk_hooks:
             hook(stepper)
 
     @property
-    def paused(self):
+    def paused(self) -> bool:
         """Whether stepping is paused (``pause``); ``step`` then advances it."""
         return self.stepper.paused
 
-    def health(self):
+    def health(self) -> dict[str, Any]:
         h = self.stepper.health()
         h['moving'] = self.snapshot.moving
         return h
 
     # --- goals ------------------------------------------------------------------------------
-    def set_goals(self, goals, *, layout=None):
+    def set_goals(self, goals: Mapping[str, float], *,
+                  layout: Layout | None = None) -> dict[str, Any]:
         """Start min-jerk paths to several goals at once; all-or-nothing.
 
         Each channel's path peaks at its ``max_change_per_s`` (no rate: it jumps in one
@@ -326,7 +341,7 @@ class Device:
         values = np.array([targets[n] for n in targets])
         rates = [layout.goals[n].native_rate for n in targets]
 
-        def apply(s):
+        def apply(s: Physics) -> None:
             now = s.data.time
             start = s.goal_setpoint[acts]
             each = [duration([en - st], [r])
@@ -337,17 +352,21 @@ class Device:
         self.stepper.post(apply, wait=True)
         return {'success': True, 'code': errors.STARTED, 'targets': targets}
 
-    def preempt_moves_touching(self, actuators):
+    def preempt_moves_touching(self, actuators: Sequence[int]) -> None:
         """A running move_to that drives any of these actuators ends PREEMPTED: another
         command took them over, so it cannot arrive as planned (stepper thread)."""
         self.runner.preempt_touching(actuators)
 
     # --- move_to ----------------------------------------------------------------------------
-    def action(self, name):
+    def action(self, name: str) -> Action:
         return self.layout.actions[known_name(name, self.layout.actions, 'action')]
 
-    def move_to(self, args=None, *, point=None, site=None, speed=None, aim=None, wait=True,
-                timeout=None, path=None, tolerance=None, layout=None, planner=None):
+    def move_to(self, args: Mapping[str, Any] | None = None, *,
+                point: Sequence[float] | np.ndarray | None = None, site: str | None = None,
+                speed: float | None = None, aim: Sequence[float] | np.ndarray | None = None,
+                wait: bool = True, timeout: float | None = None, path: str | None = None,
+                tolerance: float | None = None, layout: Layout | None = None,
+                planner: moves.Planner | None = None) -> Any:
         """Put the action's site at a point: IK, then a synchronised or Cartesian path.
 
         ``args`` are the action's arguments in their own units (x, y, z in mm...);
@@ -364,21 +383,22 @@ class Device:
                                  path=path, tolerance=tolerance,
                                  planner=planner or self.swap.current.planner)
 
-    def distance_to_go(self, move=None):
+    def distance_to_go(self, move: Move | None = None) -> float:
         return self.runner.distance_to_go(move)
 
     @property
-    def moves(self):
+    def moves(self) -> list[Move]:
         """The move_to moves not finished yet (one a robot at most, ``sim.robots``)."""
         return self.runner.running
 
     @property
-    def move(self):
+    def move(self) -> Move | None:
         """The latest move_to (a robot's own: ``RobotView.move``)."""
         return self.runner.latest
 
     # --- actions ----------------------------------------------------------------------------
-    def run_action(self, name, args=None, **kw):
+    def run_action(self, name: str, args: Mapping[str, Any] | None = None,
+                   **kw: Any) -> Any:
         """Run a device-file action by name: ``hold``, or a move_to with its arguments."""
         act = self.action(name)
         if act.command == 'hold':
@@ -387,11 +407,11 @@ class Device:
             return self.hold()
         return self.runner.start(act, args, planner=self.swap.current.planner, **kw)
 
-    def hold(self, actuators=None):
+    def hold(self, actuators: Sequence[int] | None = None) -> dict[str, Any]:
         """End every move and freeze every setpoint (velocity servos hold their joints'
         positions, as a driver's position mode does); always accepted. ``actuators`` (ids):
         only these, and the moves that drive any of them (one robot of the world's)."""
-        def apply(s):
+        def apply(s: Physics) -> np.ndarray:
             if actuators is None:
                 s.hold_now()
             else:
@@ -404,7 +424,7 @@ class Device:
         self.record('hold', {}, self._native_all(sp))
         return {'success': True, 'code': errors.DONE, 'message': 'holding'}
 
-    def stop(self):
+    def stop(self) -> dict[str, Any]:
         """What the device file's safe_state names (hold unless it says otherwise).
 
         Everything is held first; a safe-state move then starts (not waited for). If that
@@ -422,7 +442,7 @@ class Device:
         return {'success': True, 'code': errors.STARTED,
                 'message': f'safe-state action {action!r} started'}
 
-    def _on_unstable(self, stepper):
+    def _on_unstable(self, stepper: Stepper) -> None:
         self.runner.end(errors.UNSTABLE, 'the simulation went unstable; back to the '
                         f'{stepper.last_recovery} and held', stepper.snapshot)
         self.events.add({'time': time.time(), 'sim_time': float(stepper.data.time),
@@ -438,7 +458,7 @@ class Device:
             threading.Thread(target=self._safe_state_move, args=(action,), daemon=True,
                              name='mujoco_hal_ros-safe-state').start()
 
-    def _safe_state_move(self, action):
+    def _safe_state_move(self, action: str) -> None:
         try:
             self.runner.start(self.action(action), {}, wait=False, planner=self._planner)
         except DeviceError as exc:
@@ -446,35 +466,35 @@ class Device:
                              'code': exc.code, 'message': f'safe-state action {action!r} '
                              f'could not start after the instability: {exc}; holding'})
 
-    def _on_error(self, stepper, exc):
+    def _on_error(self, stepper: Stepper, exc: BaseException) -> None:
         self.runner.end(errors.INTERNAL_ERROR, f'stepper error: {exc}; holding')
         self.events.add({'time': time.time(), 'sim_time': float(stepper.data.time),
                          'code': errors.INTERNAL_ERROR,
                          'message': f'stepper error {type(exc).__name__}: {exc}; holding'})
 
     # --- run-time control -------------------------------------------------------------------
-    def pause(self, paused=True):
+    def pause(self, paused: bool = True) -> None:
         if not isinstance(paused, (bool, np.bool_)):
             raise errors.InvalidArgument(
                 f'pause takes true or false, got {errors.shorten(paused)}', where='pause')
         self.stepper.pause(bool(paused))
         self.record('pause', {'paused': bool(paused)}, {})
 
-    def step(self, n=1, wait=True):
+    def step(self, n: int = 1, wait: bool = True) -> Any:
         """Advance ``n`` steps while paused (NOT_PAUSED otherwise); returns the sim time, or
         with ``wait=False`` a ``concurrent.futures.Future`` of it. A hold during the steps
         takes effect at once; the steps go on from the held setpoints."""
         n = limits.step_count(n)
         return self.stepper.step(n, wait=wait)
 
-    def reset(self):
+    def reset(self) -> None:
         """Back to the keyframe and hold there; simulated time keeps running forward.
         Live randomization is undone too: the keyframe comes back on the nominal model.
         Spawned entities go back to their own home (where their spawn put them), not to
         the world's qpos0 for them."""
         homes = self.scene.homes()
 
-        def on_reset(s):
+        def on_reset(s: Physics) -> np.ndarray:
             if self.world.randomizer.undo():
                 mujoco.mj_forward(s.model, s.data)     # derived from the nominal model again
                 s.publish_snapshot()
@@ -488,13 +508,13 @@ class Device:
         sp = self.stepper.reset(on_reset)
         self.record('reset', {'keyframe': self.keyframe_name}, self._native_all(sp))
 
-    def set_real_time_factor(self, rtf):
+    def set_real_time_factor(self, rtf: float) -> None:
         rtf = limits.real_time_factor(rtf)
         self.stepper.set_real_time_factor(rtf)
         self.record('real_time_factor', {'real_time_factor': rtf}, {})
 
     # --- the world at run time ------------------------------------------------------------
-    def _stop_move(self, s, why):
+    def _stop_move(self, s: Physics, why: str) -> np.ndarray:
         """Stepper thread: the state was rewritten under the move; hold where it is now."""
         if self.moves:
             self.runner.end(errors.STOPPED, why, s.publish_snapshot())
@@ -502,7 +522,8 @@ class Device:
         return s.hold_pose()
 
     # --- audit ------------------------------------------------------------------------------
-    def record(self, kind, request, native, sim_time=None):
+    def record(self, kind: str, request: dict[str, Any], native: dict[str, float],
+               sim_time: float | None = None) -> None:
         """Add an audit entry: what was asked (``request``, in the caller's units) and what
         it set (``native``: actuator -> value), at ``sim_time`` (the latest snapshot's)."""
         if sim_time is None:
@@ -513,7 +534,7 @@ class Device:
                         'request': request, 'native': native})
 
     # --- lifetime ---------------------------------------------------------------------------
-    def close(self):
+    def close(self) -> None:
         if self.stepper.closed:
             return
         self.stepper.close()
@@ -523,10 +544,10 @@ class Device:
         self.cameras.close()
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self.stepper.closed
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         """The calls that moved to the device's parts (``physics``, ``sensing``,
         ``cameras``, ``scene``, ``swap``) still answer under their old names, with a
         DeprecationWarning naming the new one."""
@@ -538,10 +559,10 @@ class Device:
                       stacklevel=2)
         return getattr(parts[part], new)
 
-    def __enter__(self):
+    def __enter__(self) -> Device:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -574,10 +595,11 @@ if TYPE_CHECKING:
         return device, device, device, device, device, device, device, device, device
 
 
-def device_file_load(path):
+def device_file_load(path: str | os.PathLike[str]) -> dict[str, Any]:
     return devfile.load(path)
 
 
-def open_device(device_file=None, model=None, **kw):
+def open_device(device_file: str | os.PathLike[str] | dict[str, Any] | None = None,
+                model: str | os.PathLike[str] | None = None, **kw: Any) -> Device:
     """Connect: load the model, reset to the keyframe, check every map, start stepping."""
     return Device(device_file, model=model, **kw)

@@ -9,13 +9,18 @@ told once, after the swap is complete (the new model, layout and generation in p
 the thread that asked for the swap, never on the physics thread.
 """
 
+from __future__ import annotations
+
 import collections
 from collections.abc import Callable
 import logging
 import threading
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TYPE_CHECKING
 
 import mujoco
+
+if TYPE_CHECKING:
+    from ..config.channels import Layout
 
 LOG = logging.getLogger('mujoco_hal_ros.device')
 
@@ -26,7 +31,7 @@ class ModelSwapped(NamedTuple):
 
     generation: int
     model: mujoco.MjModel
-    layout: object
+    layout: Layout
     world: bool
 
 
@@ -67,11 +72,11 @@ class Swaps:
             return len(self._subscribers)
 
 
-class Log(collections.deque):
+class Log(collections.deque[dict[str, Any]]):
     """A bounded record (audit, events) that also answers when called: ``device.audit()``
     returns a list copy (optionally only entries of one ``kind``), ``device.audit`` iterates."""
 
-    def __init__(self, maxlen: int):
+    def __init__(self, maxlen: int) -> None:
         super().__init__(maxlen=maxlen)
         self._lock = threading.Lock()
 
@@ -79,7 +84,8 @@ class Log(collections.deque):
         with self._lock:
             self.append(entry)
 
-    def __call__(self, kind=None, last=None):
+    def __call__(self, kind: str | None = None,
+                 last: int | None = None) -> list[dict[str, Any]]:
         with self._lock:
             items = list(self)
         if kind is not None:

@@ -23,30 +23,34 @@ where a driver node takes one (``sim.ports.DeviceApi``: it has every call listed
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping, Sequence
 import threading
-from typing import Any, TYPE_CHECKING
+from typing import Any, NoReturn, TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
 from .. import errors
 from ..checks import known_name
-from ..config.channels import Layout
+from ..config.channels import Action, Layout
 from ..errors import DeviceError
 from ..motion.gripper import finger_joints
 from ..motion.move import Planner
 from .physics import Physics
 
 if TYPE_CHECKING:
+    from ..motion.move import Move
+    from .events import ModelSwapped, Swaps
     from .ports import DeviceApi, RobotWorld, TrajectoryHost
+    from .snapshot import Snapshot
 
 
-def _names(model, objtype, count):
+def _names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> list[str]:
     return [mujoco.mj_id2name(model, objtype, i) or '' for i in range(count)]
 
 
-def robot_layout(model, prefix, spec=None):
+def robot_layout(model: mujoco.MjModel, prefix: str,
+                 spec: dict[str, Any] | None = None) -> Layout:
     """A Layout over the world's ``model`` for the robot under ``prefix``, in the robot's
     own names (``prefix`` stripped; the rest of the world unnamed to it): zero-config (a
     read channel per hinge or slide joint, an image per camera, a ``<actuator>_goal`` per
@@ -62,50 +66,50 @@ class RobotView:
     robot's joint is UNKNOWN_NAME here and nothing moves."""
 
     def __init__(self, world: RobotWorld, prefix: str, namespace: str,
-                 spec: dict | None = None) -> None:
+                 spec: dict[str, Any] | None = None) -> None:
         self.world = world
         self.prefix = prefix
         self.namespace = namespace
         self.spec = spec                    # the robot's own device file, or None
-        self._layout = (None, None)         # (generation, Layout)
-        self._planner = (None, None)        # (its Layout, Planner)
+        self._layout: tuple[int, Layout] | None = None      # (generation, Layout)
+        self._planner: tuple[Layout, Planner] | None = None   # (its Layout, Planner)
         self._lock = threading.Lock()
 
     # --- what it is -------------------------------------------------------------------
     @property
-    def layout(self):
+    def layout(self) -> Layout:
         """This robot's channels on the world's current model (rebuilt after a swap)."""
         gen = self.world.generation
         with self._lock:
-            if self._layout[0] != gen:
+            if self._layout is None or self._layout[0] != gen:
                 self._layout = (gen, robot_layout(self.world.model, self.prefix, self.spec))
             return self._layout[1]
 
     @property
-    def planner(self):
+    def planner(self) -> Planner:
         """IK over this robot's joints on the world's current model (rebuilt after a swap):
         its own lock, so two robots' solves never wait on each other."""
         layout = self.layout
         with self._lock:
-            if self._planner[0] is not layout:
+            if self._planner is None or self._planner[0] is not layout:
                 self._planner = (layout, Planner(self.world.model, layout))
             return self._planner[1]
 
     @property
-    def actuators(self):
+    def actuators(self) -> list[int]:
         """The world's actuator ids of this robot."""
         return [g.actuator for g in self.layout.goals.values()]
 
     @property
-    def joint_names(self):
+    def joint_names(self) -> list[str]:
         """This robot's joints, by its own names (``waist``, as its URDF has them)."""
         return [r.target for r in self.layout.reads if r.kind == 'joint']
 
-    def world_name(self, name) -> str:
+    def world_name(self, name: str) -> str:
         """The world model's name of one of this robot's own names (``left/waist``)."""
         return f'{self.prefix}{name}'
 
-    def tool(self):
+    def tool(self) -> str:
         """Where move_to puts a point unless told: of this robot's sites (else bodies), the
         one at the end of its arm: the most actuated joints above it that are not fingers,
         then the fewest fingers (a hand, not a finger), then the last written."""
@@ -114,7 +118,7 @@ class RobotView:
         driven = {int(m.actuator_trnid[a, 0]) for a in range(m.nu)
                   if m.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT}
 
-        def score(body):
+        def score(body: int) -> tuple[int, int]:
             arm = hand = 0
             while body > 0:
                 for j in range(m.body_jntadr[body], m.body_jntadr[body] + m.body_jntnum[body]):
@@ -135,7 +139,7 @@ class RobotView:
         raise DeviceError(errors.INVALID_ARGUMENT, f'robot {self.namespace!r} has no site '
                           'or body that its joints move', where='site')
 
-    def describe(self):
+    def describe(self) -> dict[str, Any]:
         desc = self.layout.describe()
         snap = self.world.snapshot
         desc.update({'device': f'{self.namespace} (simulated, in {self.world.model_path})',
@@ -156,31 +160,31 @@ class RobotView:
 
     # --- reading ------------------------------------------------------------------------
     @property
-    def snapshot(self):
+    def snapshot(self) -> Snapshot:
         return self.world.snapshot
 
     @property
-    def model(self):
+    def model(self) -> mujoco.MjModel:
         return self.world.model
 
     @property
-    def generation(self):
+    def generation(self) -> int:
         return self.world.generation
 
     @property
-    def params(self):
+    def params(self) -> Mapping[str, float]:
         return self.world.params
 
     @property
-    def swaps(self):
+    def swaps(self) -> Swaps:
         return self.world.swaps
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self.world.closed
 
     @property
-    def paused(self):
+    def paused(self) -> bool:
         return self.world.paused
 
     def on_physics(self, fn: Callable[[Physics], Any], wait: bool = True,
@@ -188,15 +192,17 @@ class RobotView:
         """The world's door to the physics thread (``Device.on_physics``)."""
         return self.world.on_physics(fn, wait=wait, timeout=timeout)
 
-    def preempt_moves_touching(self, actuators) -> None:
+    def preempt_moves_touching(self, actuators: Sequence[int]) -> None:
         """Stepper thread: a trajectory took these actuators (``Device``'s)."""
         self.world.preempt_moves_touching(actuators)
 
-    def record(self, kind, request, native, sim_time=None) -> None:
+    def record(self, kind: str, request: dict[str, Any], native: dict[str, float],
+               sim_time: float | None = None) -> None:
         """An audit entry in the world's log, marked with this robot's namespace."""
         self.world.record(kind, dict(request, robot=self.namespace), native, sim_time)
 
-    def read(self, names=None, snapshot=None):
+    def read(self, names: str | Collection[str] | None = None,
+             snapshot: Snapshot | None = None) -> dict[str, float]:
         mine = [r.name for r in self.layout.reads]
         if names is None:
             names = mine
@@ -207,25 +213,27 @@ class RobotView:
                 known_name(n, mine, 'read channel')
         return self.world.read(names, snapshot, layout=self.layout)
 
-    def goals(self, setpoint: bool = False):
+    def goals(self, setpoint: bool = False) -> dict[str, float]:
         mine = self.layout.goals
         return {n: v for n, v in self.world.goals(setpoint, layout=self.layout).items()
                 if n in mine}
 
-    def health(self):
+    def health(self) -> dict[str, Any]:
         h = self.world.health()
         h['moving'] = self.move is not None
         return h
 
     # --- requests -----------------------------------------------------------------------
-    def set_goals(self, goals):
+    def set_goals(self, goals: Mapping[str, float]) -> dict[str, Any]:
         """``Device.set_goals`` on this robot's channels only (all or nothing)."""
         return self.world.set_goals(goals, layout=self.layout)
 
-    def action(self, name):
+    def action(self, name: str) -> Action:
         return self.layout.actions[known_name(name, self.layout.actions, 'action')]
 
-    def move_to(self, args=None, *, point=None, site=None, **kw):
+    def move_to(self, args: Mapping[str, Any] | None = None, *,
+                point: Sequence[float] | np.ndarray | None = None, site: str | None = None,
+                **kw: Any) -> Any:
         """``Device.move_to`` for a site or body of this robot (its ``tool()`` unless
         named, by its own name): IK turns this robot's joints only."""
         layout = self.layout
@@ -237,31 +245,32 @@ class RobotView:
         return self.world.move_to(args, point=point, site=site, layout=self.layout,
                                   planner=self.planner, **kw)
 
-    def run_action(self, name, args=None, **_kw):
+    def run_action(self, name: str, args: Mapping[str, Any] | None = None,
+                   **_kw: Any) -> dict[str, Any]:
         """A robot's one action is ``hold`` (it has no device file of its own)."""
         self.action(name)                      # UNKNOWN_NAME for any other
         if args:
             raise errors.InvalidArgument('hold takes no arguments', where=name)
         return self.hold()
 
-    def hold(self):
+    def hold(self) -> dict[str, Any]:
         """Hold this robot: its setpoints freeze and its move ends; the others go on."""
         return self.world.hold(actuators=self.actuators)
 
-    def stop(self):
+    def stop(self) -> dict[str, Any]:
         return self.hold()
 
     @property
-    def move(self):
+    def move(self) -> Move | None:
         """This robot's running move_to, or None."""
         mine = set(self.actuators)
         running = [m for m in self.world.moves if set(m.actuators) & mine]
         return running[-1] if running else None
 
-    def distance_to_go(self, move=None):
+    def distance_to_go(self, move: Move | None = None) -> float:
         return self.world.distance_to_go(move or self.move)
 
-    def pause(self, *_args, **_kw):
+    def pause(self, *_args: Any, **_kw: Any) -> NoReturn:
         """Pause, step and reset are the world's: refused here, nothing changes."""
         raise DeviceError(errors.INVALID_ARGUMENT, 'pause, step and reset act on the whole '
                           'world: call them on the node\'s own namespace', where='robot')
@@ -275,13 +284,13 @@ class Robots:
     def __init__(self, world: RobotWorld) -> None:
         self.world = world
         self._views: dict[str, RobotView] = {}   # namespace -> RobotView
-        self._prefixes = ()                   # read on the physics thread: replaced whole
+        self._prefixes: tuple[str, ...] = ()                   # read on the physics thread: replaced whole
         self._lock = threading.Lock()
         # (namespace, why): a swap took them
         self.removed: collections.deque[tuple[str, str]] = collections.deque(maxlen=100)
         self._unsubscribe = world.swaps.subscribe(self._follow)
 
-    def _follow(self, event) -> None:
+    def _follow(self, event: ModelSwapped) -> None:
         """A model swap: a robot whose actuators are all gone (its entity deleted, another
         world loaded) stops being one."""
         names = set(event.layout.actuators)
@@ -290,7 +299,8 @@ class Robots:
                 self.remove(view.namespace)
                 self.removed.append((view.namespace, 'its actuators left the world'))
 
-    def add(self, namespace, prefix=None, spec=None):
+    def add(self, namespace: str, prefix: str | None = None,
+            spec: dict[str, Any] | None = None) -> RobotView:
         """Make the entity under ``prefix`` (``<namespace>/`` unless given) a robot of its
         own, on ``spec`` (its device file, in its own names) or zero-config; refused when
         the world has no actuator of it, the namespace is taken or the device file does not
@@ -317,26 +327,26 @@ class Robots:
             self._prefixes = tuple(v.prefix for v in self._views.values())
         return view
 
-    def remove(self, namespace):
+    def remove(self, namespace: str) -> RobotView | None:
         with self._lock:
             view = self._views.pop(namespace, None)
             self._prefixes = tuple(v.prefix for v in self._views.values())
         return view
 
-    def get(self, namespace):
+    def get(self, namespace: str) -> RobotView | None:
         return self._views.get(namespace)
 
-    def names(self):
+    def names(self) -> list[str]:
         return list(self._views)
 
-    def views(self):
+    def views(self) -> list[RobotView]:
         return list(self._views.values())
 
-    def claimed(self, name):
+    def claimed(self, name: str) -> bool:
         """Whether a joint, actuator or body name belongs to one of the robots."""
         return any(name.startswith(p) for p in self._prefixes)
 
-    def owner(self, actuators):
+    def owner(self, actuators: Sequence[int]) -> str:
         """The prefix of the robot these actuator ids belong to ('' for the world's own)."""
         names = self.world.layout.actuators
         for p in self._prefixes:
@@ -344,7 +354,7 @@ class Robots:
                 return p
         return ''
 
-    def same_robot(self, a, b):
+    def same_robot(self, a: Sequence[int], b: Sequence[int]) -> bool:
         """Whether a move over actuators ``a`` is preempted by one over ``b``: they share
         an actuator, or both are the same robot's."""
         if set(np.asarray(a).tolist()) & set(np.asarray(b).tolist()):
