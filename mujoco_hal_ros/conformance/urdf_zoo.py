@@ -55,7 +55,7 @@ WITH_ROS2_CONTROL = ('panda', 'ur5_robot', 'ur10_robot', 'ur3_gripper', 'kinova'
                      'z1', 'so100', 'so101', 'talos_left_arm', 'baxter', 'double_pendulum')
 
 
-def share_dir():
+def share_dir() -> str | None:
     """``<site-packages>/cmeel.prefix/share`` of the example-robot-data wheel, or None."""
     for base in sys.path:
         share = os.path.join(base or '.', 'cmeel.prefix', 'share')
@@ -64,7 +64,7 @@ def share_dir():
     return None
 
 
-def urdf_paths(share=None):
+def urdf_paths(share: str | None = None) -> list[str]:
     """Every URDF of the wheel, sorted by path."""
     share = share or share_dir()
     if share is None:
@@ -73,11 +73,11 @@ def urdf_paths(share=None):
                                          '*.urdf')))
 
 
-def _stem(path):
+def _stem(path: str) -> str:
     return os.path.splitext(os.path.basename(path))[0]
 
 
-def models():
+def models() -> list[ZooModel]:
     """One ZooModel per URDF (``urdf_<stem>``), and one with a <ros2_control> block per
     arm of WITH_ROS2_CONTROL (``urdf_<stem>_rc``). An unlisted URDF (a newer wheel) is an
     'other', so it still starts, holds and reports effort."""
@@ -85,7 +85,8 @@ def models():
     if share is None:
         return [ZooModel(f'urdf_{stem}', None, kind, missing=SHARE_MISSING)
                 for stem, kind in KINDS.items()]
-    out, rc = [], []
+    out: list[ZooModel] = []
+    rc: list[ZooModel] = []
     paths = urdf_paths(share)
     stems = [_stem(p) for p in paths]
     for path, stem in zip(paths, stems, strict=True):
@@ -100,19 +101,19 @@ def models():
     return out + rc
 
 
-def mimic_followers(root):
+def mimic_followers(root: ET.Element) -> dict[str, tuple[str, float, float]]:
     """joint -> (leader, multiplier, offset) for every ``<mimic>`` joint of a URDF."""
     out = {}
     for joint in root.findall('joint'):
         mimic = joint.find('mimic')
-        if mimic is not None and mimic.get('joint'):
-            out[joint.get('name')] = (mimic.get('joint'),
-                                      float(mimic.get('multiplier', 1.0)),
-                                      float(mimic.get('offset', 0.0)))
+        name, leader = joint.get('name'), mimic.get('joint') if mimic is not None else None
+        if mimic is not None and leader and name is not None:   # URDF joints have names
+            out[name] = (leader, float(mimic.get('multiplier', 1.0)),
+                         float(mimic.get('offset', 0.0)))
     return out
 
 
-def with_ros2_control(urdf):
+def with_ros2_control(urdf: str) -> str:
     """The URDF with the <ros2_control> block a driver's xacro adds (any block it had is
     replaced): one per movable joint; a mimic joint declares its leader and gets state
     interfaces only, as ros2_control's mimic joints do."""
@@ -128,6 +129,8 @@ def with_ros2_control(urdf):
         if joint.get('type') not in ('revolute', 'continuous', 'prismatic'):
             continue
         name = joint.get('name')
+        if name is None:
+            raise ValueError('a URDF <joint> without a name')
         entry = ET.SubElement(block, 'joint', name=name)
         if name in followers:
             leader, mult, off = followers[name]
@@ -146,15 +149,18 @@ def with_ros2_control(urdf):
     return ET.tostring(root, encoding='unicode')
 
 
-def materialize(zm, folder):
+def materialize(zm: ZooModel, folder: str | None) -> str:
     """The MJCF path ``model_from_urdf`` writes for this zoo entry (notes on ``zm``)."""
     from ..description.urdf_in import model_from_urdf
+    if zm.path is None:      # what open(None) raised before: a zoo entry without a file
+        raise TypeError(f'zoo model {zm.name!r} has no file: {zm.missing}')
     with open(zm.path, encoding='utf-8') as handle:
         text = handle.read()
     if zm.ros2_control:
         text = with_ros2_control(text)
-    roots = [share_dir()] + [r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep)
-                             if r]
+    share = share_dir()          # None (the wheel missing) is no package root
+    roots = ([share] if share is not None else []) + [
+        r for r in os.environ.get('ROS_PACKAGE_PATH', '').split(os.pathsep) if r]
     # The battery checks joints: a wheeled robot's base is bolted down here, as it always
     # was (base:=auto would free TIAGo's); its base is the mobile tier's to check.
     path, notes = model_from_urdf(text, package_roots=roots, base='fixed',

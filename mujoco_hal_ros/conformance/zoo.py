@@ -8,6 +8,7 @@ and by velocity servos, because real arms ship both ways. A model whose package 
 missing is listed with the reason.
 """
 
+from collections.abc import Iterable
 import importlib.util
 import os
 import tempfile
@@ -43,7 +44,7 @@ KNOWN_FAILURES = {
 }
 
 
-def _package_file(package, rel):
+def _package_file(package: str, rel: str) -> tuple[str | None, str | None]:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None, f'{package} is not installed (pip install the test extras)'
@@ -99,14 +100,14 @@ _LEGGED = {'dm_cheetah', 'dm_hopper', 'dm_walker', 'dm_humanoid', 'gym_ant',
            'gym_half_cheetah', 'gym_hopper', 'gym_humanoid', 'gym_walker2d', 'dm_swimmer'}
 
 
-def _here_models():
+def _here_models() -> str:
     here = os.path.dirname(os.path.abspath(__file__))
     return os.path.join(here, 'models')
 
 
-def models(include_variants=True):
+def models(include_variants: bool = True) -> list[ZooModel]:
     """Every zoo model, in table order (missing packages give entries with ``missing``)."""
-    out = []
+    out: list[ZooModel] = []
     for name, package, rel, kind, end, variants in _ENTRIES:
         path, missing = _package_file(package, rel)
         out.append(ZooModel(name, path, kind, end, variants, missing))
@@ -136,7 +137,7 @@ def models(include_variants=True):
     return out
 
 
-def by_name(name):
+def by_name(name: str) -> ZooModel:
     for z in models() + urdf_zoo.models():
         if z.name == name:
             return z
@@ -179,7 +180,7 @@ def _effort_limit(model, a):
     return (-span, span)
 
 
-def torque_variant(spec):
+def torque_variant(spec: mujoco.MjSpec) -> mujoco.MjSpec:
     """The arm with its position servos replaced by torque motors: ctrl in N m (N) within
     the servo's own effort limit, gear 1, as an arm sold with a torque interface."""
     model = spec.compile()
@@ -193,7 +194,7 @@ def torque_variant(spec):
     return spec
 
 
-def velocity_variant(spec):
+def velocity_variant(spec: mujoco.MjSpec) -> mujoco.MjSpec:
     """The arm with its position servos replaced by velocity servos (kv a tenth of the
     servo's kp, at least 1), within the same effort limits."""
     model = spec.compile()
@@ -212,7 +213,7 @@ SOFT_KP = 0.05          # of the servo's own stiffness: a hobby arm's servos
 SOFT_FRICTION = 0.002   # of the effort limit, as dry friction in each joint
 
 
-def soft_variant(spec):
+def soft_variant(spec: mujoco.MjSpec) -> mujoco.MjSpec:
     """The arm on weak servos, as a low-cost arm's: a twentieth of the stiffness (still
     critically damped), dry friction in every driven joint, the same effort limits. Its
     joints settle short of their setpoints by friction / kp, so a move_to lands only when
@@ -231,7 +232,7 @@ VARIANT_BUILDERS = {'torque': torque_variant, 'velocity': velocity_variant,
                     'soft': soft_variant}
 
 
-def materialize(zm, folder=None):
+def materialize(zm: ZooModel, folder: str | None = None) -> str | None:
     """A path the device can load: the file itself, or the variant written beside a copy
     of the original's assets (MjSpec keeps mesh paths relative to the original file)."""
     if zm.path is None:
@@ -255,7 +256,7 @@ def materialize(zm, folder=None):
 
 
 # --- the point a move_to drives -------------------------------------------------------------
-def end_point(model, driven_joints):
+def end_point(model: mujoco.MjModel, driven_joints: Iterable[int]) -> tuple[str, str] | None:
     """The site (else body) at the end of the longest chain of driven hinges: the body
     whose chain holds the most of ``driven_joints`` with nothing but rigid links after the
     last of them; a site on it (or on a rigid child) wins over the body itself."""
@@ -272,7 +273,7 @@ def end_point(model, driven_joints):
     return ('body', model.body(best).name)
 
 
-def fingertip(model, driven_joints):
+def fingertip(model: mujoco.MjModel, driven_joints: Iterable[int]) -> tuple[str, str] | None:
     """A hand's end point: the site (else body) at the tip of its longest finger driven
     joint by joint, a body with no joint below it whose chain holds the most of
     ``driven_joints`` (wrist joints count: they move the finger too) with nothing but

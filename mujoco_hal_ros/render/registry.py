@@ -11,10 +11,12 @@ context is never freed on the physics thread. Of the device it sees only
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import TYPE_CHECKING
 
 import mujoco
+import numpy as np
 
 from .. import errors
 from ..errors import DeviceError
@@ -23,6 +25,11 @@ from .state import RenderState
 
 if TYPE_CHECKING:
     from ..sim.ports import CameraHost
+    from ..sim.snapshot import Snapshot
+    from .camera import CameraRenderer
+
+    #: A renderer's key: camera, width, height, depth, background, scene generation.
+    RendererKey = tuple[str | int, int, int, bool, bool, int]
 
 
 class RenderRegistry:
@@ -31,12 +38,12 @@ class RenderRegistry:
     def __init__(self, device: CameraHost, model: mujoco.MjModel, generation: int) -> None:
         self._device = device
         self._states = {generation: RenderState(model)}
-        self._renderers: dict = {}
-        self._retired: list = []      # renderers of replaced models: close_retired closes them
+        self._renderers: dict[RendererKey, CameraRenderer] = {}
+        self._retired: list[CameraRenderer] = []      # renderers of replaced models: close_retired closes them
         self._lock = threading.Lock()
 
     # --- following swaps (the device calls these) -------------------------------------------
-    def follow(self, model, generation: int) -> None:
+    def follow(self, model: mujoco.MjModel, generation: int) -> None:
         """A new scene generation is in: its render state, and only the one before kept.
         Physics thread, at the swap: nothing here frees GL (``close_retired`` does)."""
         self._states[generation] = RenderState(model)
@@ -53,7 +60,8 @@ class RenderRegistry:
             r.close()
 
     # --- drawing -------------------------------------------------------------------------------
-    def image_size(self, camera, width=None, height=None):
+    def image_size(self, camera: str | int, width: int | None = None,
+                   height: int | None = None) -> tuple[str | int, int, int]:
         """(camera, width, height): an image channel's own, or a camera of the model's."""
         layout = self._device.layout
         chan = next((i for i in layout.images if i.name == camera), None)
@@ -64,8 +72,9 @@ class RenderRegistry:
             height = chan.height if height is None else height
         return camera, 640 if width is None else width, 480 if height is None else height
 
-    def renderer(self, camera, width=None, height=None, depth=False, background=False,
-                 generation=None):
+    def renderer(self, camera: str | int, width: int | None = None, height: int | None = None,
+                 depth: bool = False, background: bool = False,
+                 generation: int | None = None) -> CameraRenderer:
         """A camera renderer owned by the device (closed with it). ``camera`` is a camera
         of the model or an image channel (whose size is then the default); ``background``
         as in ``CameraRenderer``. It draws the model of ``generation`` (by default the
@@ -84,7 +93,7 @@ class RenderRegistry:
                                                       depth=depth, background=background)
             return self._renderers[key]
 
-    def model_of(self, generation: int):
+    def model_of(self, generation: int) -> mujoco.MjModel:
         """The model of a scene generation (the current one or the one before), for
         readers that pose their own MjData from a snapshot (``snapshot.generation``)."""
         return self.state_of(generation).model
@@ -96,7 +105,8 @@ class RenderRegistry:
                               'was replaced; use the latest snapshot', where='snapshot')
         return state
 
-    def render_state(self, snap=None):
+    def render_state(self, snap: Snapshot | None = None,
+                     ) -> contextlib.AbstractContextManager[mujoco.MjData]:
         """``with device.cameras.render_state(snap) as data:`` the device's render MjData
         posed at ``snap`` (the latest snapshot by default), for as long as the block runs:
         the one way to draw from it, so two cameras never pose it under each other. The
@@ -104,13 +114,14 @@ class RenderRegistry:
         snap = snap or self._device.snapshot
         return self.state_of(snap.generation).posed(snap)
 
-    def render_data(self, snap=None):
+    def render_data(self, snap: Snapshot | None = None) -> mujoco.MjData:
         """A new MjData of its own posed at ``snap`` (the latest by default): for a caller
         that keeps it; ``render_state`` draws without the copy."""
         snap = snap or self._device.snapshot
         return self.state_of(snap.generation).copy_of(snap)
 
-    def render(self, camera, width=None, height=None, png=False):
+    def render(self, camera: str | int, width: int | None = None, height: int | None = None,
+               png: bool = False) -> np.ndarray | bytes:
         """RGB array (or PNG bytes) of a camera or image channel at the latest snapshot."""
         snap = self._device.snapshot
         r = self.renderer(camera, width, height, generation=snap.generation)

@@ -49,11 +49,13 @@ Either way the run ends at the episode's end (success, failure, ``unstable``, ho
 (``Device.hold``). An unstable episode leaves it back at its keyframe (``Device.reset``).
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
 import copy
 from dataclasses import dataclass
 import threading
-from typing import TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 import mujoco
 import numpy as np
@@ -63,11 +65,12 @@ from ..errors import DeviceError, InvalidArgument
 from ..pool.layout import FULLPHYSICS
 from ..pool.validate import integer
 from .evaluate import EpisodeResult, MAX_EPISODES
-from .policies import check_actions, make_policy
+from .policies import check_actions, make_policy, Policy
 from .reference import episode_model, verdict
 from .task import Frame, Task
 
-if TYPE_CHECKING:     # the hint only: tasks/ sits below sim/
+if TYPE_CHECKING:     # the hints only
+    from ..sim.device import Device
     from ..sim.physics import Physics
 
 POLL_S = 0.001          # real time: how often the next control period's snapshot is looked for
@@ -86,7 +89,7 @@ class DeviceRun:
     end_time: float
     states: np.ndarray | None = None
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.result.to_dict(), completed=self.completed, lockstep=self.lockstep,
                     start_time=self.start_time, end_time=self.end_time)
 
@@ -102,8 +105,9 @@ class DevicePolicyRunner:
     ``stop()``, from any thread, ends it between two control steps.
     """
 
-    def __init__(self, device, task, policy, seed=0, episode=0, *, lockstep=True,
-                 record=False):
+    def __init__(self, device: Device, task: Task | str,
+                 policy: Policy | Callable[..., Any] | str, seed: int = 0, episode: int = 0, *,
+                 lockstep: bool = True, record: bool = False) -> None:
         from . import load_task
         self.device = device
         self.task = task if isinstance(task, Task) else load_task(task)
@@ -147,7 +151,7 @@ class DevicePolicyRunner:
         return [layout.goal_by_actuator[int(a)] for a in self.task.actions.ids]
 
     # ------------------------------------------------------------------ control
-    def stop(self):
+    def stop(self) -> None:
         """End the run between two control steps (any thread); the device then holds. A
         policy that can be interrupted (``cancel()``: one in a worker process) is, so a
         call that never returns cannot keep the run going."""
@@ -157,7 +161,7 @@ class DevicePolicyRunner:
             cancel()
 
     @property
-    def stopping(self):
+    def stopping(self) -> bool:
         return self._stop.is_set()
 
     def run(self, progress: Callable[[int, float, float], bool | None] | None = None
@@ -391,8 +395,11 @@ def _read(m, d, record):
     return (d.qpos[None].copy(), d.qvel[None].copy(), d.sensordata[None].copy(), d.time, row)
 
 
-def run_on_device(device, task, policy, seed=0, episode=0, *, lockstep=True, record=False,
-                  progress=None) -> DeviceRun:
+def run_on_device(device: Device, task: Task | str, policy: Policy | Callable[..., Any] | str,
+                  seed: int = 0, episode: int = 0, *, lockstep: bool = True,
+                  record: bool = False,
+                  progress: Callable[[int, float, float], bool | None] | None = None,
+                  ) -> DeviceRun:
     """``DevicePolicyRunner(...).run(progress)`` in one call."""
     return DevicePolicyRunner(device, task, policy, seed, episode, lockstep=lockstep,
                               record=record).run(progress)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import math
 import os
 import time
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +35,10 @@ from ..errors import InvalidArgument
 from ..pool.validate import integer
 from .policies import check_actions, make_policy, Policy
 from .task import Frame, Task
+
+if TYPE_CHECKING:
+    from ..pool.pool import EnvPool
+    from ..pool.ray_pool import RayPool
 
 MAX_EPISODES = 10_000_000
 
@@ -180,8 +185,10 @@ def _check_pool(pool, task, envs):
                               where='envs', allowed=f'1..{pool.nbatch}')
 
 
-def evaluate(task: Task, policy, episodes: int, envs: int | None = None, seed: int = 0, *,
-             pool=None, nthread: int | None = None, record: Sequence[int] = (),
+def evaluate(task: Task, policy: Policy | Callable[..., Any] | str, episodes: int,
+             envs: int | None = None, seed: int = 0, *,
+             pool: 'EnvPool | RayPool | None' = None, nthread: int | None = None,
+             record: Sequence[int] = (),
              progress: Callable[[int, int], bool | None] | None = None,
              dataset: str | os.PathLike | None = None, cameras: Sequence[str] | None = None,
              fps: float | None = None, repo_id: str | None = None,

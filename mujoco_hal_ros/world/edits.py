@@ -12,6 +12,7 @@ change of model at a time) from start to end. Of the device it reads only what
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TYPE_CHECKING
 
 import mujoco
@@ -21,6 +22,8 @@ from . import scene as scene_edit
 from .scene import load_model, Scene
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..sim.ports import ModelSwapper, SceneHost
 
 
@@ -33,7 +36,7 @@ class SceneEdits:
         self._start_path = start_path   # the world unload_world goes back to
         self._spec: Scene | None = None  # the Scene edits start from, parsed on first edit
         self._spawned: dict[str, list[str]] = {}   # entity name -> its bodies
-        self._homes: dict[str, Any] = {}   # entity name -> its home (scene.entity_home)
+        self._homes: dict[str, tuple[dict[str, float], dict[str, float]]] = {}   # entity name -> its home (scene.entity_home)
         self.lock = swap.lock           # one change of model at a time, an edit start to end
 
     # --- what the edits share -------------------------------------------------------------
@@ -47,25 +50,25 @@ class SceneEdits:
         """The scene a swap put in place (a ``Scene`` or an ``MjSpec``) is the next start."""
         self._spec = scene_spec if isinstance(scene_spec, Scene) else Scene(spec=scene_spec)
 
-    def names(self) -> list:
+    def names(self) -> list[str]:
         """The entities spawned so far (``spawn`` names, namespace included)."""
         return sorted(self._spawned)
 
-    def homes(self) -> tuple:
+    def homes(self) -> tuple[dict[str, float], dict[str, float]]:
         """``({joint: position}, {actuator: ctrl})`` of every spawned entity at its home
         (world names): where a reset puts them back, as the spawn did."""
-        joints: dict = {}
-        ctrl: dict = {}
+        joints: dict[str, float] = {}
+        ctrl: dict[str, float] = {}
         for j, c in list(self._homes.values()):
             joints.update(j)
             ctrl.update(c)
         return joints, ctrl
 
-    def bodies(self, name) -> list:
+    def bodies(self, name: str) -> list[str]:
         """The bodies a spawned entity brought, top one first ([] for any other name)."""
         return list(self._spawned.get(name, ())) if isinstance(name, str) else []
 
-    def _vet(self, resource, world=False):
+    def _vet(self, resource: str, world: bool = False) -> mujoco.MjModel | None:
         """The sandbox's look at an untrusted resource (limits, roots), when there is one:
         its compiled model for a world, else None; refused with nothing changed."""
         sandbox = self._device.sandbox
@@ -77,8 +80,10 @@ class SceneEdits:
         return sandbox.check(resource, world=world)['model']
 
     # --- the edits ------------------------------------------------------------------------
-    def spawn(self, resource, name, position=(0.0, 0.0, 0.0),
-              quaternion=(1.0, 0.0, 0.0, 0.0), namespace='') -> dict:
+    def spawn(self, resource: str, name: str,
+              position: Sequence[float] | np.ndarray = (0.0, 0.0, 0.0),
+              quaternion: Sequence[float] | np.ndarray = (1.0, 0.0, 0.0, 0.0),
+              namespace: str = '') -> dict[str, Any]:
         """Attach an MJCF (a string, or a file: a body tree, an object, a whole robot) at a
         world pose, its names prefixed ``[<namespace>/]<name>/``; the device goes on with
         its goals and running move. The entity's joints start at its model's ``home``
@@ -111,7 +116,7 @@ class SceneEdits:
             self._homes[full] = home
             return {'success': True, 'code': errors.DONE, 'name': full, 'bodies': bodies}
 
-    def delete(self, name) -> dict:
+    def delete(self, name: str) -> dict[str, Any]:
         """Remove a spawned entity (by its full name) or any body of the model and what
         hangs below it; refused when that takes an actuator or sensor of the device."""
         with self.lock:
@@ -131,7 +136,7 @@ class SceneEdits:
             self._homes.pop(name, None)
             return {'success': True, 'code': errors.DONE, 'name': name}
 
-    def load_world(self, resource) -> dict:
+    def load_world(self, resource: str) -> dict[str, Any]:
         """Replace the whole model (an MJCF string or file path) while the device stays
         open: the device file's channels if they fit the new model, else zero-config;
         running moves end STOPPED, the state starts at the new model's keyframe."""
@@ -150,7 +155,7 @@ class SceneEdits:
             return {'success': True, 'code': errors.DONE, 'model': device.model_path,
                     'zero_config': device.layout.zero_config}
 
-    def unload_world(self) -> dict:
+    def unload_world(self) -> dict[str, Any]:
         """Back to the world the device was opened with (the robot stays a device)."""
         with self.lock:
             model = load_model(self._start_path)

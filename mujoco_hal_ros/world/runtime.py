@@ -12,7 +12,7 @@ of the device it sees only ``sim.ports.DeviceReads``, the door and the audit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TYPE_CHECKING
 
 import mujoco  # noqa: F401 - the types these calls take and return
@@ -24,9 +24,11 @@ from . import bounds, pixels as world_pixels, snapshots as world_snapshots, tele
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..render.camera import CameraRenderer
     from ..render.registry import RenderRegistry
     from ..sim.physics import Physics
     from ..sim.ports import Audit, DeviceReads, PhysicsDoor
+    from ..sim.snapshot import Snapshot
     from .world import World
 
     class RunTimeHost(DeviceReads, PhysicsDoor, Audit, Protocol):
@@ -37,7 +39,7 @@ class RunTimeWorld:
     """``device.physics``: what a simulation interface may do to the running world."""
 
     def __init__(self, device: RunTimeHost, world: World, cameras: RenderRegistry,
-                 stop_move: Callable[[Any, str], np.ndarray],
+                 stop_move: Callable[[Physics, str], np.ndarray],
                  native: Callable[[np.ndarray], dict[str, float]]) -> None:
         self._device = device
         self._world = world
@@ -45,7 +47,7 @@ class RunTimeWorld:
         self._stop_move = stop_move     # (physics, why) -> setpoint: end the move, hold
         self._native = native           # setpoint -> the audit's actuator: value form
 
-    def save_state(self, name):
+    def save_state(self, name: str) -> dict[str, Any]:
         """Keep the full physics state under ``name`` (overwriting one of that name)."""
         name = world_snapshots.snapshot_name(name)
         state = self._device.on_physics(
@@ -54,13 +56,13 @@ class RunTimeWorld:
         self._device.record('save_state', {'name': name}, {})
         return {'success': True, 'code': errors.DONE, 'name': name}
 
-    def load_state(self, name):
+    def load_state(self, name: str) -> dict[str, Any]:
         """Restore a snapshot bit for bit (time keeps going forward) and hold there; a
         running move ends STOPPED. STALE_SNAPSHOT after a scene change, nothing changed."""
         name = world_snapshots.snapshot_name(name)
         state = self._world.snapshots.get(name)
 
-        def apply(p: Physics):
+        def apply(p: Physics) -> np.ndarray:
             p.set_state(state, world_snapshots.SPEC)       # and forward
             sp = self._stop_move(p, f'state {name!r} loaded')
             p.publish_snapshot()
@@ -69,13 +71,15 @@ class RunTimeWorld:
         self._device.record('load_state', {'name': name}, self._native(sp))
         return {'success': True, 'code': errors.DONE, 'name': name}
 
-    def delete_state(self, name):
+    def delete_state(self, name: str) -> None:
         self._world.snapshots.delete(world_snapshots.snapshot_name(name))
 
-    def state_names(self):
+    def state_names(self) -> list[str]:
         return self._world.snapshots.names()
 
-    def set_joint_state(self, names, positions, velocities=None):
+    def set_joint_state(self, names: Sequence[str], positions: Sequence[float] | np.ndarray,
+                        velocities: Sequence[float] | np.ndarray | None = None,
+                        ) -> dict[str, Any]:
         """Teleport hinge/slide joints (all-or-nothing, range-checked), forward kinematics
         after; the servos then hold the new pose and a running move ends STOPPED."""
         device = self._device
@@ -84,7 +88,7 @@ class RunTimeWorld:
         request = {'names': list(names), 'positions': q.tolist(),
                    'velocities': None if v is None else v.tolist()}
 
-        def apply(p: Physics):
+        def apply(p: Physics) -> np.ndarray:
             p.set_joints(qadr, q, dadr, v)                 # and forward
             sp = self._stop_move(p, 'joints teleported')
             p.publish_snapshot()
@@ -93,7 +97,7 @@ class RunTimeWorld:
         self._device.record('set_joint_state', request, self._native(sp))
         return {'success': True, 'code': errors.DONE}
 
-    def set_gravity(self, gravity):
+    def set_gravity(self, gravity: Sequence[float] | np.ndarray) -> list[float]:
         """World gravity (m/s^2, 3 finite numbers) from the next step on."""
         g = bounds.magnitude(gravity, 3, bounds.MAX_GRAVITY, 'gravity', 'm/s^2')
 
@@ -101,7 +105,7 @@ class RunTimeWorld:
         self._device.record('gravity', {'gravity': g.tolist()}, {})
         return g.tolist()
 
-    def set_timestep(self, timestep):
+    def set_timestep(self, timestep: float) -> float:
         """Integration timestep in seconds (0 < dt <= 0.1) from the next step on."""
         dt = finite_number(timestep, 'timestep')
         if not 0 < dt <= 0.1:
@@ -114,27 +118,27 @@ class RunTimeWorld:
         return dt
 
     @property
-    def gravity(self):
+    def gravity(self) -> list[float]:
         return [float(x) for x in self._device.model.opt.gravity]
 
     @property
-    def timestep(self):
+    def timestep(self) -> float:
         return float(self._device.model.opt.timestep)
 
-    def _live_state(self):
+    def _live_state(self) -> np.ndarray:
         dyn = self._world.dynamics
         return self._device.on_physics(lambda p: dyn.capture(p.data), wait=True)
 
-    def mass_matrix(self):
+    def mass_matrix(self) -> np.ndarray:
         """(nv, nv) joint-space inertia of the live state."""
         return self._world.dynamics.mass_matrix(self._live_state())
 
-    def inverse_dynamics(self, qacc):
+    def inverse_dynamics(self, qacc: Sequence[float] | np.ndarray) -> np.ndarray:
         """(nv,) generalized forces giving ``qacc`` (nv finite numbers) at the live state."""
         qacc = finite_vector(qacc, self._device.model.nv, 'qacc')
         return self._world.dynamics.inverse_dynamics(self._live_state(), qacc)
 
-    def jacobian(self, name, kind=None):
+    def jacobian(self, name: str, kind: str | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(jacp, jacr), each (3, nv), of a site or body (``kind`` 'site'/'body'; by default
         a site of that name, else a body) at the live state."""
         if kind is None:
@@ -143,7 +147,8 @@ class RunTimeWorld:
         return self._world.dynamics.jacobian(self._live_state(), kind, name,
                                              layout.sites, layout.bodies)
 
-    def pixel_to_world(self, camera, pixels, width=None, height=None):
+    def pixel_to_world(self, camera: str | int, pixels: Sequence[Sequence[float]] | np.ndarray,
+                       width: int | None = None, height: int | None = None) -> np.ndarray:
         """World points (n, 3) of camera pixels ``[(u, v), ...]`` through the depth render
         at the latest snapshot; background (far-plane) and invalid depths are refused."""
         snap = self._device.snapshot
@@ -158,7 +163,8 @@ class RunTimeWorld:
                             depth=True) as r:
             return self._pixel_to_world(r, pixels, snap)
 
-    def _pixel_to_world(self, r, pixels, snap):
+    def _pixel_to_world(self, r: CameraRenderer, pixels: Sequence[Sequence[float]] | np.ndarray,
+                        snap: Snapshot) -> np.ndarray:
         px = world_pixels.check_pixels(pixels, r.width, r.height)
         intr = r.intrinsics()
         with self._cameras.render_state(snap) as d:
@@ -168,7 +174,8 @@ class RunTimeWorld:
                                      world_pixels.far_plane(
                                          self._cameras.model_of(snap.generation)))
 
-    def randomize(self, fields, seed=None):
+    def randomize(self, fields: Mapping[str, Any],
+                  seed: int | None = None) -> dict[str, list[Any]]:
         """Randomize model fields of the running sim (``world.randomize``); ``reset`` undoes
         it. Checked as a whole first: a bad field changes nothing."""
         rnd = self._world.randomizer
