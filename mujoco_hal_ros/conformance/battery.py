@@ -147,7 +147,7 @@ def _no_end(ctx):
         ctx.model, f'and this model\'s {ctx.model.nu} drive no joint of the arm')
 
 
-def _mocap_driven(m, actuators) -> str:
+def _mocap_driven(m: mujoco.MjModel, actuators: str) -> str:
     """What moves an arm whose joints have no actuators, when a mocap body welded to it
     does; ``actuators`` says what the device has to drive instead."""
     for e in range(m.neq):
@@ -162,7 +162,7 @@ def _mocap_driven(m, actuators) -> str:
     return ''
 
 
-def _no_fingertip(ctx) -> str:
+def _no_fingertip(ctx: Context) -> str:
     """Why no finger of a hand can be driven to a point by IK on its joints."""
     m = ctx.model
     tendons = int((m.actuator_trntype == mujoco.mjtTrn.mjTRN_TENDON).sum())
@@ -281,7 +281,8 @@ def _span(ctx, jid, share):
     return (lo + hi) / 2, half
 
 
-def _clear_line(m, q_from, q_to, contacts0, samples: int = 12) -> bool:
+def _clear_line(m: mujoco.MjModel, q_from: np.ndarray, q_to: np.ndarray,
+                contacts0: set[tuple[int, int]], samples: int = 12) -> bool:
     """Whether the straight joint-space line between two poses touches nothing new (a
     joint-path move_to follows it): a target behind the furniture is no reachable one."""
     d = mujoco.MjData(m)
@@ -315,7 +316,7 @@ def check_move_to(ctx: Context, count: int = TARGETS, seed: int = 0) -> CheckRes
     # A free-standing robot on MuJoCo's soft contacts creeps however well its servos hold
     # (as in the hold check): 2 s later, the end may also have moved as far as the same
     # state with the same servo ctrl moves it in bare MuJoCo (position servos only).
-    creeps = _end_floats(ctx) and all(g.drive == 'position' for g in ctx.held)
+    creeps = _end_floats(ctx, ctx.end) and all(g.drive == 'position' for g in ctx.held)
     worst_creep = 0.0
     for i, target in enumerate(targets):
         try:
@@ -354,11 +355,11 @@ def check_move_to(ctx: Context, count: int = TARGETS, seed: int = 0) -> CheckRes
     return r
 
 
-def _end_floats(ctx) -> bool:
+def _end_floats(ctx: Context, end: tuple[str, str]) -> bool:
     """Whether the end point's own chain hangs from a free joint (the robot stands free);
     a free object elsewhere in the scene (a kettle on the counter) does not count."""
     m = ctx.model
-    kind, name = ctx.end
+    kind, name = end
     body = int(m.site_bodyid[m.site(name).id]) if kind == 'site' else m.body(name).id
     while body > 0:
         for j in range(m.body_jntadr[body], m.body_jntadr[body] + m.body_jntnum[body]):
@@ -572,7 +573,8 @@ def check_trajectory_small(ctx: Context) -> CheckResult:
     return check_trajectory(ctx, seed=2, small=True)
 
 
-def _clear_goal(ctx, rng, joints, tries: int = 200, small: bool = False):
+def _clear_goal(ctx: Context, rng: np.random.Generator, joints: Sequence[str], tries: int = 200,
+                small: bool = False) -> np.ndarray | None:
     """A goal within half of RANGE_SHARE of each joint's range (centred) that the straight
     joint path from here reaches touching nothing the start pose does not, as a planner's
     path would: a timed path through the furniture is no test of the device."""
@@ -584,7 +586,7 @@ def _clear_goal(ctx, rng, joints, tries: int = 200, small: bool = False):
     contacts0 = _contact_pairs(m, d)
     adr = [int(m.jnt_qposadr[m.joint(j).id]) for j in joints]
     for _ in range(tries):
-        goal = []
+        goal: list[float] = []
         for j, a in zip(joints, adr, strict=True):
             jid = m.joint(j).id
             if small:
@@ -847,7 +849,7 @@ def _subtree(m, top):
     return [b for b in range(m.nbody) if b == top or _is_below(m, b, top)]
 
 
-def _is_below(m, b, top) -> bool:
+def _is_below(m: mujoco.MjModel, b: int, top: int) -> bool:
     while b > 0:
         b = int(m.body_parentid[b])
         if b == top:

@@ -27,9 +27,14 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ..errors import DeviceError
 from ..joint_view import FREE, view
+
+if TYPE_CHECKING:
+    from .model import ZooModel
+    from .sensors_found import SensorFound
 
 KINDS = ('auto', 'arm', 'legged', 'hand', 'other')
 
@@ -59,7 +64,7 @@ def _is_urdf(path: str) -> bool:
         return is_urdf(handle.read(4096))
 
 
-def _kind(zm, asked: str) -> str:
+def _kind(zm: 'ZooModel', asked: str) -> str:
     """``asked``, or from the model: a free joint (a floating base) makes it legged, and
     anything else an arm. A URDF's base is fixed to the world (no floating joint), so a
     quadruped or humanoid URDF needs ``--kind legged``: guessing limbs from the tree got
@@ -73,7 +78,7 @@ def _kind(zm, asked: str) -> str:
     return 'legged' if view(m).of_kind(FREE) else 'arm'
 
 
-def _sensors(zm) -> list:
+def _sensors(zm: 'ZooModel') -> 'list[SensorFound]':
     """The sensors of the model (``sensors_found``), each tried once; a model that does
     not load gives none here (the battery says why)."""
     import mujoco

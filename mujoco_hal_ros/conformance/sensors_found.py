@@ -10,6 +10,7 @@ publish nothing or NaN is a failure here, before a launch.
 from dataclasses import dataclass
 import math
 from types import SimpleNamespace
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -44,7 +45,8 @@ def _at_start(model):
     return data
 
 
-def _try_lidar(model, data, cfg) -> tuple[str, str]:
+def _try_lidar(model: mujoco.MjModel, data: mujoco.MjData,
+               cfg: dict[str, Any]) -> tuple[str, str]:
     """(what is wrong or '', what the scan saw) of one scan at ``data``'s pose."""
     from ..sensors.lidar import Lidar
     snap = SimpleNamespace(qpos=data.qpos.copy(), time=float(data.time),
@@ -113,5 +115,5 @@ def find(model: mujoco.MjModel) -> list[SensorFound]:
     return out
 
 
-def _body(model, b) -> str:
+def _body(model: mujoco.MjModel, b: int) -> str:
     return mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, b) or f'body{b}'

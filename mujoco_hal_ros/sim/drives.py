@@ -10,7 +10,7 @@ and evaluated by the stepper with the functions below, once a step or once a chu
 stepper owns the thread and the state; this module owns the laws.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple, TYPE_CHECKING
 
 import mujoco
@@ -419,7 +419,9 @@ def feed_forward(ht: HoldTorque, model: mujoco.MjModel, data: mujoco.MjData,
     return ht.actuators, out
 
 
-def _flips(g: ClampGuard, data: mujoco.MjData, ctrl: np.ndarray, mobility):
+def _flips(g: ClampGuard, data: mujoco.MjData, ctrl: np.ndarray,
+           mobility: np.ndarray | Callable[[], np.ndarray],
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(flip, force, rest, limit) for the guarded servos this step, ``ctrl`` as sent: which
     ones MuJoCo will clamp so that its explicit step carries their speed across the band to
     the opposite limit. The step's acceleration is predicted from the last one (``qacc``,

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _refuse(args, err: DeviceError) -> int:
+def _refuse(args: argparse.Namespace, err: DeviceError) -> int:
     print(f'evaluate_policy: {err}', file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps({'error': err.to_dict()}), flush=True)

@@ -205,7 +205,8 @@ class DevicePolicyRunner:
         draw, model = self.draw, self.model
         record = self.record
 
-        def apply(p: 'Physics'):
+        def apply(p: Physics) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
+                                       np.ndarray | None]:
             if p.model is not model:
                 raise DeviceError(errors.PREEMPTED, 'another request swapped the device\'s '
                                   'model before the episode started; nothing ran',
@@ -220,7 +221,8 @@ class DevicePolicyRunner:
         """Physics thread: one control period of the reference loop on the device's data."""
         model, task, record = self.model, self.task, self.record
 
-        def apply(p: 'Physics'):
+        def apply(p: Physics) -> tuple[np.ndarray, np.ndarray, np.ndarray, float,
+                                       np.ndarray | None, bool]:
             if p.model is not model or p.time != t_expected:
                 raise DeviceError(errors.PREEMPTED, 'another request stepped, reset or '
                                   'swapped the device during the lockstep episode',

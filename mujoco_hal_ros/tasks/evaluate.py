@@ -38,6 +38,7 @@ from .task import Frame, Task
 
 if TYPE_CHECKING:
     from ..pool.pool import EnvPool
+    from ..dataset.generate_record import RolloutRecorder
     from ..pool.ray_pool import RayPool
 
 MAX_EPISODES = 10_000_000
@@ -254,7 +255,7 @@ def evaluate(task: Task, policy: Policy | Callable[..., Any] | str, episodes: in
                                policy=policy.name)
     own_pool = pool is None
     try:
-        if own_pool:
+        if pool is None:             # own_pool
             assert nthread is not None     # checked above when no pool was given
             pool = task.make_pool(min(envs, n_ep), nthread=nthread)
         report = _run(task, policy, n_ep, min(envs, n_ep), seed, pool, videos, progress,
@@ -270,7 +271,9 @@ def evaluate(task: Task, policy: Policy | Callable[..., Any] | str, episodes: in
             pool.close()
 
 
-def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress, sink=None):
+def _run(task: Task, policy: Policy, n_ep: int, m: int, seed: int, pool: 'EnvPool | RayPool',
+         record: set[int], progress: Callable[[int, int], bool | None] | None,
+         sink: 'RolloutRecorder | None' = None) -> EvaluationReport:
     t0 = time.perf_counter()
     lay = task.layout
     qpos_at = next(off for name, off, _ in lay.components if name == 'qpos')
@@ -340,7 +343,9 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress, sink
         ctrl = amap.full_ctrl(sp, ctrl0[ids])
         if sink is not None:    # the stored float32 action is exactly what runs
             ctrl = ctrl.astype(np.float32).astype(np.float64)
-            images = (pool.render(sink.cameras, ids, width=sink.width, height=sink.height)
+            # evaluate refused a pool without render() (a RayPool) for a dataset's images
+            images = (pool.render(sink.cameras, ids,  # type: ignore[union-attr]
+                                  width=sink.width, height=sink.height)
                       if sink.cameras else None)
             sink.frames(ep_of[ids], qpos[ids], qvel[ids], ctrl, images)
         res = pool.step(task.decimation, ctrl=ctrl, env_ids=ids, sensors=use_sens)

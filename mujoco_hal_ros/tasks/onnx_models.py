@@ -8,11 +8,15 @@ shape learned locomotion policies have, for timing. Both take float32 ``(batch, 
 
 from collections.abc import Sequence
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    import onnx
 
-def _save(graph, path: str) -> str:
+
+def _save(graph: 'onnx.GraphProto', path: str) -> str:
     import onnx
     from onnx import helper
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)],

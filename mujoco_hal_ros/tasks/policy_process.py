@@ -215,7 +215,7 @@ class ProcessPolicy(Policy):
         del buf[:n]
         return out
 
-    def _wait(self, fd, deadline, what, write: bool = False):
+    def _wait(self, fd: int, deadline: float, what: str, write: bool = False) -> None:
         """Until ``fd`` is ready; a cancel or the deadline kills the worker and raises."""
         while True:
             if self._cancelled.is_set():

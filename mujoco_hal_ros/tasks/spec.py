@@ -134,7 +134,8 @@ class _Checker:
                 raise self.error(f'{key}.{k}' if key else k, 'is required')
         return value
 
-    def number(self, value, key, low=None, high=None, positive: bool = False):
+    def number(self, value: Any, key: str, low: float | None = None, high: float | None = None,
+               positive: bool = False) -> float:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise self.error(key, f'expected a number, got {type(value).__name__} '
                              f'{shorten(value)}', allowed='a finite number')
@@ -180,7 +181,7 @@ class _Checker:
                              allowed='a non-empty string')
         return value
 
-    def names(self, value, key, allow_all: bool = False):
+    def names(self, value: Any, key: str, allow_all: bool = False) -> tuple[str, ...] | None:
         if allow_all and value == 'all':
             return None
         if isinstance(value, str):

@@ -504,7 +504,8 @@ class Task:
                             where=f'{self._src}: {key}')
         return np.arange(lo, hi)
 
-    def _predicate(self, t: Term, role: str):
+    def _predicate(self, t: Term, role: str,
+                   ) -> tuple[str, str, Callable[[Frame], np.ndarray]]:
         a, key = t.args, f'{role}.{t.name}.{t.kind}'
         if t.kind in ('height_below', 'height_above', 'past'):
             pos = self._point(a, key)
@@ -569,7 +570,8 @@ class Task:
         return succ, fail
 
     # ------------------------------------------------------------------ rewards
-    def _reward(self, t: Term):
+    def _reward(self, t: Term,
+                ) -> tuple[str, float, Callable[[Frame], np.ndarray] | tuple[str, str]]:
         a, key = t.args, f'reward.{t.name}.{t.kind}'
         w = t.weight
         if t.kind == 'track_velocity':

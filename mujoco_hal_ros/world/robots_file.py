@@ -25,6 +25,7 @@ bounded, as a device file is (``device_file.read_yaml``: at most 1 MiB of UTF-8,
 most 32 deep, no YAML aliases, no key twice), and a URDF at most ``MAX_URDF_CHARS``.
 """
 
+from collections.abc import Callable
 import os
 import re
 from typing import Any, NamedTuple, TYPE_CHECKING
@@ -74,7 +75,8 @@ def _namespace(value: Any, where: str) -> str:
     return ns
 
 
-def _checked(check, value: Any, where: str) -> np.ndarray:
+def _checked(check: Callable[[Any, str], np.ndarray], value: Any,
+             where: str) -> np.ndarray:
     """``check(value, where)`` (a ``bounds`` check) with its refusal a ConfigError."""
     try:
         return check(value, where)

@@ -189,7 +189,7 @@ def job(req: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     return counts, payload
 
 
-def _limit_cpu(seconds) -> None:
+def _limit_cpu(seconds: float) -> None:
     used = resource.getrusage(resource.RUSAGE_SELF)
     now = used.ru_utime + used.ru_stime
     soft = int(now + seconds) + 1

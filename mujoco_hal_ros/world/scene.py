@@ -46,7 +46,7 @@ def load_model(path: str) -> mujoco.MjModel:
 _TOKEN = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 
 
-def _name(value, where, tokens: int | None = 1):
+def _name(value: Any, where: str, tokens: int | None = 1) -> str:
     ok = isinstance(value, str) and 0 < len(value) <= 256
     parts = value.split('/') if ok else []
     if not ok or (tokens == 1 and len(parts) != 1) or \
