@@ -39,7 +39,8 @@ class RenderRegistry:
         self._device = device
         self._states = {generation: RenderState(model)}
         self._renderers: dict[RendererKey, CameraRenderer] = {}
-        self._retired: list[CameraRenderer] = []      # renderers of replaced models: close_retired closes them
+        # renderers of replaced models: close_retired closes them
+        self._retired: list[CameraRenderer] = []
         self._lock = threading.Lock()
 
     # --- following swaps (the device calls these) -------------------------------------------

@@ -26,7 +26,8 @@ class RenderState:
 
     def __init__(self, model: mujoco.MjModel) -> None:
         self.model = model
-        self._data: mujoco.MjData | None = None             # made on first use: a device without cameras never
+        # made on first use: a device without cameras never
+        self._data: mujoco.MjData | None = None
         self._lock = threading.Lock()
 
     @contextlib.contextmanager

@@ -11,8 +11,6 @@ that runs now (``device.swap``, ``sim.swap``), scene edits, the world at run tim
 and rendering (``device.scene``, ``physics``, ``sensing``, ``cameras``). Each part gets the
 narrow interface it uses (``sim.ports``), not the device."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Collection, Mapping, Sequence
 import logging
 import os
@@ -46,15 +44,12 @@ from . import drives as drive_laws, keyframes, names
 from .events import Log, ModelSwapped, Swaps  # noqa: F401 - importable from here
 from .physics import Physics
 from .robots import Robots
+from .snapshot import Snapshot
 from .stepper import Stepper
 from .swap import ModelState, ModelSwap, native_of
 
 DEFAULTS = {'action_wait': 8.0, 'tolerance': 1e-3, 'aim_tolerance': np.deg2rad(3.0)}
 LOG = logging.getLogger('mujoco_hal_ros.device')
-
-if TYPE_CHECKING:
-    from ..world.sandbox import Sandbox
-    from .snapshot import Snapshot
 
 
 def _log_start(model_path: str, keyframe_name: str | int | None, gravcomp_bodies: list[int],
@@ -162,7 +157,7 @@ class Device:
         self.audit = Log(2000)
         self.events = Log(200)
         self.runner = MoveRunner(self)   # the running moves, one a robot (motion.runner)
-        self._chunk_hooks: tuple[Callable[[Physics], Any], ...] = ()    # on_every_chunk: read-outs after every chunk
+        self._chunk_hooks: tuple[Callable[[Physics], Any], ...] = ()  # on_every_chunk's
         laws = drive_laws.build(mj, layout, key_id)
         self.stepper = Stepper(mj, data, laws=laws,
                                real_time_factor=rtf, start_paused=bool(start_paused),
@@ -244,9 +239,8 @@ class Device:
                      'real_time_factor': self.stepper.real_time_factor})
         return desc
 
-    def read(self, names: str | Collection[str] | None = None,
-             snapshot: Snapshot | None = None, *,
-             layout: Layout | None = None) -> dict[str, float]:
+    def read(self, names: str | Collection[str] | None = None, snapshot: Snapshot | None = None,
+             *, layout: Layout | None = None) -> dict[str, float]:
         """Scalar read channels in their own units, from one consistent snapshot;
         ``layout``: one robot's channels (``RobotView``) instead of the device's."""
         snap = snapshot or self.snapshot
@@ -272,8 +266,7 @@ class Device:
             out[c.name] = float(c.to_unit(native))
         return out
 
-    def goals(self, setpoint: bool = False, *,
-              layout: Layout | None = None) -> dict[str, float]:
+    def goals(self, setpoint: bool = False, *, layout: Layout | None = None) -> dict[str, float]:
         """Each goal channel's target in its own unit: the goal it was last given (where its
         path ends), as a device reads back a write channel. ``setpoint=True``: where the
         path is now instead. A velocity servo held to a position keeps its channel's
@@ -397,8 +390,7 @@ class Device:
         return self.runner.latest
 
     # --- actions ----------------------------------------------------------------------------
-    def run_action(self, name: str, args: Mapping[str, Any] | None = None,
-                   **kw: Any) -> Any:
+    def run_action(self, name: str, args: Mapping[str, Any] | None = None, **kw: Any) -> Any:
         """Run a device-file action by name: ``hold``, or a move_to with its arguments."""
         act = self.action(name)
         if act.command == 'hold':
@@ -559,7 +551,7 @@ class Device:
                       stacklevel=2)
         return getattr(parts[part], new)
 
-    def __enter__(self) -> Device:
+    def __enter__(self) -> 'Device':
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -584,6 +576,7 @@ _MOVED = {
 
 
 if TYPE_CHECKING:
+    from ..world.sandbox import Sandbox
     from . import ports
     from .swap import SwapHost
 

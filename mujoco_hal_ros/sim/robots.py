@@ -284,7 +284,7 @@ class Robots:
     def __init__(self, world: RobotWorld) -> None:
         self.world = world
         self._views: dict[str, RobotView] = {}   # namespace -> RobotView
-        self._prefixes: tuple[str, ...] = ()                   # read on the physics thread: replaced whole
+        self._prefixes: tuple[str, ...] = ()   # read on the physics thread: replaced whole
         self._lock = threading.Lock()
         # (namespace, why): a swap took them
         self.removed: collections.deque[tuple[str, str]] = collections.deque(maxlen=100)

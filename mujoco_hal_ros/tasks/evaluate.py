@@ -37,8 +37,8 @@ from .policies import check_actions, make_policy, Policy
 from .task import Frame, Task
 
 if TYPE_CHECKING:
-    from ..pool.pool import EnvPool
     from ..dataset.generate_record import RolloutRecorder
+    from ..pool.pool import EnvPool
     from ..pool.ray_pool import RayPool
 
 MAX_EPISODES = 10_000_000

@@ -36,7 +36,8 @@ class SceneEdits:
         self._start_path = start_path   # the world unload_world goes back to
         self._spec: Scene | None = None  # the Scene edits start from, parsed on first edit
         self._spawned: dict[str, list[str]] = {}   # entity name -> its bodies
-        self._homes: dict[str, tuple[dict[str, float], dict[str, float]]] = {}   # entity name -> its home (scene.entity_home)
+        # entity name -> its home (scene.entity_home)
+        self._homes: dict[str, tuple[dict[str, float], dict[str, float]]] = {}
         self.lock = swap.lock           # one change of model at a time, an edit start to end
 
     # --- what the edits share -------------------------------------------------------------
