@@ -21,7 +21,7 @@ last step the expert holds its last setpoints. The task's action must be the act
 own setpoints (``mode: absolute``, ``units: channel``, ``scale: 1``, every actuator).
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 import math
 from typing import Any
@@ -215,7 +215,7 @@ class ScriptedExpert(Policy):
                               where='task.observation', allowed=f'command: [{name}]')
 
     @staticmethod
-    def _actuators_of(model, joint_ids) -> np.ndarray:
+    def _actuators_of(model: mujoco.MjModel, joint_ids: Iterable[int]) -> np.ndarray:
         out = []
         for j in joint_ids:
             ids = [i for i in range(model.nu)

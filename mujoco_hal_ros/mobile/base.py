@@ -16,6 +16,7 @@ device with a parked base reads idle; ``hold`` ends the plan too and holds the w
 they are; the next command takes the joints again.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 import threading
@@ -58,7 +59,7 @@ class OdometryState:
 class _Joints:
     """Addresses of the controller's joints in one model."""
 
-    def __init__(self, model, config: cfg.DriveConfig):
+    def __init__(self, model: mujoco.MjModel, config: cfg.DriveConfig) -> None:
         self.traction = self._find(model, config, config.wheel_joints, 'velocity')
         self.steering = self._find(model, config, config.steering_joints, 'position')
         acts = [a for a, _q, _d in self.traction + self.steering]
@@ -93,7 +94,8 @@ class _Joints:
 class _DrivePlan(Plan):
     """The controller's output as a plan: one row of setpoints per control tick."""
 
-    def __init__(self, base: 'BaseController', actuators, t0: float):
+    def __init__(self, base: 'BaseController', actuators: Sequence[int] | np.ndarray,
+                 t0: float) -> None:
         super().__init__(actuators, t0, math.inf)
         self.base = base
         self.mask = np.ones(len(actuators), dtype=bool)

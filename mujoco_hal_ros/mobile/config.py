@@ -110,11 +110,11 @@ class ControllersFile:
         return [n for n, t in self.types.items() if t in types]
 
 
-def _last(key) -> str:
+def _last(key: object) -> str:
     return str(key).rstrip('/').split('/')[-1]
 
 
-def _blocks(doc, path) -> dict[str, dict]:
+def _blocks(doc: Any, path: str) -> dict[str, dict]:
     """``<name>: ros__parameters: {...}`` of each controller (``/**/name`` keys too)."""
     out = {}
     if not isinstance(doc, dict):
@@ -129,27 +129,27 @@ def _blocks(doc, path) -> dict[str, dict]:
 class _Reader:
     """Typed reads of one controller block, each key checked and named when refused."""
 
-    def __init__(self, name: str, block: dict):
+    def __init__(self, name: str, block: dict) -> None:
         self.name = name
         self.flat: dict[str, Any] = {}
         self._walk('', block)
         self.used: set[str] = set()
 
-    def _walk(self, prefix, node):
+    def _walk(self, prefix: str, node: dict) -> None:
         for k, v in node.items():
             if isinstance(v, dict):
                 self._walk(f'{prefix}{k}.', v)
             else:
                 self.flat[f'{prefix}{k}'] = v
 
-    def _where(self, key) -> str:
+    def _where(self, key: str) -> str:
         return f'controllers_file: {self.name}.{key}'
 
-    def has(self, key) -> bool:
+    def has(self, key: str) -> bool:
         return key in self.flat
 
-    def number(self, key, default=NAN, *, low=None, positive: bool = False,
-               allow_nan: bool = False):
+    def number(self, key: str, default: float = NAN, *, low: float | None = None,
+               positive: bool = False, allow_nan: bool = False) -> float:
         self.used.add(key)
         value = self.flat.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -165,14 +165,14 @@ class _Reader:
             raise ConfigError(f'must be at least {low}, got {value!r}', where=self._where(key))
         return value
 
-    def flag(self, key, default):
+    def flag(self, key: str, default: bool) -> bool:
         self.used.add(key)
         value = self.flat.get(key, default)
         if not isinstance(value, bool):
             raise ConfigError(f'expected true or false, got {value!r}', where=self._where(key))
         return value
 
-    def text(self, key, default: str = ''):
+    def text(self, key: str, default: str = '') -> str:
         self.used.add(key)
         value = self.flat.get(key, default)
         if not isinstance(value, str) or len(value) > 256 or '\0' in value:
@@ -180,7 +180,7 @@ class _Reader:
                               where=self._where(key))
         return value
 
-    def names(self, key, *, required: bool = True):
+    def names(self, key: str, *, required: bool = True) -> list[str]:
         self.used.add(key)
         value = self.flat.get(key)
         if value is None and not required:
@@ -193,7 +193,7 @@ class _Reader:
                               where=self._where(key))
         return list(value)
 
-    def doubles(self, key, n, default):
+    def doubles(self, key: str, n: int, default: Iterable[float]) -> tuple[float, ...]:
         self.used.add(key)
         value = self.flat.get(key, list(default))
         if not isinstance(value, list) or len(value) != n or any(
@@ -203,7 +203,7 @@ class _Reader:
                               where=self._where(key))
         return tuple(float(v) for v in value)
 
-    def axis(self, prefix) -> AxisLimits:
+    def axis(self, prefix: str) -> AxisLimits:
         """``linear.x.*`` or ``angular.z.*``: Kilted's NaN-is-unlimited form, and the older
         ``has_*_limits`` switches (a limit counts only where its switch is on)."""
         got = {}
@@ -228,11 +228,11 @@ class _Reader:
             self.number(f'{prefix}.{key}', allow_nan=True)
         return AxisLimits(**got)
 
-    def unread(self):
+    def unread(self) -> list[str]:
         return sorted(k for k in self.flat if k not in self.used)
 
 
-def _common(r: _Reader, name, kind, update_rate, timeout_key) -> dict:
+def _common(r: _Reader, name: str, kind: str, update_rate: float, timeout_key: str) -> dict:
     return dict(
         name=name, type=kind, update_rate=update_rate,
         odom_frame_id=r.text('odom_frame_id', 'odom'),
@@ -279,7 +279,7 @@ def _mecanum(r: _Reader) -> dict:
     return {'traction': joints, 'radius': radius, 'lxly': lxly, 'offset': offset}
 
 
-def _steering(r: _Reader, kind) -> dict:
+def _steering(r: _Reader, kind: str) -> dict:
     front = r.flag('front_steering', True)
     # Kilted's names first, then the Humble/Jazzy ones (rear/front wheels by front_steering)
     traction = r.names('traction_joints_names', required=False)

@@ -34,7 +34,8 @@ def _text(elem: ET.Element, tag: str) -> str | None:
     return found.text.strip() if found is not None and found.text else None
 
 
-def _number(elem, tag, default=None, notes=None, where: str = ''):
+def _number(elem: ET.Element, tag: str, default: float | None = None,
+            notes: list[str] | None = None, where: str = '') -> float | None:
     text = _text(elem, tag)
     if text is None:
         return default
