@@ -27,6 +27,7 @@ split cleanly; the declarations it produces (``SensorDeclaration``) are small an
 the reader that defines their meaning.
 """
 
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 import json
 import math
@@ -169,12 +170,12 @@ def from_json(text: str) -> list[SensorDeclaration]:
 
 # --- reading helpers --------------------------------------------------------------------
 
-def _local(tag) -> str:
+def _local(tag: object) -> str:
     """A tag without an XML namespace (``{uri}sensor`` -> ``sensor``)."""
     return tag.rsplit('}', 1)[-1] if isinstance(tag, str) else ''
 
 
-def _child(elem, *path) -> ET.Element | None:
+def _child(elem: ET.Element | None, *path: str) -> ET.Element | None:
     """The first element along ``path`` (tags without namespaces), or None."""
     for tag in path:
         if elem is None:
@@ -183,7 +184,7 @@ def _child(elem, *path) -> ET.Element | None:
     return elem
 
 
-def _text(elem, *path) -> str | None:
+def _text(elem: ET.Element | None, *path: str) -> str | None:
     got = _child(elem, *path)
     if got is None or got.text is None:
         return None
@@ -201,12 +202,13 @@ class _Notes:
         self.lines.append(f'{where}: {what}')
 
 
-def _short(text, limit: int = 60) -> str:
+def _short(text: object, limit: int = 60) -> str:
     text = str(text)
     return text if len(text) <= limit else text[:limit] + f'…({len(text)} chars)'
 
 
-def _number(text, where, notes, default, lo, hi, what) -> float:
+def _number(text: str | None, where: str, notes: _Notes, default: float, lo: float, hi: float,
+            what: str) -> float:
     """``text`` as a float in [lo, hi]; NaN, infinities, junk: ``default`` with a note;
     out of range: clamped with a note."""
     if text is None:
@@ -226,19 +228,20 @@ def _number(text, where, notes, default, lo, hi, what) -> float:
     return value
 
 
-def _count(text, where, notes, default, hi, what) -> int:
+def _count(text: str | None, where: str, notes: _Notes, default: float, hi: float,
+           what: str) -> int:
     value = _number(text, where, notes, float(default), 1.0, float(hi), what)
     return int(round(value))
 
 
-def _name(text) -> str:
+def _name(text: str | None) -> str:
     """A usable name: ASCII word characters only, bounded."""
     text = ''.join(c if (c.isascii() and (c.isalnum() or c == '_')) else '_'
                    for c in (text or '')[:MAX_NAME])
     return text.strip('_') or 'sensor'
 
 
-def _topic(text) -> str:
+def _topic(text: str | None) -> str:
     """A ROS topic name from what a tag gives: characters ROS refuses become ``_``, a
     token starting with a digit gets a ``_`` before it, empty tokens go; ``/`` in front
     (absolute) and ``~/`` (the plugin node's own) are kept. '' when nothing is left."""
@@ -253,7 +256,7 @@ def _topic(text) -> str:
     return head + '/'.join(tokens) if tokens else ''
 
 
-def _frame(text) -> str:
+def _frame(text: str | None) -> str:
     text = (text or '').strip()
     if not text or len(text) > MAX_NAME or any(c.isspace() for c in text) or \
             not text.isascii():
@@ -261,7 +264,7 @@ def _frame(text) -> str:
     return text.lstrip('/')
 
 
-def _pose(text, where, notes) -> tuple[float, ...]:
+def _pose(text: str | None, where: str, notes: _Notes) -> tuple[float, ...]:
     if text is None:
         return (0.0,) * 6
     parts = text.split()
@@ -276,7 +279,7 @@ def _pose(text, where, notes) -> tuple[float, ...]:
     return tuple(values)
 
 
-def _noise(elem, where, notes) -> Gaussian:
+def _noise(elem: ET.Element | None, where: str, notes: _Notes) -> Gaussian:
     """A ``<noise>`` element (``<type>gaussian</type><mean><stddev>``, or Gazebo Sim's
     ``<noise type="gaussian">``) as Gaussian; other types are noted."""
     if elem is None:
@@ -299,7 +302,7 @@ def _noise(elem, where, notes) -> Gaussian:
     return Gaussian(mean, std)
 
 
-def _plugin_name(filename) -> str:
+def _plugin_name(filename: str | None) -> str:
     base = (filename or '').rsplit('/', 1)[-1]
     if base.startswith('lib'):
         base = base[3:]
@@ -315,11 +318,11 @@ class _RosNames:
     """A ROS 2 gazebo_ros plugin's names: ``<ros><namespace>`` and ``<remapping>``s
     (``~/out:=scan``), resolved as its node would: ``~/x`` is ``<plugin name>/x``."""
 
-    def __init__(self, plugin, where, notes):
+    def __init__(self, plugin: ET.Element, where: str, notes: _Notes) -> None:
         ros = _child(plugin, 'ros')
         self.plugin_name = _name(plugin.get('name') or 'gazebo_ros')
         self.namespace = _topic(_text(ros, 'namespace')) if ros is not None else ''
-        self.rules = []
+        self.rules: list[tuple[str, str]] = []
         for elem in (c for c in (ros if ros is not None else ()) if _local(c.tag) in (
                 'remapping', 'argument')):
             text = (elem.text or '').strip()
@@ -353,7 +356,7 @@ class _RosNames:
         return f'{self.namespace}/{topic}'
 
 
-def _ros1_topic(namespace, base, topic) -> str:
+def _ros1_topic(namespace: str, base: str, topic: str | None) -> str:
     """A ROS 1 plugin's topic: absolute as given, else under ``base`` and the
     ``<robotNamespace>``."""
     topic = _topic(topic)
@@ -368,7 +371,8 @@ def _ros1_topic(namespace, base, topic) -> str:
 class _SensorReader:
     """One ``<sensor>`` element (either simulator) to a declaration."""
 
-    def __init__(self, elem, link, sim, notes, taken):
+    def __init__(self, elem: ET.Element, link: str, sim: bool, notes: _Notes,
+                 taken: set[str]) -> None:
         self.elem = elem
         self.link = link
         self.sim = sim                  # True: Gazebo Sim; False: Gazebo Classic
@@ -376,8 +380,9 @@ class _SensorReader:
         self.taken = taken
         self.raw_name = elem.get('name') or elem.get('type') or 'sensor'
         self.where = f'sensor {_short(self.raw_name)} on {_short(link)}'
+        self.plugin: ET.Element | None = None     # its ROS plugin (``read``)
 
-    def read(self, kind) -> list[SensorDeclaration]:
+    def read(self, kind: str) -> list[SensorDeclaration]:
         elem, notes, where = self.elem, self.notes, self.where
         plugin = _child(elem, 'plugin')
         plugin_kind = None
@@ -442,20 +447,20 @@ class _SensorReader:
                         for role, t in d.topics.items()}
         return out
 
-    def _unique(self, name) -> str:
+    def _unique(self, name: str) -> str:
         unique, k = name, 2
         while unique in self.taken:
             unique, k = f'{name}_{k}', k + 1
         self.taken.add(unique)
         return unique
 
-    def _unused_plugin_keys(self, plugin) -> None:
+    def _unused_plugin_keys(self, plugin: ET.Element) -> None:
         unused = sorted({_local(c.tag) for c in plugin} - PLUGIN_KEYS)
         if unused:
             self.notes.add(self.where, f'plugin <{">, <".join(_short(u, 30) for u in unused)}'
                            '> not supported; ignored')
 
-    def _unused(self, kind) -> None:
+    def _unused(self, kind: str) -> None:
         known = HARMLESS | {'ray', 'lidar', 'camera', 'imu', 'contact', 'force_torque',
                             'noise', 'depth_camera'}
         unused = [_local(c.tag) for c in self.elem if _local(c.tag) not in known]
@@ -463,7 +468,7 @@ class _SensorReader:
             self.notes.add(self.where, f'<{">, <".join(_short(u, 30) for u in unused)}> not '
                            'supported; ignored')
 
-    def _frame(self, base) -> None:
+    def _frame(self, base: SensorDeclaration) -> None:
         p, elem = self.plugin, self.elem
         frame = None
         if p is not None:
@@ -483,7 +488,8 @@ class _SensorReader:
                                'link\'s frame used')
 
     # --- names ------------------------------------------------------------------------------
-    def _classic_topic(self, default, ros1_keys=(), base: str = ''):
+    def _classic_topic(self, default: str, ros1_keys: Sequence[str] = (),
+                       base: str = '') -> str:
         """The topic a Gazebo Classic plugin publishes ``default`` (its ROS 2 name, e.g.
         ``~/out`` or ``camera/image_raw``) on."""
         p = self.plugin
@@ -499,7 +505,7 @@ class _SensorReader:
             return _ros1_topic(ns, base, default.rsplit('/', 1)[-1])
         return _ros1_topic(ns, base, given)
 
-    def _sim_topic(self, default) -> str:
+    def _sim_topic(self, default: str) -> str:
         topic = _topic(_text(self.elem, 'topic'))
         if topic:
             return topic
@@ -508,7 +514,7 @@ class _SensorReader:
         return default
 
     # --- kinds ------------------------------------------------------------------------------
-    def _lidar(self, d) -> list[SensorDeclaration]:
+    def _lidar(self, d: SensorDeclaration) -> list[SensorDeclaration]:
         notes, where = self.notes, self.where
         ray = _child(self.elem, 'lidar') if self.sim else None
         ray = ray if ray is not None else _child(self.elem, 'ray')
@@ -557,7 +563,7 @@ class _SensorReader:
         noise = _noise(_child(ray, 'noise'), where, notes)
         if not noise.off:
             d.noise['range'] = noise
-        output: str | None = 'scan' if d.vertical_samples == 1 else 'points'
+        output = 'scan' if d.vertical_samples == 1 else 'points'
         p = self.plugin
         if self.sim:
             topic = self._sim_topic(d.name)
@@ -566,15 +572,15 @@ class _SensorReader:
             pname = _plugin_name(p.get('filename')) if p is not None else ''
             out_type = (_text(p, 'output_type') or '') if p is not None else ''
             if pname == 'gazebo_ros_ray_sensor':
-                output = {'sensor_msgs/LaserScan': 'scan', 'sensor_msgs/msg/LaserScan': 'scan',
-                          'sensor_msgs/PointCloud2': 'points',
-                          'sensor_msgs/msg/PointCloud2': 'points', '': 'points',
-                          'sensor_msgs/Range': 'range', 'sensor_msgs/msg/Range': 'range'}.get(
-                              out_type, None)
-                if output is None:
+                given = {'sensor_msgs/LaserScan': 'scan', 'sensor_msgs/msg/LaserScan': 'scan',
+                         'sensor_msgs/PointCloud2': 'points',
+                         'sensor_msgs/msg/PointCloud2': 'points', '': 'points',
+                         'sensor_msgs/Range': 'range', 'sensor_msgs/msg/Range': 'range'}.get(
+                             out_type, None)
+                if given is None:
                     notes.add(where, f'output_type {_short(out_type)!r} is not supported '
                               '(LaserScan, PointCloud2, Range); PointCloud2 used')
-                    output = 'points'
+                output = given or 'points'
                 if output == 'range':      # a sonar or an infrared ranger: the nearest return
                     kind = (_text(p, 'radiation_type') or 'infrared').lower()
                     if kind not in ('infrared', 'ultrasound'):
@@ -599,7 +605,7 @@ class _SensorReader:
             d.topics = {output: self._classic_topic(default, ('topicName',))}
         return [d]
 
-    def _cameras(self, d) -> list[SensorDeclaration]:
+    def _cameras(self, d: SensorDeclaration) -> list[SensorDeclaration]:
         cams = [c for c in self.elem if _local(c.tag) in ('camera', 'depth_camera')]
         if not cams:
             self.notes.add(self.where, 'no <camera>; 640x480 at 60 degrees used')
@@ -622,7 +628,8 @@ class _SensorReader:
             out.append(one)
         return out
 
-    def _camera(self, d, cam, sub, kind) -> None:
+    def _camera(self, d: SensorDeclaration, cam: ET.Element, sub: str | None,
+                kind: str) -> None:
         notes, where = self.notes, self.where
         image = _child(cam, 'image')
         d.width = _count(_text(image, 'width'), where, notes, 640, MAX_SIDE, 'image width')
@@ -660,7 +667,8 @@ class _SensorReader:
         else:
             self._classic_camera_topics(d, sub, kind)
 
-    def _classic_camera_topics(self, d, sub, kind) -> None:
+    def _classic_camera_topics(self, d: SensorDeclaration, sub: str | None,
+                               kind: str) -> None:
         p = self.plugin
         name = _topic((_text(p, 'camera_name') or _text(p, 'cameraName'))
                       if p is not None else None) or _topic(self.raw_name)
@@ -683,7 +691,7 @@ class _SensorReader:
             else:
                 d.topics[role] = self._classic_topic(f'{name}/{default}')
 
-    def _sim_camera_topics(self, d, cam, kind) -> None:
+    def _sim_camera_topics(self, d: SensorDeclaration, cam: ET.Element, kind: str) -> None:
         topic = self._sim_topic(d.name)
         info = _topic(_text(cam, 'camera_info_topic'))
         if kind == 'rgbd':
@@ -699,7 +707,7 @@ class _SensorReader:
             return
         d.topics = {'image': topic, 'info': info}
 
-    def _imu(self, d) -> SensorDeclaration:
+    def _imu(self, d: SensorDeclaration) -> SensorDeclaration:
         notes, where = self.notes, self.where
         imu = _child(self.elem, 'imu')
         for role, tag in (('gyro', 'angular_velocity'), ('accel', 'linear_acceleration')):
@@ -740,7 +748,7 @@ class _SensorReader:
             d.topics = {'imu': self._classic_topic(default, ('topicName',))}
         return d
 
-    def _contact(self, d) -> SensorDeclaration:
+    def _contact(self, d: SensorDeclaration) -> SensorDeclaration:
         contact = _child(self.elem, 'contact')
         d.collisions = tuple(_short(c.text.strip(), MAX_NAME) for c in (contact or ())
                              if _local(c.tag) == 'collision' and c.text and c.text.strip())
@@ -755,7 +763,7 @@ class _SensorReader:
                                                        ('bumperTopicName',))}
         return d
 
-    def _force_torque(self, d) -> SensorDeclaration:
+    def _force_torque(self, d: SensorDeclaration) -> SensorDeclaration:
         p = self.plugin
         if p is not None:
             for key in ('gaussian_noise', 'gaussianNoise'):
@@ -785,7 +793,7 @@ class _SensorReader:
         return d
 
 
-def _compose(a, b) -> tuple[float, ...]:
+def _compose(a: Sequence[float], b: Sequence[float]) -> tuple[float, ...]:
     """Pose ``b`` (x y z r p y) expressed in pose ``a``, as x y z r p y."""
     ra, rb = _rpy_matrix(a[3:]), _rpy_matrix(b[3:])
     pos = [a[i] + sum(ra[i][k] * b[k] for k in range(3)) for i in range(3)]
@@ -796,7 +804,7 @@ def _compose(a, b) -> tuple[float, ...]:
     return tuple(pos) + (roll, pitch, yaw)
 
 
-def _rpy_matrix(rpy):
+def _rpy_matrix(rpy: Sequence[float]) -> list[list[float]]:
     r, p, y = rpy
     cr, sr, cp, sp, cy, sy = (math.cos(r), math.sin(r), math.cos(p), math.sin(p),
                               math.cos(y), math.sin(y))
@@ -807,7 +815,8 @@ def _rpy_matrix(rpy):
 
 # --- ros2_control ---------------------------------------------------------------------------
 
-def _ros2_control(root, links, notes, taken) -> list[SensorDeclaration]:
+def _ros2_control(root: ET.Element, links: Collection[str | None], notes: _Notes,
+                  taken: set[str]) -> list[SensorDeclaration]:
     out = []
     for block in (c for c in root if _local(c.tag) == 'ros2_control'):
         for sensor in (c for c in block if _local(c.tag) == 'sensor'):
@@ -901,14 +910,15 @@ def parse(root: ET.Element) -> tuple[list[SensorDeclaration], list[str]]:
 MODEL_IMU_PLUGINS = ('gazebo_ros_imu', 'hector_gazebo_ros_imu')
 
 
-def _model_imu(plugin, ref, links, notes, taken) -> list[SensorDeclaration]:
+def _model_imu(plugin: ET.Element, ref: str | None, links: Collection[str | None],
+               notes: _Notes, taken: set[str]) -> list[SensorDeclaration]:
     """A ROS 1 model plugin IMU (``libgazebo_ros_imu.so``, hector's): on ``<bodyName>``
     (or the reference link), ``<topicName>``, ``<frameName>``/``<frameId>``,
     ``<updateRate>``, ``<gaussianNoise>``."""
     body = _text(plugin, 'bodyName') or _text(plugin, 'frameName') or \
         _text(plugin, 'frameId') or ref
     where = f'plugin {_short(plugin.get("name") or plugin.get("filename"))}'
-    if body not in links:
+    if body is None or body not in links:     # (links have names)
         notes.add(where, f'<bodyName> {_short(body)!r} is no link of the URDF; left out')
         return []
     elem = ET.Element('sensor', name=plugin.get('name') or 'imu', type='imu')
@@ -926,7 +936,7 @@ def parse_text(urdf: str) -> tuple[list[SensorDeclaration], list[str]]:
     return parse(root)
 
 
-def _is_gazebo_sim(elem) -> bool:
+def _is_gazebo_sim(elem: ET.Element) -> bool:
     """Gazebo Sim tags: a ``<topic>`` or ``gz_frame_id``, a ``<lidar>`` block or a type
     Classic lacks; ``libgazebo_ros_*`` plugins mean Classic."""
     plugin = _child(elem, 'plugin')
@@ -959,14 +969,14 @@ DIFF_DRIVE_GZ_SIM = ('gz-sim-diff-drive-system', 'ignition-gazebo-diff-drive-sys
                      'libgz-sim-diff-drive-system.so', 'libignition-gazebo-diff-drive-system.so')
 
 
-def _is_drive(plugin) -> bool:
+def _is_drive(plugin: ET.Element) -> bool:
     """A diff-drive plugin ``mobile.gazebo_drive`` serves (and notes) itself."""
     name = plugin.get('filename', '') or ''
     return name in DIFF_DRIVE_CLASSIC + DIFF_DRIVE_GZ_SIM or \
         plugin.get('name', '') in DIFF_DRIVE_GZ_SIM or 'DiffDrive' in name
 
 
-def _other_tags(ref, elems, notes) -> None:
+def _other_tags(ref: str | None, elems: Iterable[ET.Element], notes: _Notes) -> None:
     """One note for what a ``<gazebo>`` element holds besides sensors."""
     surface = sorted({_local(e.tag) for e in elems if _local(e.tag) in _SURFACE})
     where = f'<gazebo reference="{_short(ref)}">' if ref else '<gazebo>'

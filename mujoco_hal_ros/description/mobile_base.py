@@ -91,7 +91,7 @@ def lowest_point(model: mujoco.MjModel, data: mujoco.MjData,
     return low
 
 
-def _on_axle(model, data, joint: int, body: int) -> bool:
+def _on_axle(model: mujoco.MjModel, data: mujoco.MjData, joint: int, body: int) -> bool:
     """Whether a colliding geom of ``body`` is centred on the joint's axis: a wheel turns
     about its own centre, a leg about a knee far from its foot."""
     anchor, axis = data.xanchor[joint], data.xaxis[joint]
@@ -142,7 +142,7 @@ def casters(model: mujoco.MjModel, continuous: Iterable[str], driven: Iterable[s
     return out
 
 
-def _below(model, body: int, ancestor: int) -> bool:
+def _below(model: mujoco.MjModel, body: int, ancestor: int) -> bool:
     while body > 0:
         if body == ancestor:
             return True

@@ -121,7 +121,8 @@ _MUJOCO_SENSORS = {
 }
 
 
-def _contact_site(spec, model, body, d) -> None:
+def _contact_site(spec: mujoco.MjSpec, model: mujoco.MjModel, body: mujoco.MjsBody,
+                  d: SensorDeclaration) -> None:
     """A box site around the link's geometry (its body frame), a little larger: MuJoCo's
     touch sensor sums the normal forces of contacts inside the site's volume."""
     bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, d.link)
@@ -140,7 +141,8 @@ def _contact_site(spec, model, body, d) -> None:
                   size=(hi - lo) / 2 + CONTACT_MARGIN, group=4)
 
 
-def _clip_note(model, cams, notes) -> None:
+def _clip_note(model: mujoco.MjModel, cams: Sequence[SensorDeclaration],
+               notes: list[str]) -> None:
     """MuJoCo clips every camera at the model's ``visual/map`` znear and zfar (fractions
     of its extent); a camera's own ``<clip>`` cannot be honoured, so say what holds."""
     if not cams:
@@ -155,7 +157,8 @@ def _clip_note(model, cams, notes) -> None:
                          '(visual/map znear, zfar)')
 
 
-def _frame_notes(model, mounted, notes) -> None:
+def _frame_notes(model: mujoco.MjModel, mounted: Sequence[SensorDeclaration],
+                 notes: list[str]) -> None:
     """A sensor stamped with a frame that is another link (a URDF's own optical frame, a
     ``frame_name`` elsewhere) is published as the tag says; where that link does not sit
     where the sensor measures from (at the URDF's zero pose), say so: Gazebo publishes

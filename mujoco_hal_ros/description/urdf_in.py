@@ -55,7 +55,7 @@ importer's quirks, run in one order by ``model_from_urdf``; each step is a funct
 own here.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 import hashlib
 import os
 import tempfile
@@ -162,7 +162,7 @@ def _readable(path, cache_dir):
     return path, ''
 
 
-def _fix_inertia(link, notes) -> None:
+def _fix_inertia(link: ET.Element, notes: list[str]) -> None:
     """Real description packages carry inertias MuJoCo refuses (not positive definite,
     zero, or principal moments breaking A + B >= C): replace the tensor by a valid one
     near it (eigenvalues clipped to MIN_INERTIA, the two smaller raised to half the
@@ -187,7 +187,7 @@ def _fix_inertia(link, notes) -> None:
     for k, (i, j) in zip(keys, ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)), strict=True):
         inertia.set(k, repr(float(fixed[i, j])))
     before = ', '.join(f'{k}={v[k]:.3g}' for k in keys)
-    after = ', '.join(f'{k}={float(inertia.get(k)):.3g}' for k in keys)
+    after = ', '.join(f'{k}={float(inertia.attrib[k]):.3g}' for k in keys)   # set just above
     notes.append(f'{link.get("name")}: inertia is no rigid body\'s (not positive definite '
                  f'or A + B < C): replaced by the nearest valid one ({before} -> {after})')
 
@@ -212,7 +212,7 @@ _SIZES = {'sphere': ('radius',), 'cylinder': ('radius', 'length'),
           'capsule': ('radius', 'length'), 'box': ('size',)}
 
 
-def _degenerate(elem) -> str:
+def _degenerate(elem: ET.Element) -> str:
     """Why a visual or collision shape cannot be built (a sphere of radius 0, as real
     packages carry for a frame marker), or ''."""
     geometry = elem.find('geometry')
@@ -236,7 +236,8 @@ def _unexpanded_xacro(root):
     return None
 
 
-def _prepare(root, package_roots, base_dir, cache_dir, notes) -> None:
+def _prepare(root: ET.Element, package_roots: Sequence[str], base_dir: str | None,
+             cache_dir: str, notes: list[str]) -> None:
     """Resolve meshes, drop what MuJoCo cannot read, set the importer's defaults."""
     for link in root.findall('link'):
         for tag in ('visual', 'collision'):
@@ -390,7 +391,12 @@ def _at_home(spec):
     return model, data
 
 
-def _size_gains(spec, built, wheels=()) -> None:
+#: What ``_add_actuators`` built: {actuator name: (kind, params, effort)}.
+_Built = Mapping[str, tuple[str, dict[str, str], float | None]]
+
+
+def _size_gains(spec: mujoco.MjSpec, built: _Built,
+                wheels: Collection[str] = ()) -> None:
     """Each servo's gains from the inertia its joint moves at the ``home`` keyframe and
     the timestep (``servo_gains``); a ``kp`` / ``kv`` / ``dampratio`` param of the
     <ros2_control> interface wins, as the real drive's tuning would."""
@@ -461,7 +467,7 @@ def _worst_gravity_torque(model):
     return worst
 
 
-def _drives_carry_weight(spec, built, notes) -> None:
+def _drives_carry_weight(spec: mujoco.MjSpec, built: _Built, notes: list[str]) -> None:
     """The servo joints' drives carry their links' weight (``actgravcomp``): the
     compensation is actuator force, so effort in joint_states is the holding torque,
     within the joint's effort limit. A joint whose effort limit is below what holding
@@ -485,7 +491,7 @@ def _drives_carry_weight(spec, built, notes) -> None:
                      'carried passively (a counterbalance): ' + ', '.join(passive))
 
 
-def _armature_floor(spec, notes) -> None:
+def _armature_floor(spec: mujoco.MjSpec, notes: list[str]) -> None:
     """Armature for joints that move almost nothing: massless links (URDF links with no
     <inertial>, raised to ``MIN_MASS``) on a mimic chain or a fingertip are ill-conditioned
     at a 2 ms step (an equality on a 1e-9 kg m^2 link spun it at thousands of rad/s), and
@@ -511,7 +517,7 @@ def _armature_floor(spec, notes) -> None:
                      + ', '.join(raised))
 
 
-def _no_self_collision(spec) -> None:
+def _no_self_collision(spec: mujoco.MjSpec) -> None:
     """As Gazebo does for a model unless it asks for ``self_collide``: the robot's links
     collide with the world and whatever is spawned into it, not with each other (URDF
     collision meshes of neighbouring links often overlap; MoveIt's SRDF keeps the planned
@@ -522,7 +528,7 @@ def _no_self_collision(spec) -> None:
             geom.contype, geom.conaffinity = 2, 1
 
 
-def _log_mass_repairs(root, model, notes) -> None:
+def _log_mass_repairs(root: ET.Element, model: mujoco.MjModel, notes: list[str]) -> None:
     """A note for each link whose mass MuJoCo had to raise (missing or below
     ``MIN_MASS``), before and after."""
     for link in root.findall('link'):
@@ -532,7 +538,7 @@ def _log_mass_repairs(root, model, notes) -> None:
             continue
         mass = link.find('inertial/mass')
         try:
-            given = float(mass.get('value')) if mass is not None else None
+            given = float(mass.get('value', '')) if mass is not None else None
         except (TypeError, ValueError):
             given = None
         got = float(model.body_mass[bid])
@@ -575,7 +581,7 @@ def _with_balanced_inertia(xml):
     return ET.tostring(root, encoding='unicode')
 
 
-def _add_home(spec, off_limits: float = 0.0) -> None:
+def _add_home(spec: mujoco.MjSpec, off_limits: float = 0.0) -> None:
     """Keyframe ``home``: every joint at 0 moved into its range (a URDF's zero pose can lie
     outside it, Panda's joint4 does), position servos aimed there. ``off_limits``: the
     share of its range a joint starts away from a limit it sits on (a free base: a
@@ -632,7 +638,7 @@ def _look_at(pos, target):
     return np.concatenate([x, np.cross(x, f)])
 
 
-def _default_scene(spec, floating: bool = False) -> None:
+def _default_scene(spec: mujoco.MjSpec, floating: bool = False) -> None:
     """Floor, light and an ``overview`` camera framing the robot's bounding sphere. The
     floor is at the robot's base (z = 0), or just below whatever hangs lower at ``home``
     (an arm whose zero pose reaches down, a legged robot fixed by its root link)."""

@@ -56,7 +56,7 @@ def default_mesh_dir() -> str:
     return os.path.join(base, 'mujoco_hal_ros', 'meshes')
 
 
-def _f(v) -> str:
+def _f(v: float) -> str:
     return f'{float(v):.17g}'
 
 
@@ -64,7 +64,7 @@ def _vec(v):
     return ' '.join(_f(x) for x in v)
 
 
-def quat_to_rpy(wxyz: Sequence[float]) -> tuple[float, float, float]:
+def quat_to_rpy(wxyz: Sequence[float] | np.ndarray) -> tuple[float, float, float]:
     """URDF's fixed-axis roll, pitch, yaw (R = Rz(yaw) Ry(pitch) Rx(roll)) of a quaternion."""
     m = np.empty(9)
     q = np.asarray(wxyz, dtype=float)
@@ -76,7 +76,7 @@ def quat_to_rpy(wxyz: Sequence[float]) -> tuple[float, float, float]:
     return math.atan2(r[2, 1], r[2, 2]), pitch, math.atan2(r[1, 0], r[0, 0])
 
 
-def _origin(pos, quat) -> str:
+def _origin(pos: Sequence[float] | np.ndarray, quat: Sequence[float] | np.ndarray) -> str:
     return f'<origin xyz="{_vec(pos)}" rpy="{_vec(quat_to_rpy(quat))}"/>'
 
 
@@ -104,7 +104,7 @@ def write_stl(path: str, vertices: np.ndarray, faces: np.ndarray) -> None:
     os.replace(tmp, path)
 
 
-def _unit_sphere(n: int = 16):
+def _unit_sphere(n: int = 16) -> tuple[np.ndarray, np.ndarray]:
     lat, lon = np.linspace(0, np.pi, n + 1), np.linspace(0, 2 * np.pi, 2 * n + 1)[:-1]
     v = np.array([[math.sin(a) * math.cos(b), math.sin(a) * math.sin(b), math.cos(a)]
                   for a in lat for b in lon])
@@ -248,7 +248,8 @@ def urdf_from_model(model: mujoco.MjModel, name: str | None = None, prefix: str 
     extra_links, joints = [], []
     identity = (np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0]))
 
-    def fixed(parent, child, pos, quat) -> None:
+    def fixed(parent: str, child: str, pos: Sequence[float] | np.ndarray,
+              quat: Sequence[float] | np.ndarray) -> None:
         joints.append(f'  <joint name={quoteattr(f"{child}_fixed")} type="fixed">'
                       f'<parent link={quoteattr(parent)}/><child link={quoteattr(child)}/>'
                       f'{_origin(pos, quat)}</joint>')
