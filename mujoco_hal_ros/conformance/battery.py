@@ -316,7 +316,7 @@ def check_move_to(ctx: Context, count: int = TARGETS, seed: int = 0) -> CheckRes
     # A free-standing robot on MuJoCo's soft contacts creeps however well its servos hold
     # (as in the hold check): 2 s later, the end may also have moved as far as the same
     # state with the same servo ctrl moves it in bare MuJoCo (position servos only).
-    creeps = _end_floats(ctx, ctx.end) and all(g.drive == 'position' for g in ctx.held)
+    creeps = _end_floats(ctx) and all(g.drive == 'position' for g in ctx.held)
     worst_creep = 0.0
     for i, target in enumerate(targets):
         try:
@@ -355,11 +355,12 @@ def check_move_to(ctx: Context, count: int = TARGETS, seed: int = 0) -> CheckRes
     return r
 
 
-def _end_floats(ctx: Context, end: tuple[str, str]) -> bool:
+def _end_floats(ctx: Context) -> bool:
     """Whether the end point's own chain hangs from a free joint (the robot stands free);
     a free object elsewhere in the scene (a kettle on the counter) does not count."""
     m = ctx.model
-    kind, name = end
+    assert ctx.end is not None      # check_move_to asks only with an end point
+    kind, name = ctx.end
     body = int(m.site_bodyid[m.site(name).id]) if kind == 'site' else m.body(name).id
     while body > 0:
         for j in range(m.body_jntadr[body], m.body_jntadr[body] + m.body_jntnum[body]):
