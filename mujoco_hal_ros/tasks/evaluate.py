@@ -333,7 +333,9 @@ def _run(task: Task, policy: Policy, n_ep, m, seed, pool, record, progress, sink
         ctrl = amap.full_ctrl(sp, ctrl0[ids])
         if sink is not None:    # the stored float32 action is exactly what runs
             ctrl = ctrl.astype(np.float32).astype(np.float64)
-            images = (pool.render(sink.cameras, ids, width=sink.width, height=sink.height)
+            # rendered while the pool steps on (an EnvPool's jobs), else here and now
+            render = getattr(pool, 'render_async', None) or pool.render
+            images = (render(sink.cameras, ids, width=sink.width, height=sink.height)
                       if sink.cameras else None)
             sink.frames(ep_of[ids], qpos[ids], qvel[ids], ctrl, images)
         res = pool.step(task.decimation, ctrl=ctrl, env_ids=ids, sensors=use_sens)
