@@ -194,8 +194,8 @@ class SimNode(GuardedNode):
         self.wrench_services = WrenchServices(self, device, self.bridge)
         self.robots = RobotsServed(self, device, self.bridge, self.state, self._robot_urdfs,
                                    {e.namespace: e for e in self._robot_entries})
-        self.policy = PolicyRuns(self, device, self.bridge)    # run_policy, stop_policy
-        self.datasets = DatasetServices(self, device, self.bridge)   # LeRobot datasets
+        self.policy = PolicyRuns(self, device, self.bridge, p)    # run_policy, stop_policy
+        self.datasets = DatasetServices(self, device, self.bridge, p)   # LeRobot datasets
         self.description = (DescriptionPublisher(self, device.model, self.frames,
                                                  self.urdf_text)
                             if p.publish_robot_description and self.republish else None)
