@@ -165,7 +165,7 @@ class CameraPublisher:
                 s.points_pub = node.create_publisher(PointCloud2, topic('points'), IMAGE_QOS)
                 s.cdepth_pub = node.create_publisher(
                     CompressedImage, f'{topic("depth")}/compressedDepth', IMAGE_QOS)
-            # type: ignore[arg-type] below: fastpath's RclPublisher protocol declares handle
+            # The two ignores below (arg-type): fastpath's RclPublisher protocol declares handle
             # and topic_name as settable attributes; rclpy's Publisher has them read-only
             # (properties), which is all BytesPublisher needs
             s.image_out = (BytesPublisher(s.image_pub)  # type: ignore[arg-type]
