@@ -165,13 +165,9 @@ class CameraPublisher:
                 s.points_pub = node.create_publisher(PointCloud2, topic('points'), IMAGE_QOS)
                 s.cdepth_pub = node.create_publisher(
                     CompressedImage, f'{topic("depth")}/compressedDepth', IMAGE_QOS)
-            # The two ignores below (arg-type): fastpath's RclPublisher protocol declares handle
-            # and topic_name as settable attributes; rclpy's Publisher has them read-only
-            # (properties), which is all BytesPublisher needs
-            s.image_out = (BytesPublisher(s.image_pub)  # type: ignore[arg-type]
-                           if self.raw else s.image_pub)
+            s.image_out = BytesPublisher(s.image_pub) if self.raw else s.image_pub
             s.depth_out = (s.depth_pub if s.depth_pub is None or not self.raw
-                           else BytesPublisher(s.depth_pub))  # type: ignore[arg-type]
+                           else BytesPublisher(s.depth_pub))
             self.streams.append(s)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
