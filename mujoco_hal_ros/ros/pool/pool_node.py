@@ -68,6 +68,8 @@ if TYPE_CHECKING:     # the hints only
 
     from ...viewer.web import WebViewer
 
+    Cost = Callable[[np.ndarray, np.ndarray], np.ndarray]   # EnvPool's cost(qpos, qvel)
+
 HEARTBEAT_S = 0.5
 MAX_GOALS = 2          # one evaluating, one waiting for it
 COSTS = ('none', 'qpos_distance')
@@ -300,8 +302,7 @@ class PoolNode(GuardedNode):
                                                        goal.randomize_values),
                     cost=self._cost(goal, n))
 
-    def _cost(self, goal: Evaluate.Goal, n: int) -> Callable[[np.ndarray, np.ndarray],
-                                                              np.ndarray] | None:
+    def _cost(self, goal: Evaluate.Goal, n: int) -> Cost | None:
         """The goal's named cost as the pool's ``cost(qpos, qvel)`` callable, or None."""
         name = goal.cost or 'none'
         if name not in COSTS:
