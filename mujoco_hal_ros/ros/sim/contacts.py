@@ -10,7 +10,7 @@ carries what MuJoCo gives: both bodies and geoms, position, normal, force and to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TYPE_CHECKING, TypeVar
 
 from builtin_interfaces.msg import Time
@@ -26,7 +26,6 @@ from ...srv import ApplyWrench, ClearWrenches
 from .. import conversions as cv
 
 if TYPE_CHECKING:                      # types only: no import at run time
-    from numpy.typing import ArrayLike
     from rclpy.node import Node
     from rclpy.publisher import Publisher
 
@@ -189,7 +188,7 @@ class WrenchServices:
         return res
 
 
-def arrow(frame: str, ns: str, mid: int, start: ArrayLike, end: ArrayLike,
+def arrow(frame: str, ns: str, mid: int, start: Iterable[float], end: Iterable[float],
           rgba: Sequence[float], stamp: Time, shaft: float = 0.01) -> Marker:
     m = Marker()
     m.header.frame_id, m.header.stamp = frame, stamp

@@ -15,6 +15,7 @@ if TYPE_CHECKING:                      # types only: no import at run time
     from rclpy.impl.rcutils_logger import RcutilsLogger
 
     from ...pool.pool import EnvPool
+    from ...pool.ray_pool import RayPool
     from ...viewer.web import ViewerSource
     from .params import SimParams
 
@@ -42,7 +43,7 @@ def attach_web_viewer(device: ViewerSource, p: SimParams, log: RcutilsLogger,
     return _start(device, p.web_viewer, p.web_viewer_host, log, title)
 
 
-def attach_pool_viewer(pool: EnvPool, params: Mapping[str, Any], log: RcutilsLogger,
+def attach_pool_viewer(pool: EnvPool | RayPool, params: Mapping[str, Any], log: RcutilsLogger,
                        title: str = 'pool_node') -> WebViewer | None:
     """pool_node's: ``params`` is its {name: value}; a bad environment stops the node."""
     if not params['web_viewer']:
