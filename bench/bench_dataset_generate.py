@@ -11,7 +11,8 @@ LeRobot dataset of their own:
           after episode: what a user would write
   pool    ``dataset.generate.generate`` on an EnvPool of ``--nthread`` threads and as many
           environments: stepping in the batch library's threads, rendering on the pool's
-          worker threads (``pool.render``), the expert and the writer on this thread
+          rendering threads while the pool steps on (``EnvPool.render_async``), the expert
+          on this thread, the writer on a thread of its own
 
 The ratio is frames/s of pool over serial, measured in the same run with the two interleaved
 (best of ``--rounds``), with the machine's load average and each contender's cpu/wall (how

@@ -7,7 +7,8 @@
 Why this is ``tasks.evaluate`` with an expert for a policy: the pool already runs seeded,
 randomized episodes (``Task.draw``) in parallel with sparse resets, judges each one by the
 task's success and failure predicates, and records its episodes into a LeRobot dataset
-(``generate_record``) with images rendered on the pool's own worker threads (``pool.render``).
+(``generate_record``) with images rendered on the pool's own threads while it steps
+(``EnvPool.render_async``).
 A generated dataset and a policy-rollout dataset are therefore the same format with the same
 per-episode metadata (success, failure, return, start state, randomization), and both replay
 from their stored start state and actions. How much faster than real time: ``bench/

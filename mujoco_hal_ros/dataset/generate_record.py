@@ -21,7 +21,9 @@ free bodies' poses. Each episode's metadata holds the evaluation's verdict (``su
 used for offline RL, and replayed.
 """
 
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future
 import json
 import math
 import os
@@ -136,6 +138,23 @@ def episode_extra(result: Any, start_row: np.ndarray, draw: Any, seed: int, poli
             'randomization': json.dumps(patch)}
 
 
+RENDER_AHEAD = 4
+"""Render jobs left running at most: how many control steps the evaluation may run ahead of
+its images (each job holds one step's images of every environment)."""
+
+
+class _Pending:
+    """One image of a render job that may still be running."""
+
+    __slots__ = ('job', 'camera', 'env')
+
+    def __init__(self, job: 'Future[np.ndarray]', camera: int, env: int) -> None:
+        self.job, self.camera, self.env = job, camera, env
+
+    def get(self) -> np.ndarray:
+        return self.job.result()[self.camera, self.env]
+
+
 class RolloutRecorder:
     """Collects an evaluation's frames per episode and writes them in episode order.
 
@@ -181,6 +200,7 @@ class RolloutRecorder:
                                          os.path.basename(task.model_path))[0],
                                      use_videos=bool(self.cameras))
         self._frames: dict[int, list[dict]] = {}
+        self._jobs: deque[Future] = deque()     # render jobs perhaps still running
         self._start: dict[int, tuple] = {}
         self._done: dict[int, Any] = {}
         self._next = 0                  # the next episode to write
@@ -199,8 +219,16 @@ class RolloutRecorder:
             self._start[e] = (row.copy(), draw)
 
     def frames(self, episodes: np.ndarray, qpos: np.ndarray, qvel: np.ndarray,
-               ctrl: np.ndarray, images: np.ndarray | None) -> None:
-        """One frame per listed episode: state at the step's start, then its controls."""
+               ctrl: np.ndarray, images: 'np.ndarray | Future[np.ndarray] | None') -> None:
+        """One frame per listed episode: state at the step's start, then its controls.
+
+        ``images`` may be a render job still running (``EnvPool.render_async``): the
+        frames keep it and the writer thread takes its images. At most ``RENDER_AHEAD`` jobs
+        are left running; past that this waits for the oldest (and raises its error)."""
+        if isinstance(images, Future):
+            self._jobs.append(images)
+            while len(self._jobs) > RENDER_AHEAD:
+                self._jobs.popleft().result()
         for p, e in enumerate(np.asarray(episodes).tolist()):
             state = np.concatenate([qpos[p, self._qadr], qvel[p, self._dadr]])
             frame = {'observation.state': state.astype(np.float32),
@@ -210,7 +238,8 @@ class RolloutRecorder:
                     qpos[p, self._env_cols].astype(np.float32)
             if images is not None:
                 for k, cam in enumerate(self.cameras):
-                    frame[f'observation.images.{cam}'] = images[k, p]
+                    frame[f'observation.images.{cam}'] = images[k, p] if not \
+                        isinstance(images, Future) else _Pending(images, k, p)
             self._frames[e].append(frame)
 
     def end(self, result: Any) -> None:
@@ -236,7 +265,9 @@ class RolloutRecorder:
             frames, res, row, draw = item
             try:
                 for k, frame in enumerate(frames):
-                    self._writer.add_frame(frame, timestamp=k / self.fps)
+                    self._writer.add_frame({key: v.get() if isinstance(v, _Pending) else v
+                                            for key, v in frame.items()},
+                                           timestamp=k / self.fps)
                 self._writer.save_episode(self.task_text, extra=episode_extra(
                     res, row, draw, self.seed, self.policy, self.decimation, self.timestep))
                 self.written += 1

@@ -24,8 +24,11 @@ import numpy as np
 class RclPublisher(Protocol):
     """What this module uses of an rclpy ``Publisher`` (core code does not import rclpy)."""
 
-    handle: Any
-    topic_name: str
+    @property
+    def handle(self) -> Any: ...
+
+    @property
+    def topic_name(self) -> str: ...
 
     def publish(self, msg: Any) -> None: ...
 

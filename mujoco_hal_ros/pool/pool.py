@@ -8,9 +8,14 @@ sparse resets, get/set state and "which environments changed" plain array operat
 memory at a few hundred bytes per environment, and makes every call atomic: every argument is
 checked before any work starts, and a step that fails puts the listed rows back, so a refused
 or failed call leaves every environment exactly as it was.
+
+Why one module past 600 lines: ``EnvPool`` is the pool's one public class, a facade whose
+methods check a request (``requests``) and hand it to the engine, the queries, the patch
+store or the renderer; what it holds is the lock and the order those calls take.
 """
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 import threading
 from typing import Any
 
@@ -322,6 +327,8 @@ class EnvPool:
         return ids, rows, patch
 
     def _apply_reset(self, ids, rows, patch):
+        if self._renderer is not None:   # its jobs draw the models about to change
+            self._renderer.wait()
         if patch:
             computed = [None] * len(ids)
             heavy = self._patches.needs_const(patch)
@@ -503,26 +510,26 @@ class EnvPool:
     def render(self, cameras: Sequence[str | int], env_ids: Vector | None = None, *,
                width: int = 128, height: int = 128) -> np.ndarray:
         """RGB images of the listed environments' current states, rendered on the pool's
-        worker threads (``pool.render``): ``(len(cameras), n, height, width, 3)`` uint8,
-        top row first, each environment on its own (randomized) model. No time advances.
+        rendering threads (``pool.render``): ``(len(cameras), n, height, width, 3)`` uint8,
+        top row first, each environment on its own (randomized) model; fast (no shadows,
+        reflections or multisampling), as the sim node's cameras are by default."""
+        return self.render_async(cameras, env_ids, width=width, height=height).result()
 
-        Images are rendered fast (no shadows, reflections or multisampling), as the sim
-        node's cameras are by default. Every GL context is freed by ``close``.
-        """
-        from .render import camera_id, check_size, PoolRenderer
+    def render_async(self, cameras: Sequence[str | int], env_ids: Vector | None = None, *,
+                     width: int = 128, height: int = 128) -> 'Future[np.ndarray]':
+        """``render`` as a job: the states are taken now and drawn while the caller steps
+        on, which keeps every core busy (``bench/bench_dataset_generate.py``). Jobs run in
+        order; resets wait for those in flight, so an image shows the model its state was
+        stepped on. ``.result()`` gives the images or raises the job's error."""
+        from .render import check_request, PoolRenderer
         with self._lock:
             self._check_open()
             ids = self._requests.ids(env_ids)
-            if isinstance(cameras, (str, bytes)) or not isinstance(cameras, Sequence) \
-                    or not cameras:
-                raise InvalidArgument(f'cameras must be a non-empty list, got {cameras!r}',
-                                      where='cameras', allowed='camera names or indices')
-            cams = [camera_id(self.model, c) for c in cameras]
-            width, height = check_size(width, height)
-            if getattr(self, '_renderer', None) is None:
-                self._renderer = PoolRenderer(self._variants, self._workers, self._patches,
+            cams, width, height = check_request(self.model, cameras, width, height)
+            if self._renderer is None:
+                self._renderer = PoolRenderer(self._variants, self._nthread, self._patches,
                                               self._variant_of)
-            return self._renderer.render(self._state, ids, cams, width, height)
+            return self._renderer.submit(self._state[ids], ids, cams, width, height)
 
     # ------------------------------------------------------------------ evaluate
     def evaluate(self, ctrl: Vector, nstep: int | None = None, *,
@@ -565,6 +572,8 @@ class EnvPool:
         """Put the listed environments back as ``_save`` found them (all or nothing: a user
         callback that raises must not leave them reset and half-way through a rollout)."""
         rows, patches = saved
+        if self._renderer is not None:
+            self._renderer.wait()
         for env, values in zip(ids, patches, strict=True):
             self._patches.commit(env, values or None)
         self._engine.sync(ids)

@@ -1,26 +1,35 @@
-"""Camera images of pool environments, rendered on the pool's own worker threads.
+"""Camera images of pool environments, rendered on threads of the renderer's own.
 
-Why on the workers: a generated dataset needs an image per environment per control step, and
-with Mesa's software rasteriser a frame costs far more than the physics step. Rendering in one
-loop would serialise the whole pool behind the rasteriser; ``mjr_render`` releases the GIL, so
-the pool's ``nthread`` workers render ``nthread`` environments at once.
+Why threads of its own, and why a render is a job: a generated dataset needs an image per
+environment per control step, and with Mesa's software rasteriser a frame costs far more
+than the physics step. Rendering in one loop serialises the whole pool behind the
+rasteriser; ``mjr_render`` releases the GIL, so ``nthread`` threads render ``nthread``
+environments at once. Rendering on the stepping workers still left the cores idle while the
+caller worked out the next actions (a scripted expert's IK) and the pool stepped: a job that
+renders the states of the moment while the caller goes on (``EnvPool.render_async``) keeps
+them busy (``bench/bench_dataset_generate.py``). So the renderer has its own ``Workers`` (its
+own scratch MjData and patched-model copies, never the stepping slots') driven by one
+dispatch thread that runs the jobs in order; a reset or restore that changes environments'
+models waits for the jobs in flight first (``EnvPool``), so a job always draws the model the
+state was stepped on.
 
 Why a GL context per thread: a context is current in at most one thread, and with EGL one
 that another thread has made current cannot be used again by the thread that made it
-(``render/camera.py``, measured on llvmpipe). So every thread that renders (the pool's
-executor threads and the caller's, which works slot 0) makes its own ``offscreen.Offscreen``
-on first use, keeps it for the pool's life, and frees it itself: ``close`` reaches every
-executor thread once through ``Workers.run_on_each_thread``. A context made on a caller's
-thread that is not the one closing the pool is freed from the closing thread, which EGL
-allows once no thread renders with it any more.
+(``render/camera.py``, measured on llvmpipe). So every rendering thread (the dispatch thread,
+which works slot 0, and the workers' executor threads) makes its own
+``offscreen.Offscreen`` on first use, keeps it for the renderer's life, and frees it itself:
+``close`` reaches every one of them once through ``Workers.run_on_each_thread``.
 
-The environment's state row is loaded into the worker slot's scratch MjData (the same one
-stepping uses; the pool's lock keeps the two apart), with ``mj_forward`` for the poses the
-scene reads, on the environment's own (possibly randomized) model, so patched colours and
-sizes show. Images are "fast" as ``render/camera.py`` makes them: no shadows, reflections or
-multisampling (a private model copy with ``offsamples=0``; the pool's models are untouched).
+The environment's state row (copied when the job is made) is loaded into the worker slot's
+scratch MjData, with ``mj_forward`` for the poses the scene reads, on the environment's own
+(possibly randomized) model, so patched colours and sizes show. Images are "fast" as
+``render/camera.py`` makes them: no shadows, reflections or multisampling (a private model
+copy with ``offsamples=0``; the pool's models are untouched).
 """
 
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 import copy
 import threading
 from typing import Any
@@ -30,6 +39,7 @@ import numpy as np
 
 from ..errors import ClosedError, InvalidArgument, UnknownName
 from ..render import gl
+from .engine import Workers
 from .layout import INTEGRATION
 
 MAX_SIZE = 2048
@@ -62,6 +72,15 @@ def check_size(width: Any, height: Any) -> tuple[int, int]:
     return out[0], out[1]
 
 
+def check_request(model: mujoco.MjModel, cameras: Any, width: Any, height: Any
+                  ) -> tuple[list[int], int, int]:
+    """(camera indices, width, height) of a render request, or the error naming what to fix."""
+    if isinstance(cameras, (str, bytes)) or not isinstance(cameras, Sequence) or not cameras:
+        raise InvalidArgument(f'cameras must be a non-empty list, got {cameras!r}',
+                              where='cameras', allowed='camera names or indices')
+    return [camera_id(model, c) for c in cameras], *check_size(width, height)
+
+
 class _ThreadView:
     """One thread's GL context for one (variant, size), with a scene and its options."""
 
@@ -87,21 +106,23 @@ class _ThreadView:
 
 
 class PoolRenderer:
-    """RGB images of environments' current states; one GL context per rendering thread."""
+    """RGB images of environments' states, as jobs run in order on the renderer's threads."""
 
-    def __init__(self, variants: tuple, workers: Any, patches: Any, variant_of: np.ndarray
+    def __init__(self, variants: tuple, nthread: int, patches: Any, variant_of: np.ndarray
                  ) -> None:
         problem = gl.probe()
         if problem is not None:
             from ..errors import ConfigError
             raise ConfigError(f'the pool cannot render: {problem}')
         self._variants = variants
-        self._workers = workers
+        self._workers = Workers(variants, nthread)
+        self._dispatch = ThreadPoolExecutor(1, thread_name_prefix='envpool-render')
         self._patches = patches
         self._variant_of = variant_of
         self._render_models: dict = {}         # (variant, w, h) -> private model copy
         self._views: dict = {}                 # thread ident -> {(variant, w, h): _ThreadView}
         self._lock = threading.Lock()
+        self._jobs: deque[Future] = deque()    # submitted, perhaps not finished
         self._closed = False
 
     def _render_model(self, variant: int, width: int, height: int) -> mujoco.MjModel:
@@ -127,38 +148,59 @@ class PoolRenderer:
                 mine[(variant, width, height)] = view
         return view
 
-    def render(self, state: np.ndarray, ids: np.ndarray, cams: list[int], width: int,
-               height: int) -> np.ndarray:
-        """``(len(cams), n, height, width, 3)`` uint8 images of ``state[ids]``, top row first."""
+    def submit(self, rows: np.ndarray, ids: np.ndarray, cams: list[int], width: int,
+               height: int) -> 'Future[np.ndarray]':
+        """A job drawing ``rows`` (state rows of environments ``ids``, owned by the job from
+        now on): its result is ``(len(cams), n, height, width, 3)`` uint8, top row first."""
         if self._closed:
             raise ClosedError('PoolRenderer')
-        n = len(ids)
-        out = np.empty((len(cams), n, height, width, 3), np.uint8)
         envs = ids.tolist()
         variant = self._variant_of[ids].tolist()
-        rows = state[ids]
         patches, models = self._patches, self._variants
 
-        def work(slot, chunk):
-            for p in chunk:
-                v = variant[p]
-                m = patches.model_for(slot, v, envs[p]) if patches.keys_of[envs[p]] \
-                    else models[v]
-                d = slot.datas[v]
-                mujoco.mj_setState(m, d, rows[p], INTEGRATION)
-                mujoco.mj_forward(m, d)
-                view = self._view(v, width, height)
-                for k, cam in enumerate(cams):
-                    view.draw(m, d, cam, out[k, p])
+        def job() -> np.ndarray:
+            out = np.empty((len(cams), len(envs), height, width, 3), np.uint8)
 
-        self._workers.run(work, n)
-        return out
+            def work(slot, chunk):
+                for p in chunk:
+                    v = variant[p]
+                    m = patches.model_for(slot, v, envs[p]) if patches.keys_of[envs[p]] \
+                        else models[v]
+                    d = slot.datas[v]
+                    mujoco.mj_setState(m, d, rows[p], INTEGRATION)
+                    mujoco.mj_forward(m, d)
+                    view = self._view(v, width, height)
+                    for k, cam in enumerate(cams):
+                        view.draw(m, d, cam, out[k, p])
+
+            self._workers.run(work, len(envs))
+            return out
+
+        future = self._dispatch.submit(job)
+        with self._lock:
+            while self._jobs and self._jobs[0].done():
+                self._jobs.popleft()
+            self._jobs.append(future)
+        return future
+
+    def render(self, rows: np.ndarray, ids: np.ndarray, cams: list[int], width: int,
+               height: int) -> np.ndarray:
+        """``submit``, waiting for the images."""
+        return self.submit(rows, ids, cams, width, height).result()
+
+    def wait(self) -> None:
+        """Return once every job submitted so far has finished (its errors stay its own)."""
+        with self._lock:
+            jobs, self._jobs = list(self._jobs), deque()
+        wait(jobs)
 
     def close(self) -> None:
-        """Free every thread's contexts on the thread that made them (see the module doc)."""
+        """Finish the jobs in flight, then free every thread's contexts on the thread that
+        made them (see the module doc)."""
         if self._closed:
             return
         self._closed = True
+        self.wait()
 
         def free_mine():
             with self._lock:
@@ -166,7 +208,11 @@ class PoolRenderer:
             for view in mine.values():
                 view.free()
 
-        self._workers.run_on_each_thread(free_mine)
+        try:
+            self._dispatch.submit(self._workers.run_on_each_thread, free_mine).result()
+        finally:
+            self._dispatch.shutdown(wait=True)
+            self._workers.close()
         with self._lock:
             rest, self._views = list(self._views.values()), {}
         for views in rest:

@@ -19,11 +19,15 @@ always-on timer would rebuild the executor's wait set over every entity of the n
 each wake, a few ms of CPU each.
 """
 
-from concurrent.futures import ThreadPoolExecutor
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future as CoreFuture, ThreadPoolExecutor
 import heapq
 import itertools
 import threading
 import time
+from typing import Any, ParamSpec, TYPE_CHECKING, TypeVar
 import weakref
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -31,6 +35,14 @@ from rclpy.clock import Clock, ClockType
 from rclpy.task import Future
 
 from ..errors import CLOSED, DeviceError
+
+if TYPE_CHECKING:     # the hints only
+    from rclpy.node import Node
+
+    from ..motion.move import Move
+
+P = ParamSpec('P')
+T = TypeVar('T')
 
 EARLY_S = 5e-4          # a deadline this close is due now: re-arming for it costs more
 
@@ -40,31 +52,32 @@ class _Entry:
 
     __slots__ = ('when', 'seq', 'action', 'alive')
 
-    def __init__(self, when, seq, action):
+    def __init__(self, when: float, seq: int, action: Callable[[], object]) -> None:
         self.when, self.seq, self.action, self.alive = when, seq, action, True
 
-    def __lt__(self, other):
+    def __lt__(self, other: _Entry) -> bool:
         return (self.when, self.seq) < (other.when, other.seq)
 
 
 class Ticker:
     """``fn()`` every ``seconds`` on the executor between ``start()`` and ``stop()``."""
 
-    def __init__(self, bridge, seconds, fn):
+    def __init__(self, bridge: CompletionBridge, seconds: float,
+                 fn: Callable[[], object]) -> None:
         self._bridge = bridge
         self.seconds = float(seconds)
         self._fn = fn
-        self._entry = None          # guarded by the bridge's lock
+        self._entry: _Entry | None = None          # guarded by the bridge's lock
 
-    def start(self):
+    def start(self) -> None:
         """Tick from ``seconds`` from now on; starting a running ticker changes nothing."""
         self._bridge._start_ticker(self)
 
-    def stop(self):
+    def stop(self) -> None:
         self._bridge._stop_ticker(self)
 
     @property
-    def running(self):
+    def running(self) -> bool:
         return self._entry is not None
 
 
@@ -76,19 +89,20 @@ class CompletionBridge:
     waiting: each caller turns None into its own CLOSED result.
     """
 
-    def __init__(self, node, name=None):
+    def __init__(self, node: Node, name: str | None = None) -> None:
         self._node = node
         self._name = name or node.get_name()
         self._lock = threading.Lock()
-        self._ready = []                 # (future, ok, value) for the executor to set
+        # (future, ok, value) for the executor to set
+        self._ready: list[tuple[Future[Any], bool, Any]] = []
         # Futures handed out and not answered yet; one nobody holds any more (nothing
         # awaits it) is dropped rather than kept for close().
-        self._pending = weakref.WeakSet()
-        self._heap = []                  # _Entry, earliest first
-        self._armed = None               # the deadline the timer is set for, or None
+        self._pending: weakref.WeakSet[Future[Any]] = weakref.WeakSet()
+        self._heap: list[_Entry] = []    # earliest first
+        self._armed: float | None = None  # the deadline the timer is set for, or None
         self._seq = itertools.count()
         self._closed = False
-        self._worker = None
+        self._worker: ThreadPoolExecutor | None = None
         self._wake = node.create_guard_condition(
             self._drain, callback_group=MutuallyExclusiveCallbackGroup())
         self._nudge = node.create_guard_condition(
@@ -96,14 +110,15 @@ class CompletionBridge:
         self._timer = node.create_timer(
             1.0, self._on_timer, callback_group=ReentrantCallbackGroup(),
             clock=Clock(clock_type=ClockType.STEADY_TIME), autostart=False)
-        self._entities = ((node.destroy_timer, self._timer),
-                          (node.destroy_guard_condition, self._wake),
-                          (node.destroy_guard_condition, self._nudge))
+        self._entities: tuple[tuple[Callable[[Any], object], object], ...] = (
+            (node.destroy_timer, self._timer),
+            (node.destroy_guard_condition, self._wake),
+            (node.destroy_guard_condition, self._nudge))
 
     # --- futures completed from any thread ------------------------------------------------
-    def future(self):
+    def future(self) -> Future[Any]:
         """A pending rclpy future for ``complete``; ``close()`` answers it if nothing did."""
-        future = Future()
+        future: Future[Any] = Future()
         with self._lock:
             if self._closed:
                 future.set_result(None)
@@ -111,7 +126,8 @@ class CompletionBridge:
                 self._pending.add(future)
         return future
 
-    def complete(self, future, value=None, error=None):
+    def complete(self, future: Future[Any], value: Any = None,
+                 error: BaseException | None = None) -> None:
         """From any thread: ``future`` gets ``value`` (or raises ``error``) on the executor."""
         with self._lock:
             if not self._closed:
@@ -127,12 +143,12 @@ class CompletionBridge:
         except Exception:  # noqa: BLE001 - the node went away first; close() answers
             pass
 
-    def wrap(self, core_future):
+    def wrap(self, core_future: CoreFuture[Any]) -> Future[Any]:
         """A ``concurrent.futures.Future`` (or anything with ``add_done_callback(fn(f))`` and
         ``result()``) as an rclpy future: its result, or its exception raised on ``await``."""
         future = self.future()
 
-        def done(cf):
+        def done(cf: CoreFuture[Any]) -> None:
             try:
                 value = cf.result()
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
@@ -142,13 +158,13 @@ class CompletionBridge:
         core_future.add_done_callback(done)
         return future
 
-    def move(self, move):
+    def move(self, move: Move) -> Future[Any]:
         """A core ``Move``: its result dict once it ends."""
         future = self.future()
         move.add_done_callback(lambda m: self.complete(future, m.result))
         return future
 
-    def run(self, fn, *args, **kwargs):
+    def run(self, fn: Callable[P, Any], *args: P.args, **kwargs: P.kwargs) -> Future[Any]:
         """``fn(*args, **kwargs)`` on the bridge's one worker thread (jobs run in the order
         given): for blocking core work that has no future of its own."""
         with self._lock:
@@ -162,7 +178,7 @@ class CompletionBridge:
                 pass
         return self.future()                      # closed: answered None at once
 
-    async def call(self, fn, *args, **kwargs):
+    async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``await bridge.call(fn, ...)``: ``fn(*args, **kwargs)`` run on the worker (as
         ``run``), its value returned and its exception raised in the awaiting coroutine; a
         CLOSED DeviceError when the bridge stopped before it answered (``run`` alone cannot
@@ -173,10 +189,10 @@ class CompletionBridge:
                               'was answered; send it again once the node runs')
         return box[0]
 
-    def post(self, fn, *args, **kwargs):
+    def post(self, fn: Callable[P, object], *args: P.args, **kwargs: P.kwargs) -> None:
         """``fn(*args, **kwargs)`` on the worker with nobody waiting for it (a goal topic's
         command, a cancel's hold): its exception, if any, is logged, never raised."""
-        def job():
+        def job() -> None:
             try:
                 fn(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - nobody awaits it: say it in the log
@@ -185,30 +201,30 @@ class CompletionBridge:
         self.run(job)
 
     # --- time -----------------------------------------------------------------------------
-    def sleep(self, seconds):
+    def sleep(self, seconds: float) -> Future[Any]:
         """A future answered None after ``seconds`` (steady clock)."""
         future = self.future()
         self._schedule(seconds, lambda: self._set(future, True, None))
         return future
 
-    def wait(self, *futures, timeout):
+    def wait(self, *futures: Future[Any], timeout: float) -> Future[Any]:
         """A future answered True once any of ``futures`` is done, or False after
         ``timeout`` seconds: wait for a result, or for the next feedback, whichever first."""
         out = self.future()
         entry = self._schedule(timeout, lambda: self._set(out, True, False))
 
-        def done(_f):
+        def done(_f: Future[Any]) -> None:
             entry.alive = False
             self._set(out, True, True)
         for future in futures:
             future.add_done_callback(done)
         return out
 
-    def every(self, seconds, fn):
+    def every(self, seconds: float, fn: Callable[[], object]) -> Ticker:
         """A stopped Ticker calling ``fn()`` every ``seconds`` once started."""
         return Ticker(self, seconds, fn)
 
-    def _start_ticker(self, ticker):
+    def _start_ticker(self, ticker: Ticker) -> None:
         with self._lock:
             started = ticker._entry is None and not self._closed
             if started:
@@ -218,21 +234,21 @@ class CompletionBridge:
             # waiting on a set that had it cancelled: wake it to wait on the new deadline.
             self._resume()
 
-    def _stop_ticker(self, ticker):
+    def _stop_ticker(self, ticker: Ticker) -> None:
         with self._lock:
             entry, ticker._entry = ticker._entry, None
         if entry is not None:
             entry.alive = False
 
-    def _push_tick(self, ticker):
+    def _push_tick(self, ticker: Ticker) -> _Entry:
         """The ticker's next deadline (lock held); a tick whose entry is no longer the
         ticker's (stopped, or stopped and started again meanwhile) does nothing."""
-        cell = []
+        cell: list[_Entry] = []
         entry = self._push(ticker.seconds, lambda: self._tick(ticker, cell[0]))
         cell.append(entry)
         return entry
 
-    def _tick(self, ticker, entry):
+    def _tick(self, ticker: Ticker, entry: _Entry) -> None:
         with self._lock:
             if ticker._entry is not entry:
                 return
@@ -243,11 +259,11 @@ class CompletionBridge:
                 if ticker._entry is entry and not self._closed:
                     ticker._entry = self._push_tick(ticker)
 
-    def _schedule(self, seconds, action):
+    def _schedule(self, seconds: float, action: Callable[[], object]) -> _Entry:
         with self._lock:
             return self._push(seconds, action)
 
-    def _push(self, seconds, action):
+    def _push(self, seconds: float, action: Callable[[], object]) -> _Entry:
         """A deadline ``seconds`` from now (lock held)."""
         entry = _Entry(time.monotonic() + max(0.0, float(seconds)), next(self._seq), action)
         if self._closed:
@@ -257,7 +273,7 @@ class CompletionBridge:
         self._arm()
         return entry
 
-    def _arm(self):
+    def _arm(self) -> None:
         """Set the timer for the earliest live deadline, or stop it (lock held)."""
         while self._heap and not self._heap[0].alive:
             heapq.heappop(self._heap)
@@ -274,9 +290,9 @@ class CompletionBridge:
         except Exception:  # noqa: BLE001 - the node was destroyed; close() answers
             pass
 
-    def _on_timer(self):
+    def _on_timer(self) -> None:
         now = time.monotonic()
-        due = []
+        due: list[_Entry] = []
         with self._lock:
             while self._heap and self._heap[0].when <= now + EARLY_S:
                 entry = heapq.heappop(self._heap)
@@ -295,14 +311,14 @@ class CompletionBridge:
         self._resume()
 
     # --- on the executor ------------------------------------------------------------------
-    def _drain(self):
+    def _drain(self) -> None:
         with self._lock:
             ready, self._ready = self._ready, []
         for future, ok, value in ready:
             self._set(future, ok, value)
         self._resume()
 
-    def _set(self, future, ok, value):
+    def _set(self, future: Future[Any], ok: bool, value: Any) -> None:
         with self._lock:
             self._pending.discard(future)
         if future.done():
@@ -312,7 +328,7 @@ class CompletionBridge:
         else:
             future.set_exception(value)
 
-    def _resume(self):
+    def _resume(self) -> None:
         """Wake the executor once more: coroutines awaiting what was just set run now."""
         try:
             self._nudge.trigger()
@@ -321,10 +337,10 @@ class CompletionBridge:
 
     # --- lifetime -------------------------------------------------------------------------
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._closed
 
-    def stop(self):
+    def stop(self) -> None:
         """Answer what is queued, then every pending future with None, and take no more work
         (a later ``future()`` is answered None at once); the worker stops (a job in progress
         finishes on its own). The node's entities stay, so the answers the callers build
@@ -351,7 +367,7 @@ class CompletionBridge:
         if worker is not None:
             worker.shutdown(wait=False, cancel_futures=True)
 
-    def close(self):
+    def close(self) -> None:
         """``stop()``, then the timer and guard conditions go; a second call does nothing."""
         self.stop()
         with self._lock:

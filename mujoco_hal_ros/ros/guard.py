@@ -15,17 +15,33 @@ Refusals a callback means to give (a ``DeviceError``) are still answered by the 
 itself with their own codes; the guard sees only what no callback expected.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
 import functools
 import inspect
 import json
 import threading
 import time
 import traceback
+from typing import Any, overload, TYPE_CHECKING, TypeAlias, TypeVar
 
 from rclpy.action import ActionServer as _RclpyActionServer, CancelResponse, GoalResponse
 from rclpy.node import Node
 
 from ..errors import INTERNAL_ERROR, MESSAGE_CAP
+
+if TYPE_CHECKING:     # the hints only
+    from rclpy.action.server import ServerGoalHandle
+    from rclpy.guard_condition import GuardCondition
+    from rclpy.impl.rcutils_logger import RcutilsLogger
+    from rclpy.service import Service
+    from rclpy.subscription import Subscription
+    from rclpy.timer import Timer
+
+MsgT = TypeVar('MsgT')
+# What a callback's failure is logged to: the logger, or how to get it when it happens.
+LoggerSource: TypeAlias = 'RcutilsLogger | Callable[[], RcutilsLogger]'
 
 GUARDED = '__mujoco_hal_ros_guarded__'   # set on every wrapped callback (tests look for it)
 LOG_EVERY_S = 10.0
@@ -34,7 +50,7 @@ _TEXT_FIELDS = ('message', 'error_message', 'error_string', 'status_message')
 _RESULT_TYPE = 'simulation_interfaces/Result'
 
 
-def short_message(exc, where):
+def short_message(exc: BaseException, where: str) -> str:
     """``INTERNAL_ERROR in <where>: <Type>: <text>`` cut to a reply's size: what failed,
     and what to do (report it; the node runs on)."""
     text = ' '.join(str(exc).split())
@@ -45,30 +61,31 @@ def short_message(exc, where):
             'request and the node log')[:MESSAGE_CAP]
 
 
-def fill_error(msg, text, code=INTERNAL_ERROR):
+def fill_error(msg: MsgT, text: str, code: str = INTERNAL_ERROR) -> MsgT:
     """Write a failure into any response or action result: ``success`` false, ``code`` and
     ``codes``, the message fields, a simulation_interfaces ``result`` (OPERATION_FAILED) and
     a ``json`` field. Fields a type lacks are skipped; returns ``msg``."""
+    fill: Any = msg         # any rosidl message: its fields are read from the type itself
     try:
-        fields = msg.get_fields_and_field_types()
+        fields = fill.get_fields_and_field_types()
     except AttributeError:
         return msg
     for name, kind in fields.items():
         try:
             if name == 'success' and kind == 'boolean':
-                msg.success = False
+                fill.success = False
             elif name == 'code' and kind == 'string':
-                msg.code = code
+                fill.code = code
             elif name == 'codes' and kind == 'sequence<string>':
-                msg.codes = [code]
+                fill.codes = [code]
             elif name == 'messages' and kind == 'sequence<string>':
-                msg.messages = [text]
+                fill.messages = [text]
             elif name in _TEXT_FIELDS and kind == 'string':
-                setattr(msg, name, text)
+                setattr(fill, name, text)
             elif name == 'json' and kind == 'string':
-                msg.json = json.dumps({'code': code, 'message': text})
+                fill.json = json.dumps({'code': code, 'message': text})
             elif name == 'result' and kind == _RESULT_TYPE:
-                result = msg.result
+                result = fill.result
                 result.result = type(result).RESULT_OPERATION_FAILED
                 result.error_message = f'{code}: {text}' if code not in text else text
         except Exception:  # noqa: BLE001 - a field that will not take it stays as it is
@@ -79,7 +96,7 @@ def fill_error(msg, text, code=INTERNAL_ERROR):
 _TEARDOWN = threading.Event()
 
 
-def tearing_down():
+def tearing_down() -> None:
     """The process's node is being torn down (``run_node``, after every waiting client was
     answered): from here on a callback that fails does so because the executor or the
     context went away under it (Jazzy's ``create_task`` on a shut-down executor, a goal
@@ -92,11 +109,11 @@ class _Log:
     """Once per (entry point, exception type) per LOG_EVERY_S, with the traceback; nothing
     once the process tears its node down (``tearing_down``)."""
 
-    def __init__(self):
-        self._last = {}
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, logger, where, exc):
+    def __call__(self, logger: RcutilsLogger, where: str, exc: BaseException) -> None:
         if _TEARDOWN.is_set():
             return
         key = (where, type(exc).__name__)
@@ -117,7 +134,18 @@ class _Log:
 log_failure = _Log()
 
 
-def _wrap(callback, where, logger, on_error):
+@overload
+def _wrap(callback: None, where: str, logger: LoggerSource,
+          on_error: Callable[..., Any]) -> None: ...
+
+
+@overload
+def _wrap(callback: Callable[..., Any], where: str, logger: LoggerSource,
+          on_error: Callable[..., Any]) -> Callable[..., Any]: ...
+
+
+def _wrap(callback: Callable[..., Any] | None, where: str, logger: LoggerSource,
+          on_error: Callable[..., Any]) -> Callable[..., Any] | None:
     """``callback`` (plain or ``async def``) that hands an escaping Exception to
     ``on_error(exc, *args)`` after logging it; the wrapper keeps the callback's kind, as
     rclpy awaits coroutine functions and calls the others."""
@@ -126,7 +154,7 @@ def _wrap(callback, where, logger, on_error):
     get_logger = logger if callable(logger) else (lambda: logger)
     if inspect.iscoroutinefunction(callback):
         @functools.wraps(callback)
-        async def guarded(*args, **kwargs):    # kwargs: a timer's TimerInfo, by name
+        async def guarded(*args: Any, **kwargs: Any) -> Any:  # kwargs: a timer's TimerInfo
             try:
                 return await callback(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - the point of the guard
@@ -134,7 +162,7 @@ def _wrap(callback, where, logger, on_error):
                 return on_error(exc, *args)
     else:
         @functools.wraps(callback)
-        def guarded(*args, **kwargs):
+        def guarded(*args: Any, **kwargs: Any) -> Any:
             try:
                 return callback(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - the point of the guard
@@ -144,7 +172,7 @@ def _wrap(callback, where, logger, on_error):
     return guarded
 
 
-def _response(value, response):
+def _response(value: MsgT, response: MsgT) -> MsgT:
     """``value`` if it is a response of the service's type; rclpy would fail to send
     anything else (None, a dict) out of the executor, so it counts as a failure."""
     if type(value) is not type(response):
@@ -153,28 +181,48 @@ def _response(value, response):
     return value
 
 
-def service(callback, name, logger):
+@overload
+def service(callback: None, name: str, logger: LoggerSource) -> None: ...
+
+
+@overload
+def service(callback: Callable[..., Any], name: str,
+            logger: LoggerSource) -> Callable[..., Any]: ...
+
+
+def service(callback: Callable[..., Any] | None, name: str,
+            logger: LoggerSource) -> Callable[..., Any] | None:
     """A service callback answering INTERNAL_ERROR in its response on an exception (or on
     a return value that is no response)."""
     if callback is None or getattr(callback, GUARDED, False):
         return callback
     where = f'service {name}'
 
-    async def checked_async(request, response):
+    async def checked_async(request: Any, response: Any) -> Any:
         return _response(await callback(request, response), response)
 
-    def checked_sync(request, response):
+    def checked_sync(request: Any, response: Any) -> Any:
         return _response(callback(request, response), response)
     checked = checked_async if inspect.iscoroutinefunction(callback) else checked_sync
     functools.update_wrapper(checked, callback)
 
-    def answer(exc, _request=None, response=None, *_):
+    def answer(exc: Exception, _request: Any = None, response: Any = None, *_: Any) -> Any:
         return fill_error(response, short_message(exc, where)) if response is not None \
             else None
     return _wrap(checked, where, logger, answer)
 
 
-def plain(callback, where, logger):
+@overload
+def plain(callback: None, where: str, logger: LoggerSource) -> None: ...
+
+
+@overload
+def plain(callback: Callable[..., Any], where: str,
+          logger: LoggerSource) -> Callable[..., Any]: ...
+
+
+def plain(callback: Callable[..., Any] | None, where: str,
+          logger: LoggerSource) -> Callable[..., Any] | None:
     """A subscription, timer or guard-condition callback: logged, nothing to answer."""
     return _wrap(callback, where, logger, lambda *_: None)
 
@@ -184,33 +232,39 @@ class GuardedNode(Node):
     guarded (rclpy's own parameter services included): the base of sim_node and pool_node.
     """
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Services rclpy made without create_service (get_type_description): guarded too.
         for srv in self.services:
             if not getattr(srv.callback, GUARDED, False):
                 srv.callback = service(srv.callback, srv.srv_name, self._guard_logger)
 
-    def _guard_logger(self):
+    def _guard_logger(self) -> RcutilsLogger:
         return self.get_logger()
 
-    def create_service(self, srv_type, srv_name, callback, *args, **kwargs):
+    def create_service(self, srv_type: type[Any], srv_name: str,
+                       callback: Callable[[Any, Any], Any], *args: Any,
+                       **kwargs: Any) -> Service[Any, Any]:
         return super().create_service(srv_type, srv_name,
                                       service(callback, srv_name, self._guard_logger),
                                       *args, **kwargs)
 
-    def create_subscription(self, msg_type, topic, callback, *args, **kwargs):
+    def create_subscription(self, msg_type: type[MsgT], topic: str,
+                            callback: Callable[..., Any], *args: Any,
+                            **kwargs: Any) -> Subscription[MsgT]:
         return super().create_subscription(
             msg_type, topic, plain(callback, f'subscription {topic}', self._guard_logger),
             *args, **kwargs)
 
-    def create_timer(self, timer_period_sec, callback, *args, **kwargs):
+    def create_timer(self, timer_period_sec: float, callback: Callable[..., Any] | None,
+                     *args: Any, **kwargs: Any) -> Timer:
         name = getattr(callback, '__qualname__', 'callback')
         return super().create_timer(timer_period_sec,
                                     plain(callback, f'timer {name}', self._guard_logger),
                                     *args, **kwargs)
 
-    def create_guard_condition(self, callback, *args, **kwargs):
+    def create_guard_condition(self, callback: Callable[[], Any], *args: Any,
+                               **kwargs: Any) -> GuardCondition:
         name = getattr(callback, '__qualname__', 'callback')
         return super().create_guard_condition(
             plain(callback, f'guard condition {name}', self._guard_logger), *args, **kwargs)
@@ -222,39 +276,45 @@ class ActionServer(_RclpyActionServer):
     handle-accepted) callback that raises aborts the goal with a result carrying
     INTERNAL_ERROR, so the client always gets an answer."""
 
-    def _where(self, part):
+    def _where(self, part: str) -> str:
         name = getattr(self, '_guard_name', None) or 'action'
         return f'action {name} ({part})'
 
-    def __init__(self, node, action_type, action_name, *args, **kwargs):
+    def __init__(self, node: Node, action_type: type[Any], action_name: str, *args: Any,
+                 **kwargs: Any) -> None:
         self._guard_name = action_name
         self._guard_node = node
         self._guard_type = action_type
         super().__init__(node, action_type, action_name, *args, **kwargs)
 
-    def _guard_logger(self):
+    def _guard_logger(self) -> RcutilsLogger:
         return self._guard_node.get_logger()
 
-    def _error_result(self, exc, part):
+    def _error_result(self, exc: Exception, part: str) -> Any:
         return fill_error(self._guard_type.Result(), short_message(exc, self._where(part)))
 
-    def register_goal_callback(self, goal_callback):
+    def register_goal_callback(self, goal_callback: Callable[[Any], GoalResponse] | None
+                               ) -> None:
         super().register_goal_callback(_wrap(goal_callback, self._where('goal'),
                                              self._guard_logger,
                                              lambda *_: GoalResponse.REJECT))
 
-    def register_cancel_callback(self, cancel_callback):
+    def register_cancel_callback(self, cancel_callback: Callable[[Any], CancelResponse] | None
+                                 ) -> None:
         super().register_cancel_callback(_wrap(cancel_callback, self._where('cancel'),
                                                self._guard_logger,
                                                lambda *_: CancelResponse.REJECT))
 
-    def register_handle_accepted_callback(self, handle_accepted_callback):
-        def answer(exc, handle=None, *_):
+    def register_handle_accepted_callback(
+            self, handle_accepted_callback: Callable[[ServerGoalHandle[Any, Any, Any]], None]
+            | None) -> None:
+        def answer(exc: Exception, handle: ServerGoalHandle[Any, Any, Any] | None = None,
+                   *_: Any) -> None:
             if handle is None:
                 return None
             result = self._error_result(exc, 'accepted')
 
-            def aborted(h):
+            def aborted(h: ServerGoalHandle[Any, Any, Any]) -> Any:
                 if h.is_active:
                     h.abort()
                 return result
@@ -266,8 +326,10 @@ class ActionServer(_RclpyActionServer):
         super().register_handle_accepted_callback(_wrap(
             handle_accepted_callback, self._where('accepted'), self._guard_logger, answer))
 
-    def register_execute_callback(self, execute_callback):
-        def answer(exc, handle=None, *_):
+    def register_execute_callback(
+            self, execute_callback: Callable[[ServerGoalHandle[Any, Any, Any]], Any]) -> None:
+        def answer(exc: Exception, handle: ServerGoalHandle[Any, Any, Any] | None = None,
+                   *_: Any) -> Any:
             result = self._error_result(exc, 'execute')
             try:
                 if handle is not None and handle.is_active:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, make_dataclass
 import functools
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 from rcl_interfaces.msg import (
     FloatingPointRange,
@@ -60,6 +60,13 @@ def kind_of(value: Any) -> str | None:
     if t == T.BYTE_ARRAY:                 # an empty list: any array
         return 'string_array'
     return next((k for k, (rt, _) in KINDS.items() if rt == t), None)
+
+
+class Bounds(TypedDict):
+    """A ``Param``'s ``range`` and ``rule``, given to several at once (``**NOT_NEGATIVE``)."""
+
+    range: tuple[float, float]
+    rule: str
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 import time
+from typing import TypeVar
 
 import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, MultiThreadedExecutor
@@ -21,6 +22,8 @@ from rclpy.signals import SignalHandlerOptions
 from ..errors import DeviceError
 from ..fastpath.process import tune_interpreter
 from . import signals
+
+NodeT = TypeVar('NodeT', bound=Node)
 
 SIGNAL_POLL_S = 0.1     # how soon the main thread sees a signal (it runs no executor)
 ANSWER_S = 2.0          # how long waiting clients' answers may take at shutdown
@@ -45,8 +48,8 @@ def start_or_destroy(node: Node, start: Callable[[], object]) -> None:
         raise
 
 
-def run_node(name: str, make_node: Callable[[], Node], argv: list[str] | None = None,
-             threads: int = 4, started: Callable[[Node], object] | None = None) -> int:
+def run_node(name: str, make_node: Callable[[], NodeT], argv: list[str] | None = None,
+             threads: int = 4, started: Callable[[NodeT], object] | None = None) -> int:
     """Make the node with ``make_node()`` and spin it on a MultiThreadedExecutor of
     ``threads`` until Ctrl-C; ``started(node)`` runs before the spin. Returns the exit code.
 

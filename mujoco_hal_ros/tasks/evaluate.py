@@ -343,9 +343,11 @@ def _run(task: Task, policy: Policy, n_ep: int, m: int, seed: int, pool: 'EnvPoo
         ctrl = amap.full_ctrl(sp, ctrl0[ids])
         if sink is not None:    # the stored float32 action is exactly what runs
             ctrl = ctrl.astype(np.float32).astype(np.float64)
+            # rendered while the pool steps on (an EnvPool's jobs), else here and now;
             # evaluate refused a pool without render() (a RayPool) for a dataset's images
-            images = (pool.render(sink.cameras, ids,  # type: ignore[union-attr]
-                                  width=sink.width, height=sink.height)
+            render = getattr(pool, 'render_async', None) or \
+                pool.render  # type: ignore[union-attr]
+            images = (render(sink.cameras, ids, width=sink.width, height=sink.height)
                       if sink.cameras else None)
             sink.frames(ep_of[ids], qpos[ids], qvel[ids], ctrl, images)
         res = pool.step(task.decimation, ctrl=ctrl, env_ids=ids, sensors=use_sens)

@@ -186,7 +186,10 @@ class SimRobot:
         if self.sim is None:
             raise RuntimeError('the device is in another process (process=True): read its '
                                'topics and services instead')
-        return self.sim.device
+        device = self.sim.device
+        if device is None:
+            raise RuntimeError('the simulated device is closed (the node has stopped)')
+        return device
 
     @property
     def time(self) -> float:
@@ -327,7 +330,8 @@ class SimRobot:
 
     def stop_recording(self) -> str | None:
         """End the recording started with ``record=`` (in-process); its folder."""
-        return self.sim.recording.stop() if self.sim is not None else None
+        recording = self.sim.recording if self.sim is not None else None
+        return recording.stop() if recording is not None else None
 
 
 def _installed_sim_node() -> str:

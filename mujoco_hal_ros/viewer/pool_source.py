@@ -16,6 +16,7 @@ from ..errors import ConfigError
 
 if TYPE_CHECKING:     # the hints only
     from ..pool import EnvPool
+    from ..pool.ray_pool import RayPool
 
 FULLPHYSICS = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
 
@@ -23,7 +24,7 @@ FULLPHYSICS = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
 class PoolSource:
     """``model`` and ``snapshot`` of environment ``env`` of ``pool``."""
 
-    def __init__(self, pool: 'EnvPool', env: int = 0) -> None:
+    def __init__(self, pool: 'EnvPool | RayPool', env: int = 0) -> None:
         if not isinstance(env, int) or isinstance(env, bool) or not 0 <= env < pool.nbatch:
             raise ConfigError(f'expected an environment 0..{pool.nbatch - 1}, got {env!r}',
                               where='web_viewer_env')

@@ -76,3 +76,29 @@ def test_bad_cameras_and_sizes_are_refused_and_close_frees_the_contexts(model):
     assert renderer._views == {}, 'a GL context was left after close'
     with pytest.raises(ClosedError):
         pool.render(['overhead'])
+
+
+@needs_gl
+def test_a_render_job_shows_the_states_it_was_given_while_the_pool_steps_and_resets(model):
+    """``render_async`` takes the states at the call; stepping, a randomized reset and a
+    second job made meanwhile do not reach its images (each matched against an independent
+    render of the state it was given)."""
+    with EnvPool(model, 3, nthread=2) as pool:
+        rng = np.random.default_rng(5)
+        ctrl = rng.uniform(model.actuator_ctrlrange[:, 0], model.actuator_ctrlrange[:, 1],
+                           (3, model.nu))
+        pool.step(300, ctrl=ctrl)
+        before = pool.get_state(full=True)
+        first = pool.render_async(['overhead'], width=W, height=H)
+        pool.step(300, ctrl=-ctrl)
+        middle = pool.get_state(full=True)
+        second = pool.render_async(['overhead'], [1], width=W, height=H)
+        pool.reset([1], randomization={'body_mass': model.body_mass * 1.5})
+        pool.step(200, ctrl=ctrl)
+        assert not np.array_equal(before[1], middle[1]), 'the arm did not move'
+        images = first.result(timeout=120)
+        for env in range(3):
+            assert np.array_equal(images[0, env], independent(model, before[env], 'overhead'))
+        assert np.array_equal(second.result(timeout=120)[0, 0],
+                              independent(model, middle[1], 'overhead'))
+        assert not np.array_equal(images[0, 1], second.result()[0, 0])

@@ -255,6 +255,27 @@ def test_the_gripper_follows_a_swapped_model_to_its_new_addresses(panda):
     assert panda.wait(res, 20.0).result.reached_goal
 
 
+def test_a_goal_running_when_a_swap_takes_the_finger_ends_aborted(panda):
+    """A world without this gripper loaded while a GripperCommand goal runs: the goal ends
+    aborted at once. Its result was built from the finger-less state, whose empty position
+    GripperCommand's result indexed: the swap's callback failed and the client waited for
+    a result that never came."""
+    import mujoco
+    dev = panda.device
+    g = panda.parts.gripper
+    client = ActionClient(panda.client, GripperCommand, 'gripper_controller/gripper_cmd')
+    dev.pause(True)                     # the finger stands still: the goal keeps running
+    gh, res = panda.send(client, _goal(0.01))
+    assert gh.accepted
+    panda.spin_until(lambda: g._active is not None and g._active.started, 10.0)
+    bench = mujoco.MjModel.from_xml_path(os.path.join(ROOT, 'models', 'bench_arm.xml'))
+    dev.swap.replace_model(bench, world=True, why='test: another robot')
+    assert g.gripper is None
+    done = panda.wait(res, 10.0)
+    assert done.status == GoalStatus.STATUS_ABORTED
+    assert not done.result.reached_goal and not done.result.stalled
+
+
 def test_the_real_arm_s_controllers_file_sets_the_gripper_too(tmp_path):
     """controllers_file's gripper_controller block (gripper_action_controller's joint and
     goal_tolerance) configures the simulated gripper as it does the real one; the hobby

@@ -7,9 +7,11 @@ the model and finiteness are the pool's checks, so a message and a Python call a
 with the same words.
 """
 
+from collections.abc import Sequence
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from ...checks import unique_names
 from ...errors import InvalidArgument, shorten
@@ -17,18 +19,18 @@ from ...msg import FloatArray
 from ..conversions import doubles
 
 
-def to_msg(values):
+def to_msg(values: npt.ArrayLike) -> FloatArray:
     """Any array-like -> FloatArray (row-major)."""
     arr = np.ascontiguousarray(values, dtype=np.float64)
     return FloatArray(shape=[int(s) for s in arr.shape], data=doubles(arr))
 
 
-def given(msg):
+def given(msg: FloatArray) -> bool:
     """False for the empty FloatArray that stands for an argument left out."""
     return bool(len(msg.shape)) or bool(len(msg.data))
 
 
-def from_msg(msg, where):
+def from_msg(msg: FloatArray, where: str) -> npt.NDArray[np.float64] | None:
     """FloatArray -> read-only float64 ndarray, or None when not given."""
     if not given(msg):
         return None
@@ -44,12 +46,13 @@ def from_msg(msg, where):
     return flat.reshape(shape)
 
 
-def randomization(fields, values, where='randomize'):
+def randomization(fields: Sequence[str], values: Sequence[FloatArray],
+                  where: str = 'randomize') -> dict[str, npt.NDArray[np.float64]] | None:
     """Parallel name/value lists -> the pool's ``{field: array}`` (None when empty)."""
     if len(fields) != len(values):
         raise InvalidArgument(f'{len(fields)} field names but {len(values)} value arrays',
                               where=where, allowed='one randomize_values entry per field')
-    out = {}
+    out: dict[str, npt.NDArray[np.float64]] = {}
     for name, msg in zip(unique_names(fields, where, 'field'), values, strict=True):
         arr = from_msg(msg, f'{where}[{shorten(name)}]')
         if arr is None:
@@ -59,7 +62,7 @@ def randomization(fields, values, where='randomize'):
     return out or None
 
 
-def env_ids(ids):
+def env_ids(ids: Sequence[int] | npt.NDArray[np.integer]) -> npt.NDArray[np.int64] | None:
     """int64[] -> the pool's env_ids (None = every environment)."""
     if len(ids) == 0:
         return None

@@ -15,12 +15,16 @@ the ``policies`` parameter, which runs in a worker process with every call under
 cancel also ends a call the policy is computing (its worker is killed).
 """
 
+from __future__ import annotations
+
 import os
 import threading
 import time
+from typing import Any, cast, Protocol, TYPE_CHECKING
 
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
 
 from ...action import EvaluatePolicy
 from ...errors import CLOSED, DeviceError, DONE, FORBIDDEN, INTERNAL_ERROR, STOPPED
@@ -29,27 +33,56 @@ from .. import conversions as cv
 from ..guard import ActionServer
 from ..qos import action_queues
 
+if TYPE_CHECKING:     # the hints only
+    from rclpy.action.server import ServerGoalHandle
+    from rclpy.impl.rcutils_logger import RcutilsLogger
+
+    from ...pool import EnvPool, RayPool
+    from ...tasks import EvaluationReport, Policy
+    from ..bridge import CompletionBridge
+    from ..parameters import Values
+
 FEEDBACK_S = 0.2
 MAX_GOALS = 2
+
+
+class PolicyHost(Protocol):
+    """What the action reads of the PoolNode it is attached to (a Node as well; named by
+    this protocol, as pool_node imports this module)."""
+
+    @property
+    def p(self) -> Values: ...
+
+    @property
+    def closing(self) -> bool: ...
+
+    @property
+    def bridge(self) -> CompletionBridge | None: ...
+
+    @property
+    def pool(self) -> EnvPool | RayPool | None: ...
+
+    def get_logger(self) -> RcutilsLogger: ...
 
 
 class PolicyAction:
     """The action server and its goal bookkeeping, attached to a PoolNode."""
 
-    def __init__(self, node):
+    def __init__(self, node: PolicyHost) -> None:
         self.node = node
         self._lock = threading.Lock()
         self._reserved = 0
-        self._running = {}          # goal id bytes -> its policy, while it evaluates
+        # goal id bytes -> its policy, while it evaluates
+        self._running: dict[bytes, str | Policy] = {}
         p = node.p
         self.rules = PeerPolicies.from_parameters(p['policies'], p['resource_roots'],
                                                   p['policy_timeout_s'], p['policy_memory_mb'])
         self.server = ActionServer(
-            node, EvaluatePolicy, 'evaluate_policy', self._execute,
+            cast(Node, node), EvaluatePolicy, 'evaluate_policy', self._execute,
             callback_group=MutuallyExclusiveCallbackGroup(), goal_callback=self._on_goal,
             cancel_callback=self._on_cancel, result_timeout=10, **action_queues())
 
-    def _on_cancel(self, handle):
+    def _on_cancel(self, handle: ServerGoalHandle[Any, Any, Any]) -> CancelResponse:
         """Accept; a policy computing for that goal now is interrupted (its worker killed)."""
         with self._lock:
             policy = self._running.get(bytes(handle.goal_id.uuid))
@@ -58,7 +91,7 @@ class PolicyAction:
             cancel()
         return CancelResponse.ACCEPT
 
-    def _on_goal(self, _goal):
+    def _on_goal(self, _goal: EvaluatePolicy.Goal) -> GoalResponse:
         with self._lock:
             if self.node.closing or self._reserved >= MAX_GOALS:
                 return GoalResponse.REJECT
@@ -131,14 +164,14 @@ class PolicyAction:
                           'episodes')
         return ('canceled' if handle.is_cancel_requested else 'abort'), result
 
-    def cancel_all(self):
+    def cancel_all(self) -> None:
         """Shutdown: a policy computing now is interrupted (its worker killed)."""
         with self._lock:
             running = list(self._running.values())
         for policy in running:
             _cancel(policy)
 
-    def destroy(self):
+    def destroy(self) -> None:
         self.cancel_all()
         self.server.destroy()
 
@@ -164,13 +197,13 @@ def dataset_path(root: str, name: str) -> str | None:
     return os.path.join(root, norm)
 
 
-def _cancel(policy):
+def _cancel(policy: str | Policy | None) -> None:
     cancel = getattr(policy, 'cancel', None)
     if cancel is not None:
         cancel()
 
 
-def _fill(result, report):
+def _fill(result: EvaluatePolicy.Result, report: EvaluationReport) -> None:
     lo, hi = report.interval
     result.task = report.task
     result.completed = bool(report.completed)
@@ -187,7 +220,7 @@ def _fill(result, report):
     result.dataset = report.dataset or ''
 
 
-def _error(result, code, message):
+def _error(result: EvaluatePolicy.Result, code: str, message: str) -> EvaluatePolicy.Result:
     result.success = False
     result.code = code
     result.message = message

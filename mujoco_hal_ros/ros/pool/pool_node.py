@@ -23,11 +23,15 @@ evaluating, one queued behind it); more are refused. Goal, cancel, pool_info and
 heartbeat (a bridge tick while goals run) answer at once meanwhile.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
 import hashlib
 import os
 import sys
 import threading
 import time
+from typing import Any, TYPE_CHECKING
 
 import mujoco
 import numpy as np
@@ -59,32 +63,43 @@ from . import arrays
 from .params import TABLE
 from .policy_action import PolicyAction
 
+if TYPE_CHECKING:     # the hints only
+    from rclpy.action.server import ServerGoalHandle
+
+    from ...viewer.web import WebViewer
+
+    Cost = Callable[[np.ndarray, np.ndarray], np.ndarray]   # EnvPool's cost(qpos, qvel)
+
 HEARTBEAT_S = 0.5
 MAX_GOALS = 2          # one evaluating, one waiting for it
 COSTS = ('none', 'qpos_distance')
 
 
-def model_fingerprint(model):
+def model_fingerprint(model: mujoco.MjModel) -> str:
     """sha256 of the compiled model: nodes with equal fingerprints step identically."""
     buf = np.empty(mujoco.mj_sizeModel(model), dtype=np.uint8)
     mujoco.mj_saveModel(model, None, buf)
-    return hashlib.sha256(buf).hexdigest()
+    return hashlib.sha256(buf.data).hexdigest()   # the buffer itself, as a memoryview
 
 
-def _names(model, objtype, count):
+def _names(model: mujoco.MjModel, objtype: mujoco.mjtObj, count: int) -> list[str]:
     return [mujoco.mj_id2name(model, objtype, i) or '' for i in range(count)]
 
 
 class PoolNode(GuardedNode):
     """EnvPool behind an action and three services; see the module docstring."""
 
-    def __init__(self, node_name='pool_node', **kwargs):
+    def __init__(self, node_name: str = 'pool_node', **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.pool = self.bridge = self.viewer = self._policy_action = None
+        # all built by _start; None only while it runs (destroy_node copes with a refused one)
+        self.pool: EnvPool | RayPool | None = None
+        self.bridge: CompletionBridge | None = None
+        self.viewer: WebViewer | None = None
+        self._policy_action: PolicyAction | None = None
         self._closing = False
         start_or_destroy(self, self._start)
 
-    def _start(self):
+    def _start(self) -> None:
         self.p = TABLE.declare(self)
         refuse_unknown(self, ', '.join(TABLE.names()))
         self.model = self._load(self.p['model'])
@@ -99,7 +114,8 @@ class PoolNode(GuardedNode):
         self.bridge = CompletionBridge(self)        # pool work on its worker, in order
         self._goals_lock = threading.Lock()
         self._reserved = 0                          # accepted or being accepted, not finished
-        self._active = {}                           # goal id bytes -> [handle, steps, nstep]
+        # goal id bytes -> [handle, steps, nstep]
+        self._active: dict[bytes, list[Any]] = {}
         action_group = MutuallyExclusiveCallbackGroup()
         self._action = ActionServer(
             self, Evaluate, 'evaluate', self._execute, callback_group=action_group,
@@ -118,14 +134,15 @@ class PoolNode(GuardedNode):
         self._heartbeats = self.bridge.every(HEARTBEAT_S, self._heartbeat)  # while goals run
 
     # --- parameters -------------------------------------------------------------------------
-    def _load(self, path):
+    def _load(self, path: str) -> mujoco.MjModel:
         if not path:
             from ...menagerie import bench_arm_path
-            path = bench_arm_path()
-            if path is None or not os.path.isfile(path):
+            bench = bench_arm_path()
+            if bench is None or not os.path.isfile(bench):
                 raise ConfigError('the built-in bench arm (models/bench_arm.xml) was not found; '
                                   'source install/setup.bash or pass model',
                                   where='parameter model')
+            path = bench
         elif not os.path.isfile(path):
             raise ConfigError(f'file not found: {path}', where='parameter model')
         self.p = self.p.replace(model=path)
@@ -135,7 +152,7 @@ class PoolNode(GuardedNode):
             text = ' '.join(str(err).split())
             raise ConfigError(f'cannot load {path}: {text}', where='parameter model') from None
 
-    def _check_sizes(self):
+    def _check_sizes(self) -> None:
         if self.p['nthread'] == 0:          # sizes themselves: checked by TABLE
             self.p = self.p.replace(nthread=min(os.cpu_count() or 1, MAX_NTHREAD))
         p, m = self.p, self.model
@@ -164,16 +181,18 @@ class PoolNode(GuardedNode):
         """Whether the node is shutting down (goals are refused, running ones end)."""
         return self._closing
 
-    def describe(self):
+    def describe(self) -> str:
         """One line for the start-up log."""
+        pool = self.pool
+        assert pool is not None             # built by _start, before the node is handed out
         ns = self.get_namespace().rstrip('/')
-        return (f'{self.p["model"]}: nbatch {self.pool.nbatch}, nthread {self.pool.nthread}, '
-                f'state_size {self.pool.state_size}; serving {ns}/evaluate, '
+        return (f'{self.p["model"]}: nbatch {pool.nbatch}, nthread {pool.nthread}, '
+                f'state_size {pool.state_size}; serving {ns}/evaluate, '
                 f'{ns}/evaluate_policy, {ns}/reset, '
                 f'{ns}/site_jacobians, {ns}/pool_info')
 
     # --- evaluate ---------------------------------------------------------------------------
-    def _on_goal(self, _goal):
+    def _on_goal(self, _goal: Evaluate.Goal) -> GoalResponse:
         """Refuse beyond MAX_GOALS: one evaluating and one queued behind it."""
         with self._goals_lock:
             if self._closing or self._reserved >= MAX_GOALS:
@@ -181,27 +200,27 @@ class PoolNode(GuardedNode):
             self._reserved += 1
             return GoalResponse.ACCEPT
 
-    def _on_accepted(self, handle):
+    def _on_accepted(self, handle: ServerGoalHandle[Any, Any, Any]) -> None:
         with self._goals_lock:
             self._active[bytes(handle.goal_id.uuid)] = [handle, 0, int(handle.request.nstep)]
             self._heartbeats.start()
         handle.execute()
 
-    def _finish(self, handle):
+    def _finish(self, handle: ServerGoalHandle[Any, Any, Any]) -> None:
         with self._goals_lock:
             self._active.pop(bytes(handle.goal_id.uuid), None)
             self._reserved = max(0, self._reserved - 1)
             if not self._active:
                 self._heartbeats.stop()
 
-    def _heartbeat(self):
+    def _heartbeat(self) -> None:
         with self._goals_lock:
             tracked = [tuple(v) for v in self._active.values()]
         for handle, steps, nstep in tracked:
             self._feedback(handle, steps, nstep)
 
     @staticmethod
-    def _feedback(handle, steps, nstep):
+    def _feedback(handle: ServerGoalHandle[Any, Any, Any], steps: int, nstep: int) -> None:
         handle.publish_feedback(Evaluate.Feedback(
             progress=steps / nstep if nstep else 0.0, steps_done=steps, nstep=nstep))
 
@@ -283,7 +302,7 @@ class PoolNode(GuardedNode):
                                                        goal.randomize_values),
                     cost=self._cost(goal, n))
 
-    def _cost(self, goal, n):
+    def _cost(self, goal: Evaluate.Goal, n: int) -> Cost | None:
         """The goal's named cost as the pool's ``cost(qpos, qvel)`` callable, or None."""
         name = goal.cost or 'none'
         if name not in COSTS:
@@ -301,7 +320,7 @@ class PoolNode(GuardedNode):
             weights, _ = float_array(np.asarray(goal.cost_weights), [(nq,)], 'cost_weights',
                                      low=0.0)
 
-        def qpos_distance(qpos, _qvel):
+        def qpos_distance(qpos: np.ndarray, _qvel: np.ndarray) -> np.ndarray:
             return np.sum(weights * (qpos - target) ** 2, axis=1)
         return qpos_distance
 
@@ -340,11 +359,11 @@ class PoolNode(GuardedNode):
             res.jacp, res.jacr = arrays.to_msg(jacp), arrays.to_msg(jacr)
         return await self._answer(res, 'site_jacobians', work)
 
-    def _pool_info(self, _req, _res):
+    def _pool_info(self, _req: PoolInfo.Request, _res: PoolInfo.Response) -> PoolInfo.Response:
         return self.info
 
     # --- lifetime ---------------------------------------------------------------------------
-    def answer_waiting(self, timeout):
+    def answer_waiting(self, timeout: float) -> None:
         """Shutdown, while the executor still spins: a running evaluation stops at its
         next chunk and every waiting client gets its answer (CLOSED), for ``timeout`` s at
         most (``run_node`` calls it before the context goes)."""
@@ -357,7 +376,7 @@ class PoolNode(GuardedNode):
         while self._active and time.monotonic() < deadline:
             time.sleep(0.01)
 
-    def destroy_node(self):
+    def destroy_node(self) -> None:
         """Stop a running evaluation at its next chunk, then release the pool's threads."""
         self._closing = True
         if self._policy_action is not None:
@@ -371,14 +390,14 @@ class PoolNode(GuardedNode):
         return super().destroy_node()
 
 
-def _fill_error(res, code, message):
+def _fill_error(res: Any, code: str, message: str) -> Any:
     res.success = False
     res.code = code
     res.message = message
     return res
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Run until Ctrl-C; a bad parameter or model ends it at start with one line, exit 2."""
     return run_node('pool_node', PoolNode, argv, threads=MAX_GOALS + 4,
                     started=lambda node: node.get_logger().info(node.describe()))

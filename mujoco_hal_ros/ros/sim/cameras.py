@@ -27,13 +27,18 @@ are rclpy messages through ``Publisher.publish`` and rendering stays at normal p
 (``camera_background`` behaves as ``false``). A subscriber gets the same bytes either way.
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Callable, Sequence
 import concurrent.futures
 from dataclasses import dataclass, field
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
+from builtin_interfaces.msg import Time
 import numpy as np
 from rclpy.qos import QoSProfile
 from rclpy.serialization import deserialize_message, serialize_message
@@ -49,6 +54,14 @@ from ...sensors.pointcloud import Projector
 from .. import conversions as cv
 from .sensors import cloud_msg
 from .streams import RateMeter
+
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.impl.rcutils_logger import RcutilsLogger
+    from rclpy.node import Node
+    from rclpy.publisher import Publisher
+
+    from ...sim.device import Device
+    from .tf import FrameTree
 
 IMAGE_QOS = QoSProfile(depth=2)
 IDLE_POLL_S = 0.1
@@ -69,7 +82,7 @@ class CameraConfig:
     depth: bool = False
     # role -> topic where a robot description names them (image, info, depth, depth_info,
     # points); the rest are <channel>/image_raw, <channel>/camera_info...
-    topics: dict = field(default_factory=dict)
+    topics: dict[str, str] = field(default_factory=dict)
 
     def topic(self, role: str) -> str:
         return self.topics.get(role) or f'{self.channel}/{_DEFAULT_TOPICS[role]}'
@@ -83,10 +96,10 @@ _DEFAULT_TOPICS = {'image': 'image_raw', 'info': 'camera_info', 'depth': 'depth/
 class _Stream:
     cfg: CameraConfig
     frame: str
-    image_pub: object
-    info_pub: object
-    depth_pub: object = None
-    depth_info_pub: object = None
+    image_pub: Publisher
+    info_pub: Publisher
+    depth_pub: Publisher | None = None
+    depth_info_pub: Publisher | None = None
     info: CameraInfo = None
     info_bytes: cdr.HeaderFirstBytes | None = None     # the same, serialized (raw path)
     due: float = 0.0
@@ -95,11 +108,14 @@ class _Stream:
     frames: int = 0
     failed: str = ''
     packers: dict = field(default_factory=dict)    # encoding -> cdr.ImageBytes
-    image_out: object = None       # what sends images: BytesPublisher of image_pub, or it
-    depth_out: object = None
-    compressed_pub: object = None  # image_raw/compressed; depth cameras: points and
-    points_pub: object = None      # depth/image_raw/compressedDepth, all on subscription
-    cdepth_pub: object = None
+    # what sends images: BytesPublisher of image_pub, or it
+    image_out: BytesPublisher | Publisher | None = None
+    depth_out: BytesPublisher | Publisher | None = None
+    # image_raw/compressed; depth cameras: points and depth/image_raw/compressedDepth, all
+    # on subscription
+    compressed_pub: Publisher | None = None
+    points_pub: Publisher | None = None
+    cdepth_pub: Publisher | None = None
     projector: Projector | None = None
     generation: int = 0            # the scene generation ``info`` was made for
     absent: int = -1               # a generation whose model lacks the camera (logged once)
@@ -109,8 +125,10 @@ class CameraPublisher:
     """Renders subscribed cameras at their rates: one thread here, plus each camera's GL
     thread."""
 
-    def __init__(self, node, device, frames, configs, logger, background='auto',
-                 compression=('jpeg', 90)):
+    def __init__(self, node: Node, device: Device, frames: FrameTree,
+                 configs: Sequence[CameraConfig], logger: RcutilsLogger,
+                 background: str = 'auto',
+                 compression: tuple[str, int] = ('jpeg', 90)) -> None:
         self.device = device
         self.compression = compression            # (jpeg or png, jpeg quality)
         self._far = float(device.model.vis.map.zfar * device.model.stat.extent)
@@ -121,17 +139,17 @@ class CameraPublisher:
         self.mode = background                      # camera_background: auto, true, false
         self.background = background != 'false'    # where the rasterisers are now
         # auto may leave the background while this says so (the state thread is at FIFO)
-        self.may_raise = lambda: False
+        self.may_raise: Callable[[], bool] = lambda: False
         self._cannot_raise = False  # the kernel refused raising the rasterisers back
-        self._renderers = set()     # ids of renderers whose rasteriser threads were set
+        self._renderers: set[int] = set()   # ids of renderers whose rasteriser threads were set
         self._next_adapt = 0.0
         self._raised_before = False
         self.frames = frames
         self.logger = logger
         # channel -> fn(rgb rows bottom-up, simulated seconds), called with every frame sent;
         # a hooked camera renders without a subscriber (video recording)
-        self.frame_hooks = {}
-        self.streams = []
+        self.frame_hooks: dict[str, Callable[[np.ndarray, float], None]] = {}
+        self.streams: list[_Stream] = []
         for cfg in configs:
             topic = cfg.topic
             s = _Stream(cfg, frames.optical_frame(cfg.camera),
@@ -152,21 +170,21 @@ class CameraPublisher:
                            else BytesPublisher(s.depth_pub))
             self.streams.append(s)
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
-    def start(self):
+    def start(self) -> None:
         if not self.streams:
             return
         self._thread = threading.Thread(target=self._run, name='sim_node-cameras',
                                         daemon=True)
         self._thread.start()
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10.0)
 
-    def describe(self):
+    def describe(self) -> list[str]:
         out = []
         for s in self.streams:
             c = s.cfg
@@ -178,10 +196,11 @@ class CameraPublisher:
                            f'{c.topic("depth")}/compressedDepth, {c.topic("points")}')
         return out
 
-    def rates(self):
+    def rates(self) -> dict[str, float]:
         return {s.cfg.channel: s.meter.rate(5.0) for s in self.streams}
 
-    def lagging(self, fraction=0.5, settle_s=3.0, span_s=2.0):
+    def lagging(self, fraction: float = 0.5, settle_s: float = 3.0, span_s: float = 2.0
+                ) -> list[tuple[str, float, float]]:
         """``(channel, fps, rate)`` of each watched stream publishing under ``fraction`` of
         its rate for the last ``span_s``, once it has been watched for ``settle_s``."""
         now = time.monotonic()
@@ -407,7 +426,7 @@ class CameraPublisher:
         return packer.pack_in_place(seconds, rows_up, bottom_up=True)
 
 
-def raw_images_ok():
+def raw_images_ok() -> bool:
     """Whether this middleware reads a packed frame (flipped from OpenGL's row order) and
     a restamped camera_info back as the messages they stand for."""
     pixels = np.arange(24, dtype=np.uint8).reshape(2, 4, 3)
@@ -428,7 +447,8 @@ def raw_images_ok():
             and info.header.frame_id == 'f' and list(info.k) == [float(i) for i in range(9)])
 
 
-def image_msg(pixels, encoding, bytes_per_pixel, stamp, frame):
+def image_msg(pixels: np.ndarray, encoding: str, bytes_per_pixel: int, stamp: Time,
+              frame: str) -> Image:
     msg = Image()
     msg.header.stamp = stamp
     msg.header.frame_id = frame
@@ -440,7 +460,7 @@ def image_msg(pixels, encoding, bytes_per_pixel, stamp, frame):
     return msg
 
 
-def compressed_msg(fmt, data, stamp, frame):
+def compressed_msg(fmt: str, data: bytes, stamp: Time, frame: str) -> CompressedImage:
     msg = CompressedImage(format=fmt)
     msg.header.stamp = stamp
     msg.header.frame_id = frame

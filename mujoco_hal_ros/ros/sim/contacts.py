@@ -8,6 +8,12 @@ The message is our own ``mujoco_hal_ros/Contacts``: ROS 2 has no standard contac
 carries what MuJoCo gives: both bodies and geoms, position, normal, force and torque.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TYPE_CHECKING, TypeVar
+
+from builtin_interfaces.msg import Time
 import mujoco
 import numpy as np
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -18,6 +24,18 @@ from ...errors import DeviceError
 from ...msg import Contact, Contacts
 from ...srv import ApplyWrench, ClearWrenches
 from .. import conversions as cv
+
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.node import Node
+    from rclpy.publisher import Publisher
+
+    from ...sim.device import Device
+    from ...sim.snapshot import Snapshot
+    from ..bridge import CompletionBridge
+    from .params import SimParams
+    from .tf import FrameTree
+
+_S = TypeVar('_S')     # the stream a maker makes (``sensors._Stream``)
 
 QOS = QoSProfile(depth=10)
 FORCE_SCALE = 0.01            # metres of arrow per newton
@@ -32,7 +50,8 @@ def _names(model, objtype, n, fallback):
 class ContactStream:
     """The contact and push topics of one device."""
 
-    def __init__(self, node, device, frames, params):
+    def __init__(self, node: Node, device: Device, frames: FrameTree,
+                 params: SimParams) -> None:
         self.device = device
         self.world = frames.world
         m = device.model
@@ -47,30 +66,33 @@ class ContactStream:
         self._reporting = False
         self._markers_shown = 0
 
-    def follow(self, model):
+    def follow(self, model: mujoco.MjModel) -> None:
         """Name the bodies and geoms of a model a scene edit swapped in."""
         self.bodies = _names(model, mujoco.mjtObj.mjOBJ_BODY, model.nbody, 'body')
         self.geoms = _names(model, mujoco.mjtObj.mjOBJ_GEOM, model.ngeom, 'geom')
 
-    def streams(self, make):
+    def streams(self, make: Callable[[Publisher, float, Callable[[Snapshot], Any]], _S]
+                ) -> list[_S]:
+        """Its streams, each ``make(publisher, period in simulated seconds, snapshot ->
+        message or None)``."""
         out = [make(self.contacts_pub, 1.0 / self.rate, self._contacts),
                make(self.wrench_pub, 1.0 / self.rate, self._wrench_markers)]
         if self.markers_pub is not None:
             out.append(make(self.markers_pub, 1.0 / self.rate, self._contact_markers))
         return out
 
-    def describe(self):
+    def describe(self) -> list[str]:
         out = [f'contacts (@ {self.rate:g} Hz)', 'wrench_markers']
         return out + (['contact_markers'] if self.markers_pub is not None else [])
 
-    def wanted_changed(self):
+    def wanted_changed(self) -> None:
         """Ask the device for contacts exactly while someone listens."""
         want = any(p is not None and p.get_subscription_count() > 0 for p in self._pubs)
         if want != self._reporting:
             self._reporting = want
             self.device.sensing.report_contacts(want)
 
-    def stop(self):
+    def stop(self) -> None:
         if self._reporting:
             self._reporting = False
             try:
@@ -129,7 +151,7 @@ class WrenchServices:
     the stepper to take them, so the callbacks are coroutines that run them on the node's
     CompletionBridge worker (``ros/bridge.py``) rather than hold an executor thread."""
 
-    def __init__(self, node, device, bridge):
+    def __init__(self, node: Node, device: Device, bridge: CompletionBridge) -> None:
         self.device = device
         self.bridge = bridge
         group = ReentrantCallbackGroup()
@@ -139,7 +161,7 @@ class WrenchServices:
                                 callback_group=group)]
 
     @staticmethod
-    def describe():
+    def describe() -> list[str]:
         return ['apply_wrench', 'clear_wrenches']
 
     async def _apply(self, req, res):
@@ -166,7 +188,8 @@ class WrenchServices:
         return res
 
 
-def arrow(frame, ns, mid, start, end, rgba, stamp, shaft=0.01):
+def arrow(frame: str, ns: str, mid: int, start: Iterable[float], end: Iterable[float],
+          rgba: Sequence[float], stamp: Time, shaft: float = 0.01) -> Marker:
     m = Marker()
     m.header.frame_id, m.header.stamp = frame, stamp
     m.ns, m.id, m.type, m.action = ns, mid, Marker.ARROW, Marker.ADD
@@ -177,7 +200,7 @@ def arrow(frame, ns, mid, start, end, rgba, stamp, shaft=0.01):
     return m
 
 
-def delete_all(frame, stamp):
+def delete_all(frame: str, stamp: Time) -> MarkerArray:
     m = Marker(action=Marker.DELETEALL)
     m.header.frame_id, m.header.stamp = frame, stamp
     return MarkerArray(markers=[m])

@@ -20,8 +20,11 @@ it waits one chunk at most; it has its own mutually exclusive callback group so 
 gets an executor thread even while a flood of other requests keeps the control group busy.
 """
 
+from __future__ import annotations
+
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -39,6 +42,14 @@ from .. import conversions as cv
 from ..guard import ActionServer  # every callback guarded
 from ..qos import action_queues, REQUEST_QOS
 
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.node import Node
+    from rclpy.subscription import Subscription
+    from rclpy.task import Future
+
+    from ...sim.ports import DeviceApi
+    from ..bridge import CompletionBridge
+
 POLL_S = 0.02               # first move_to feedback; the Hold action's stillness checks
 FEEDBACK_S = 0.1            # feedback period of both actions
 HOLD_SETTLE_S = 3.0         # the longest the Hold action waits for the joints to settle
@@ -47,7 +58,8 @@ HOLD_SETTLE_S = 3.0         # the longest the Hold action waits for the joints t
 class Control:
     """Every request interface of sim_node over one Device."""
 
-    def __init__(self, node, device, bridge, namespace=''):
+    def __init__(self, node: Node, device: DeviceApi, bridge: CompletionBridge,
+                 namespace: str = '') -> None:
         # namespace: one robot of several (``RobotView``): its interfaces under
         # ``<namespace>/``, and none of the world's (reset, pause, step are the node's own)
         self.node = node
@@ -60,9 +72,11 @@ class Control:
         self.group = ReentrantCallbackGroup()
         self.hold_group = MutuallyExclusiveCallbackGroup()
         self._lock = threading.Lock()
-        self._cancel_wakes = {}              # move_to goal id -> future its cancel completes
-        self._refused_topic = {}
-        self._topic_goals = {}               # goals/<channel> values the worker has not taken
+        # move_to goal id -> future its cancel completes
+        self._cancel_wakes: dict[bytes, Future] = {}
+        self._refused_topic: dict[str, float] = {}     # channel -> when last refused
+        # goals/<channel> values the worker has not taken
+        self._topic_goals: dict[str, float] = {}
         self._goals_running = 0              # move_to and hold goals not answered yet
         self._joint_dofs = self._dofs(device.model)
         n, g = node, self.group
@@ -86,7 +100,7 @@ class Control:
         self.services = [n.create_service(kind, ns + name, callback, callback_group=group,
                                           qos_profile=REQUEST_QOS)
                          for kind, name, callback, group in served]
-        self.goal_subs = {}
+        self.goal_subs: dict[str, Subscription] = {}
         self._follow_goals(device.layout)
         self._unsubscribe = device.swaps.subscribe(self._follow)
 
@@ -118,7 +132,7 @@ class Control:
                         lambda msg, name=name: self._on_goal_topic(name, msg), 10,
                         callback_group=self.group)
 
-    def describe(self):
+    def describe(self) -> list[str]:
         ns = f'{self.namespace}/' if self.namespace else ''
         out = ['move_to (action and service)', 'hold (action and service)', 'set_goals',
                'run_action'] + (['reset', 'pause', 'step'] if self.world else []) + [
@@ -128,7 +142,7 @@ class Control:
         return out
 
     @property
-    def goals_running(self):
+    def goals_running(self) -> int:
         """Action goals whose result is not out yet: shutdown waits for it to reach 0."""
         return self._goals_running
 
@@ -147,7 +161,7 @@ class Control:
                 self._goal_began(-1)
         return execute
 
-    def destroy(self):
+    def destroy(self) -> None:
         """The bridge answers every waiting coroutine (the node closes it)."""
         self._unsubscribe()
         self.move_action.destroy()

@@ -17,9 +17,12 @@ node's ``dataset_root`` (default: ``record_folder``, else the working directory)
 that leads outside it is refused FORBIDDEN before anything is touched.
 """
 
+from __future__ import annotations
+
 from concurrent.futures import ThreadPoolExecutor
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 
@@ -29,15 +32,22 @@ from ...srv import DatasetEpisode, ReplayEpisode, StartDataset
 from .. import conversions as cv
 from ..qos import REQUEST_QOS
 
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.node import Node
 
-def dataset_root(p):
+    from ...sim.device import Device
+    from ..bridge import CompletionBridge
+    from .params import SimParams
+
+
+def dataset_root(p: SimParams) -> str:
     """The folder datasets go under: ``dataset_root``, else ``record_folder``, else the
     working directory (absolute, links resolved)."""
     root = getattr(p, 'dataset_root', '') or getattr(p, 'record_folder', '') or os.getcwd()
     return os.path.realpath(os.path.expanduser(root))
 
 
-def resolve_folder(root, folder, where='folder'):
+def resolve_folder(root: str, folder: object, where: str = 'folder') -> str:
     """``folder`` under ``root``; FORBIDDEN when it leads outside (``..``, an absolute path
     elsewhere, a link out), INVALID_ARGUMENT when empty."""
     if not isinstance(folder, str) or not folder.strip():
@@ -53,12 +63,14 @@ def resolve_folder(root, folder, where='folder'):
 class DatasetServices:
     """The dataset services over one Device."""
 
-    def __init__(self, node, device, bridge):
+    def __init__(self, node: Node, device: Device, bridge: CompletionBridge,
+                 p: SimParams) -> None:
+        # p: the node's checked parameters (dataset_root, record_folder)
         self.node, self.device, self.bridge = node, device, bridge
-        self.root = dataset_root(node.p)
+        self.root = dataset_root(p)
         self._lock = threading.Lock()
-        self._datasets = {}           # robot key -> DatasetRecorder
-        self._starting = set()        # keys being started (a second start is BUSY)
+        self._datasets: dict[str, DatasetRecorder] = {}   # robot key -> DatasetRecorder
+        self._starting: set[str] = set()   # keys being started (a second start is BUSY)
         self._replaying = False
         self._closed = False
         self._calls = ThreadPoolExecutor(1, thread_name_prefix='sim_node-dataset')
@@ -75,7 +87,7 @@ class DatasetServices:
                           for t, n, cb in table]
 
     @staticmethod
-    def describe():
+    def describe() -> list[str]:
         return ['start_dataset', 'save_episode', 'discard_episode', 'stop_dataset',
                 'dataset_status', 'replay_episode']
 
@@ -267,7 +279,7 @@ class DatasetServices:
         return await self._on(self._replays, resp, run, fill)
 
     # --- lifetime ------------------------------------------------------------------------
-    def close(self):
+    def close(self) -> None:
         """Shutdown: every dataset stops (its episode in progress discarded, finalised)."""
         with self._lock:
             self._closed = True
@@ -280,7 +292,7 @@ class DatasetServices:
         self._calls.shutdown(wait=False)
         self._replays.shutdown(wait=False)
 
-    def destroy(self):
+    def destroy(self) -> None:
         self.close()
         for srv in self._services:
             self.node.destroy_service(srv)

@@ -8,9 +8,13 @@ description they already know. Meshes can be large, so the URDF is built off the
 path and published once it is ready (latched: late subscribers get it too).
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from std_msgs.msg import String
 
@@ -20,11 +24,19 @@ from ...errors import ConfigError, DeviceError
 from ...mobile import config as drive_config, gazebo_drive
 from .streams import TF_STATIC_QOS
 
+if TYPE_CHECKING:                      # types only: no import at run time
+    import mujoco
+    from rclpy.node import Node
+
+    from ...world.sandbox import Sandbox
+    from .params import SimParams
+    from .tf import FrameTree
+
 TOPIC_WAIT_S = 30.0
 MAX_TOPIC_CHARS = 10_000_000     # a robot_description message (a big real URDF: ~1 MB)
 
 
-def read_robot_description(node, value):
+def read_robot_description(node: Node, value: str) -> tuple[str | None, str | None]:
     """(URDF text, base folder for relative meshes) of the ``robot_description`` parameter:
     the text itself, a .urdf file, or ``topic``: the first message on the latched
     ``robot_description`` (robot_state_publisher's), waited for at start."""
@@ -37,7 +49,7 @@ def read_robot_description(node, value):
         with open(value, encoding='utf-8') as handle:
             return handle.read(), os.path.dirname(os.path.abspath(value))
     from rclpy.executors import SingleThreadedExecutor
-    got = []
+    got: list[String] = []
     sub = node.create_subscription(String, 'robot_description', got.append, TF_STATIC_QOS)
     executor = SingleThreadedExecutor(context=node.context)
     executor.add_node(node)
@@ -56,7 +68,10 @@ def read_robot_description(node, value):
     return got[0].data, None
 
 
-def model_from_parameters(node, p, sandbox=None, drives=None):
+def model_from_parameters(node: Node, p: SimParams, sandbox: Sandbox | None = None,
+                          drives: Iterable[drive_config.DriveConfig] | None = None
+                          ) -> tuple[str | None, str | None, bool,
+                                     list[drive_config.DriveConfig]]:
     """(URDF text or None, MJCF path or None, republish?, drive configs) from
     robot_description/scene. ``drives``: the controllers file's drive controllers; without
     any, a diff-drive plugin among the URDF's ``<gazebo>`` tags is one
@@ -96,10 +111,11 @@ def model_from_parameters(node, p, sandbox=None, drives=None):
 class DescriptionPublisher:
     """Publishes ``robot_description`` once, from ``urdf`` or generated from the model."""
 
-    def __init__(self, node, model, frames, urdf=None):
+    def __init__(self, node: Node, model: mujoco.MjModel, frames: FrameTree,
+                 urdf: str | None = None) -> None:
         self.pub = node.create_publisher(String, 'robot_description', TF_STATIC_QOS)
         self.ready = threading.Event()
-        self.text = None
+        self.text: str | None = None
         self._lock = threading.Lock()          # stop() waits for a publish in progress
         self._stopped = False
         self._log = node.get_logger()
@@ -122,7 +138,7 @@ class DescriptionPublisher:
         finally:
             self.ready.set()
 
-    def follow(self, model):
+    def follow(self, model: mujoco.MjModel) -> None:
         """A scene edit swapped the model: the generated URDF is the new model's (the
         caller's thread: sim_node's scene thread, never the executor)."""
         if self._given:
@@ -135,10 +151,10 @@ class DescriptionPublisher:
                 self.text = text
                 self.pub.publish(String(data=text))
 
-    def describe(self):
+    def describe(self) -> list[str]:
         return ['robot_description']
 
-    def stop(self, timeout=5.0):
+    def stop(self, timeout: float = 5.0) -> None:
         """No publish after this returns (the node is about to destroy its publishers)."""
         with self._lock:
             self._stopped = True

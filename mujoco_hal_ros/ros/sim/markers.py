@@ -9,11 +9,21 @@ made invisible) go to a second array, drawn in one colour, as rviz's RobotModel 
 its collision geometry: off until asked for.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import mujoco
 import numpy as np
 from visualization_msgs.msg import Marker, MarkerArray
 
 from .. import conversions as cv
+
+if TYPE_CHECKING:                      # types only: no import at run time
+    from numpy.typing import ArrayLike
+
+    from .tf import FrameTree
 
 VISIBLE_GROUPS = 3
 INFINITE_PLANE = 5.0          # metres drawn for a plane with a zero (infinite) size
@@ -22,7 +32,7 @@ DEFAULT_RGBA = np.array([0.5, 0.5, 0.5, 1.0], dtype=np.float32)
 COLLISION_RGBA = np.array([0.9, 0.45, 0.1, 0.6])
 
 
-def geom_rgba(model, g):
+def geom_rgba(model: mujoco.MjModel, g: int) -> np.ndarray:
     """The colour MuJoCo draws: the material's unless the geom sets its own rgba."""
     rgba = np.array(model.geom_rgba[g], dtype=float)
     mat = int(model.geom_matid[g])
@@ -46,7 +56,7 @@ def _marker(frame, ns, mid, mtype, pos, wxyz, scale, rgba):
     return m
 
 
-def mesh_points(model, mesh):
+def mesh_points(model: mujoco.MjModel, mesh: int) -> np.ndarray:
     """(3 * nface, 3) triangle corners of a compiled mesh, in its geom frame."""
     v0, nv = int(model.mesh_vertadr[mesh]), int(model.mesh_vertnum[mesh])
     f0, nf = int(model.mesh_faceadr[mesh]), int(model.mesh_facenum[mesh])
@@ -55,7 +65,8 @@ def mesh_points(model, mesh):
     return verts[faces.reshape(-1)]
 
 
-def geom_markers(model, g, frame, rgba=None):
+def geom_markers(model: mujoco.MjModel, g: int, frame: str, rgba: ArrayLike | None = None
+                 ) -> list[Marker]:
     """Markers for geom ``g``; empty for types rviz has no shape for (height fields, SDFs)."""
     gtype = mujoco.mjtGeom(int(model.geom_type[g]))
     size = model.geom_size[g]
@@ -96,7 +107,9 @@ def geom_markers(model, g, frame, rgba=None):
     return []
 
 
-def scene_markers(model, frames, cancelled=lambda: False, collision=False):
+def scene_markers(model: mujoco.MjModel, frames: FrameTree,
+                  cancelled: Callable[[], bool] = lambda: False, collision: bool = False
+                  ) -> MarkerArray | None:
     """Every visible geom of the model as one MarkerArray, or with ``collision`` every other
     geom (see module docstring).
 

@@ -12,8 +12,12 @@ robot's controller_manager would give them.
 This module only translates; ``mobile.base.BaseController`` runs the controller.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 from geometry_msgs.msg import TransformStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry
@@ -23,6 +27,12 @@ from ...errors import DeviceError
 from ...mobile import config as cfg
 from ...mobile.base import BaseController
 from .. import conversions as cv
+
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.node import Node
+    from rclpy.publisher import Publisher
+
+    from ...sim.ports import DriveHost
 
 WARN_EVERY_S = 5.0       # at most one refused-command line per controller this often
 
@@ -42,7 +52,7 @@ def frame_prefix(config: cfg.DriveConfig, namespace: str) -> str:
     return f'{prefix}/' if prefix else ''
 
 
-def topics(config: cfg.DriveConfig):
+def topics(config: cfg.DriveConfig) -> tuple[str, str]:
     """(command topic, odometry topic) of a drive: the ones its source names, else the
     controller's own under its name."""
     c = config
@@ -77,7 +87,9 @@ def _yaw_quat(yaw):
 class DriveServed:
     """One drive controller on the node: its command subscription and odometry output."""
 
-    def __init__(self, node, device, config: cfg.DriveConfig, tf_pub):
+    def __init__(self, node: Node, device: DriveHost, config: cfg.DriveConfig,
+                 tf_pub: Publisher | None) -> None:
+        # tf_pub: the node's /tf publisher a diff drive's odom -> base goes on (None: its own)
         self.node = node
         self.config = c = config
         self.base = BaseController(device, config)
@@ -91,7 +103,7 @@ class DriveServed:
         self._sub = node.create_subscription(kind, topic, self._on_command, 10)
         self._odom_pub = node.create_publisher(Odometry, odom_topic, 10)
         self.topics.append(odom_topic)
-        self._tf_pub = None
+        self._tf_pub: Publisher | None = None
         if c.enable_odom_tf:
             if diff:
                 self._tf_pub = tf_pub if tf_pub is not None else \
@@ -100,13 +112,13 @@ class DriveServed:
             else:
                 self._tf_pub = node.create_publisher(TFMessage, f'{c.name}/tf_odometry', 10)
                 self.topics.append(f'{c.name}/tf_odometry')
-        self._limited_pub = None
+        self._limited_pub: Publisher | None = None
         if c.publish_limited_velocity:     # what the controller sent after its limiters
             self._limited_pub = node.create_publisher(TwistStamped, f'{c.name}/cmd_vel_out', 10)
             self.topics.append(f'{c.name}/cmd_vel_out')
         self._last_warn = -math.inf
         self.refused = 0
-        self._last_stamp = None
+        self._last_stamp: float | None = None
         self._timer = node.create_timer(1.0 / c.publish_rate, self._publish)
 
     def _on_command(self, msg):
@@ -158,7 +170,7 @@ class DriveServed:
             r.x, r.y, r.z, r.w = _yaw_quat(s.heading)
             self._tf_pub.publish(TFMessage(transforms=[t]))
 
-    def destroy(self):
+    def destroy(self) -> None:
         self.node.destroy_timer(self._timer)
         self.node.destroy_subscription(self._sub)
         self.base.close()
@@ -168,8 +180,9 @@ class DriveControllers:
     """Every drive controller (``mobile.config.DriveConfig``): the controllers file's, or a
     Gazebo drive plugin's."""
 
-    def __init__(self, node, device, drives, tf_pub):
-        self.parts = []
+    def __init__(self, node: Node, device: DriveHost, drives: Iterable[cfg.DriveConfig],
+                 tf_pub: Publisher | None) -> None:
+        self.parts: list[DriveServed] = []
         try:
             for config in drives:
                 self.parts.append(DriveServed(node, device, config, tf_pub))
@@ -187,16 +200,16 @@ class DriveControllers:
             raise
 
     @property
-    def odom_tf(self):
+    def odom_tf(self) -> bool:
         """Whether a controller publishes ``odom -> base`` on /tf (the ground truth then
         stays off /tf)."""
         return any(p.config.enable_odom_tf and p.config.type == cfg.DIFF_DRIVE
                    for p in self.parts)
 
-    def describe(self):
+    def describe(self) -> list[str]:
         return [t for p in self.parts for t in p.topics]
 
-    def destroy(self):
+    def destroy(self) -> None:
         for part in self.parts:
             part.destroy()
         self.parts = []

@@ -7,9 +7,11 @@ tests cannot drift apart. A refusal raises ``ConfigError`` with
 is what a user who mistyped a value needs, rather than a traceback.
 """
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 import math
 import os
+from typing import Any, TYPE_CHECKING
 
 from ...errors import ConfigError
 from ...tasks.peer import declared_policies
@@ -55,7 +57,7 @@ def _not_empty(value):
     return value.strip()
 
 
-def existing_dirs(value):
+def existing_dirs(value: Sequence[str]) -> list[str]:
     roots = [r for r in value if r]
     missing = [r for r in roots if not os.path.isdir(r)]
     if missing:
@@ -68,7 +70,7 @@ def _policies(value):
     return [v.strip() for v in value if v.strip()]
 
 
-def policy_params(action):
+def policy_params(action: str) -> list[Param]:
     """What a peer may run over ``action`` (doc/security.md): data it names, code only the
     operator declares. sim_node's and pool_node's tables share these three."""
     return [
@@ -284,11 +286,16 @@ TABLE = ParameterTable([
           'world may have.', range=(1, 10 ** 9), rule='1 and above'),
 ])
 
-# The checked values sim_node runs with: one typed, frozen field per TABLE entry.
-SimParams = TABLE.record_type('SimParams')
+# The checked values sim_node runs with: one typed, frozen field per TABLE entry. The class
+# is made at run time from TABLE, so a type checker cannot see its fields: to it the name
+# stands for any object (its attributes are TABLE's names, each of its Param's type).
+if TYPE_CHECKING:
+    SimParams = Any
+else:
+    SimParams = TABLE.record_type('SimParams')
 
 
-def camera_table(name, defaults):
+def camera_table(name: str, defaults: Mapping[str, float]) -> ParameterTable:
     """cameras.<name>.rate/width/height, declared once the model is loaded: their defaults
     come from the global camera parameters and the device file, so each camera gets a
     table of its own."""
@@ -304,20 +311,20 @@ def camera_table(name, defaults):
     ], prefix=f'cameras.{name}.')
 
 
-def auto_prefix(namespace):
+def auto_prefix(namespace: str | None) -> str:
     """frame_prefix "auto": "arm1/" in /arm1, "a/b/" in /a/b, nothing at the root."""
     ns = (namespace or '').strip('/')
     return f'{ns}/' if ns else ''
 
 
-def sim_params(values, namespace='/'):
+def sim_params(values: Mapping[str, Any], namespace: str = '/') -> SimParams:
     """TABLE's checked values -> SimParams, with the rules that join two of them."""
     p = SimParams(**values)
     prefix = auto_prefix(namespace) if p.frame_prefix.strip() == 'auto' else p.frame_prefix
     return replace(p, frame_prefix=prefix, tf_rate=min(p.tf_rate, p.publish_rate))
 
 
-def share_dir():
+def share_dir() -> str | None:
     """The package's share directory: the source tree when run from it, else the install."""
     here = os.path.dirname(os.path.abspath(__file__))
     source = os.path.normpath(os.path.join(here, '..', '..'))
@@ -330,7 +337,7 @@ def share_dir():
         return None
 
 
-def builtin_device_file():
+def builtin_device_file() -> str:
     """config/bench_arm.yaml of the built-in bench arm, or ConfigError saying where we looked."""
     share = share_dir()
     path = os.path.join(share, 'config', 'bench_arm.yaml') if share else None
@@ -341,7 +348,8 @@ def builtin_device_file():
     return path
 
 
-def device_arguments(p, urdf_model=None):
+def device_arguments(p: SimParams, urdf_model: str | None = None
+                     ) -> tuple[str | None, str | None]:
     """SimParams -> (device_file, model) for ``Device`` following the documented rules;
     ``urdf_model`` is the MJCF built from ``robot_description``."""
     if urdf_model:

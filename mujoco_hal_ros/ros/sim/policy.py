@@ -25,10 +25,13 @@ run has ended and the device holds (``DevicePolicyRunner`` leaves it holding), a
 goal is accepted. With no run, it answers success false and changes nothing.
 """
 
+from __future__ import annotations
+
 from concurrent.futures import ThreadPoolExecutor
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -41,6 +44,16 @@ from .. import conversions as cv
 from ..guard import ActionServer  # every callback guarded
 from ..qos import action_queues, REQUEST_QOS
 
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.node import Node
+    from rclpy.task import Future
+
+    from ...sim.device import Device
+    from ...tasks.device_runner import DevicePolicyRunner
+    from ...tasks.policies import Policy
+    from ..bridge import CompletionBridge
+    from .params import SimParams
+
 FEEDBACK_S = 0.1            # at most this often, and at the end
 STOP_WAIT_S = 10.0          # stop_policy waits this long for the run to end
 
@@ -48,17 +61,20 @@ STOP_WAIT_S = 10.0          # stop_policy waits this long for the run to end
 class PolicyRuns:
     """The run_policy action and the stop_policy service over one Device."""
 
-    def __init__(self, node, device, bridge):
+    def __init__(self, node: Node, device: Device, bridge: CompletionBridge,
+                 p: SimParams) -> None:
+        # p: the node's checked parameters (the policies a peer may name, their limits)
         self.node, self.device, self.bridge = node, device, bridge
         self._lock = threading.Lock()
         self._busy = False          # a goal is being run (from accept to result)
-        self._runner = None         # its DevicePolicyRunner, once built
+        self._runner: DevicePolicyRunner | None = None    # its runner, once built
         self._stop_asked = False    # stop_policy came before the runner was built
-        self._ended = None          # an rclpy future answered when the run ends
-        self._worker = None         # the runs' one thread, made at the first goal
-        self._policy = None         # the run's policy (a worker process may be computing)
-        self._goal = None           # the running goal's id
-        p = node.p
+        self._ended: Future | None = None    # an rclpy future answered when the run ends
+        # the runs' one thread, made at the first goal
+        self._worker: ThreadPoolExecutor | None = None
+        # the run's policy (a worker process may be computing)
+        self._policy: str | Policy | None = None
+        self._goal: bytes | None = None      # the running goal's id
         self.rules = PeerPolicies.from_parameters(p.policies, p.resource_roots,
                                                   p.policy_timeout_s, p.policy_memory_mb)
         group = ReentrantCallbackGroup()
@@ -70,7 +86,7 @@ class PolicyRuns:
                                                 callback_group=group, qos_profile=REQUEST_QOS)
 
     @staticmethod
-    def describe():
+    def describe() -> list[str]:
         return ['run_policy (action)', 'stop_policy']
 
     # --- run_policy -----------------------------------------------------------------------
@@ -188,7 +204,7 @@ class PolicyRuns:
         return ('canceled' if handle.is_cancel_requested else 'abort'), result
 
     # --- stop_policy and cancel -------------------------------------------------------------
-    def stop(self):
+    def stop(self) -> None:
         """Shutdown: the run (if any) stops now, a computing policy's worker killed."""
         self._stop_run()
 
@@ -225,7 +241,7 @@ class PolicyRuns:
                             f'asked to stop; the run had not ended after {STOP_WAIT_S:g} s')
         return response
 
-    def destroy(self):
+    def destroy(self) -> None:
         with self._lock:
             worker = self._worker
         self._stop_run()

@@ -10,10 +10,13 @@ stops the recording with an ERROR in ``diagnostics`` (``status()``, the second e
 the node's array); the simulation runs on.
 """
 
+from __future__ import annotations
+
 import importlib
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -26,6 +29,15 @@ from ...record import qos_dict, Recorder, VideoRecorder
 from ...record.msgdef import message_definition
 from ..qos import REQUEST_QOS
 
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.impl.rcutils_logger import RcutilsLogger
+    from rclpy.node import Node
+    from rclpy.subscription import Subscription
+
+    from ...sim.device import Device
+    from .cameras import CameraPublisher
+    from .params import SimParams
+
 SUBSCRIPTION_DEPTH = 1000
 SKIPPED = {'/rosout', '/parameter_events'}
 _RELIABILITY = {ReliabilityPolicy.RELIABLE: 'reliable',
@@ -35,12 +47,12 @@ _DURABILITY = {DurabilityPolicy.TRANSIENT_LOCAL: 'transient_local',
 _HISTORY = {HistoryPolicy.KEEP_LAST: 'keep_last', HistoryPolicy.KEEP_ALL: 'keep_all'}
 
 
-def default_folder():
+def default_folder() -> str:
     """rosbag2_<date>-<time>, as ``ros2 bag record`` names its folder."""
     return time.strftime('rosbag2_%Y_%m_%d-%H_%M_%S')
 
 
-def fresh_folder(base):
+def fresh_folder(base: str) -> str:
     """``base``, or ``base_2``, ``base_3``... the first that is absent or empty."""
     path, n = base, 1
     while os.path.exists(path) and os.listdir(path):
@@ -52,13 +64,14 @@ def fresh_folder(base):
 class Recording:
     """The node's recording services and diagnostics; one recording at a time."""
 
-    def __init__(self, node, device, cameras, p, log):
+    def __init__(self, node: Node, device: Device, cameras: CameraPublisher, p: SimParams,
+                 log: RcutilsLogger) -> None:
         self.node, self.device, self.cameras, self.p, self.log = node, device, cameras, p, log
-        self.recorder = None
-        self.videos = {}               # camera channel -> VideoRecorder
-        self.last_error = None
-        self.last_path = None
-        self._subs = []
+        self.recorder: Recorder | None = None
+        self.videos: dict[str, VideoRecorder] = {}     # camera channel -> VideoRecorder
+        self.last_error: str | None = None
+        self.last_path: str | None = None
+        self._subs: list[Subscription] = []
         self._lock = threading.Lock()
         group = MutuallyExclusiveCallbackGroup()
         self._group = MutuallyExclusiveCallbackGroup()     # the subscriptions' own
@@ -74,11 +87,11 @@ class Recording:
         if p.record:
             self.start(p.record)
 
-    def describe(self):
+    def describe(self) -> list[str]:
         return ['start_recording', 'stop_recording']
 
     @property
-    def recording(self):
+    def recording(self) -> bool:
         return self.recorder is not None
 
     # --- topics -----------------------------------------------------------------------------
@@ -119,7 +132,7 @@ class Recording:
         return sub, profiles, str(mine[0].topic_type_hash or '')
 
     # --- start / stop -----------------------------------------------------------------------
-    def start(self, folder=None):
+    def start(self, folder: str | None = None) -> str:
         """Start recording into ``folder`` (default: record, else rosbag2_<time>), inside
         ``record_folder`` when the name is relative and that parameter is set."""
         with self._lock:
@@ -165,7 +178,7 @@ class Recording:
             self.videos[c.channel] = video
             self.cameras.frame_hooks[c.channel] = _video_hook(video)
 
-    def stop(self):
+    def stop(self) -> str | None:
         """Stop the recording, write metadata.yaml; returns the folder or None."""
         with self._lock:
             rec, self.recorder = self.recorder, None
@@ -208,7 +221,7 @@ class Recording:
         return res
 
     # --- reporting --------------------------------------------------------------------------
-    def status(self):
+    def status(self) -> DiagnosticStatus:
         """This recording's DiagnosticStatus, for the node's diagnostics array."""
         rec = self.recorder
         if rec is not None and rec.error:
@@ -229,7 +242,7 @@ class Recording:
                                 'recording', message=message,
                                 values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
 
-    def close(self):
+    def close(self) -> None:
         self.stop()
 
 

@@ -17,7 +17,11 @@ brought actuators under a namespace a robot, and takes down the interfaces of a 
 whose entity was deleted.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
 import threading
+from typing import Any, TYPE_CHECKING
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
@@ -27,11 +31,22 @@ from ..swap.gripper_controller import GripperController
 from ..swap.trajectory_controller import controller_block, TrajectoryController
 from .control import Control
 
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.node import Node
+    from rclpy.publisher import Publisher
+
+    from ...sim.device import Device
+    from ...sim.robots import RobotView
+    from ...world.robots_file import RobotEntry
+    from ..bridge import CompletionBridge
+    from . import mobile
+    from .streams import StatePublisher
+
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                      reliability=ReliabilityPolicy.RELIABLE)
 
 
-def gripper_settings(entry):
+def gripper_settings(entry: RobotEntry | None) -> dict[str, Any]:
     """A robots-file robot's own gripper_controller settings: its controllers file's
     ``gripper_controller`` block (gripper_action_controller's ``joint``, tolerances), its
     ``gripper_joint`` over that; {} without either."""
@@ -52,7 +67,9 @@ class RobotInterfaces:
     """One robot's services, actions and topics on ``node`` (its joint_states are the
     state publisher's)."""
 
-    def __init__(self, node, view, bridge, urdf_text=None, entry=None, device=None):
+    def __init__(self, node: Node, view: RobotView, bridge: CompletionBridge,
+                 urdf_text: str | None = None, entry: RobotEntry | None = None,
+                 device: Device | None = None) -> None:
         # entry: the robots file's entry (its controllers_file and gripper_joint), or None;
         # device: the world's (a drive controller runs on it)
         self.view = view
@@ -60,8 +77,11 @@ class RobotInterfaces:
         ns = view.namespace
         log = node.get_logger()
         controllers = getattr(entry, 'controllers_file', None)
-        self.control = self.trajectory = self.gripper = self.description = None
-        self.drives = []
+        self.control: Control | None = None
+        self.trajectory: TrajectoryController | None = None
+        self.gripper: GripperController | None = None
+        self.description: Publisher | None = None
+        self.drives: list[mobile.DriveServed] = []
         try:
             self.control = Control(node, view, bridge, namespace=ns)
             from ...mobile import config as drive_config
@@ -94,20 +114,21 @@ class RobotInterfaces:
             self.destroy()
             raise
 
-    def gripper_text(self):
+    def gripper_text(self) -> str:
         """The gripper joint and range for the start-up log ('no gripper' without one)."""
         g = self.gripper.gripper if self.gripper is not None else None
         return 'no gripper' if g is None else f'gripper {g.joint} [{g.lo:g}, {g.hi:g}]'
 
-    def describe(self):
+    def describe(self) -> list[str]:
         ns = self.view.namespace
-        out = [f'{ns}/joint_states'] + self.control.describe()
+        out = [f'{ns}/joint_states'] + (self.control.describe() if self.control is not None
+                                        else [])        # destroyed: nothing served
         if self.trajectory is not None:
             out.append(f'{ns}/arm_controller/follow_joint_trajectory')
         out += self.gripper.describe() if self.gripper is not None else []
         return out + [t for d in self.drives for t in d.topics]
 
-    def destroy(self):
+    def destroy(self) -> None:
         for part in (*self.drives, self.trajectory, self.gripper, self.control):
             if part is not None:
                 part.destroy()
@@ -120,17 +141,19 @@ class RobotInterfaces:
 class RobotsServed:
     """The robots of the node's world, each with its ``RobotInterfaces``."""
 
-    def __init__(self, node, device, bridge, state, urdf_texts=None, entries=None):
+    def __init__(self, node: Node, device: Device, bridge: CompletionBridge,
+                 state: StatePublisher, urdf_texts: Mapping[str, str] | None = None,
+                 entries: Mapping[str, RobotEntry] | None = None) -> None:
         self.node, self.device, self.bridge, self.state = node, device, bridge, state
         self.urdf_texts = dict(urdf_texts or {})
         self.entries = dict(entries or {})     # namespace -> its robots file entry
-        self.served = {}                  # namespace -> RobotInterfaces
+        self.served: dict[str, RobotInterfaces] = {}     # namespace -> RobotInterfaces
         self._lock = threading.Lock()
         self._closed = False
         self.follow()
         self._unsubscribe = device.swaps.subscribe(lambda _event: self.follow())
 
-    def follow(self):
+    def follow(self) -> None:
         """Spawned entities under a namespace that brought actuators become robots; robots
         whose entity went are taken down; the state thread publishes what is left."""
         with self._lock:
@@ -160,14 +183,14 @@ class RobotsServed:
                         + ', '.join(self.served[ns].describe()[:4]) + ', ...')
             self.state.set_robots(list(views.values()))
 
-    def describe(self):
+    def describe(self) -> list[str]:
         return [name for r in self.served.values() for name in r.describe()]
 
-    def goals_running(self):
+    def goals_running(self) -> int:
         return sum(r.control.goals_running for r in self.served.values()
                    if r.control is not None)
 
-    def destroy(self):
+    def destroy(self) -> None:
         with self._lock:
             self._closed = True
             self._unsubscribe()

@@ -20,10 +20,14 @@ module turns them into messages:
 Site frames hang off their body's frame on ``/tf_static`` (``static_transforms``).
 """
 
+from __future__ import annotations
+
 import math
 import threading
 import time
+from typing import Any, TYPE_CHECKING
 
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped, TransformStamped, WrenchStamped
 import mujoco
 import numpy as np
@@ -37,6 +41,15 @@ from ...sensors import declared
 from ...world import scene as scene_edit
 from .. import conversions as cv
 from .contacts import ContactStream
+
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.impl.rcutils_logger import RcutilsLogger
+    from rclpy.node import Node
+
+    from ...sensors.catalog import Group
+    from ...sim.device import Device
+    from .params import SimParams
+    from .tf import FrameTree
 
 SENSOR_QOS = QoSProfile(depth=10)
 SUBSCRIBER_POLL_S = 0.1
@@ -85,17 +98,20 @@ class _Stream:
 class SensorPublisher:
     """Every sensor-like stream of one device, on one thread."""
 
-    def __init__(self, node, device, frames, params, logger):
+    def __init__(self, node: Node, device: Device, frames: FrameTree, params: SimParams,
+                 logger: RcutilsLogger) -> None:
         self.device = device
         self.frames = frames
         self.logger = logger
         self.model = device.model
-        self.streams = []
+        self.streams: list[_Stream] = []
         self.errors = 0
-        self._site_frames = {}       # frame name -> (parent frame, pos, wxyz)
-        self.groups = []
-        self.lidars = []
-        self._lidar_streams = []     # (stream, settings, frame): recast for a new model
+        # frame name -> (parent frame, pos, wxyz)
+        self._site_frames: dict[str, tuple[str, np.ndarray, np.ndarray]] = {}
+        self.groups: list[Group] = []
+        self.lidars: list[tuple[str, str]] = []       # (name, topic)
+        # (stream, settings, frame): recast for a new model
+        self._lidar_streams: list[tuple[_Stream, dict[str, Any], str]] = []
         self.generation = device.snapshot.generation
         if params.sensors:
             self.groups = [g for g in device.sensing.sensor_groups(
@@ -127,12 +143,12 @@ class SensorPublisher:
             self._lidar_streams.append((self.streams[-1], cfg, frame))
         self.contacts = ContactStream(node, device, frames, params)
         self.streams += self.contacts.streams(_Stream)
-        self._shortest = None          # the shortest period of a watched stream
+        self._shortest: float | None = None     # the shortest period of a watched stream
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
 
     # --- set-up -----------------------------------------------------------------------------
-    def site_frame(self, site):
+    def site_frame(self, site: int) -> str:
         """The TF frame of a site: ``<prefix><site name>`` (``_site`` added if a body has
         that name)."""
         name = mujoco.mj_id2name(self.model, mujoco.mjtObj.mjOBJ_SITE, site) or f'site{site}'
@@ -167,7 +183,7 @@ class SensorPublisher:
         frame = self.frames.prefix + g.frame if g.frame else self.site_frame(g.site)
         return self._frame_of_site(g.site, frame)
 
-    def static_transforms(self, stamp):
+    def static_transforms(self, stamp: Time) -> list[TransformStamped]:
         """Every sensor frame on its body: for the node's one /tf_static message."""
         out = []
         for child, (parent, pos, quat) in self._site_frames.items():
@@ -180,7 +196,7 @@ class SensorPublisher:
             out.append(t)
         return out
 
-    def describe(self):
+    def describe(self) -> list[str]:
         out = [f'{g.topic or "sensors/" + g.name} ({g.kind} @ {g.rate:g} Hz)'
                for g in self.groups]
         out += [topic for _name, topic in self.lidars]
@@ -327,18 +343,18 @@ class SensorPublisher:
         return build
 
     # --- the loop ---------------------------------------------------------------------------
-    def start(self):
+    def start(self) -> None:
         if not self.streams:
             return
         self._thread = threading.Thread(target=self._run, name='sim_node-sensors', daemon=True)
         self._thread.start()
 
     @property
-    def native_id(self):
+    def native_id(self) -> int | None:
         """The sensor thread's OS id (for CPU accounting), None before it starts."""
         return self._thread.native_id if self._thread is not None else None
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5.0)
@@ -443,7 +459,8 @@ def _diag(variance):
     return [variance, 0.0, 0.0, 0.0, variance, 0.0, 0.0, 0.0, variance]
 
 
-def cloud_msg(data, height, width, stamp, frame, rgb=False, dense=False):
+def cloud_msg(data: bytes, height: int, width: int, stamp: Time, frame: str,
+              rgb: bool = False, dense: bool = False) -> PointCloud2:
     """An organized PointCloud2 of packed float32 points: x, y, z (12 bytes a point) or
     with ``rgb`` x, y, z, rgb (``pointcloud.POINT_STEP``)."""
     from ...sensors.pointcloud import POINT_STEP

@@ -17,7 +17,11 @@ and the service or action coroutine awaits the node's CompletionBridge
 rest of the node.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
 import os
+from typing import Any, TYPE_CHECKING
 
 from geometry_msgs.msg import Vector3
 from rclpy.action import CancelResponse, GoalResponse
@@ -63,6 +67,12 @@ from ..qos import action_queues, REQUEST_QOS
 from .scene_edits import SceneEdits
 from .world_services import WorldServices
 
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.node import Node
+
+    from ...sim.device import Device
+    from ..bridge import CompletionBridge
+
 F = SimulatorFeatures
 FEATURES = [F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET,
             F.SIMULATION_RESET_STATE, F.SIMULATION_STATE_GETTING, F.SIMULATION_STATE_SETTING,
@@ -97,14 +107,15 @@ def _fail(code, text):
 class SimInterfaces:
     """The simulation_interfaces services and action on ``node`` for ``device``."""
 
-    def __init__(self, node, device, bridge):
+    def __init__(self, node: Node, device: Device, bridge: CompletionBridge) -> None:
         self.node = node
         self.device = device
         self.bridge = bridge
         self.entities = Entities(device)
         self.stopped = False                  # STATE_STOPPED: paused and reset, until played
         group = ReentrantCallbackGroup()
-        services = (
+        # (type, name, callback) of each service
+        services: tuple[tuple[Any, str, Callable[..., Any]], ...] = (
             (GetSimulatorFeatures, 'get_simulator_features', self._features),
             (ResetSimulation, 'reset_simulation', self._reset),
             (GetSimulationState, 'get_simulation_state', self._get_state),
@@ -150,14 +161,15 @@ class SimInterfaces:
         return True, sim_time
 
     # --- simulation state -----------------------------------------------------------------
-    def state(self):
+    def state(self) -> int:
+        """simulation_interfaces' SimulationState: playing, paused or stopped."""
         if not self.device.paused:
             self.stopped = False          # played meanwhile (e.g. through sim_node's pause)
             return SimulationState.STATE_PLAYING
         return SimulationState.STATE_STOPPED if self.stopped else SimulationState.STATE_PAUSED
 
     @property
-    def edits(self):
+    def edits(self) -> bool:
         """Whether scene edits are served (the node's world_edits parameter; on without)."""
         return bool(getattr(getattr(self.node, 'p', None), 'world_edits', True))
 
@@ -497,7 +509,7 @@ class SimInterfaces:
         return resp
 
     # --- lifetime -------------------------------------------------------------------------
-    def destroy(self):
+    def destroy(self) -> None:
         self.world.destroy()
         for srv in self._services:
             self.node.destroy_service(srv)

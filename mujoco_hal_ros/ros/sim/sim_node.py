@@ -7,6 +7,8 @@ and the executor (services, actions, goal topics, diagnostics). All of them read
 device's snapshots; only the Device's own stepper thread touches the live MjData.
 """
 
+from __future__ import annotations
+
 from ...render import gl
 
 gl.ensure_headless_gl()     # before anything below imports mujoco: it reads MUJOCO_GL once
@@ -14,6 +16,7 @@ gl.ensure_headless_gl()     # before anything below imports mujoco: it reads MUJ
 import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+from typing import Any, TYPE_CHECKING  # noqa: E402
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
 from geometry_msgs.msg import TransformStamped  # noqa: E402
@@ -54,24 +57,42 @@ from .streams import StatePublisher, TF_STATIC_QOS  # noqa: E402
 from .tf import FrameTree  # noqa: E402
 from .web_view import attach_web_viewer  # noqa: E402
 
+if TYPE_CHECKING:                      # types only: no import at run time
+    from ...viewer import WebViewer
+    from ...world.robots_file import RobotEntry
+    from ..swap.serve import SwapInterfaces
+
 STALL_LOG_S = 10.0      # at most one stall line and one unstable line this often
 
 
 class SimNode(GuardedNode):
     """The simulated device node; see the package README for topics and services."""
 
-    def __init__(self, node_name='sim_node', **kwargs):
+    def __init__(self, node_name: str = 'sim_node', **kwargs: Any) -> None:
+        # kwargs: rclpy Node's (context, parameter_overrides, ...)
         super().__init__(node_name, **kwargs)
-        self.device = self.swap = self.state = self.cameras = self.control = None
-        self.recording = self.viewer = self.bridge = None
-        self.sensors = self.robots = self.policy = None
-        self.datasets = None
-        self.description = self.urdf_text = None
-        self.mobile = self.controllers = None
-        self.drives = []
-        self._robot_odom_static = []
-        self._robot_urdfs = {}
-        self._robot_entries = []        # the robots file's entries (their own settings)
+        # the parts, built by _start (None until then, and once stopped)
+        self.device: Device | None = None
+        self.swap: SwapInterfaces | None = None
+        self.state: StatePublisher | None = None
+        self.cameras: CameraPublisher | None = None
+        self.control: Control | None = None
+        self.recording: Recording | None = None
+        self.viewer: WebViewer | None = None
+        self.bridge: CompletionBridge | None = None
+        self.sensors: SensorPublisher | None = None
+        self.robots: RobotsServed | None = None
+        self.policy: PolicyRuns | None = None
+        self.datasets: DatasetServices | None = None
+        self.description: DescriptionPublisher | None = None
+        self.urdf_text: str | None = None
+        self.mobile: DriveControllers | None = None
+        self.controllers: drive_config.ControllersFile | None = None
+        self.drives: list[drive_config.DriveConfig] = []
+        self._robot_odom_static: list[TransformStamped] = []
+        self._robot_urdfs: dict[str, str] = {}
+        # the robots file's entries (their own settings)
+        self._robot_entries: list[RobotEntry] = []
         start_or_destroy(self, self._start)
 
     def _start(self):
@@ -194,8 +215,8 @@ class SimNode(GuardedNode):
         self.wrench_services = WrenchServices(self, device, self.bridge)
         self.robots = RobotsServed(self, device, self.bridge, self.state, self._robot_urdfs,
                                    {e.namespace: e for e in self._robot_entries})
-        self.policy = PolicyRuns(self, device, self.bridge)    # run_policy, stop_policy
-        self.datasets = DatasetServices(self, device, self.bridge)   # LeRobot datasets
+        self.policy = PolicyRuns(self, device, self.bridge, p)    # run_policy, stop_policy
+        self.datasets = DatasetServices(self, device, self.bridge, p)   # LeRobot datasets
         self.description = (DescriptionPublisher(self, device.model, self.frames,
                                                  self.urdf_text)
                             if p.publish_robot_description and self.republish else None)
@@ -348,14 +369,17 @@ class SimNode(GuardedNode):
                                 'tendon; gripper_controller.joint names one)' if g is None else
                                 f'{g.joint} [{g.lo:g}, {g.hi:g}] on goal channel {g.channel}'))
 
-    def health_line(self):
-        h = self.device.health()
+    def health_line(self) -> str:
+        device, cameras, publisher = self.device, self.cameras, self.state
+        if device is None or cameras is None or publisher is None:
+            return 'sim: shutting down'      # the parts it reports are gone
+        h = device.health()
         rtf = h['measured_rtf']
-        cams = ' | '.join(f'{n} {r:.1f} fps' for n, r in self.cameras.rates().items())
+        cams = ' | '.join(f'{n} {r:.1f} fps' for n, r in cameras.rates().items())
         state = 'paused' if h['paused'] else ('moving' if h['moving'] else 'idle')
         return (f'sim {h["sim_time"]:.3f} s | rtf {rtf if rtf is not None else 0:.2f} '
                 f'(target {h["target_rtf"]:g}) | lag {h["lag_s"] * 1e3:.1f} ms | overruns '
-                f'{h["overruns"]} | joint_states {self.state.joint_meter.rate():.0f} Hz'
+                f'{h["overruns"]} | joint_states {publisher.joint_meter.rate():.0f} Hz'
                 + (f' | {cams}' if cams else '') + f' | {state}')
 
     def _log_health(self):
@@ -437,7 +461,7 @@ class SimNode(GuardedNode):
                 raise
 
     # --- lifetime ---------------------------------------------------------------------------
-    def answer_waiting(self, timeout):
+    def answer_waiting(self, timeout: float) -> None:
         """Shutdown, while the executor still spins: every waiting request and goal gets
         its answer (CLOSED where its work did not finish); returns once the goals' results
         are out or after ``timeout`` s (``run_node`` calls it before the context goes)."""
@@ -447,7 +471,8 @@ class SimNode(GuardedNode):
         if self.policy is not None:
             self.policy.stop()  # a policy computing in its worker: the worker is killed
         self._stop_threads()
-        self.device.close()     # requests queued for the physics thread are refused: CLOSED
+        if self.device is not None:     # it is: the bridge comes after it
+            self.device.close()     # requests queued for the physics thread are refused: CLOSED
         deadline = time.monotonic() + timeout
         control, robots = self.control, self.robots
 
@@ -457,7 +482,7 @@ class SimNode(GuardedNode):
         while running() and time.monotonic() < deadline:
             time.sleep(0.01)
 
-    def destroy_node(self):
+    def destroy_node(self) -> None:
         """Stop every thread that publishes before the publishers go away."""
         self._stop_parts()
         return super().destroy_node()
@@ -513,7 +538,7 @@ def _text(v):
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Run until Ctrl-C; a bad parameter or file ends it at start with one line, exit 2."""
     dds_profile.use_default_profile(P.share_dir())    # before the context reads it
     return run_node('sim_node', SimNode, argv, threads=4)

@@ -16,10 +16,14 @@ the snapshot's arrays (``_publish``), else as rclpy message objects
 (``_publish_objects``); a subscriber gets the same bytes either way.
 """
 
+from __future__ import annotations
+
 import collections
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 import threading
 import time
+from typing import Any, TYPE_CHECKING
 
 from geometry_msgs.msg import PoseStamped
 import mujoco
@@ -34,7 +38,17 @@ from tf2_msgs.msg import TFMessage
 from ... import fastpath, joint_view
 from ...fastpath import cdr, sched
 from .. import conversions as cv
-from .params import TABLE as PARAMS
+from .params import SimParams, TABLE as PARAMS
+
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.impl.rcutils_logger import RcutilsLogger
+    from rclpy.node import Node
+    from rclpy.publisher import Publisher
+
+    from ...sim.device import Device
+    from ...sim.robots import RobotView
+    from ...sim.snapshot import Snapshot
+    from .tf import FrameTree
 
 TF_QOS = QoSProfile(depth=100)
 TF_STATIC_QOS = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -45,7 +59,8 @@ LATE_WINDOW_TICKS = 500      # at SCHED_FIFO, more than half of these late: give
 STOP_POLL_S = 0.05           # the longest sleep between looks at the stop flag
 
 
-def moving_joints(model, keep=None):
+def moving_joints(model: mujoco.MjModel, keep: Callable[[str], bool] | None = None
+                  ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(names, qpos addresses, dof addresses) of every hinge and slide joint (those whose
     name ``keep`` accepts, when given): ``joint_view``'s ``moving``."""
     found = joint_view.view(model).moving(keep)
@@ -58,12 +73,17 @@ class JointGroup:
     the real arm's driver publishes them), packed from the same snapshot as the node's own
     joint_states."""
 
-    def __init__(self, namespace, prefix, pub):
+    def __init__(self, namespace: str, prefix: str, pub: Publisher) -> None:
         self.namespace, self.prefix, self.pub = namespace, prefix, pub
-        self.names, self.qadr, self.dadr = [], [], []
-        self.js, self.js_bytes, self.packed, self.payload = None, None, None, None
+        self.names: list[str] = []
+        self.qadr: np.ndarray | list[int] = []
+        self.dadr: np.ndarray | list[int] = []
+        self.js: JointState | None = None                    # these four: set by follow()
+        self.js_bytes: cdr.JointStateBytes | None = None
+        self.packed: Snapshot | None = None
+        self.payload: bytes | None = None
 
-    def follow(self, model):
+    def follow(self, model: mujoco.MjModel) -> None:
         names, self.qadr, self.dadr = moving_joints(
             model, lambda name: name.startswith(self.prefix))
         self.names = [n[len(self.prefix):] for n in names]
@@ -71,7 +91,9 @@ class JointGroup:
         self.js_bytes = cdr.JointStateBytes(self.names)
         self.packed = self.payload = None
 
-    def publish(self, snap, raw):
+    def publish(self, snap: Snapshot, raw: bool) -> None:
+        if self.js is None or self.js_bytes is None:
+            return                            # not given a model yet (follow)
         if raw:
             if snap is not self.packed:
                 self.packed = snap
@@ -91,20 +113,20 @@ class JointGroup:
 class RateMeter:
     """Messages per second and worst gaps over a sliding window, for diagnostics and bench."""
 
-    def __init__(self, window=2000):
-        self._times = collections.deque(maxlen=window)
+    def __init__(self, window: int = 2000) -> None:
+        self._times: collections.deque[float] = collections.deque(maxlen=window)
 
-    def tick(self, now=None):
+    def tick(self, now: float | None = None) -> None:
         self._times.append(time.monotonic() if now is None else now)
 
-    def rate(self, span=2.0):
+    def rate(self, span: float = 2.0) -> float:
         now = time.monotonic()
         times = [t for t in list(self._times) if now - t <= span]
         if len(times) < 2:
             return 0.0
         return (len(times) - 1) / max(times[-1] - times[0], 1e-9)
 
-    def intervals(self):
+    def intervals(self) -> list[float]:
         times = list(self._times)
         return [b - a for a, b in pairwise(times)]
 
@@ -112,7 +134,8 @@ class RateMeter:
 class StatePublisher:
     """Publishes the device state on its own thread at the configured rates."""
 
-    def __init__(self, node, device, frames, params, logger, odom_topic='odom'):
+    def __init__(self, node: Node, device: Device, frames: FrameTree, params: SimParams,
+                 logger: RcutilsLogger, odom_topic: str = 'odom') -> None:
         self.node = node
         self.device = device
         self.frames = frames
@@ -120,15 +143,16 @@ class StatePublisher:
         self.logger = logger
         model = device.model
         self.joint_names, self._qadr, self._dadr = self._own_joints(model)
-        self.groups = ()                      # the robots' joint_states (set_robots)
-        self._groups_next = None              # (groups, publishers to drop) for the thread
+        self.groups: tuple[JointGroup, ...] = ()     # the robots' joint_states (set_robots)
+        # (groups, publishers to drop) for the thread
+        self._groups_next: tuple[tuple[JointGroup, ...], list[JointGroup]] | None = None
         self._groups_lock = threading.Lock()
         self.js_pub = node.create_publisher(JointState, 'joint_states', STATE_QOS)
         self.tf_pub = node.create_publisher(TFMessage, '/tf', TF_QOS)
         self.clock_pub = (node.create_publisher(Clock, '/clock', STATE_QOS)
                           if params.publish_clock else None)
         # poses/<site or body>: one PoseStamped per site/body the device file reads.
-        self.poses = {}
+        self.poses: dict[str, dict[str, Any]] = {}
         for r in device.layout.reads:
             if r.kind in ('site', 'body') and r.target not in self.poses:
                 self.poses[r.target] = {
@@ -154,9 +178,11 @@ class StatePublisher:
             logger.info('state publisher: this middleware does not read our CDR bytes back; '
                         'publishing message objects instead (slower at high rates)')
         self._stop = threading.Event()
-        self._thread = None
-        self._last_clock = None
-        self._packed = self._js_payload = self._tf_payload = None   # the last snapshot's bytes
+        self._thread: threading.Thread | None = None
+        self._last_clock: float | None = None
+        self._packed: Snapshot | None = None      # the last snapshot's bytes
+        self._js_payload: bytes | None = None
+        self._tf_payload: bytes | None = None
         self._any_wanted = False
         self.errors = 0
         self.scheduling = 'ordinary'         # or SCHED_FIFO <priority>: for diagnostics
@@ -169,13 +195,13 @@ class StatePublisher:
         robots = self.device.robots
         return moving_joints(model, lambda name: not robots.claimed(name))
 
-    def set_robots(self, views):
+    def set_robots(self, views: Sequence[RobotView]) -> None:
         """The robots now in the world (``Robots.views()``): a joint_states each, and the
         node's own without their joints, from the publisher thread's next tick on."""
         with self._groups_lock:
             pending = self._groups_next[0] if self._groups_next else self.groups
             old = {g.namespace: g for g in pending}
-            groups = tuple(old.pop(v.namespace, None) or JointGroup(
+            groups = tuple(old.pop(v.namespace) if v.namespace in old else JointGroup(
                 v.namespace, v.prefix, self.node.create_publisher(
                     JointState, f'{v.namespace}/joint_states', STATE_QOS)) for v in views)
             dropped = (self._groups_next[1] if self._groups_next else []) + list(old.values())
@@ -199,22 +225,22 @@ class StatePublisher:
             except Exception:  # noqa: BLE001 - the node is going down meanwhile
                 pass
 
-    def start(self):
+    def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name='sim_node-state', daemon=True)
         self._thread.start()
         self._scheduled.wait(5.0)             # so that `realtime` is known when this returns
 
     @property
-    def realtime(self):
+    def realtime(self) -> bool:
         """Whether the state thread runs at SCHED_FIFO (thread_priority granted)."""
         return self.scheduling.startswith('SCHED_FIFO')
 
-    def stop(self):
+    def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5.0)
 
-    def describe(self):
+    def describe(self) -> list[str]:
         """What this publishes, for the start-up summary."""
         out = [f'joint_states ({len(self.joint_names)} joints @ {self.params.publish_rate:g} Hz)',
                f'/tf ({len(self.frames.moving_frames)} moving frames @ '
@@ -443,9 +469,12 @@ class Odometry:
     the numbers are the simulator's exact state, not an estimate.
     """
 
-    def __init__(self, node, model, frames, topic='odom'):
+    def __init__(self, node: Node, model: mujoco.MjModel, frames: FrameTree,
+                 topic: str = 'odom') -> None:
         from nav_msgs.msg import Odometry as OdometryMsg  # only floating bases need it
         base = frames.base
+        if base is None:
+            raise ValueError('odometry is of a floating base; this frame tree has none')
         self.base = base
         self.child = frames.body_frames[base]
         self._dof = joint_view.view(model).in_body(base)[0].dofadr   # its free joint's
@@ -457,24 +486,26 @@ class Odometry:
         self._mat = np.empty(9)
         self.wanted = False
 
-    def follow(self, model, frames):
+    def follow(self, model: mujoco.MjModel, frames: FrameTree) -> None:
         """The floating base of a model swapped in (its topic stays)."""
+        if frames.base is None:
+            raise ValueError('odometry is of a floating base; this frame tree has none')
         self.base = frames.base
         self.child = frames.body_frames[frames.base]
         self._dof = joint_view.view(model).in_body(frames.base)[0].dofadr
         self._msg.child_frame_id = self.child
 
-    def count_subscribers(self):
+    def count_subscribers(self) -> None:
         self.wanted = self._pub.get_subscription_count() > 0
 
-    def twist(self, snap):
+    def twist(self, snap: Snapshot) -> tuple[np.ndarray, np.ndarray]:
         """(linear, angular) velocity of the base in its own frame: a free joint's qvel is
         the linear velocity in the world frame, then the angular one in the body's."""
         d = self._dof
         mujoco.mju_quat2Mat(self._mat, snap.xquat[self.base])
         return (snap.qvel[d:d + 3] @ self._mat.reshape(3, 3), snap.qvel[d + 3:d + 6])
 
-    def publish(self, snap):
+    def publish(self, snap: Snapshot) -> None:
         msg = self._msg
         msg.header.stamp = cv.stamp(snap.time)
         msg.pose.pose.position = cv.point(snap.xpos[self.base])
@@ -486,7 +517,8 @@ class Odometry:
         self._pub.publish(msg)
 
 
-def raw_messages_ok(js_bytes, tf_bytes, names):
+def raw_messages_ok(js_bytes: cdr.JointStateBytes, tf_bytes: cdr.TransformsBytes,
+                    names: Sequence[str]) -> bool:
     """Whether this middleware reads our packed bytes back as the messages they stand for.
 
     Every ROS 2 rmw in use speaks classic CDR, so this holds; the check runs once at start

@@ -21,6 +21,12 @@ rest of that robot hangs from the base as its body tree says. So rviz's fixed fr
 hangs the base from the world frame. Free objects stay under the world frame.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TYPE_CHECKING
+
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
 import mujoco
 import numpy as np
@@ -30,6 +36,9 @@ from ...description import frames as df
 from ...sensors import declared
 from .. import conversions as cv
 
+if TYPE_CHECKING:                      # types only: no import at run time
+    from ...sim.snapshot import Snapshot
+
 # Quaternion (w, x, y, z) of OPTICAL_FROM_MUJOCO = diag(1, -1, -1): 180 degrees about x.
 Q_OPTICAL = np.array([0.0, 1.0, 0.0, 0.0])
 OPTICAL_AXES = np.array([1.0, -1.0, -1.0])     # the same, on a rotation matrix's columns
@@ -38,8 +47,9 @@ OPTICAL_AXES = np.array([1.0, -1.0, -1.0])     # the same, on a rotation matrix'
 class FrameTree:
     """Frame names, each frame's parent and which transforms are static, decided once."""
 
-    def __init__(self, model, prefix='', world='world', odom='odom', bodies=True,
-                 base_tf=True, external=()):
+    def __init__(self, model: mujoco.MjModel, prefix: str = '', world: str = 'world',
+                 odom: str = 'odom', bodies: bool = True, base_tf: bool = True,
+                 external: Iterable[str] = ()) -> None:
         # external: frames whose transform another part publishes (a robots-file robot's
         # drive controller: its base from its wheel odometry)
         self.model = model
@@ -60,7 +70,7 @@ class FrameTree:
         if external:
             self.dynamic_bodies = [b for b in self.dynamic_bodies
                                    if self.body_frames[b] not in set(external)]
-        self.cameras = {}
+        self.cameras: dict[str, dict[str, Any]] = {}
         declared_cameras = declared.cameras(model)
         for c in range(model.ncam):
             name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_CAMERA, c)
@@ -81,8 +91,9 @@ class FrameTree:
         # every frame /tf carries, and the frame each is published against
         self.moving_frames = [self.body_frames[b] for b in self.dynamic_bodies] + [
             cam['frame'] for cam in self.cameras.values() if not cam['fixed']]
+        base_parent = self.odom if self.odom is not None else world   # set with self.base
         self.moving_parents = [
-            self.odom if b == self.base else self.body_frames[p]
+            base_parent if b == self.base else self.body_frames[p]
             for b, p in zip(self.dynamic_bodies, self._parents, strict=True)] + [
             world for cam in self.cameras.values() if not cam['fixed']]
         self._dynamic_msgs = [self._transform(parent, f)
@@ -90,12 +101,12 @@ class FrameTree:
                                                    strict=True)]
         self._cam_quat = np.empty((len(self._cams), 4))
 
-    def for_model(self, model):
+    def for_model(self, model: mujoco.MjModel) -> FrameTree:
         """The frame tree of another model (a scene edit swapped it in), named the same
         way."""
         return FrameTree(model, *self._settings)
 
-    def optical_frame(self, camera):
+    def optical_frame(self, camera: str) -> str:
         return self.cameras[camera]['frame']
 
     @staticmethod
@@ -112,7 +123,7 @@ class FrameTree:
         rot.w, rot.x, rot.y, rot.z = (float(v) for v in wxyz)
         return t
 
-    def static_transforms(self, snapshot, stamp):
+    def static_transforms(self, snapshot: Snapshot, stamp: Time) -> list[TransformStamped]:
         """Bodies fixed to their parent, fixed cameras' optical frames on their body, and
         world -> odom (identity) for a floating base."""
         out = []
@@ -134,7 +145,7 @@ class FrameTree:
             out.append(self._pose(t, m.cam_pos[c], cv.quat_mul(m.cam_quat[c], Q_OPTICAL)))
         return out
 
-    def moving_poses(self, snapshot):
+    def moving_poses(self, snapshot: Snapshot) -> tuple[np.ndarray, np.ndarray]:
         """Positions (n, 3) and quaternions (n, 4, w first) of ``moving_frames``, each in
         its ``moving_parents`` frame."""
         pos, quat = df.relative_poses(snapshot.xpos, snapshot.xquat, self._bodies,
@@ -147,7 +158,8 @@ class FrameTree:
         return (np.concatenate([pos, snapshot.cam_xpos[self._cams]]),
                 np.concatenate([quat, self._cam_quat]))
 
-    def dynamic_transforms(self, snapshot, stamp):
+    def dynamic_transforms(self, snapshot: Snapshot, stamp: Time
+                           ) -> list[TransformStamped]:
         """parent -> every moving frame; the message objects are reused between calls."""
         pos, quat = self.moving_poses(snapshot)
         for t, p, q in zip(self._dynamic_msgs, pos, quat, strict=True):

@@ -3,8 +3,21 @@
 sim_node shows its Device; pool_node one environment of its pool (``web_viewer_env``).
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TYPE_CHECKING
+
 from ...errors import ConfigError, DeviceError
 from ...viewer import PoolSource, WebViewer
+
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.impl.rcutils_logger import RcutilsLogger
+
+    from ...pool.pool import EnvPool
+    from ...pool.ray_pool import RayPool
+    from ...viewer.web import ViewerSource
+    from .params import SimParams
 
 
 def _start(source, port, host, log, title):
@@ -22,14 +35,16 @@ def _start(source, port, host, log, title):
     return viewer
 
 
-def attach_web_viewer(device, p, log, title='sim_node'):
+def attach_web_viewer(device: ViewerSource, p: SimParams, log: RcutilsLogger,
+                      title: str = 'sim_node') -> WebViewer | None:
     """A started WebViewer, or None (off, or unavailable here: logged, the node runs on)."""
     if not p.web_viewer:
         return None
     return _start(device, p.web_viewer, p.web_viewer_host, log, title)
 
 
-def attach_pool_viewer(pool, params, log, title='pool_node'):
+def attach_pool_viewer(pool: EnvPool | RayPool, params: Mapping[str, Any], log: RcutilsLogger,
+                       title: str = 'pool_node') -> WebViewer | None:
     """pool_node's: ``params`` is its {name: value}; a bad environment stops the node."""
     if not params['web_viewer']:
         return None

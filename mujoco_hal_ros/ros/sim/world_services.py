@@ -6,6 +6,11 @@ back; the device call blocks on the stepper, so it runs on the bridge's worker a
 coroutine awaits it without holding the executor.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from geometry_msgs.msg import PointStamped
 import numpy as np
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -16,9 +21,19 @@ from ...srv import Dynamics, PixelToWorld, Randomize, SaveState, SetJointState
 from .. import conversions as cv
 from ..qos import REQUEST_QOS
 
+if TYPE_CHECKING:                      # types only: no import at run time
+    from rclpy.node import Node
+
+    from ...sim.device import Device
+    from ..bridge import CompletionBridge
+
 
 class WorldServices:
-    def __init__(self, node, device, bridge, world_frame):
+    """save_state, load_state, delete_state, set_joint_state, pixel_to_world, dynamics and
+    randomize over one Device; ``world_frame()`` names the frame points are answered in."""
+
+    def __init__(self, node: Node, device: Device, bridge: CompletionBridge,
+                 world_frame: Callable[[], str]) -> None:
         self.node, self.device, self.bridge = node, device, bridge
         self.physics = device.physics        # the running world: states, teleports, queries
         self.world_frame = world_frame
@@ -121,7 +136,7 @@ class WorldServices:
             r.fields = sorted(values)
         return await self._call(resp, lambda: self.physics.randomize(fields, seed), fill)
 
-    def destroy(self):
+    def destroy(self) -> None:
         for srv in self._services:
             self.node.destroy_service(srv)
         self._services = []

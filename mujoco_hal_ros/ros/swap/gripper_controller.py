@@ -25,20 +25,34 @@ coroutine awaits a future that the bridge's steady-clock checks complete, so a p
 simulation, a long ``step(n)`` or a single-threaded executor keeps serving.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
 import threading
 import time
+from typing import Any, TYPE_CHECKING
 
 from control_msgs.action import GripperCommand
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from sensor_msgs.msg import JointState
 
-from ...errors import ConfigError, DeviceError
+from ...errors import ConfigError, DeviceError, UNKNOWN_NAME
 from ...motion import gripper as gr
-from ..bridge import CompletionBridge
+from ..bridge import CompletionBridge, Ticker
 from ..guard import ActionServer  # every callback guarded
-from ..parameters import Param, ParameterTable
+from ..parameters import Bounds, Param, ParameterTable
 from .trajectory_controller import finish_goal
+
+if TYPE_CHECKING:     # the hints only
+    from rclpy.action.server import ServerGoalHandle
+    from rclpy.node import Node
+
+    from ...config.channels import GoalChannel, Layout
+    from ...sim.events import ModelSwapped
+    from ...sim.ports import DeviceApi
+
+    GoalHandle = ServerGoalHandle[Any, Any, Any]
 
 try:
     from control_msgs.action import ParallelGripperCommand
@@ -47,7 +61,7 @@ except ImportError:          # a control_msgs older than Jazzy's has no such act
 
 CHECK_HZ = 50.0
 RESULT_TIMEOUT_S = 5
-NOT_NEGATIVE = {'range': (0.0, float('inf')), 'rule': '0 or more'}
+NOT_NEGATIVE: Bounds = {'range': (0.0, float('inf')), 'rule': '0 or more'}
 
 CONTROLLER = Param(
     'gripper_controller', 'string', 'gripper_controller', 'Name of the gripper action '
@@ -67,21 +81,23 @@ class _Single:
     kind = 'GripperCommand'
 
     @staticmethod
-    def target(gripper, goal):
+    def target(gripper: gr.Gripper, goal: GripperCommand.Goal) -> float:
         gripper.native_goal(goal.command.position)
         return float(goal.command.position)
 
     @staticmethod
-    def result(state, stalled, reached):
+    def result(state: JointState, stalled: bool, reached: bool) -> GripperCommand.Result:
         r = GripperCommand.Result()
-        r.position, r.effort = state.position[0], state.effort[0]
+        if len(state.position):             # empty: a model swap took the finger
+            r.position, r.effort = state.position[0], state.effort[0]
         r.stalled, r.reached_goal = bool(stalled), bool(reached)
         return r
 
     @staticmethod
-    def feedback(state):
+    def feedback(state: JointState) -> GripperCommand.Feedback:
         fb = GripperCommand.Feedback()
-        fb.position, fb.effort = state.position[0], state.effort[0]
+        if len(state.position):
+            fb.position, fb.effort = state.position[0], state.effort[0]
         return fb
 
 
@@ -92,24 +108,26 @@ class _Parallel:
     kind = 'ParallelGripperCommand'
 
     @staticmethod
-    def target(gripper, goal):
+    def target(gripper: gr.Gripper, goal: ParallelGripperCommand.Goal) -> float:
         c = goal.command
         return gr.parallel_command(gripper, c.name, c.position, c.velocity, c.effort)
 
     @staticmethod
-    def result(state, stalled, reached):
+    def result(state: JointState, stalled: bool,
+               reached: bool) -> ParallelGripperCommand.Result:
         return ParallelGripperCommand.Result(state=state, stalled=bool(stalled),
                                              reached_goal=bool(reached))
 
     @staticmethod
-    def feedback(state):
+    def feedback(state: JointState) -> ParallelGripperCommand.Feedback:
         return ParallelGripperCommand.Feedback(state=state)
 
 
 SINGLE, PARALLEL_COMMAND = _Single, _Parallel
+Interface = type[_Single] | type[_Parallel]     # which action a GripperController serves
 
 
-def controller_table(name):
+def controller_table(name: str) -> ParameterTable:
     return ParameterTable([
         Param('joint', 'string', '', 'Finger joint the gripper is commanded on (default: the '
               'one zero-config finds, e.g. finger_joint1).'),
@@ -125,7 +143,7 @@ def controller_table(name):
     ], prefix=f'{name}.')
 
 
-def _gripper_for(layout, joint):
+def _gripper_for(layout: Layout, joint: str) -> gr.Gripper | None:
     """The zero-config gripper, or the one on ``joint`` (a position goal channel's joint)."""
     found = gr.find_gripper(layout)
     if not joint or (found is not None and found.joint == joint):
@@ -140,7 +158,7 @@ class _Goal:
     """One accepted goal: ``started`` once the stepper took its set_goals; ``finish`` from
     any thread hands (outcome, result) to the execute coroutine, once."""
 
-    def __init__(self, handle, target, bridge):
+    def __init__(self, handle: GoalHandle, target: float, bridge: CompletionBridge) -> None:
         self.handle, self.target = handle, target
         self._bridge = bridge
         self.future = bridge.future()
@@ -148,7 +166,7 @@ class _Goal:
         self.finished = False
         self.last_move = time.monotonic()
 
-    def finish(self, outcome, result):
+    def finish(self, outcome: str, result: Any) -> None:
         if not self.finished:
             self.finished = True
             self._bridge.complete(self.future, (outcome, result))
@@ -159,8 +177,9 @@ class GripperController:
     GripperCommand, PARALLEL_COMMAND: ParallelGripperCommand); ``None``-safe to destroy.
     ``peers``: controllers on the same finger, whose goal a new one here preempts."""
 
-    def __init__(self, node, device, name, bridge=None, interface=SINGLE, namespace='',
-                 defaults=None):
+    def __init__(self, node: Node, device: DeviceApi, name: str,
+                 bridge: CompletionBridge | None = None, interface: Interface = SINGLE,
+                 namespace: str = '', defaults: Mapping[str, Any] | None = None) -> None:
         # namespace: one robot of several (``RobotView``): ``<namespace>/<name>/gripper_cmd``,
         # its parameters under ``<namespace>.<name>.``; defaults: that robot's own settings
         # (its controllers file's gripper_controller block, its gripper_joint as ``joint``)
@@ -168,13 +187,13 @@ class GripperController:
         self.name = f'{namespace}/{name}' if namespace else name
         name = f'{namespace}.{name}' if namespace else name
         self.interface = interface
-        self.peers = []
+        self.peers: list[GripperController] = []
         self._own_bridge = bridge is None           # closed in destroy() if made here
         self.bridge = CompletionBridge(node) if bridge is None else bridge
         self.log = node.get_logger()
         c = controller_table(name).declare(node, defaults=defaults)
         self._joint = c.joint
-        self._unsubscribe = None
+        self._unsubscribe: Callable[[], None] | None = None
         try:
             self.gripper = _gripper_for(device.layout, c.joint)
         except ConfigError as err:
@@ -185,10 +204,11 @@ class GripperController:
         self.stall_speed = c.stall_velocity_threshold
         self.allow_stalling = c.allow_stalling
         self._lock = threading.Lock()
-        self._active = None
-        self._goals = {}                 # goal id -> its _Goal, until its execute takes it
-        self._server = None
-        self._checks = None
+        self._active: _Goal | None = None
+        # goal id -> its _Goal, until its execute takes it
+        self._goals: dict[bytes, _Goal] = {}
+        self._server: ActionServer | None = None
+        self._checks: Ticker | None = None
         if self.gripper is None:
             self.log.info(f'{self.name}: no gripper in this model, gripper_cmd not served')
             return
@@ -201,7 +221,7 @@ class GripperController:
         # by the layout's name: a robot's joint names are its own (``finger``, not
         # ``left/finger``), its layout maps them to the world model's ids
         self._dof = int(device.model.jnt_dofadr[device.layout.joints.index(g.joint)])
-        self._channel = device.layout.goals[g.channel]
+        self._channel: GoalChannel = device.layout.goals[g.channel]
         # A spawn, delete or load_world renumbers the finger's addresses (or removes it).
         self._unsubscribe = device.swaps.subscribe(self._follow)
         self._server = ActionServer(
@@ -216,13 +236,13 @@ class GripperController:
                       f'[{g.lo:g}, {g.hi:g}] (goal channel {g.channel})')
 
     @property
-    def served(self):
+    def served(self) -> bool:
         return self._server is not None
 
-    def describe(self):
+    def describe(self) -> list[str]:
         return [f'{self.name}/gripper_cmd'] if self.served else []
 
-    def _follow(self, event):
+    def _follow(self, event: ModelSwapped) -> None:
         """The model swapped: the finger's qpos and dof addresses and its goal channel
         again from the new layout. A finger that is gone (another world) or is another joint
         now ends the running goal aborted, and new goals are refused until one is back."""
@@ -246,7 +266,7 @@ class GripperController:
                              'refuses goals until one is back')
 
     # --- goals ------------------------------------------------------------------------------
-    def _on_goal(self, goal):
+    def _on_goal(self, goal: Any) -> GoalResponse:
         if self.gripper is None:
             self.log.warning(f'{self.name}: goal rejected: the model has no gripper now')
             return GoalResponse.REJECT
@@ -257,13 +277,21 @@ class GripperController:
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
-    def _set(self, position):
-        native = self.gripper.native_goal(position)
-        self.device.set_goals({self.gripper.channel: self._channel.to_unit(native)})
+    def _set(self, position: float) -> None:
+        g = self.gripper
+        if g is None:       # a model swap took the finger after the goal was accepted
+            raise DeviceError(UNKNOWN_NAME, 'the model has no gripper now',
+                              where='gripper joint')
+        native = g.native_goal(position)
+        self.device.set_goals({g.channel: self._channel.to_unit(native)})
 
-    def _on_accepted(self, handle):
+    def _on_accepted(self, handle: GoalHandle) -> None:
         """The new goal preempts the running one at once; its set_goals goes to the worker."""
-        goal = _Goal(handle, self.interface.target(self.gripper, handle.request), self.bridge)
+        g = self.gripper
+        if g is None:       # a model swap took the finger since the goal callback
+            handle.execute()                # no _Goal: the execute callback aborts it
+            return
+        goal = _Goal(handle, self.interface.target(g, handle.request), self.bridge)
         with self._lock:
             old, self._active = self._active, goal
             self._goals[bytes(handle.goal_id.uuid)] = goal
@@ -274,7 +302,7 @@ class GripperController:
         self.bridge.post(self._start, goal)
         handle.execute()
 
-    def _start(self, goal):
+    def _start(self, goal: _Goal) -> None:
         """Worker: the finger goal to the stepper; the checks watch it from then on."""
         if goal.finished:                    # preempted while queued: the next one runs
             return
@@ -289,16 +317,17 @@ class GripperController:
             return
         goal.last_move = time.monotonic()
         goal.started = True
-        self._checks.start()
+        if self._checks is not None:        # None once destroyed
+            self._checks.start()
 
-    def abort_active(self):
+    def abort_active(self) -> None:
         """A peer took the finger over: the goal running here ends aborted."""
         with self._lock:
             active, self._active = self._active, None
         if active is not None:
             active.finish('aborted', self._result(False, False))
 
-    def _state(self):
+    def _state(self) -> JointState:
         """The finger joint now, as the JointState both actions report."""
         snap, g, dof = self.device.snapshot, self.gripper, self._dof
         msg = JointState()
@@ -311,10 +340,10 @@ class GripperController:
         msg.effort = [float(snap.qfrc_actuator[dof])]
         return msg
 
-    def _result(self, stalled, reached):
+    def _result(self, stalled: bool, reached: bool) -> Any:
         return self.interface.result(self._state(), stalled, reached)
 
-    async def _execute(self, handle):
+    async def _execute(self, handle: GoalHandle) -> Any:
         with self._lock:
             goal = self._goals.pop(bytes(handle.goal_id.uuid), None)
         finished = (await goal.future) if goal is not None else None
@@ -324,26 +353,34 @@ class GripperController:
         finish_goal(handle, outcome)
         return result
 
-    def _hold_then_cancel(self, goal, position):
+    def _hold_then_cancel(self, goal: _Goal, position: float) -> None:
         """Worker: the fingers stay where they are, then the goal ends canceled."""
         try:
-            self._set(min(max(position, self.gripper.lo), self.gripper.hi))
+            g = self.gripper
+            if g is not None:               # else a model swap took the finger: no hold
+                self._set(min(max(position, g.lo), g.hi))
         except DeviceError:
             pass
         finally:
             goal.finish('canceled', self._result(False, False))
 
-    def _tick(self):
+    def _tick(self) -> None:
         with self._lock:
             a = self._active
             if a is None or a.finished:
                 self._active = None
-                self._checks.stop()
+                if self._checks is not None:    # None once destroyed
+                    self._checks.stop()
                 return
             if not a.started:
                 return
+            g = self.gripper
+            if g is None:       # a swap took the finger as the goal was being accepted
+                self._active = None
+                a.finish('aborted', self._result(False, False))
+                return
             snap = self.device.snapshot
-            pos, speed = self.gripper.position(snap), abs(float(snap.qvel[self._dof]))
+            pos, speed = g.position(snap), abs(float(snap.qvel[self._dof]))
             now = time.monotonic()
             if a.handle.is_cancel_requested:
                 self._active = None
@@ -359,7 +396,7 @@ class GripperController:
                     return
                 a.handle.publish_feedback(self.interface.feedback(self._state()))
 
-    def destroy(self):
+    def destroy(self) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None

@@ -8,6 +8,11 @@ scenario and test tools drive), and the gripper action controllers (``GripperCom
 parameters, once, before sim_node checks the user's parameters for unknown names.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TYPE_CHECKING
+
 from ...errors import ConfigError
 from ..bridge import CompletionBridge
 from ..parameters import Param, ParameterTable
@@ -26,6 +31,12 @@ from .trajectory_controller import (
     TrajectoryController,
 )
 
+if TYPE_CHECKING:     # the hints only
+    from rclpy.node import Node
+
+    from ...sim.ports import DeviceApi
+    from ..sim.sim_interfaces import SimInterfaces
+
 # What is attached; each part's own parameters are in its own table.
 TABLE = ParameterTable([
     CONTROLLER,
@@ -39,23 +50,27 @@ TABLE = ParameterTable([
 class SwapInterfaces:
     """What ``attach_swap_interfaces`` built; ``destroy()`` removes all of it."""
 
-    def __init__(self, trajectory=None, topic=None, simulation=None, gripper=None,
-                 bridge=None, owns_bridge=False, parallel_gripper=None):
+    def __init__(self, trajectory: TrajectoryController | None = None,
+                 topic: TopicControl | None = None, simulation: SimInterfaces | None = None,
+                 gripper: GripperController | None = None,
+                 bridge: CompletionBridge | None = None, owns_bridge: bool = False,
+                 parallel_gripper: GripperController | None = None) -> None:
         self.bridge = bridge
         self.owns_bridge = owns_bridge      # made for these parts: closed in destroy()
         self.trajectory = trajectory
         # every joint trajectory controller served: the one named by trajectory_controller
         # first (``trajectory``), then the controllers file's other ones (a dual-arm robot's)
-        self.trajectories = [trajectory] if trajectory is not None else []
+        self.trajectories: list[TrajectoryController] = \
+            [trajectory] if trajectory is not None else []
         self.gripper = gripper
         self.parallel_gripper = parallel_gripper
         self.topic = topic
         self.simulation = simulation
         # why a part serves nothing (a passive model), for the node to log once it is up
-        self.not_served = []
+        self.not_served: list[str] = []
 
-    def describe(self):
-        out = []
+    def describe(self) -> list[str]:
+        out: list[str] = []
         for trajectory in self.trajectories:
             n = trajectory.name
             out += [f'{n}/follow_joint_trajectory', f'{n}/joint_trajectory',
@@ -70,7 +85,7 @@ class SwapInterfaces:
                        'simulate_steps)')
         return out
 
-    def destroy(self):
+    def destroy(self) -> None:
         for part in [*self.trajectories, self.gripper, self.parallel_gripper, self.topic,
                      self.simulation]:
             if part is not None:
@@ -83,7 +98,7 @@ class SwapInterfaces:
         self.bridge = None
 
 
-def _file_block(path, name):
+def _file_block(path: str, name: str) -> dict[str, Any] | None:
     """The controllers file's ``<name>: ros__parameters:`` block (a gripper controller's
     ``joint`` and tolerances, as gripper_action_controller reads them), or None: the real
     arm's file sets the simulated gripper as it sets the arm's controller."""
@@ -95,16 +110,19 @@ def _file_block(path, name):
         return None                 # no such block: zero-config's gripper
 
 
-def _share_fingers(a, b):
+def _share_fingers(a: GripperController | None, b: GripperController | None) -> None:
     """Two controllers on one finger: a goal on either preempts the other's."""
     if a is None or b is None or not (a.served and b.served):
         return
-    if a.gripper.channel == b.gripper.channel:
+    ga, gb = a.gripper, b.gripper         # both served: both have a gripper
+    if ga is not None and gb is not None and ga.channel == gb.channel:
         a.peers.append(b)
         b.peers.append(a)
 
 
-def attach_swap_interfaces(node, device, params=None, bridge=None):
+def attach_swap_interfaces(node: Node, device: DeviceApi,
+                           params: Mapping[str, Any] | None = None,
+                           bridge: CompletionBridge | None = None) -> SwapInterfaces:
     """Attach the real-arm interfaces to ``node`` for ``device`` and return them.
 
     ``bridge``: the node's CompletionBridge; without one the parts share one of their own.
@@ -115,7 +133,8 @@ def attach_swap_interfaces(node, device, params=None, bridge=None):
     del params
     p = TABLE.declare(node)
     name, use_sim = p.trajectory_controller, p.simulation_interfaces
-    parts = SwapInterfaces(bridge=bridge or CompletionBridge(node), owns_bridge=bridge is None)
+    shared = bridge or CompletionBridge(node)
+    parts = SwapInterfaces(bridge=shared, owns_bridge=bridge is None)
     try:
         names = [name] if name else []
         if p.controllers_file:        # the file's every joint_trajectory_controller
@@ -156,7 +175,13 @@ def attach_swap_interfaces(node, device, params=None, bridge=None):
             except ImportError as err:
                 node.get_logger().warning(f'simulation_interfaces not served: {err}')
             else:
-                parts.simulation = SimInterfaces(node, device, parts.bridge)
+                from ...sim.device import Device
+                if isinstance(device, Device):
+                    parts.simulation = SimInterfaces(node, device, shared)
+                else:    # the world's interfaces: entities, stepping, the whole scene
+                    node.get_logger().warning(
+                        'simulation_interfaces not served: they are the whole world\'s, '
+                        f'and this is {type(device).__name__}, not a Device')
     except BaseException:
         parts.destroy()
         raise

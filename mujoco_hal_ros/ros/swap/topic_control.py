@@ -14,7 +14,11 @@ command wins: one the next message replaced before the worker took it is dropped
 full subscription queue drops it, and counts in neither ``applied`` nor ``refused``.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable
 import threading
+from typing import Any, TYPE_CHECKING
 
 from sensor_msgs.msg import JointState
 
@@ -25,6 +29,13 @@ from ...motion import joint_trajectory as jt
 from .. import conversions as cv
 from ..parameters import Param, ParameterTable
 
+if TYPE_CHECKING:     # the hints only
+    from rclpy.node import Node
+    from rclpy.subscription import Subscription
+
+    from ...sim.ports import DeviceApi
+    from ..bridge import CompletionBridge
+
 TABLE = ParameterTable([Param(
     'joint_commands_topic', 'string', 'joint_commands', 'sensor_msgs/JointState topic whose '
     'positions command the joints (the topic_based_ros2_control contract). Empty: not '
@@ -34,12 +45,14 @@ TABLE = ParameterTable([Param(
 class TopicControl:
     """Subscribes ``joint_commands_topic``; positions go to ``Device.set_goals``."""
 
-    def __init__(self, node, device, topic=None, bridge=None):
+    def __init__(self, node: Node, device: DeviceApi, topic: str | None = None,
+                 bridge: CompletionBridge | None = None) -> None:
         self.node = node
         self.device = device
         self.bridge = bridge             # None: commands are applied in the callback
         self._lock = threading.Lock()
-        self._pending = None             # the checked command the worker has not taken
+        # the checked command the worker has not taken
+        self._pending: dict[str, float] | None = None
         self.log = node.get_logger()
         if topic is None:
             topic = TABLE.declare(node).joint_commands_topic
@@ -47,8 +60,8 @@ class TopicControl:
         self.goals = jt.trajectory_joints(device.layout)
         self.applied = 0
         self.refused = 0
-        self.last_error = None
-        self._sub = None
+        self.last_error: str | None = None
+        self._sub: Subscription[JointState] | None = None
         self.not_served = ''       # why nothing is subscribed, for the node's start-up log
         if topic and not self.goals:
             # a passive or torque-only model: nothing a position command could move
@@ -58,11 +71,11 @@ class TopicControl:
         elif topic:
             self._sub = node.create_subscription(JointState, topic, self._on_command, 10)
 
-    def command(self, names, positions):
+    def command(self, names: Iterable[str], positions: Iterable[float]) -> dict[str, Any]:
         """{joint: position (rad or m)} -> one all-or-nothing ``set_goals`` in channel units."""
         return self.device.set_goals(self.request(names, positions))
 
-    def request(self, names, positions):
+    def request(self, names: Iterable[str], positions: Iterable[float]) -> dict[str, float]:
         """The checked ``set_goals`` request of a command (channel units); DeviceError with
         the reason when any of it is refused."""
         names = unique_names(names, 'name', 'joint')   # [pan, pan]: which one applies?
@@ -73,7 +86,7 @@ class TopicControl:
         if len(positions) != len(names):
             raise InvalidArgument(f'{len(positions)} positions for {len(names)} names',
                                   where='position', allowed='one position per name')
-        request = {}
+        request: dict[str, float] = {}
         for name, q in zip(names, positions, strict=True):
             goal = self.goals.get(name)
             if goal is None:
@@ -86,7 +99,7 @@ class TopicControl:
         limits.check_goals(self.device.layout, request)
         return request
 
-    def _on_command(self, msg):
+    def _on_command(self, msg: JointState) -> None:
         if self.bridge is None:
             try:
                 self.command(msg.name, msg.position)
@@ -105,7 +118,7 @@ class TopicControl:
         if queue:
             self.bridge.post(self._apply)
 
-    def _apply(self):
+    def _apply(self) -> None:
         """Worker: the newest checked command to the device."""
         with self._lock:
             request, self._pending = self._pending, None
@@ -117,14 +130,14 @@ class TopicControl:
         except DeviceError as exc:
             self._refused(exc)
 
-    def _refused(self, exc):
+    def _refused(self, exc: DeviceError) -> None:
         self.refused += 1
         self.last_error = str(exc)
         self.log.warning(f'{self.topic}: command refused, nothing applied: '
                          f'{cv.error_line(exc)}',
                          throttle_duration_sec=1.0)
 
-    def destroy(self):
+    def destroy(self) -> None:
         if self._sub is not None:
             self.node.destroy_subscription(self._sub)
             self._sub = None

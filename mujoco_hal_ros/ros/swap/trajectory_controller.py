@@ -27,14 +27,19 @@ action, topic and state publisher) over one core module (``motion.joint_trajecto
 callbacks share the active goal (``_Active``) and the order the bridge runs them in.
 """
 
+from __future__ import annotations
+
 import array
+from collections.abc import Iterable, Mapping, Sequence
 import threading
 import time
+from typing import Any, TYPE_CHECKING
 
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
 from control_msgs.msg import JointTrajectoryControllerState
 import numpy as np
+import numpy.typing as npt
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -44,8 +49,21 @@ from ...motion import joint_trajectory as jt
 from .. import conversions as cv
 from ..bridge import CompletionBridge
 from ..guard import ActionServer  # every callback guarded
-from ..parameters import given_under, kind_of, Param, ParameterTable
+from ..parameters import Bounds, given_under, kind_of, Param, ParameterTable
 from ..qos import action_queues
+
+if TYPE_CHECKING:     # the hints only
+    from builtin_interfaces.msg import Time
+    from rclpy.action.server import ServerGoalHandle
+    from rclpy.node import Node
+    from rclpy.task import Future
+
+    from ...sim.ports import DeviceApi
+    from ...sim.snapshot import Snapshot
+
+    GoalHandle = ServerGoalHandle[Any, Any, Any]
+    # a goal's check: (checked trajectory, tolerances, start delay in seconds)
+    GoalCheck = tuple[jt.Checked, jt.Tolerances, float]
 
 Result = FollowJointTrajectory.Result
 CHECK_HZ = 100.0                 # tolerance checks, steady clock
@@ -53,11 +71,13 @@ RESULT_TIMEOUT_S = 5             # a finished goal stays in every status message
 PREEMPTED = 'Current goal cancelled due to new incoming action.'   # as ros2_controllers says
 
 
-def _doubles(values):
+def _doubles(values: npt.ArrayLike) -> array.array[float]:
     return array.array('d', np.ascontiguousarray(values, dtype=np.float64).tobytes())
 
 
-def _point(positions, velocities=None, accelerations=None, t=None):
+def _point(positions: npt.ArrayLike, velocities: npt.ArrayLike | None = None,
+           accelerations: npt.ArrayLike | None = None,
+           t: float | None = None) -> JointTrajectoryPoint:
     p = JointTrajectoryPoint()
     p.positions = _doubles(positions)
     if velocities is not None:
@@ -79,10 +99,11 @@ CONTROLLERS_FILE = Param(
     'controllers_file', 'string', '', 'ros2_control controllers YAML of the real arm: its '
     '"<name>: ros__parameters:" block gives the defaults of every <name>.* parameter (joints, '
     'constraints...), so both run one file.')
-NOT_NEGATIVE = {'range': (0.0, float('inf')), 'rule': '0 or more'}
+NOT_NEGATIVE: Bounds = {'range': (0.0, float('inf')), 'rule': '0 or more'}
 
 
-def nothing_to_serve(node, device, name, controllers_file=''):
+def nothing_to_serve(node: Node, device: DeviceApi, name: str,
+                     controllers_file: str = '') -> str | None:
     """Why controller ``name`` serves nothing on ``device``, or None when it has joints.
 
     A model with no position-driven joint (a free box, a torque-only or passive model) is
@@ -107,7 +128,7 @@ def nothing_to_serve(node, device, name, controllers_file=''):
             'serve it)')
 
 
-def joints_table(name):
+def joints_table(name: str) -> ParameterTable:
     """``<name>.joints``: declared first, since the tolerances are per joint."""
     return ParameterTable([Param(
         'joints', 'string_array', [], 'Joints the controller owns, as in the ros2_control '
@@ -115,7 +136,7 @@ def joints_table(name):
         prefix=f'{name}.')
 
 
-def controller_table(name, joints):
+def controller_table(name: str, joints: Iterable[str]) -> ParameterTable:
     """``<name>.*``: what joint_trajectory_controller reads, for the controller's joints."""
     params = [
         Param('allow_partial_joints_goal', 'bool', False,
@@ -145,7 +166,7 @@ def controller_table(name, joints):
     return ParameterTable(params, prefix=f'{name}.')
 
 
-def controller_block(path, name):
+def controller_block(path: str, name: str) -> dict[str, Any]:
     """``<name>: ros__parameters:`` of a ros2_control controllers file, flattened with dots.
 
     Pointing sim_node at the very file controller_manager loads on the real arm is what
@@ -170,9 +191,9 @@ def controller_block(path, name):
                           where='parameter controllers_file',
                           allowed=', '.join(str(k) for k in doc) if isinstance(doc, dict)
                           else 'a controllers YAML')
-    flat = {}
+    flat: dict[str, Any] = {}
 
-    def walk(prefix, node):
+    def walk(prefix: str, node: Mapping[str, Any]) -> None:
         for k, v in node.items():
             if isinstance(v, dict):
                 walk(f'{prefix}{k}.', v)
@@ -197,7 +218,7 @@ NO_EFFECT_TEXT = ('Accepted for compatibility with joint_trajectory_controller; 
 ZERO = {'bool': False, 'string': '', 'integer': 0, 'double': 0.0}
 
 
-def points_of(trajectory):
+def points_of(trajectory: JointTrajectory) -> list[dict[str, Any]]:
     """JointTrajectory points -> the plain dicts the core checks (the float64 arrays are
     handed over as they are, which the core checks in one go)."""
     return [{'time_from_start': cv.to_seconds(p.time_from_start), 'positions': p.positions,
@@ -205,7 +226,7 @@ def points_of(trajectory):
             for p in trajectory.points]
 
 
-def finish_goal(handle, outcome):
+def finish_goal(handle: GoalHandle, outcome: str) -> None:
     """Settle an action goal's state from the plan's outcome: a cancel only counts as
     canceled when the client asked for one; anything else that did not succeed aborts."""
     if not handle.is_active:
@@ -221,42 +242,55 @@ def finish_goal(handle, outcome):
 class _Active:
     """The trajectory that owns the controller's joints now, and who asked for it."""
 
-    def __init__(self, execution, tolerances, handle=None, joints=None, bridge=None):
+    def __init__(self, execution: jt.Execution, tolerances: jt.Tolerances | None,
+                 handle: GoalHandle | None = None, joints: Sequence[str] | None = None,
+                 bridge: CompletionBridge | None = None) -> None:
         self.execution = execution
         self.columns = [joints.index(j) for j in execution.checked.joints] if joints else []
         self.tolerances = tolerances
         self.handle = handle                 # None for a trajectory from the topic
         self._bridge = bridge
-        self.future = bridge.future() if handle is not None else None
+        self.future: Future[Any] | None = None
+        if handle is not None:
+            assert bridge is not None        # a goal's result goes through the bridge
+            self.future = bridge.future()
         self._finished = False
         self.last_feedback = 0.0
 
-    def finish(self, outcome, code, text):
+    def finish(self, outcome: str, code: int, text: str) -> None:
         """From any thread: the execute coroutine gets (outcome, Result) on the executor."""
-        if self.future is not None and not self._finished:
+        if self.future is not None and self._bridge is not None and not self._finished:
             self._finished = True
             self._bridge.complete(self.future, (outcome, Result(error_code=code,
                                                                 error_string=text)))
+
+
+# The controller's joints in one model: (actuator ids, qpos addresses, dof addresses).
+_Addresses = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 class TrajectoryController:
     """``<name>/follow_joint_trajectory``, ``<name>/joint_trajectory`` and
     ``<name>/controller_state`` on ``node`` for ``device``."""
 
-    def __init__(self, node, device, name=None, bridge=None, namespace='',
-                 controllers_file=None):
+    def __init__(self, node: Node, device: DeviceApi, name: str | None = None,
+                 bridge: CompletionBridge | None = None, namespace: str = '',
+                 controllers_file: str | None = None) -> None:
         self.node = node
         self.device = device
         self._own_bridge = bridge is None           # closed in destroy() if made here
         self.bridge = CompletionBridge(node) if bridge is None else bridge
         self.log = node.get_logger()
         self._lock = threading.RLock()
-        self._active = None
-        self._starts = {}                # goal id -> its _Active, or why it could not start
-        self._checked = []               # (goal message, its check) from the goal callback
+        self._active: _Active | None = None
+        # goal id -> its start (a future of its _Active or the exception that kept it from
+        # starting), or why it could not start
+        self._starts: dict[bytes, Future[Any] | DeviceError] = {}
+        # (goal message, its check) from the goal callback
+        self._checked: list[tuple[FollowJointTrajectory.Goal, GoalCheck]] = []
         self._starting = 0               # starts handed to the worker and not in place yet
         self._closing = False
-        self.last_rejection = None
+        self.last_rejection: str | None = None
         self.counts = {'accepted': 0, 'rejected': 0, 'succeeded': 0, 'aborted': 0,
                        'canceled': 0, 'preempted': 0}
         if name is None:
@@ -277,7 +311,8 @@ class TrajectoryController:
         c = controller_table(name, self.joints).declare(node, defaults=given)
         self.allow_partial = c.allow_partial_joints_goal
         self.explain = c.explain_rejections
-        self._refused = []               # (goal message, why) accepted only to say why
+        # (goal message, why) accepted only to say why
+        self._refused: list[tuple[FollowJointTrajectory.Goal, DeviceError]] = []
         self.smooth_positions = c.smooth_positions
         self.monitor_rate = c.action_monitor_rate
         self.state_rate = c.state_publish_rate
@@ -286,7 +321,8 @@ class TrajectoryController:
         path_tol = [c[f'constraints.{j}.trajectory'] for j in self.joints]
         goal_tol = [c[f'constraints.{j}.goal'] for j in self.joints]
         self._accept_no_effect(node, p, given)
-        self._addr = (None, None)          # (scene generation, its indices): _addresses
+        # (scene generation, its indices): _addresses
+        self._addr: tuple[int | None, _Addresses | None] = (None, None)
         self.defaults = jt.Tolerances.defaults(len(self.joints), trajectory=path_tol,
                                                goal=goal_tol, stopped_velocity=stopped,
                                                goal_time=goal_time)
@@ -317,10 +353,10 @@ class TrajectoryController:
             self._state_thread.start()
         self.log.info(f'{topic}: follow_joint_trajectory for {", ".join(self.joints)}')
 
-    def _accept_no_effect(self, node, prefix, given):
+    def _accept_no_effect(self, node: Node, prefix: str, given: Mapping[str, Any]) -> None:
         """Declare the real controller's parameters that mean nothing in simulation."""
         started = given_under(node, prefix)
-        params = []
+        params: list[Param] = []
         for key in sorted(set(given) | set(started)):
             kind = NO_EFFECT.get(key)
             if kind is None and key.startswith(NO_EFFECT_PREFIXES):
@@ -334,7 +370,7 @@ class TrajectoryController:
                           f'{", ".join(p.name for p in params)}')
 
     # --- requests -> core ---------------------------------------------------------------
-    def _check(self, goal):
+    def _check(self, goal: FollowJointTrajectory.Goal) -> GoalCheck:
         """A goal message -> (checked trajectory, tolerances, delay); DeviceError if bad."""
         traj = goal.trajectory
         checked = jt.check_trajectory(
@@ -350,7 +386,7 @@ class TrajectoryController:
         jt.preview(self.device, checked, smooth_positions=self.smooth_positions)
         return checked, tol, self._delay(traj.header.stamp)
 
-    def _delay(self, stamp):
+    def _delay(self, stamp: Time) -> float:
         """A header stamp in the future delays the start, as on the real controller."""
         t = cv.to_seconds(stamp)
         if t == 0.0:
@@ -358,12 +394,12 @@ class TrajectoryController:
         now = self.node.get_clock().now().nanoseconds * 1e-9
         return max(0.0, t - now)
 
-    def _reject(self, where, exc):
+    def _reject(self, where: str, exc: BaseException) -> None:
         self.last_rejection = str(exc)
         self.counts['rejected'] += 1
         self.log.error(f'{self.name}: {where} rejected: {cv.error_line(exc)}')
 
-    def _on_goal(self, goal):
+    def _on_goal(self, goal: FollowJointTrajectory.Goal) -> GoalResponse:
         try:
             checked = self._check(goal)
         except DeviceError as exc:
@@ -381,7 +417,7 @@ class TrajectoryController:
             del self._checked[:-16]
         return GoalResponse.ACCEPT
 
-    def _checked_for(self, goal):
+    def _checked_for(self, goal: FollowJointTrajectory.Goal) -> GoalCheck:
         with self._lock:
             for i, (g, checked) in enumerate(self._checked):
                 if g is goal:
@@ -389,10 +425,10 @@ class TrajectoryController:
                     return checked
         return self._check(goal)
 
-    def _on_cancel(self, _handle):
+    def _on_cancel(self, _handle: GoalHandle) -> CancelResponse:
         return CancelResponse.ACCEPT
 
-    def _on_accepted(self, handle):
+    def _on_accepted(self, handle: GoalHandle) -> None:
         """Start the trajectory as soon as the goal is accepted, as the real controller does
         in its accepted callback; waiting for the execute task would add an executor
         scheduling delay, long under load, between "accepted" and the first step that
@@ -411,12 +447,12 @@ class TrajectoryController:
                 self._starts[key] = self.bridge.run(self._start_goal, handle)
         handle.execute()
 
-    def _follow(self, checked, delay):
+    def _follow(self, checked: jt.Checked, delay: float) -> jt.Execution:
         """Worker: the plan handed to the stepper (all or nothing), its Execution."""
         return jt.follow(self.device, checked, delay=delay,
                          smooth_positions=self.smooth_positions)
 
-    def _started(self, active, preempt_text):
+    def _started(self, active: _Active, preempt_text: str) -> None:
         """Worker: ``active`` replaces the running trajectory; the joints the old one still
         drives (a partial goal) then stop where they are."""
         with self._lock:
@@ -429,7 +465,7 @@ class TrajectoryController:
         if left is not None:
             jt.hold(self.device, left)
 
-    def _start_goal(self, handle):
+    def _start_goal(self, handle: GoalHandle) -> _Active | Exception:
         """Worker: the goal's _Active once in place, or the exception that kept it from
         starting (nothing moved)."""
         try:
@@ -447,7 +483,7 @@ class TrajectoryController:
         self._started(active, PREEMPTED)
         return active
 
-    async def _execute(self, handle):
+    async def _execute(self, handle: GoalHandle) -> FollowJointTrajectory.Result:
         start = self._starts.pop(bytes(handle.goal_id.uuid), None)
         if isinstance(start, DeviceError):      # refused in the goal callback: say why
             handle.abort()
@@ -475,7 +511,7 @@ class TrajectoryController:
         self.counts[outcome] = self.counts.get(outcome, 0) + 1
         return result
 
-    def _preempt(self, text):
+    def _preempt(self, text: str) -> np.ndarray | None:
         """End whatever owns the joints now (lock held): the new plan already took over the
         joints it names; the actuators the old one still drives (a partial goal), for the
         caller to hold, or None."""
@@ -491,7 +527,7 @@ class TrajectoryController:
             return left.copy()
         return None
 
-    def _on_topic(self, msg):
+    def _on_topic(self, msg: JointTrajectory) -> None:
         try:
             checked = jt.check_trajectory(self.device.layout, list(msg.joint_names),
                                           points_of(msg), controller_joints=self.joints,
@@ -503,7 +539,7 @@ class TrajectoryController:
             self._starting += 1
         self.bridge.post(self._start_topic, checked, self._delay(msg.header.stamp))
 
-    def _start_topic(self, checked, delay):
+    def _start_topic(self, checked: jt.Checked, delay: float) -> None:
         """Worker: a topic trajectory in place, or refused with nothing moved."""
         try:
             execution = self._follow(checked, delay)
@@ -515,7 +551,8 @@ class TrajectoryController:
         self._started(_Active(execution, None, None, self.joints),
                       'preempted by a trajectory on the joint_trajectory topic')
 
-    def _hold_then_finish(self, active, acts, outcome, code, text):
+    def _hold_then_finish(self, active: _Active, acts: np.ndarray, outcome: str, code: int,
+                          text: str) -> None:
         """Worker: the joints stop where they are, then the goal gets its result."""
         try:
             jt.hold(self.device, acts)
@@ -523,7 +560,7 @@ class TrajectoryController:
             active.finish(outcome, code, text)
 
     # --- monitoring -----------------------------------------------------------------------
-    def _tick(self):
+    def _tick(self) -> None:
         if self._closing:
             return
         try:
@@ -541,7 +578,7 @@ class TrajectoryController:
                 self.log.error(f'{self.name}: {cv.error_line(exc)}',
                                throttle_duration_sec=5.0)
 
-    def _monitor(self):
+    def _monitor(self) -> None:
         a = self._active
         if a is None or self._starting:
             return
@@ -563,6 +600,7 @@ class TrajectoryController:
                      'or a stability reset)')
             self._active = None
             return
+        assert a.tolerances is not None            # a goal's trajectory carries them
         v = jt.evaluate(a.execution, device.snapshot, a.tolerances)
         now = time.monotonic()
         if self.monitor_rate > 0 and now - a.last_feedback >= 1.0 / self.monitor_rate:
@@ -580,7 +618,7 @@ class TrajectoryController:
             a.finish('succeeded', Result.SUCCESSFUL, 'Goal successfully reached!')
             self._active = None
 
-    def _feedback(self, a, v):
+    def _feedback(self, a: _Active, v: jt.Verdict) -> FollowJointTrajectory.Feedback:
         fb = FollowJointTrajectory.Feedback()
         fb.header.stamp = self.node.get_clock().now().to_msg()
         fb.joint_names = list(a.execution.checked.joints)
@@ -590,7 +628,7 @@ class TrajectoryController:
         fb.error = _point(v.error[0], v.error[1], t=t)
         return fb
 
-    def _state_loop(self):
+    def _state_loop(self) -> None:
         period = 1.0 / self.state_rate
         while not self._state_stop.wait(period):
             if self._closing or self.device.closed:
@@ -604,7 +642,7 @@ class TrajectoryController:
                 self.log.error(f'{self.name}: controller_state: {cv.error_line(exc)}',
                                throttle_duration_sec=5.0)
 
-    def _addresses(self, snap):
+    def _addresses(self, snap: Snapshot) -> _Addresses | None:
         """(actuators, qpos and dof addresses) of the controller's joints in the model
         ``snap`` belongs to, or None while that is not the device's model (a swap in
         progress) or when it lacks one of them (a world loaded without this arm: goals are
@@ -622,7 +660,7 @@ class TrajectoryController:
             self._addr = (snap.generation, found)
         return self._addr[1]
 
-    def _publish_state(self):
+    def _publish_state(self) -> None:
         snap = self.device.snapshot
         addr = self._addresses(snap)
         if addr is None:
@@ -649,10 +687,10 @@ class TrajectoryController:
 
     # --- lifetime -------------------------------------------------------------------------
     @property
-    def active(self):
+    def active(self) -> _Active | None:
         return self._active
 
-    def destroy(self):
+    def destroy(self) -> None:
         self._closing = True
         self._state_stop.set()
         if self._state_thread.is_alive():
