@@ -1,7 +1,7 @@
 """Type checks: mypy as configured in pyproject.toml ([tool.mypy]: the whole
-``mujoco_hal_ros`` package, stricter per package where its overrides say so) finds nothing,
-and every public function of the packages in HINTED says what it takes and returns, so mypy
-has hints to check (mypy skips the body of a function without any)."""
+``mujoco_hal_ros`` package, no half-annotated signature) finds nothing, and every public
+function of every package says what it takes and returns, so mypy has hints to check (mypy
+skips the body of a function without any)."""
 
 import ast
 import os
@@ -12,8 +12,10 @@ import sys
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-HINTED = ('config', 'description', 'fastpath', 'mobile', 'motion', 'pool', 'record', 'testing',
-          'viewer')
+PACKAGE = pathlib.Path(ROOT, 'mujoco_hal_ros')
+# every sub-package, and the top-level modules ('.'): a new package is checked from its start
+HINTED = ('.',) + tuple(sorted(p.name for p in PACKAGE.iterdir()
+                               if (p / '__init__.py').is_file()))
 
 
 def test_mypy_clean(tmp_path_factory):
@@ -54,13 +56,15 @@ def _missing_hints(fn):
 @pytest.mark.parametrize('package', HINTED)
 def test_public_functions_carry_type_hints(package):
     bad = []
-    for path in sorted(pathlib.Path(ROOT, 'mujoco_hal_ros', package).glob('*.py')):
+    for path in sorted(PACKAGE.glob('*.py') if package == '.'
+                       else pathlib.Path(PACKAGE, package).rglob('*.py')):
         tree = ast.parse(path.read_text(encoding='utf-8'))
         for name, fn in _public_functions(tree):
             if name.split('.')[-1].startswith('_') and name.split('.')[-1] != '__init__':
                 continue
             missing = _missing_hints(fn)
             if missing:
-                bad.append(f'{path.name}:{fn.lineno} {name}: {", ".join(missing)}')
+                bad.append(f'{path.relative_to(PACKAGE)}:{fn.lineno} {name}: '
+                           f'{", ".join(missing)}')
     assert not bad, (f'{len(bad)} public functions of mujoco_hal_ros/{package} without type '
                      'hints (parameters, return):\n' + '\n'.join(bad))
