@@ -7,7 +7,6 @@ even when the device believes it arrived. Targets are reachable by construction:
 kinematics of a random joint configuration within 70 % of each joint's range.
 """
 
-import functools
 import threading
 import time
 
@@ -31,11 +30,6 @@ TOLERANCE_M = 2e-3        # the device's move_to tolerance (1 mm) plus a 100 Hz 
 HOLD_RAD = 1e-3
 RANGE_FRACTION = 0.7
 ARMS = [('panda', 'hand'), ('ur5e', 'wrist_3_link')]
-
-
-@pytest.fixture
-def start_sim(start_node):
-    return functools.partial(start_node, 'sim_node')
 
 
 class Client(SpunNodes):

@@ -3,7 +3,6 @@ dataset, drives the arm with a FollowJointTrajectory-free goal (set_goals), save
 and the folder passes the format checker and replays (in this process, on a Device of the
 same model) to the recorded states."""
 
-import functools
 import math
 import time
 
@@ -13,7 +12,6 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from helpers import START_S  # noqa: E402
-from test_sim_e2e import Client  # noqa: E402
 
 from mujoco_hal_ros.dataset import check_dataset  # noqa: E402
 from mujoco_hal_ros.dataset.replay import load_episode, replay_episode  # noqa: E402
@@ -21,54 +19,30 @@ from mujoco_hal_ros.sim.device import Device  # noqa: E402
 from mujoco_hal_ros.srv import DatasetEpisode, SetGoals, StartDataset  # noqa: E402
 
 
-@pytest.fixture
-def start_sim(start_node):
-    return functools.partial(start_node, 'sim_node')
-
-
-@pytest.fixture
-def client():
-    c = Client()
-    yield c
-    c.close()
-
-
-def _call(client, srv_type, service, **fields):
-    cli = client.node.create_client(srv_type, service)
-    try:
-        assert cli.wait_for_service(timeout_sec=START_S), f'{service} not served'
-        req = srv_type.Request()
-        for k, v in fields.items():
-            setattr(req, k, v)
-        return client.wait(cli.call_async(req), 60.0)
-    finally:
-        client.node.destroy_client(cli)
-
-
 def test_record_over_dds_then_replay(start_sim, spawn, client, tmp_path):
     proc = start_sim(f'dataset_root:={tmp_path}', 'publish_rate:=20.0')
     client.wait_graph(['/start_dataset', '/save_episode', '/stop_dataset', '/set_goals'],
                       START_S, proc, spawn)
-    r = _call(client, StartDataset, '/start_dataset', folder='dds', fps=20.0, task='reach',
-              cameras=['overhead'], width=96, height=72)
+    r = client.call(StartDataset, '/start_dataset', folder='dds', fps=20.0, task='reach',
+                    cameras=['overhead'], width=96, height=72)
     assert r.success, r.message
-    second = _call(client, StartDataset, '/start_dataset', folder='dds2', fps=20.0)
+    second = client.call(StartDataset, '/start_dataset', folder='dds2', fps=20.0)
     assert not second.success and second.code == 'BUSY'
-    g = _call(client, SetGoals, '/set_goals', channels=['pan_goal', 'elbow_goal'],
-              values=[20.0, 40.0])
+    g = client.call(SetGoals, '/set_goals', channels=['pan_goal', 'elbow_goal'],
+                    values=[20.0, 40.0])
     assert g.success, g.messages
     end = time.monotonic() + 30.0
     while time.monotonic() < end:
-        st = _call(client, DatasetEpisode, '/dataset_status')
+        st = client.call(DatasetEpisode, '/dataset_status')
         assert st.success, st.message
         if st.frames >= 50:
             break
         time.sleep(0.3)
-    saved = _call(client, DatasetEpisode, '/save_episode')
+    saved = client.call(DatasetEpisode, '/save_episode')
     assert saved.success and saved.frames >= 30, saved.message
-    stop = _call(client, DatasetEpisode, '/stop_dataset')
+    stop = client.call(DatasetEpisode, '/stop_dataset')
     assert stop.success, stop.message
-    nothing = _call(client, DatasetEpisode, '/save_episode')
+    nothing = client.call(DatasetEpisode, '/save_episode')
     assert not nothing.success and nothing.code == 'INVALID_ARGUMENT'
     root = tmp_path / 'dds'
     assert check_dataset(root) == []

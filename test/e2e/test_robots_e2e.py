@@ -3,7 +3,6 @@ while the other holds still, judged from the published joint_states by forward k
 on a model this process builds itself (not the node's). The robots are example-robot-data's
 UR5 and Panda URDFs, as a user's robots file names them."""
 
-import functools
 import time
 
 import mujoco
@@ -14,7 +13,6 @@ rclpy = pytest.importorskip('rclpy')
 
 from helpers import START_S  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from test_sim_e2e import Client  # noqa: E402
 
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.conformance import urdf_zoo  # noqa: E402
@@ -28,18 +26,6 @@ def _urdf(name):
     if not found:
         pytest.skip(urdf_zoo.SHARE_MISSING)
     return found[0]
-
-
-@pytest.fixture
-def start_sim(start_node):
-    return functools.partial(start_node, 'sim_node')
-
-
-@pytest.fixture
-def client():
-    c = Client()
-    yield c
-    c.close()
 
 
 def _world(robots):

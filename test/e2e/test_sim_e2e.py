@@ -4,7 +4,6 @@ Each test starts sim_node processes (own process group, SIGINT then SIGKILL at t
 and talks to them from a client node in this process.
 """
 
-import functools
 from itertools import pairwise
 import math
 import threading
@@ -28,12 +27,6 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from mujoco_hal_ros import menagerie  # noqa: E402
 from mujoco_hal_ros.action import MoveTo as MoveToAction  # noqa: E402
 from mujoco_hal_ros.srv import Describe  # noqa: E402
-
-
-@pytest.fixture
-def start_sim(start_node):
-    """``start_sim(*params, namespace=None, name='sim_node')``: see conftest's start_node."""
-    return functools.partial(start_node, 'sim_node')
 
 
 class Client(SpunNodes):
@@ -84,6 +77,19 @@ class Client(SpunNodes):
             self.node.destroy_subscription(sub)
         return got
 
+    def call(self, srv_type, service, timeout=60.0, **fields):
+        """One service call with ``fields`` set on the request; fails if it is not served
+        within START_S or does not answer within ``timeout``."""
+        cli = self.node.create_client(srv_type, service)
+        try:
+            assert cli.wait_for_service(timeout_sec=START_S), f'{service} not served'
+            req = srv_type.Request()
+            for k, v in fields.items():
+                setattr(req, k, v)
+            return self.wait(cli.call_async(req), timeout)
+        finally:
+            self.node.destroy_client(cli)
+
     def move_to(self, action, xyz, site='', timeout=20.0):
         client = ActionClient(self.node, MoveToAction, action)
         try:
@@ -95,13 +101,6 @@ class Client(SpunNodes):
             return self.wait(handle.get_result_async(), timeout)
         finally:
             client.destroy()
-
-
-@pytest.fixture
-def client():
-    c = Client()
-    yield c
-    c.close()
 
 
 def test_bench_arm_publishes_serves_and_moves(start_sim, spawn, client):

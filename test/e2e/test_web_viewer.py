@@ -6,7 +6,6 @@ drawn (not one flat colour) and the arm's orange pixels must have moved. Skips, 
 without a browser.
 """
 
-import functools
 import re
 import socket
 
@@ -18,7 +17,6 @@ cv2 = pytest.importorskip('cv2')
 from action_msgs.msg import GoalStatus  # noqa: E402
 from browser import colours, Page, STATUS_BAR, viewer_drawn, why_no_browser  # noqa: E402
 from helpers import START_S, wait_for  # noqa: E402
-from test_sim_e2e import Client  # noqa: E402
 
 pytestmark = pytest.mark.skipif(bool(why_no_browser()), reason=why_no_browser() or 'ok')
 PAGE_S = 90.0              # for the page to draw, then to show the move
@@ -34,18 +32,6 @@ def arm_pixels(image):
     """The bench arm's orange links (BGR)."""
     b, g, r = (image[:-STATUS_BAR, :, i].astype(int) for i in range(3))
     return (r > 150) & (g > 70) & (g < 190) & (b < 90)
-
-
-@pytest.fixture
-def start_sim(start_node):
-    return functools.partial(start_node, 'sim_node')
-
-
-@pytest.fixture
-def client():
-    c = Client()
-    yield c
-    c.close()
 
 
 def test_browser_shows_the_arm_move(start_sim, spawn, client):
