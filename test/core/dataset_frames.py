@@ -6,6 +6,8 @@ sizes, as two dataset cameras. ``render_run`` gives the frames exactly as they w
 handed to the writer, so a test can compare what it reads back with what went in.
 """
 
+import copy
+
 import mujoco
 import numpy as np
 import pytest
@@ -77,3 +79,45 @@ def write(root, episodes, first=0):
                 'sim.initial_state': [float(e), 0.5, -1.0]})
             assert index == first + e
         return writer.finalize()
+
+
+CRASH_WRITER = """
+import os, sys
+import numpy as np
+from mujoco_hal_ros.dataset import DatasetWriter, features_for
+rng = np.random.default_rng(3)
+f = features_for(['a', 'b'], ['a', 'b'], {'cam': (32, 48)})
+w = DatasetWriter(sys.argv[1], repo_id='t/crash', fps=10, features=f)
+for episode in range(3):
+    for i in range(6):
+        w.add_frame({'observation.state': rng.normal(size=2), 'action': rng.normal(size=2),
+                     'observation.images.cam': rng.integers(0, 255, (32, 48, 3), np.uint8)})
+    if episode < 2:
+        w.save_episode('task')
+os._exit(3)        # killed mid-episode: no save, no finalize, no close
+"""
+"""A process writing two whole episodes and part of a third, then killed: what a crash
+leaves (``python -c CRASH_WRITER FOLDER``)."""
+
+
+def fast_render(model: mujoco.MjModel, camera: str, width: int, height: int, *,
+                qpos: np.ndarray | None = None, row: np.ndarray | None = None) -> np.ndarray:
+    """An independent render (a plain ``mujoco.Renderer``) at ``qpos`` or at an
+    ``mjSTATE_INTEGRATION`` ``row``, with the fast settings the pool and the cameras use (no
+    multisampling, shadows or reflections)."""
+    private = copy.copy(model)
+    private.vis.quality.offsamples = 0
+    d = mujoco.MjData(private)
+    if row is not None:
+        mujoco.mj_setState(private, d, row, mujoco.mjtState.mjSTATE_INTEGRATION)
+    if qpos is not None:
+        d.qpos[:] = qpos
+    mujoco.mj_forward(private, d)
+    r = mujoco.Renderer(private, height, width)
+    try:
+        r.update_scene(d, camera=camera)
+        r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
+        r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+        return r.render().copy()
+    finally:
+        r.close()

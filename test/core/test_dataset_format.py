@@ -15,10 +15,19 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import av
-from dataset_frames import CAMERAS, CODEC_ERROR, FPS, JOINTS, LENGTHS, render_run, TASKS, write
+from dataset_frames import (
+    CAMERAS,
+    CODEC_ERROR,
+    CRASH_WRITER,
+    FPS,
+    JOINTS,
+    LENGTHS,
+    render_run,
+    TASKS,
+    write,
+)
 import numpy as np
 import pytest
 
@@ -314,26 +323,9 @@ def test_checker_names_each_fault(written, tmp_path, corrupt, expect):
     assert problems and any(expect in p for p in problems), problems
 
 
-CRASH = textwrap.dedent('''
-    import os, sys
-    import numpy as np
-    from mujoco_hal_ros.dataset import DatasetWriter, features_for
-    rng = np.random.default_rng(3)
-    f = features_for(['a', 'b'], ['a', 'b'], {'cam': (32, 48)})
-    w = DatasetWriter(sys.argv[1], repo_id='t/crash', fps=10, features=f)
-    for episode in range(3):
-        for i in range(6):
-            w.add_frame({'observation.state': rng.normal(size=2), 'action': rng.normal(size=2),
-                         'observation.images.cam': rng.integers(0, 255, (32, 48, 3), np.uint8)})
-        if episode < 2:
-            w.save_episode('task')
-    os._exit(3)        # killed mid-episode: no save, no finalize, no close
-''')
-
-
 def test_crash_mid_episode_leaves_saved_episodes_readable_and_marked(tmp_path):
     root = tmp_path / 'crashed'
-    proc = subprocess.run([sys.executable, '-c', CRASH, str(root)], capture_output=True,
+    proc = subprocess.run([sys.executable, '-c', CRASH_WRITER, str(root)], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 3, proc.stderr
     problems = check_dataset(root)

@@ -21,6 +21,7 @@ import json
 import math
 import os
 
+from dataset_frames import fast_render  # noqa: E402
 import mujoco
 import numpy as np
 import pytest
@@ -101,19 +102,7 @@ def replay(task, meta, frames):
 
 
 def render_at(task, qpos, camera):
-    m = copy.copy(task.model)
-    m.vis.quality.offsamples = 0
-    d = mujoco.MjData(m)
-    d.qpos[:] = qpos
-    mujoco.mj_forward(m, d)
-    r = mujoco.Renderer(m, H, W)
-    try:
-        r.update_scene(d, camera=camera)
-        r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
-        r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
-        return r.render().copy()
-    finally:
-        r.close()
+    return fast_render(task.model, camera, W, H, qpos=qpos)
 
 
 # ----------------------------------------------------------------------------- generated

@@ -19,6 +19,7 @@ import sys
 from dataset_frames import (
     CAMERAS,
     CODEC_ERROR,
+    CRASH_WRITER,
     FPS,
     JOINTS,
     LENGTHS,
@@ -169,27 +170,10 @@ def test_stats_as_lerobot_reads_them(loaded):
                                actions.astype(np.float64).mean(axis=0), rtol=1e-6)
 
 
-CRASH = """
-import os, sys
-import numpy as np
-from mujoco_hal_ros.dataset import DatasetWriter, features_for
-rng = np.random.default_rng(3)
-f = features_for(['a', 'b'], ['a', 'b'], {'cam': (32, 48)})
-w = DatasetWriter(sys.argv[1], repo_id='t/crash', fps=10, features=f)
-for episode in range(3):
-    for i in range(6):
-        w.add_frame({'observation.state': rng.normal(size=2), 'action': rng.normal(size=2),
-                     'observation.images.cam': rng.integers(0, 255, (32, 48, 3), np.uint8)})
-    if episode < 2:
-        w.save_episode('task')
-os._exit(3)
-"""
-
-
 def test_episodes_saved_before_a_crash_load(tmp_path):
     """Killed mid-episode (marked INCOMPLETE): LeRobot loads the two saved episodes."""
     root = tmp_path / 'crashed'
-    proc = subprocess.run([sys.executable, '-c', CRASH, str(root)], capture_output=True,
+    proc = subprocess.run([sys.executable, '-c', CRASH_WRITER, str(root)], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 3, proc.stderr
     assert (root / 'INCOMPLETE').exists()

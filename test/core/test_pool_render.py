@@ -2,8 +2,8 @@
 state, matched pixel for pixel against an independent
 ``mujoco.Renderer`` on a plain MjData at the same state; bad input refused."""
 
-import copy
 
+from dataset_frames import fast_render
 import mujoco
 import numpy as np
 import pytest
@@ -25,19 +25,7 @@ def model():
 
 def independent(model, row, cam):
     """A plain mujoco.Renderer at ``row`` with the pool's fast settings."""
-    private = copy.copy(model)
-    private.vis.quality.offsamples = 0
-    d = mujoco.MjData(private)
-    mujoco.mj_setState(private, d, row, mujoco.mjtState.mjSTATE_INTEGRATION)
-    mujoco.mj_forward(private, d)
-    r = mujoco.Renderer(private, H, W)
-    try:
-        r.update_scene(d, camera=cam)
-        r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = 0
-        r.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
-        return r.render().copy()
-    finally:
-        r.close()
+    return fast_render(model, cam, W, H, row=row)
 
 
 @needs_gl
