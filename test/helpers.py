@@ -202,6 +202,40 @@ class SpunNodes:
             node.destroy_client(cli)
 
 
+class ActionNodes(SpunNodes):
+    """The node under test (``make_node(ctx)``) and a client node, spun together; an action
+    client for ``action_name`` on the client, whose server is found before this returns."""
+
+    def __init__(self, make_node, client_name, action_type, action_name, *, threads=4,
+                 budget=240.0):
+        import rclpy
+        from rclpy.action import ActionClient
+        from rclpy.executors import MultiThreadedExecutor
+        super().__init__(lambda ctx: [make_node(ctx),
+                                      rclpy.create_node(client_name, context=ctx)],
+                         lambda ctx: MultiThreadedExecutor(num_threads=threads, context=ctx))
+        self.node, self.client = self.nodes
+        self.action = ActionClient(self.client, action_type, action_name)
+        self.spin(budget)
+        assert self.action.wait_for_server(timeout_sec=10.0), f'{action_name} not served'
+
+    def close(self):
+        self.spinner.stop(self.join_s)
+        self.action.destroy()
+        super().close()
+
+    def send_goal(self, goal, feedback=None):
+        """The accepted goal's handle (fails if it is rejected)."""
+        handle = self.wait(self.action.send_goal_async(goal, feedback_callback=feedback))
+        assert handle.accepted
+        return handle
+
+    def run(self, goal, feedback=None, timeout=60.0):
+        """(status, result) of ``goal`` run to its end."""
+        res = self.wait(self.send_goal(goal, feedback).get_result_async(), timeout)
+        return res.status, res.result
+
+
 class SpinInline:
     """Mixin: spin ``self.ex`` on the calling thread in 10 ms slices, for a bounded time."""
 

@@ -13,9 +13,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
-from helpers import SpunNodes  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from helpers import ActionNodes  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from mujoco_hal_ros.action import EvaluatePolicy  # noqa: E402
@@ -27,30 +25,16 @@ BUDGET_S = 180.0
 GL_PROBLEM = gl.probe()
 
 
-class Harness(SpunNodes):
+class Harness(ActionNodes):
     def __init__(self, folder):
-        super().__init__(lambda ctx: [
-            PoolNode(context=ctx, parameter_overrides=[
-                Parameter('nbatch', value=2), Parameter('nthread', value=2),
-                Parameter('keyframe', value='rest'),
-                Parameter('dataset_folder', value=folder)]),
-            rclpy.create_node('pool_dataset_test_client', context=ctx)],
-            lambda ctx: MultiThreadedExecutor(num_threads=4, context=ctx))
-        self.node, self.client = self.nodes
-        self.action = ActionClient(self.client, EvaluatePolicy, '/evaluate_policy')
-        self.spin(BUDGET_S)
-        assert self.action.wait_for_server(timeout_sec=10.0)
+        super().__init__(lambda ctx: PoolNode(context=ctx, parameter_overrides=[
+            Parameter('nbatch', value=2), Parameter('nthread', value=2),
+            Parameter('keyframe', value='rest'),
+            Parameter('dataset_folder', value=folder)]),
+            'pool_dataset_test_client', EvaluatePolicy, '/evaluate_policy', budget=BUDGET_S)
 
-    def close(self):
-        self.spinner.stop(self.join_s)
-        self.action.destroy()
-        super().close()
-
-    def run(self, goal, timeout=120.0):
-        handle = self.wait(self.action.send_goal_async(goal))
-        assert handle.accepted
-        res = self.wait(handle.get_result_async(), timeout)
-        return res.status, res.result
+    def run(self, goal, feedback=None, timeout=120.0):
+        return super().run(goal, feedback, timeout)
 
 
 @pytest.fixture(scope='module')

@@ -15,9 +15,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
-from helpers import SpunNodes, wait_for  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from helpers import ActionNodes, wait_for  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
 from mujoco_hal_ros.action import EvaluatePolicy  # noqa: E402
@@ -39,32 +37,16 @@ DECLARED = textwrap.dedent('''
     ''')
 
 
-class Harness(SpunNodes):
+class Harness(ActionNodes):
     def __init__(self):
-        super().__init__(lambda ctx: [
-            PoolNode(context=ctx, parameter_overrides=[
-                Parameter('nbatch', value=4), Parameter('nthread', value=1),
-                Parameter('keyframe', value='rest'),
-                Parameter('policies', value=['still=pool_node_declared:still',
-                                             'blocks=pool_node_declared:blocks']),
-                Parameter('policy_timeout_s', value=2.0)]),
-            rclpy.create_node('pool_policy_test_client', context=ctx)],
-            lambda ctx: MultiThreadedExecutor(num_threads=6, context=ctx))
-        self.node, self.client = self.nodes
-        self.action = ActionClient(self.client, EvaluatePolicy, '/evaluate_policy')
-        self.spin(BUDGET_S)
-        assert self.action.wait_for_server(timeout_sec=10.0)
-
-    def close(self):
-        self.spinner.stop(self.join_s)
-        self.action.destroy()
-        super().close()
-
-    def run(self, goal, feedback=None, timeout=60.0):
-        handle = self.wait(self.action.send_goal_async(goal, feedback_callback=feedback))
-        assert handle.accepted
-        res = self.wait(handle.get_result_async(), timeout)
-        return res.status, res.result
+        super().__init__(lambda ctx: PoolNode(context=ctx, parameter_overrides=[
+            Parameter('nbatch', value=4), Parameter('nthread', value=1),
+            Parameter('keyframe', value='rest'),
+            Parameter('policies', value=['still=pool_node_declared:still',
+                                         'blocks=pool_node_declared:blocks']),
+            Parameter('policy_timeout_s', value=2.0)]),
+            'pool_policy_test_client', EvaluatePolicy, '/evaluate_policy', threads=6,
+            budget=BUDGET_S)
 
 
 @pytest.fixture(scope='module')

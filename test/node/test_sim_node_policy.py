@@ -12,9 +12,7 @@ import pytest
 rclpy = pytest.importorskip('rclpy')
 
 from action_msgs.msg import GoalStatus  # noqa: E402
-from helpers import SpunNodes, wait_for  # noqa: E402
-from rclpy.action import ActionClient  # noqa: E402
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from helpers import ActionNodes, wait_for  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
@@ -27,34 +25,19 @@ from mujoco_hal_ros.tasks.reference import run_episode  # noqa: E402
 BUDGET_S = 240.0
 
 
-class Harness(SpunNodes):
+class Harness(ActionNodes):
     def __init__(self):
-        super().__init__(lambda ctx: [
-            SimNode(context=ctx, parameter_overrides=[
-                Parameter('real_time_factor', value=1.0), Parameter('publish_rate', value=20.0),
-                Parameter('web_viewer', value=0)]),
-            rclpy.create_node('sim_policy_test_client', context=ctx)],
-            lambda ctx: MultiThreadedExecutor(num_threads=4, context=ctx))
-        self.node, self.client = self.nodes
+        super().__init__(lambda ctx: SimNode(context=ctx, parameter_overrides=[
+            Parameter('real_time_factor', value=1.0), Parameter('publish_rate', value=20.0),
+            Parameter('web_viewer', value=0)]),
+            'sim_policy_test_client', RunPolicy, 'run_policy', budget=BUDGET_S)
         self.device = self.node.device
-        self.action = ActionClient(self.client, RunPolicy, 'run_policy')
-        self.spin(BUDGET_S)
-        assert self.action.wait_for_server(timeout_sec=10.0)
-
-    def close(self):
-        self.spinner.stop(self.join_s)
-        self.action.destroy()
-        super().close()
 
     def send(self, feedback=None, **goal):
-        handle = self.wait(self.action.send_goal_async(RunPolicy.Goal(**goal),
-                                                       feedback_callback=feedback))
-        assert handle.accepted
-        return handle
+        return self.send_goal(RunPolicy.Goal(**goal), feedback)
 
     def run(self, timeout=60.0, **goal):
-        res = self.wait(self.send(**goal).get_result_async(), timeout)
-        return res.status, res.result
+        return super().run(RunPolicy.Goal(**goal), timeout=timeout)
 
     def stop(self):
         return self.call(Trigger, 'stop_policy', Trigger.Request())
