@@ -7,18 +7,17 @@ rasteriser; ``mjr_render`` releases the GIL, so ``nthread`` threads render ``nth
 environments at once. Rendering on the stepping workers still left the cores idle while the
 caller worked out the next actions (a scripted expert's IK) and the pool stepped: a job that
 renders the states of the moment while the caller goes on (``EnvPool.render_async``) keeps
-them busy (``bench/bench_dataset_generate.py``). So the renderer has its own ``Workers`` (its
-own scratch MjData and patched-model copies, never the stepping slots') driven by one
-dispatch thread that runs the jobs in order; a reset or restore that changes environments'
-models waits for the jobs in flight first (``EnvPool``), so a job always draws the model the
-state was stepped on.
+them busy (``bench/bench_dataset_generate.py``). So the renderer has threads of its own, each
+with its own scratch MjData and patched-model copies (never the stepping slots'), taking one
+environment's task at a time from one queue in order; a reset or restore that changes
+environments' models waits for the jobs in flight first (``EnvPool``), so a job always
+draws the model the state was stepped on.
 
 Why a GL context per thread: a context is current in at most one thread, and with EGL one
 that another thread has made current cannot be used again by the thread that made it
-(``render/camera.py``, measured on llvmpipe). So every rendering thread (the dispatch thread,
-which works slot 0, and the workers' executor threads) makes its own
-``offscreen.Offscreen`` on first use, keeps it for the renderer's life, and frees it itself:
-``close`` reaches every one of them once through ``Workers.run_on_each_thread``.
+(``render/camera.py``, measured on llvmpipe). So each rendering thread makes its own
+``offscreen.Offscreen`` on first use, keeps it for the renderer's life, and frees it itself
+when ``close`` ends the thread.
 
 The environment's state row (copied when the job is made) is loaded into the worker slot's
 scratch MjData, with ``mj_forward`` for the poses the scene reads, on the environment's own
@@ -28,9 +27,11 @@ copy with ``offsamples=0``; the pool's models are untouched).
 """
 
 from collections import deque
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, wait
 import copy
+import functools
+import queue
 import threading
 from typing import Any
 
@@ -39,7 +40,7 @@ import numpy as np
 
 from ..errors import ClosedError, InvalidArgument, UnknownName
 from ..render import gl
-from .engine import Workers
+from .engine import Slot
 from .layout import INTEGRATION
 
 MAX_SIZE = 2048
@@ -106,7 +107,8 @@ class _ThreadView:
 
 
 class PoolRenderer:
-    """RGB images of environments' states, as jobs run in order on the renderer's threads."""
+    """RGB images of environments' states, as jobs of one task an environment, taken in
+    order by the renderer's threads; each thread owns its scratch data and GL contexts."""
 
     def __init__(self, variants: tuple, nthread: int, patches: Any, variant_of: np.ndarray
                  ) -> None:
@@ -115,15 +117,18 @@ class PoolRenderer:
             from ..errors import ConfigError
             raise ConfigError(f'the pool cannot render: {problem}')
         self._variants = variants
-        self._workers = Workers(variants, nthread)
-        self._dispatch = ThreadPoolExecutor(1, thread_name_prefix='envpool-render')
         self._patches = patches
         self._variant_of = variant_of
         self._render_models: dict = {}         # (variant, w, h) -> private model copy
-        self._views: dict = {}                 # thread ident -> {(variant, w, h): _ThreadView}
         self._lock = threading.Lock()
         self._jobs: deque[Future] = deque()    # submitted, perhaps not finished
+        self.contexts = 0                      # GL contexts made and not yet freed
         self._closed = False
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._serve, daemon=True,
+                                          name=f'envpool-render-{k}') for k in range(nthread)]
+        for thread in self._threads:
+            thread.start()
 
     def _render_model(self, variant: int, width: int, height: int) -> mujoco.MjModel:
         key = (variant, width, height)
@@ -137,51 +142,81 @@ class PoolRenderer:
                 self._render_models[key] = private
             return self._render_models[key]
 
-    def _view(self, variant: int, width: int, height: int) -> _ThreadView:
-        me = threading.get_ident()
-        with self._lock:
-            mine = self._views.setdefault(me, {})
-            view = mine.get((variant, width, height))
-        if view is None:
-            view = _ThreadView(self._render_model(variant, width, height), width, height)
-            with self._lock:
-                mine[(variant, width, height)] = view
-        return view
+    def _serve(self) -> None:
+        """A rendering thread: tasks until ``close``'s None, then free what it made."""
+        slot = Slot(self._variants)
+        views: dict[tuple[int, int, int], _ThreadView] = {}
+
+        def view(variant: int, width: int, height: int) -> _ThreadView:
+            key = (variant, width, height)
+            if key not in views:
+                views[key] = _ThreadView(self._render_model(*key), width, height)
+                with self._lock:
+                    self.contexts += 1
+            return views[key]
+
+        try:
+            while (task := self._tasks.get()) is not None:
+                task(slot, view)
+        finally:
+            for made in views.values():
+                made.free()
+                with self._lock:
+                    self.contexts -= 1
+            slot.release()
 
     def submit(self, rows: np.ndarray, ids: np.ndarray, cams: list[int], width: int,
                height: int) -> 'Future[np.ndarray]':
         """A job drawing ``rows`` (state rows of environments ``ids``, owned by the job from
-        now on): its result is ``(len(cams), n, height, width, 3)`` uint8, top row first."""
+        now on): its result is ``(len(cams), n, height, width, 3)`` uint8, top row first.
+
+        Why a task an environment rather than a batch the threads share: a thread that
+        finishes its part of one job starts on the next job at once instead of waiting for
+        the other threads at the end of each (about a tenth of two cores, measured with
+        ``bench/bench_dataset_generate.py``)."""
         if self._closed:
             raise ClosedError('PoolRenderer')
         envs = ids.tolist()
         variant = self._variant_of[ids].tolist()
         patches, models = self._patches, self._variants
+        out = np.empty((len(cams), len(envs), height, width, 3), np.uint8)
+        job: Future[np.ndarray] = Future()
+        job.set_running_or_notify_cancel()
+        left, errors = [len(envs)], []
+        count = threading.Lock()
 
-        def job() -> np.ndarray:
-            out = np.empty((len(cams), len(envs), height, width, 3), np.uint8)
+        def part(p: int, slot: Slot, view: Callable[[int, int, int], _ThreadView]) -> None:
+            try:
+                v = variant[p]
+                m = patches.model_for(slot, v, envs[p]) if patches.keys_of[envs[p]] \
+                    else models[v]
+                d = slot.datas[v]
+                mujoco.mj_setState(m, d, rows[p], INTEGRATION)
+                mujoco.mj_forward(m, d)
+                drawer = view(v, width, height)
+                for k, cam in enumerate(cams):
+                    drawer.draw(m, d, cam, out[k, p])
+            except BaseException as exc:  # noqa: BLE001 - the job's caller gets it
+                errors.append(exc)
+            finally:
+                with count:
+                    left[0] -= 1
+                    last = left[0] == 0
+                if last:
+                    if errors:
+                        job.set_exception(errors[0])
+                    else:
+                        job.set_result(out)
 
-            def work(slot, chunk):
-                for p in chunk:
-                    v = variant[p]
-                    m = patches.model_for(slot, v, envs[p]) if patches.keys_of[envs[p]] \
-                        else models[v]
-                    d = slot.datas[v]
-                    mujoco.mj_setState(m, d, rows[p], INTEGRATION)
-                    mujoco.mj_forward(m, d)
-                    view = self._view(v, width, height)
-                    for k, cam in enumerate(cams):
-                        view.draw(m, d, cam, out[k, p])
-
-            self._workers.run(work, len(envs))
-            return out
-
-        future = self._dispatch.submit(job)
+        if not envs:
+            job.set_result(out)
+        for p in range(len(envs)):
+            self._tasks.put(functools.partial(part, p))
         with self._lock:
             while self._jobs and self._jobs[0].done():
                 self._jobs.popleft()
-            self._jobs.append(future)
-        return future
+            self._jobs.append(job)
+        return job
 
     def render(self, rows: np.ndarray, ids: np.ndarray, cams: list[int], width: int,
                height: int) -> np.ndarray:
@@ -195,27 +230,13 @@ class PoolRenderer:
         wait(jobs)
 
     def close(self) -> None:
-        """Finish the jobs in flight, then free every thread's contexts on the thread that
-        made them (see the module doc)."""
+        """Finish the jobs in flight; every thread then frees its contexts and ends."""
         if self._closed:
             return
         self._closed = True
         self.wait()
-
-        def free_mine():
-            with self._lock:
-                mine = self._views.pop(threading.get_ident(), {})
-            for view in mine.values():
-                view.free()
-
-        try:
-            self._dispatch.submit(self._workers.run_on_each_thread, free_mine).result()
-        finally:
-            self._dispatch.shutdown(wait=True)
-            self._workers.close()
-        with self._lock:
-            rest, self._views = list(self._views.values()), {}
-        for views in rest:
-            for view in views.values():
-                view.free()
+        for _ in self._threads:
+            self._tasks.put(None)
+        for thread in self._threads:
+            thread.join()
         self._render_models = {}

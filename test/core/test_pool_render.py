@@ -60,8 +60,10 @@ def test_bad_cameras_and_sizes_are_refused_and_close_frees_the_contexts(model):
         pool.render(['overhead'], [5])
     pool.render(['overhead'], width=W, height=H)
     renderer = pool._renderer
+    assert renderer.contexts >= 1
     pool.close()
-    assert renderer._views == {}, 'a GL context was left after close'
+    assert renderer.contexts == 0, 'a GL context was left after close'
+    assert not any(t.is_alive() for t in renderer._threads), 'a rendering thread was left'
     with pytest.raises(ClosedError):
         pool.render(['overhead'])
 
