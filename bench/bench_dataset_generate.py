@@ -137,7 +137,8 @@ def render_rate(task, nthread, cameras, width, height, states, batch=8):
 
 
 def expert_states(task, episodes=2, every=3):
-    """State rows (``mjSTATE_FULLPHYSICS``) an expert's episodes pass through (every ``every``-th control step)."""
+    """State rows (``mjSTATE_FULLPHYSICS``) an expert's episodes pass through, every
+    ``every``-th control step."""
     from mujoco_hal_ros.tasks import evaluate
     expert = ScriptedExpert(task, SCRIPT, gripper='actuator8')
     report = evaluate(task, expert, episodes, envs=1, record=range(episodes))
