@@ -94,10 +94,10 @@ class CompletionBridge:
         self._name = name or node.get_name()
         self._lock = threading.Lock()
         # (future, ok, value) for the executor to set
-        self._ready: list[tuple[Future[Any], bool, Any]] = []
+        self._ready: list[tuple[Future, bool, Any]] = []
         # Futures handed out and not answered yet; one nobody holds any more (nothing
         # awaits it) is dropped rather than kept for close().
-        self._pending: weakref.WeakSet[Future[Any]] = weakref.WeakSet()
+        self._pending: weakref.WeakSet[Future] = weakref.WeakSet()
         self._heap: list[_Entry] = []    # earliest first
         self._armed: float | None = None  # the deadline the timer is set for, or None
         self._seq = itertools.count()
@@ -116,9 +116,9 @@ class CompletionBridge:
             (node.destroy_guard_condition, self._nudge))
 
     # --- futures completed from any thread ------------------------------------------------
-    def future(self) -> Future[Any]:
+    def future(self) -> Future:
         """A pending rclpy future for ``complete``; ``close()`` answers it if nothing did."""
-        future: Future[Any] = Future()
+        future: Future = Future()
         with self._lock:
             if self._closed:
                 future.set_result(None)
@@ -126,7 +126,7 @@ class CompletionBridge:
                 self._pending.add(future)
         return future
 
-    def complete(self, future: Future[Any], value: Any = None,
+    def complete(self, future: Future, value: Any = None,
                  error: BaseException | None = None) -> None:
         """From any thread: ``future`` gets ``value`` (or raises ``error``) on the executor."""
         with self._lock:
@@ -143,7 +143,7 @@ class CompletionBridge:
         except Exception:  # noqa: BLE001 - the node went away first; close() answers
             pass
 
-    def wrap(self, core_future: CoreFuture[Any]) -> Future[Any]:
+    def wrap(self, core_future: CoreFuture[Any]) -> Future:
         """A ``concurrent.futures.Future`` (or anything with ``add_done_callback(fn(f))`` and
         ``result()``) as an rclpy future: its result, or its exception raised on ``await``."""
         future = self.future()
@@ -158,13 +158,13 @@ class CompletionBridge:
         core_future.add_done_callback(done)
         return future
 
-    def move(self, move: Move) -> Future[Any]:
+    def move(self, move: Move) -> Future:
         """A core ``Move``: its result dict once it ends."""
         future = self.future()
         move.add_done_callback(lambda m: self.complete(future, m.result))
         return future
 
-    def run(self, fn: Callable[P, Any], *args: P.args, **kwargs: P.kwargs) -> Future[Any]:
+    def run(self, fn: Callable[P, Any], *args: P.args, **kwargs: P.kwargs) -> Future:
         """``fn(*args, **kwargs)`` on the bridge's one worker thread (jobs run in the order
         given): for blocking core work that has no future of its own."""
         with self._lock:
@@ -201,19 +201,19 @@ class CompletionBridge:
         self.run(job)
 
     # --- time -----------------------------------------------------------------------------
-    def sleep(self, seconds: float) -> Future[Any]:
+    def sleep(self, seconds: float) -> Future:
         """A future answered None after ``seconds`` (steady clock)."""
         future = self.future()
         self._schedule(seconds, lambda: self._set(future, True, None))
         return future
 
-    def wait(self, *futures: Future[Any], timeout: float) -> Future[Any]:
+    def wait(self, *futures: Future, timeout: float) -> Future:
         """A future answered True once any of ``futures`` is done, or False after
         ``timeout`` seconds: wait for a result, or for the next feedback, whichever first."""
         out = self.future()
         entry = self._schedule(timeout, lambda: self._set(out, True, False))
 
-        def done(_f: Future[Any]) -> None:
+        def done(_f: Future) -> None:
             entry.alive = False
             self._set(out, True, True)
         for future in futures:
@@ -318,7 +318,7 @@ class CompletionBridge:
             self._set(future, ok, value)
         self._resume()
 
-    def _set(self, future: Future[Any], ok: bool, value: Any) -> None:
+    def _set(self, future: Future, ok: bool, value: Any) -> None:
         with self._lock:
             self._pending.discard(future)
         if future.done():

@@ -244,14 +244,14 @@ class GuardedNode(Node):
 
     def create_service(self, srv_type: type[Any], srv_name: str,
                        callback: Callable[[Any, Any], Any], *args: Any,
-                       **kwargs: Any) -> Service[Any, Any]:
+                       **kwargs: Any) -> Service:
         return super().create_service(srv_type, srv_name,
                                       service(callback, srv_name, self._guard_logger),
                                       *args, **kwargs)
 
     def create_subscription(self, msg_type: type[MsgT], topic: str,
                             callback: Callable[..., Any], *args: Any,
-                            **kwargs: Any) -> Subscription[MsgT]:
+                            **kwargs: Any) -> Subscription:
         return super().create_subscription(
             msg_type, topic, plain(callback, f'subscription {topic}', self._guard_logger),
             *args, **kwargs)
@@ -306,15 +306,15 @@ class ActionServer(_RclpyActionServer):
                                                lambda *_: CancelResponse.REJECT))
 
     def register_handle_accepted_callback(
-            self, handle_accepted_callback: Callable[[ServerGoalHandle[Any, Any, Any]], None]
+            self, handle_accepted_callback: Callable[[ServerGoalHandle], None]
             | None) -> None:
-        def answer(exc: Exception, handle: ServerGoalHandle[Any, Any, Any] | None = None,
+        def answer(exc: Exception, handle: ServerGoalHandle | None = None,
                    *_: Any) -> None:
             if handle is None:
                 return None
             result = self._error_result(exc, 'accepted')
 
-            def aborted(h: ServerGoalHandle[Any, Any, Any]) -> Any:
+            def aborted(h: ServerGoalHandle) -> Any:
                 if h.is_active:
                     h.abort()
                 return result
@@ -327,8 +327,8 @@ class ActionServer(_RclpyActionServer):
             handle_accepted_callback, self._where('accepted'), self._guard_logger, answer))
 
     def register_execute_callback(
-            self, execute_callback: Callable[[ServerGoalHandle[Any, Any, Any]], Any]) -> None:
-        def answer(exc: Exception, handle: ServerGoalHandle[Any, Any, Any] | None = None,
+            self, execute_callback: Callable[[ServerGoalHandle], Any]) -> None:
+        def answer(exc: Exception, handle: ServerGoalHandle | None = None,
                    *_: Any) -> Any:
             result = self._error_result(exc, 'execute')
             try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, cast, Protocol, TYPE_CHECKING
+from typing import cast, Protocol, TYPE_CHECKING
 
 from rclpy.action import CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -82,7 +82,7 @@ class PolicyAction:
             callback_group=MutuallyExclusiveCallbackGroup(), goal_callback=self._on_goal,
             cancel_callback=self._on_cancel, result_timeout=10, **action_queues())
 
-    def _on_cancel(self, handle: ServerGoalHandle[Any, Any, Any]) -> CancelResponse:
+    def _on_cancel(self, handle: ServerGoalHandle) -> CancelResponse:
         """Accept; a policy computing for that goal now is interrupted (its worker killed)."""
         with self._lock:
             policy = self._running.get(bytes(handle.goal_id.uuid))

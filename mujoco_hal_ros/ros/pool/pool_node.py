@@ -200,13 +200,13 @@ class PoolNode(GuardedNode):
             self._reserved += 1
             return GoalResponse.ACCEPT
 
-    def _on_accepted(self, handle: ServerGoalHandle[Any, Any, Any]) -> None:
+    def _on_accepted(self, handle: ServerGoalHandle) -> None:
         with self._goals_lock:
             self._active[bytes(handle.goal_id.uuid)] = [handle, 0, int(handle.request.nstep)]
             self._heartbeats.start()
         handle.execute()
 
-    def _finish(self, handle: ServerGoalHandle[Any, Any, Any]) -> None:
+    def _finish(self, handle: ServerGoalHandle) -> None:
         with self._goals_lock:
             self._active.pop(bytes(handle.goal_id.uuid), None)
             self._reserved = max(0, self._reserved - 1)
@@ -220,7 +220,7 @@ class PoolNode(GuardedNode):
             self._feedback(handle, steps, nstep)
 
     @staticmethod
-    def _feedback(handle: ServerGoalHandle[Any, Any, Any], steps: int, nstep: int) -> None:
+    def _feedback(handle: ServerGoalHandle, steps: int, nstep: int) -> None:
         handle.publish_feedback(Evaluate.Feedback(
             progress=steps / nstep if nstep else 0.0, steps_done=steps, nstep=nstep))
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 import threading
 import time
-from typing import Any, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING, TypeAlias
 
 from control_msgs.action import GripperCommand
 from rclpy.action import CancelResponse, GoalResponse
@@ -52,7 +52,7 @@ if TYPE_CHECKING:     # the hints only
     from ...sim.events import ModelSwapped
     from ...sim.ports import DeviceApi
 
-    GoalHandle = ServerGoalHandle[Any, Any, Any]
+    GoalHandle: TypeAlias = ServerGoalHandle
 
 try:
     from control_msgs.action import ParallelGripperCommand

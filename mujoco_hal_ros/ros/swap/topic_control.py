@@ -61,7 +61,7 @@ class TopicControl:
         self.applied = 0
         self.refused = 0
         self.last_error: str | None = None
-        self._sub: Subscription[JointState] | None = None
+        self._sub: Subscription | None = None
         self.not_served = ''       # why nothing is subscribed, for the node's start-up log
         if topic and not self.goals:
             # a passive or torque-only model: nothing a position command could move

@@ -33,7 +33,7 @@ import array
 from collections.abc import Iterable, Mapping, Sequence
 import threading
 import time
-from typing import Any, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING, TypeAlias
 
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
@@ -61,7 +61,7 @@ if TYPE_CHECKING:     # the hints only
     from ...sim.ports import DeviceApi
     from ...sim.snapshot import Snapshot
 
-    GoalHandle = ServerGoalHandle[Any, Any, Any]
+    GoalHandle: TypeAlias = ServerGoalHandle
     # a goal's check: (checked trajectory, tolerances, start delay in seconds)
     GoalCheck = tuple[jt.Checked, jt.Tolerances, float]
 
@@ -250,7 +250,7 @@ class _Active:
         self.tolerances = tolerances
         self.handle = handle                 # None for a trajectory from the topic
         self._bridge = bridge
-        self.future: Future[Any] | None = None
+        self.future: Future | None = None
         if handle is not None:
             assert bridge is not None        # a goal's result goes through the bridge
             self.future = bridge.future()
@@ -285,7 +285,7 @@ class TrajectoryController:
         self._active: _Active | None = None
         # goal id -> its start (a future of its _Active or the exception that kept it from
         # starting), or why it could not start
-        self._starts: dict[bytes, Future[Any] | DeviceError] = {}
+        self._starts: dict[bytes, Future | DeviceError] = {}
         # (goal message, its check) from the goal callback
         self._checked: list[tuple[FollowJointTrajectory.Goal, GoalCheck]] = []
         self._starting = 0               # starts handed to the worker and not in place yet
