@@ -218,11 +218,6 @@ class PoolRenderer:
             self._jobs.append(job)
         return job
 
-    def render(self, rows: np.ndarray, ids: np.ndarray, cams: list[int], width: int,
-               height: int) -> np.ndarray:
-        """``submit``, waiting for the images."""
-        return self.submit(rows, ids, cams, width, height).result()
-
     def wait(self) -> None:
         """Return once every job submitted so far has finished (its errors stay its own)."""
         with self._lock:
